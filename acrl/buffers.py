@@ -1,0 +1,105 @@
+"""Experience storage: the on-policy rollout buffer and the off-policy replay buffer.
+
+Both keep `terminated` and `truncated` apart (DESIGN.md checklist item 1): only termination
+cuts the return; truncation bootstraps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import torch
+
+
+class RolloutBuffer:
+    """Fixed-size on-policy storage of shape (T, N): T steps of N environments.
+
+    Fields (numpy, float32 unless noted): observations (T, N, obs_dim) as the policy saw
+    them (normalised), actions (T, N, act_dim) raw samples or (T, N) int64, log_probs,
+    rewards, values, next_values (T, N), terminated, truncated (T, N) bool. After
+    `compute_advantages`, advantages and returns (T, N).
+
+    Args:
+        n_steps: T; n_envs: N; obs_dim: observation size; action_shape: () for Discrete,
+            (act_dim,) for Box.
+    """
+
+    def __init__(self, n_steps: int, n_envs: int, obs_dim: int, action_shape: tuple[int, ...]):
+        shape = (n_steps, n_envs)
+        self.observations = np.zeros((*shape, obs_dim), dtype=np.float32)
+        self.actions = np.zeros((*shape, *action_shape), dtype=np.int64 if action_shape == () else np.float32)
+        self.log_probs = np.zeros(shape, dtype=np.float32)
+        self.rewards = np.zeros(shape, dtype=np.float32)
+        self.values = np.zeros(shape, dtype=np.float32)
+        self.next_values = np.zeros(shape, dtype=np.float32)
+        self.terminated = np.zeros(shape, dtype=bool)
+        self.truncated = np.zeros(shape, dtype=bool)
+        self.advantages = np.zeros(shape, dtype=np.float32)
+        self.returns = np.zeros(shape, dtype=np.float32)
+        self.n_steps, self.n_envs = n_steps, n_envs
+
+    def minibatches(self, batch_size: int, rng: np.random.Generator) -> Iterator[dict[str, torch.Tensor]]:
+        """Yield shuffled minibatches covering the T * N samples once, each a dict of tensors (B, ...).
+
+        Keys: observations, actions, log_probs, values, advantages, returns.
+        """
+        flat = {
+            key: torch.from_numpy(getattr(self, key).reshape(self.n_steps * self.n_envs, *getattr(self, key).shape[2:]))
+            for key in ("observations", "actions", "log_probs", "values", "advantages", "returns")
+        }
+        order = torch.from_numpy(rng.permutation(self.n_steps * self.n_envs))
+        for start in range(0, len(order), batch_size):
+            index = order[start:start + batch_size]
+            yield {key: value[index] for key, value in flat.items()}
+
+
+class ReplayBuffer:
+    """Ring buffer of transitions for off-policy learning (Lin 1992; Mnih et al. 2015).
+
+    Stores observations and next_observations (capacity, obs_dim), actions (capacity,
+    act_dim) float32 in policy units (or (capacity,) int64), rewards (capacity,), and
+    terminated / truncated (capacity,) bool. `sample` returns `not_done = 1 - terminated`:
+    a transition cut by a time limit still bootstraps.
+
+    Args:
+        capacity: the most transitions kept; older ones are overwritten.
+        obs_dim: observation size; action_shape: (act_dim,) or () for Discrete.
+    """
+
+    def __init__(self, capacity: int, obs_dim: int, action_shape: tuple[int, ...]):
+        self.observations = np.zeros((capacity, obs_dim), dtype=np.float32)
+        self.next_observations = np.zeros((capacity, obs_dim), dtype=np.float32)
+        self.actions = np.zeros((capacity, *action_shape), dtype=np.int64 if action_shape == () else np.float32)
+        self.rewards = np.zeros(capacity, dtype=np.float32)
+        self.terminated = np.zeros(capacity, dtype=bool)
+        self.truncated = np.zeros(capacity, dtype=bool)
+        self.capacity, self.position, self.size = capacity, 0, 0
+
+    def __len__(self) -> int:
+        return self.size
+
+    def add(self, obs: np.ndarray, action: np.ndarray, reward: np.ndarray, next_obs: np.ndarray,
+            terminated: np.ndarray, truncated: np.ndarray) -> None:
+        """Append a batch of B transitions (leading dimension B on every argument)."""
+        index = (self.position + np.arange(len(reward))) % self.capacity
+        self.observations[index] = obs
+        self.actions[index] = action
+        self.rewards[index] = reward
+        self.next_observations[index] = next_obs
+        self.terminated[index] = terminated
+        self.truncated[index] = truncated
+        self.position = int((self.position + len(reward)) % self.capacity)
+        self.size = min(self.size + len(reward), self.capacity)
+
+    def sample(self, batch_size: int, rng: np.random.Generator) -> dict[str, torch.Tensor]:
+        """Uniform sample with replacement: dict of tensors observations (B, obs_dim),
+        actions, rewards (B,), next_observations (B, obs_dim), not_done (B,) float32."""
+        index = rng.integers(0, self.size, size=batch_size)
+        return {
+            "observations": torch.from_numpy(self.observations[index]),
+            "actions": torch.from_numpy(self.actions[index]),
+            "rewards": torch.from_numpy(self.rewards[index]),
+            "next_observations": torch.from_numpy(self.next_observations[index]),
+            "not_done": torch.from_numpy(1.0 - self.terminated[index].astype(np.float32)),
+        }

@@ -1,0 +1,189 @@
+"""Dataclass configs, YAML presets and validation.
+
+Every algorithm has one config dataclass that extends `RunConfig`; each field carries its
+meaning in the class docstring. Presets live in `acrl/presets/<algo>.yaml`, keyed by
+environment id and preset name, each with a `source` that says where its values come from.
+Precedence when the CLI builds a config: algorithm defaults < preset < `--set key=value`
+< explicit flags (`--seed`, `--total-steps`, ...).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import types
+import typing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from acrl.errors import InputError
+
+PRESET_DIR = Path(__file__).parent / "presets"
+
+
+@dataclass
+class RunConfig:
+    """Settings every algorithm shares.
+
+    Attributes:
+        env_id: Gymnasium environment id (for BCQ: the environment used for evaluation).
+        seed: master seed; environment i of a vector env gets seed + i, evaluation seed + 10_000.
+        total_steps: training budget in environment steps (for BCQ: gradient updates).
+        n_envs: environments stepped together through Gymnasium's vector API.
+        eval_freq: evaluate every this many steps (0 disables periodic evaluation).
+        eval_episodes: episodes per evaluation, deterministic actions.
+        checkpoint_freq: write `checkpoints/latest.pt` every this many steps.
+        torch_threads: `torch.set_num_threads` for the training process.
+        preset: name of the preset the values came from, recorded for `config.yaml`.
+    """
+
+    env_id: str = "CartPole-v1"
+    seed: int = 0
+    total_steps: int = 100_000
+    n_envs: int = 1
+    eval_freq: int = 10_000
+    eval_episodes: int = 10
+    checkpoint_freq: int = 50_000
+    torch_threads: int = 1
+    preset: str = ""
+
+    def validate(self) -> None:
+        """Raise `InputError` for a value no run could use; subclasses extend this."""
+        positive(self, "total_steps", "n_envs", "eval_episodes", "checkpoint_freq", "torch_threads")
+        if self.eval_freq < 0:
+            raise InputError(f"eval_freq must be >= 0 (0 disables evaluation), got {self.eval_freq}.")
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-data view (lists instead of tuples) for YAML and checkpoints."""
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self).items()}
+
+
+def positive(config: Any, *names: str) -> None:
+    """Raise `InputError` unless every named field of `config` is > 0."""
+    for name in names:
+        value = getattr(config, name)
+        if value is not None and not value > 0:
+            raise InputError(f"{name} must be > 0, got {value!r}.")
+
+
+def in_unit_interval(config: Any, *names: str, closed_low: bool = True) -> None:
+    """Raise `InputError` unless every named field lies in [0, 1] (or (0, 1] if not closed_low)."""
+    for name in names:
+        value = getattr(config, name)
+        low_ok = value >= 0 if closed_low else value > 0
+        if not (low_ok and value <= 1):
+            interval = "[0, 1]" if closed_low else "(0, 1]"
+            raise InputError(f"{name} must lie in {interval}, got {value!r}.")
+
+
+def _coerce(name: str, value: Any, annotation: Any) -> Any:
+    """Convert a YAML/CLI value to the field's declared type or raise `InputError`."""
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        inner = [a for a in args if a is not type(None)]
+        return _coerce(name, value, inner[0])
+    if origin is tuple:
+        if not isinstance(value, (list, tuple)):
+            raise InputError(f"{name} must be a list such as [64, 64], got {value!r}.")
+        return tuple(_coerce(name, v, args[0]) for v in value)
+    if annotation is bool:
+        if not isinstance(value, bool):
+            raise InputError(f"{name} must be true or false, got {value!r}.")
+        return value
+    if annotation is int:
+        if isinstance(value, bool) or not (isinstance(value, int) or (isinstance(value, float) and value.is_integer())):
+            raise InputError(f"{name} must be an integer, got {value!r}.")
+        return int(value)
+    if annotation is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise InputError(f"{name} must be a number, got {value!r}.")
+        return float(value)
+    if annotation is str:
+        if not isinstance(value, str):
+            raise InputError(f"{name} must be a string, got {value!r}.")
+        return value
+    return value
+
+
+def update_config(config: RunConfig, values: dict[str, Any], origin: str) -> RunConfig:
+    """Return a copy of `config` with `values` applied, type-checked field by field.
+
+    Args:
+        config: the config to start from.
+        values: field name -> new value (YAML types: int, float, bool, str, list, None).
+        origin: where the values come from, used in error messages (e.g. "--set", "preset").
+    Raises:
+        InputError: an unknown field (with the closest names) or a value of the wrong type.
+    """
+    fields = typing.get_type_hints(type(config))
+    changes = {}
+    for key, value in values.items():
+        if key not in fields:
+            close = difflib.get_close_matches(key, fields, n=3)
+            hint = f" Did you mean {', '.join(close)}?" if close else ""
+            raise InputError(
+                f"{origin}: unknown hyperparameter {key!r} for {type(config).__name__}.{hint} "
+                f"Known keys: {', '.join(sorted(fields))}."
+            )
+        changes[key] = _coerce(key, value, fields[key])
+    return dataclasses.replace(config, **changes)
+
+
+def parse_set_options(options: list[str]) -> dict[str, Any]:
+    """Parse CLI `--set key=value` strings; values are read as YAML (`0.2`, `true`, `[64, 64]`).
+
+    Raises:
+        InputError: an option without `=`.
+    """
+    values = {}
+    for option in options:
+        key, sep, raw = option.partition("=")
+        if not sep or not key:
+            raise InputError(f"--set expects key=value (for example --set clip_range=0.1), got {option!r}.")
+        try:
+            values[key.strip()] = yaml.safe_load(raw)
+        except yaml.YAMLError as exc:
+            raise InputError(f"--set {option!r}: the value is not valid YAML ({exc}).") from None
+    return values
+
+
+def load_presets(algo: str) -> dict[str, dict[str, dict[str, Any]]]:
+    """Read `acrl/presets/<algo>.yaml`: env id -> preset name -> values (with `source`).
+
+    Returns an empty mapping when the algorithm has no preset file.
+    """
+    path = PRESET_DIR / f"{algo}.yaml"
+    if not path.exists():
+        return {}
+    with path.open() as f:
+        return yaml.safe_load(f) or {}
+
+
+def preset_values(algo: str, env_id: str, preset: str | None) -> tuple[dict[str, Any], str]:
+    """Values of the named preset for (algo, env_id), or of `default` when `preset` is None.
+
+    Returns:
+        (values without the `source` key, the preset's name or "" when none applies).
+    Raises:
+        InputError: a named preset that does not exist for this algorithm and environment.
+    """
+    by_env = load_presets(algo)
+    available = by_env.get(env_id, {})
+    if preset is None:
+        if "default" not in available:
+            return {}, ""
+        preset = "default"
+    if preset not in available:
+        names = [f"{env}:{name}" for env, presets in by_env.items() for name in presets]
+        raise InputError(
+            f"no preset {preset!r} for {algo} on {env_id}. Available presets (env:name): "
+            f"{', '.join(names) or 'none'}."
+        )
+    values = {k: v for k, v in available[preset].items() if k != "source"}
+    return values, preset

@@ -1,0 +1,568 @@
+"""Offline RL datasets: one in-memory schema, HDF5 files with D4RL keys, Minari import, collection.
+
+The schema follows D4RL (Fu et al. 2020, "D4RL: Datasets for Deep Data-Driven Reinforcement
+Learning", https://github.com/Farama-Foundation/D4RL): one row per transition, with
+`terminals` (the MDP ended: do not bootstrap) and `timeouts` (a time limit cut the episode:
+bootstrap from `next_observations`) kept apart (DESIGN.md, correctness checklist item 1).
+
+The BCQ datasets (Fujimoto, Meger, Precup 2019, "Off-Policy Deep Reinforcement Learning without
+Exploration", Sec. 5) are all collected with `collect_transitions`: `final` and `concurrent`
+come from the DDPG agent's own run, `imitation` uses a trained policy with no noise, and
+`imperfect` uses `noise_std=0.3, random_prob=0.3`.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import h5py
+import numpy as np
+
+from acrl import __version__
+from acrl.errors import InputError
+
+D4RL_KEYS = ("observations", "actions", "rewards", "next_observations", "terminals", "timeouts")
+
+_FLOAT_KEYS = ("observations", "rewards", "next_observations")
+_BOOL_KEYS = ("terminals", "timeouts")
+_ONE_D_KEYS = ("rewards", "terminals", "timeouts")
+
+ACTION_BOUND_TOL = 1e-6
+"""Actions may exceed the Box bounds by this much times max(1, |bound|) (float32 round-off)."""
+
+
+@dataclass
+class OfflineDataset:
+    """A flat table of N transitions with the D4RL keys.
+
+    Arrays (row i is one transition (s_i, a_i, r_i, s'_i)):
+      observations       (N, obs_dim) float32, s_i.
+      actions            (N, act_dim) float32 in environment units for a Box action space,
+                         (N,) int64 for a Discrete one.
+      rewards            (N,) float32, r_i.
+      next_observations  (N, obs_dim) float32, s'_i: the true observation after a_i, also at
+                         the end of an episode (never the observation of the next reset).
+      terminals          (N,) bool, the environment reported `terminated` (no bootstrap).
+      timeouts           (N,) bool, the environment reported `truncated` (time limit; bootstrap).
+    attrs: metadata, str/int/float/bool values: env_id, kind (final, concurrent, imitation,
+      imperfect, minari, ...), behavioral_policy, seed, acrl_version, and optionally more.
+
+    Source: D4RL's HDF5 layout (Fu et al. 2020); BCQ's buffers (Fujimoto et al. 2019, Sec. 5).
+    """
+
+    observations: np.ndarray
+    actions: np.ndarray
+    rewards: np.ndarray
+    next_observations: np.ndarray
+    terminals: np.ndarray
+    timeouts: np.ndarray
+    attrs: dict = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        """Number of transitions N."""
+        return len(self.rewards)
+
+    def validate(
+        self,
+        observation_space: gym.Space | None = None,
+        action_space: gym.Space | None = None,
+        source: str = "dataset",
+    ) -> None:
+        """Check the schema, and the spaces when given; return None or raise InputError.
+
+        Checks, in order: every D4RL key is a numpy array; all have the same number of rows;
+        shapes ((N, obs_dim) observations and next_observations, (N,) rewards, terminals and
+        timeouts); dtypes (float32 observations/rewards/next_observations, bool
+        terminals/timeouts); no NaN or inf (the first bad row is named); then, if given, the
+        observation size against a flat Box `observation_space`, and the actions against a
+        flat Box `action_space` (shape and bounds, with ACTION_BOUND_TOL) or a Discrete one
+        (integer values in [start, start + n)). `source` prefixes the messages (a file name).
+
+        Raises:
+            InputError: naming the key and, for per-row problems, the first bad row.
+        """
+        where = f"{source}: "
+        for key in D4RL_KEYS:
+            if not isinstance(getattr(self, key), np.ndarray):
+                raise InputError(
+                    f"{where}'{key}' must be a numpy array, "
+                    f"got {type(getattr(self, key)).__name__}"
+                )
+        n = len(self.observations)
+        for key in D4RL_KEYS[1:]:
+            if len(getattr(self, key)) != n:
+                raise InputError(
+                    f"{where}'{key}' has {len(getattr(self, key))} rows but 'observations' has "
+                    f"{n}; every key needs exactly one row per transition"
+                )
+        if self.observations.ndim != 2:
+            raise InputError(
+                f"{where}'observations' must have shape (N, obs_dim), "
+                f"got {self.observations.shape}"
+            )
+        if self.next_observations.shape != self.observations.shape:
+            raise InputError(
+                f"{where}'next_observations' has shape {self.next_observations.shape} but "
+                f"'observations' has {self.observations.shape}; they must be equal"
+            )
+        for key in _ONE_D_KEYS:
+            if getattr(self, key).ndim != 1:
+                raise InputError(
+                    f"{where}'{key}' must have shape (N,), got {getattr(self, key).shape}"
+                )
+        if self.actions.ndim not in (1, 2):
+            raise InputError(
+                f"{where}'actions' must have shape (N, act_dim) or (N,), got {self.actions.shape}"
+            )
+        for key in _FLOAT_KEYS:
+            if getattr(self, key).dtype != np.float32:
+                raise InputError(
+                    f"{where}'{key}' must be float32, got {getattr(self, key).dtype}; "
+                    f"convert it with .astype(np.float32)"
+                )
+        for key in _BOOL_KEYS:
+            if getattr(self, key).dtype != np.bool_:
+                raise InputError(
+                    f"{where}'{key}' must be bool, got {getattr(self, key).dtype}; "
+                    f"convert it with .astype(bool)"
+                )
+        if not (np.issubdtype(self.actions.dtype, np.floating)
+                or np.issubdtype(self.actions.dtype, np.integer)):
+            raise InputError(
+                f"{where}'actions' must be float32 (Box) or int64 (Discrete), "
+                f"got {self.actions.dtype}"
+            )
+        for key in ("observations", "actions", "rewards", "next_observations"):
+            _check_finite(getattr(self, key), key, where)
+        if observation_space is not None:
+            self._check_observations(observation_space, where)
+        if action_space is not None:
+            self._check_actions(action_space, where)
+
+    def _check_observations(self, space: gym.Space, where: str) -> None:
+        if not isinstance(space, gym.spaces.Box) or len(space.shape) != 1:
+            raise InputError(
+                f"{where}only flat Box observation spaces are supported, got {space}"
+            )
+        obs_dim = self.observations.shape[1]
+        if obs_dim != space.shape[0]:
+            env_id = self.attrs.get("env_id", "unknown")
+            raise InputError(
+                f"{where}'observations' have {obs_dim} values per row but the environment's "
+                f"observation space has shape {space.shape}; the dataset (env_id={env_id}) "
+                f"was collected on a different environment; use a dataset of this environment"
+            )
+
+    def _check_actions(self, space: gym.Space, where: str) -> None:
+        actions = self.actions
+        if isinstance(space, gym.spaces.Discrete):
+            if actions.ndim != 1:
+                raise InputError(
+                    f"{where}'actions' must have shape (N,) for a Discrete action space, "
+                    f"got {actions.shape}"
+                )
+            if np.issubdtype(actions.dtype, np.floating):
+                rows = np.flatnonzero(actions != np.round(actions))
+                if rows.size:
+                    r = rows[0]
+                    raise InputError(
+                        f"{where}'actions' row {r} is {actions[r]}, not an integer; a Discrete "
+                        f"action space needs integer actions in [{space.start}, "
+                        f"{space.start + space.n - 1}]"
+                    )
+            rows = np.flatnonzero((actions < space.start) | (actions >= space.start + space.n))
+            if rows.size:
+                r = rows[0]
+                raise InputError(
+                    f"{where}'actions' row {r} is {actions[r]}, outside the Discrete action "
+                    f"space's range [{space.start}, {space.start + space.n - 1}]"
+                )
+            return
+        if not isinstance(space, gym.spaces.Box) or len(space.shape) != 1:
+            raise InputError(
+                f"{where}only flat Box and Discrete action spaces are supported, got {space}"
+            )
+        if actions.ndim != 2 or actions.shape[1] != space.shape[0]:
+            raise InputError(
+                f"{where}'actions' have shape {actions.shape} but the action space needs "
+                f"(N, {space.shape[0]})"
+            )
+        low = space.low.astype(np.float64)
+        high = space.high.astype(np.float64)
+        a = actions.astype(np.float64)
+        bad = (a < low - ACTION_BOUND_TOL * np.maximum(1.0, np.abs(low))) | (
+            a > high + ACTION_BOUND_TOL * np.maximum(1.0, np.abs(high))
+        )
+        rows = np.flatnonzero(bad.any(axis=1))
+        if rows.size:
+            r = rows[0]
+            d = np.flatnonzero(bad[r])[0]
+            raise InputError(
+                f"{where}'actions' row {r}, dimension {d} is {actions[r, d]}, outside the action "
+                f"space's bounds [{low[d]}, {high[d]}]; actions must be in environment units "
+                f"within the bounds (tolerance {ACTION_BOUND_TOL})"
+            )
+
+
+def _check_finite(array: np.ndarray, key: str, where: str) -> None:
+    """Raise InputError naming the first row of `array` that holds a NaN or inf."""
+    if not np.issubdtype(array.dtype, np.floating):
+        return
+    finite = np.isfinite(array).reshape(len(array), -1).all(axis=1)
+    rows = np.flatnonzero(~finite)
+    if rows.size:
+        r = rows[0]
+        raise InputError(
+            f"{where}'{key}' row {r} holds a non-finite value ({array[r]}); offline datasets "
+            f"must be finite: clean or re-collect the data ({rows.size} of {len(array)} rows bad)"
+        )
+
+
+def save_dataset(path: str | os.PathLike, dataset: OfflineDataset) -> None:
+    """Write `dataset` to an HDF5 file at `path` with the D4RL keys, atomically.
+
+    Datasets: observations, next_observations, rewards float32; actions float32 (Box) or int64
+    (Discrete); terminals, timeouts bool (as D4RL stores them). `dataset.attrs` become the
+    file's root attributes (values str, int, float or bool; None values are left out). The file
+    is written to a temporary file in the same directory and moved into place with
+    `os.replace`, so a reader never sees a half-written file. Missing parent directories are
+    created. Source: D4RL's HDF5 layout (Fu et al. 2020).
+
+    Raises:
+        InputError: the dataset fails `OfflineDataset.validate()` (nothing is written), or an
+            attribute has a type HDF5 cannot store.
+    """
+    dataset.validate(source="dataset to save")
+    for name, value in dataset.attrs.items():
+        if value is not None and not isinstance(value, (str, bool, int, float, np.generic)):
+            raise InputError(
+                f"attribute '{name}' is a {type(value).__name__}; dataset attributes must be "
+                f"str, int, float, bool or None"
+            )
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        with h5py.File(tmp, "w") as f:
+            for key in D4RL_KEYS:
+                f.create_dataset(key, data=getattr(dataset, key))
+            for name, value in dataset.attrs.items():
+                if value is not None:
+                    f.attrs[name] = value
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+
+
+def load_dataset(
+    path: str | os.PathLike,
+    observation_space: gym.Space | None = None,
+    action_space: gym.Space | None = None,
+) -> OfflineDataset:
+    """Read an HDF5 file with the D4RL keys (acrl's own or D4RL's) and check it.
+
+    Other keys and groups in the file (D4RL's `infos/`, `metadata/`) are ignored; files without
+    attributes load with empty `attrs`. Arrays are converted to the schema of `OfflineDataset`:
+    float32 observations/rewards/next_observations; actions int64 when the file stores integers
+    or `action_space` is Discrete, else float32; terminals/timeouts bool (0/1 numbers are
+    accepted); (N, 1) rewards, terminals and timeouts are flattened to (N,). Then
+    `OfflineDataset.validate(observation_space, action_space)` runs.
+
+    `next_observations` is required: deriving it from observations[1:] is wrong at every
+    episode end, so old D4RL files without it are refused.
+
+    Raises:
+        InputError: the file is missing, not HDF5 or corrupt; a key is missing; or any check of
+            `OfflineDataset.validate` fails (key and first bad row named).
+    """
+    path = Path(path)
+    if not path.exists():
+        raise InputError(
+            f"dataset file '{path}' does not exist; create one with `acrl collect` or pass the "
+            f"path of an existing HDF5 dataset"
+        )
+    if not path.is_file():
+        raise InputError(f"dataset path '{path}' is not a file; pass the path of an HDF5 file")
+    arrays: dict[str, np.ndarray] = {}
+    try:
+        with h5py.File(path, "r") as f:
+            for key in D4RL_KEYS:
+                if key not in f or not isinstance(f[key], h5py.Dataset):
+                    hint = (
+                        " (old D4RL files without it are not supported: next_observations "
+                        "cannot be derived from observations at episode ends)"
+                        if key == "next_observations" else ""
+                    )
+                    raise InputError(
+                        f"{path}: required key '{key}' is missing{hint}; the file has "
+                        f"{sorted(f.keys())} and needs all of {list(D4RL_KEYS)}"
+                    )
+                arrays[key] = f[key][()]
+            attrs = {name: _python_value(value) for name, value in f.attrs.items()}
+    except OSError as err:
+        raise InputError(
+            f"{path}: not a readable HDF5 file (corrupt, truncated or another format): {err}; "
+            f"re-create it with `acrl collect` or check the path"
+        ) from err
+    dataset = _to_dataset(arrays, attrs, action_space, str(path))
+    dataset.validate(observation_space, action_space, source=str(path))
+    if isinstance(action_space, gym.spaces.Discrete):
+        dataset.actions = dataset.actions.astype(np.int64)
+    return dataset
+
+
+def _python_value(value: Any) -> Any:
+    """HDF5 attribute value to a plain Python value (numpy scalar -> int/float/bool/str)."""
+    if isinstance(value, bytes):
+        return value.decode()
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    return value
+
+
+def _to_dataset(
+    arrays: dict[str, np.ndarray], attrs: dict, action_space: gym.Space | None, source: str
+) -> OfflineDataset:
+    """Convert raw arrays to OfflineDataset dtypes; raise InputError for non-0/1 flags."""
+    out = {}
+    for key in _ONE_D_KEYS:
+        a = np.asarray(arrays[key])
+        out[key] = a.reshape(-1) if a.ndim == 2 and a.shape[1] == 1 else a
+    for key in _BOOL_KEYS:
+        a = out[key]
+        if a.dtype != np.bool_:
+            rows = np.flatnonzero((a != 0) & (a != 1))
+            if rows.size:
+                raise InputError(
+                    f"{source}: '{key}' row {rows[0]} is {a[rows[0]]}; '{key}' must be bool or 0/1"
+                )
+            out[key] = a.astype(bool)
+    for key in _FLOAT_KEYS:
+        out[key] = np.asarray(out.get(key, arrays[key]), dtype=np.float32)
+    actions = np.asarray(arrays["actions"])
+    discrete = isinstance(action_space, gym.spaces.Discrete)
+    if discrete and actions.ndim == 2 and actions.shape[1] == 1:
+        actions = actions.reshape(-1)
+    if np.issubdtype(actions.dtype, np.integer):
+        actions = actions.astype(np.int64)
+    elif not discrete:
+        actions = actions.astype(np.float32)
+    out["actions"] = actions
+    return OfflineDataset(**out, attrs=attrs)
+
+
+def load_minari(
+    dataset_id_or_path: str | os.PathLike,
+    observation_space: gym.Space | None = None,
+    action_space: gym.Space | None = None,
+) -> OfflineDataset:
+    """Load a Minari dataset stored on this machine as transitions (never downloads).
+
+    `dataset_id_or_path` is a Minari id such as "D4RL/pen/human-v2" (looked up under
+    $MINARI_DATASETS_PATH, default ~/.minari/datasets) or the path of a dataset directory (the
+    one holding `data/`, or `data/` itself). Each episode's T+1 observations become T rows of
+    observations (the first T) and next_observations (the last T); terminals come from
+    `terminations` and timeouts from `truncations`. Shapes and dtypes are those of
+    `OfflineDataset`; attrs hold env_id, kind="minari", behavioral_policy (Minari's
+    algorithm_name), minari_id and acrl_version. The result is validated against the given
+    spaces, or else against the dataset's own spaces. Source: Minari (Farama Foundation,
+    https://minari.farama.org), the successor of D4RL.
+
+    Raises:
+        InputError: minari is not installed; the dataset is not stored locally or cannot be
+            read; its spaces are not flat Box observations with Box or Discrete actions; or
+            a check of `OfflineDataset.validate` fails.
+    """
+    try:
+        import minari
+    except ImportError as err:
+        raise InputError(
+            "loading Minari datasets needs the minari package: `pip install minari`"
+        ) from err
+    try:
+        path = Path(dataset_id_or_path)
+        if path.is_dir():
+            data = minari.MinariDataset(path / "data" if (path / "data").is_dir() else path)
+        else:
+            data = minari.load_dataset(str(dataset_id_or_path), download=False)
+    except FileNotFoundError as err:
+        raise InputError(
+            f"Minari dataset '{dataset_id_or_path}' is not stored locally ({err}); acrl does "
+            f"not download: run `minari download {dataset_id_or_path}` where there is network, "
+            f"or set MINARI_DATASETS_PATH to the folder that holds it"
+        ) from err
+    except (OSError, ValueError, KeyError) as err:
+        raise InputError(f"cannot read Minari dataset '{dataset_id_or_path}': {err}") from err
+    obs_space = data.observation_space
+    act_space = data.action_space
+    if not isinstance(obs_space, gym.spaces.Box) or len(obs_space.shape) != 1:
+        raise InputError(
+            f"'{dataset_id_or_path}': only flat Box observations are supported, got {obs_space}"
+        )
+    if not isinstance(act_space, (gym.spaces.Box, gym.spaces.Discrete)):
+        raise InputError(
+            f"'{dataset_id_or_path}': only Box or Discrete actions are supported, got {act_space}"
+        )
+    parts: dict[str, list[np.ndarray]] = {key: [] for key in D4RL_KEYS}
+    for episode in data.iterate_episodes():
+        obs = np.asarray(episode.observations, dtype=np.float32)
+        parts["observations"].append(obs[:-1])
+        parts["next_observations"].append(obs[1:])
+        parts["actions"].append(np.asarray(episode.actions))
+        parts["rewards"].append(np.asarray(episode.rewards, dtype=np.float32))
+        parts["terminals"].append(np.asarray(episode.terminations, dtype=bool))
+        parts["timeouts"].append(np.asarray(episode.truncations, dtype=bool))
+    if not parts["rewards"]:
+        raise InputError(f"Minari dataset '{dataset_id_or_path}' has no episodes")
+    arrays = {key: np.concatenate(parts[key]) for key in D4RL_KEYS}
+    if isinstance(act_space, gym.spaces.Discrete):
+        arrays["actions"] = arrays["actions"].astype(np.int64).reshape(-1)
+    else:
+        n = len(arrays["rewards"])
+        arrays["actions"] = arrays["actions"].astype(np.float32).reshape(n, -1)
+    attrs = {
+        "env_id": data.env_spec.id if data.env_spec is not None else None,
+        "kind": "minari",
+        "behavioral_policy": data.storage.metadata.get("algorithm_name"),
+        "minari_id": data.id,
+        "acrl_version": __version__,
+    }
+    dataset = OfflineDataset(**arrays, attrs={k: v for k, v in attrs.items() if v is not None})
+    dataset.validate(
+        observation_space or obs_space, action_space or act_space, source=str(dataset_id_or_path)
+    )
+    return dataset
+
+
+def collect_transitions(
+    env: gym.Env,
+    policy: Callable[[np.ndarray], Any],
+    steps: int,
+    seed: int,
+    noise_std: float = 0.0,
+    random_prob: float = 0.0,
+    rng: np.random.Generator | None = None,
+    *,
+    kind: str = "custom",
+    behavioral_policy: str = "unknown",
+) -> OfflineDataset:
+    """Roll a single Gymnasium env for `steps` transitions with a behavioral policy.
+
+    `policy(obs)` gets the observation as a (obs_dim,) float32 array and returns an action in
+    environment units: a (act_dim,) array for a Box action space, an int for a Discrete one.
+    For Box actions, Gaussian noise N(0, noise_std * high) per dimension (high =
+    action_space.high) is added; then, for Box or Discrete, with probability `random_prob` the
+    action is replaced by a uniformly random one; Box actions are then clipped to the bounds.
+    With noise_std=0 and random_prob=0 the recorded actions are the policy's (clipped to the
+    bounds). The BCQ paper's "imperfect demonstrations" use noise_std=0.3, random_prob=0.3
+    (Fujimoto et al. 2019, Sec. 5; the author's code draws the random action instead of, not
+    after, the noisy one, which gives the same distribution); "imitation" uses 0 and 0.
+
+    The env is reset with `seed` at the first reset only; later resets continue its RNG.
+    Noise and random actions come from `rng`, by default np.random.default_rng(seed).
+    `terminated` goes to terminals and `truncated` to timeouts; next_observations holds the
+    observation returned by the step, also at an episode's end (not the reset observation).
+    Returns an OfflineDataset of `steps` rows (shapes and dtypes as documented there), attrs
+    env_id, kind, behavioral_policy, seed, noise_std, random_prob, acrl_version.
+
+    Raises:
+        InputError: steps < 1, noise_std < 0, random_prob outside [0, 1], noise on a Discrete
+            action space, unbounded Box bounds with noise or random actions, an unsupported
+            space, or a policy action of the wrong shape.
+    """
+    if int(steps) != steps or steps < 1:
+        raise InputError(f"steps must be a positive integer, got {steps}")
+    if noise_std < 0:
+        raise InputError(
+            f"noise_std must be >= 0 (a fraction of action_space.high), got {noise_std}"
+        )
+    if not 0.0 <= random_prob <= 1.0:
+        raise InputError(f"random_prob must be in [0, 1], got {random_prob}")
+    obs_space, act_space = env.observation_space, env.action_space
+    if not isinstance(obs_space, gym.spaces.Box) or len(obs_space.shape) != 1:
+        raise InputError(f"only flat Box observation spaces are supported, got {obs_space}")
+    discrete = isinstance(act_space, gym.spaces.Discrete)
+    if discrete:
+        if noise_std > 0:
+            raise InputError(
+                "noise_std applies to Box action spaces only; for a Discrete one use random_prob"
+            )
+        act_shape: tuple[int, ...] = ()
+    elif isinstance(act_space, gym.spaces.Box) and len(act_space.shape) == 1:
+        act_shape = act_space.shape
+        if (noise_std > 0 or random_prob > 0) and not act_space.is_bounded():
+            raise InputError(
+                f"noise and random actions need finite action bounds, got {act_space}"
+            )
+    else:
+        raise InputError(
+            f"only flat Box and Discrete action spaces are supported, got {act_space}"
+        )
+    rng = np.random.default_rng(seed) if rng is None else rng
+
+    n = int(steps)
+    obs_dim = obs_space.shape[0]
+    observations = np.empty((n, obs_dim), dtype=np.float32)
+    next_observations = np.empty((n, obs_dim), dtype=np.float32)
+    actions = np.empty((n,), np.int64) if discrete else np.empty((n, *act_shape), np.float32)
+    rewards = np.empty(n, dtype=np.float32)
+    terminals = np.zeros(n, dtype=bool)
+    timeouts = np.zeros(n, dtype=bool)
+
+    obs, _ = env.reset(seed=seed)
+    for t in range(n):
+        obs = np.asarray(obs, dtype=np.float32)
+        raw = policy(obs)
+        if discrete:
+            action = int(np.asarray(raw).item())
+            if random_prob > 0 and rng.random() < random_prob:
+                action = act_space.start + int(rng.integers(act_space.n))
+            env_action: Any = action
+        else:
+            action = np.asarray(raw, dtype=np.float64)
+            if action.shape != act_shape:
+                raise InputError(
+                    f"the policy returned an action of shape {action.shape} at step {t}; "
+                    f"the action space needs {act_shape}"
+                )
+            if noise_std > 0:
+                action = action + rng.normal(0.0, noise_std * act_space.high)
+            if random_prob > 0 and rng.random() < random_prob:
+                action = rng.uniform(act_space.low, act_space.high)
+            env_action = np.clip(action, act_space.low, act_space.high).astype(act_space.dtype)
+            action = env_action
+        next_obs, reward, terminated, truncated, _ = env.step(env_action)
+        observations[t] = obs
+        actions[t] = action
+        rewards[t] = reward
+        next_observations[t] = next_obs
+        terminals[t] = terminated
+        timeouts[t] = truncated
+        if terminated or truncated:
+            obs, _ = env.reset()
+        else:
+            obs = next_obs
+
+    attrs = {
+        "env_id": env.spec.id if env.spec is not None else "unknown",
+        "kind": kind,
+        "behavioral_policy": behavioral_policy,
+        "seed": None if seed is None else int(seed),
+        "noise_std": float(noise_std),
+        "random_prob": float(random_prob),
+        "acrl_version": __version__,
+    }
+    return OfflineDataset(
+        observations, actions, rewards, next_observations, terminals, timeouts, attrs
+    )

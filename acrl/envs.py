@@ -1,0 +1,188 @@
+"""Environment construction: ids, factories, seeding, vector envs, action rescaling, task variants.
+
+Gymnasium 1.x API throughout: `reset(seed=...) -> (obs, info)` and
+`step(action) -> (obs, reward, terminated, truncated, info)`. Vector envs use
+`AutoresetMode.SAME_STEP`: a sub-environment that ends is reset inside the same `step`, and
+the true last observation of the episode is in `info["final_obs"]`, which is what a
+time-limit truncation must bootstrap from (DESIGN.md checklist item 1).
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+from collections.abc import Callable
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium.envs.mujoco.ant_v5 import AntEnv
+from gymnasium.vector import AutoresetMode, SyncVectorEnv
+from gymnasium.wrappers.vector import RecordEpisodeStatistics
+
+from acrl.errors import InputError
+
+EnvSpec = str | gym.Env | Callable[[], gym.Env]
+"""What the API accepts as an environment: a registered id, an env instance, or a factory."""
+
+
+def env_factory(env: EnvSpec) -> tuple[Callable[[], gym.Env], str]:
+    """Turn an id, instance or factory into a factory that builds a fresh env, and a name.
+
+    Args:
+        env: a Gymnasium id ("CartPole-v1", "acrl/AntDirectional-v5"), a `gym.Env` (each
+            call of the factory makes a fresh copy: `gym.make(env.spec)`, or a deep copy for
+            an unregistered env), or a zero-argument callable returning one (custom
+            environments need no registration).
+    Returns:
+        (factory, name): the name is the id, or the class name for custom environments.
+    Raises:
+        InputError: an id that is not registered (with the closest registered ids).
+    """
+    if isinstance(env, str):
+        if env not in gym.registry:
+            close = difflib.get_close_matches(env, list(gym.registry), n=3, cutoff=0.5)
+            hint = f" Did you mean {', '.join(close)}?" if close else ""
+            raise InputError(
+                f"unknown environment id {env!r}.{hint} Any id registered with Gymnasium works "
+                "(see gymnasium.pprint_registry()), or pass an env instance/factory from Python."
+            )
+        return (lambda: gym.make(env)), env
+    if isinstance(env, gym.Env):
+        # A fresh copy per call, so training and evaluation never share one env's state.
+        if env.spec is not None:
+            return (lambda: gym.make(env.spec)), env.spec.id
+        return (lambda: copy.deepcopy(env)), type(env.unwrapped).__name__
+    if callable(env):
+        return env, getattr(env, "__name__", "custom")
+    raise InputError(f"env must be a Gymnasium id, a gymnasium.Env or a factory, got {type(env).__name__}.")
+
+
+def check_spaces(env: gym.Env, algo: str, action_kinds: tuple[type, ...]) -> None:
+    """Check that `algo` can handle the env's spaces before any work starts.
+
+    Observations must be a flat `Box`; actions one of `action_kinds` (`Box`, `Discrete`).
+    A 1-D `Box` may have any bounds: see `ActionAdapter`.
+    Raises:
+        InputError: naming the space and what would work.
+    """
+    obs_space, act_space = env.observation_space, env.action_space
+    if not isinstance(obs_space, gym.spaces.Box) or len(obs_space.shape) != 1:
+        raise InputError(
+            f"{algo} needs a flat Box observation space (a 1-D float vector); this environment has "
+            f"{obs_space}. Wrap it with gymnasium.wrappers.FlattenObservation for Dict/Tuple spaces."
+        )
+    if not isinstance(act_space, action_kinds) or (
+        isinstance(act_space, gym.spaces.Box) and len(act_space.shape) != 1
+    ):
+        kinds = " or ".join(f"a 1-D {k.__name__}" if k is gym.spaces.Box else k.__name__ for k in action_kinds)
+        raise InputError(f"{algo} supports {kinds} action space; this environment has {act_space}.")
+
+
+class ActionAdapter:
+    """Map the policy's raw actions to the environment's action space.
+
+    Continuous policies act in [-1, 1] per dimension; a finite Box dimension [low, high] is
+    reached by clipping to [-1, 1] and rescaling, an unbounded dimension passes through. The
+    raw sample is what the algorithm stores with its log-probability (checklist item 3);
+    only the copy sent to the environment is clipped. Discrete actions pass through as int64.
+
+    Args:
+        space: the environment's single action space (`Box` or `Discrete`).
+    """
+
+    def __init__(self, space: gym.Space):
+        self.discrete = isinstance(space, gym.spaces.Discrete)
+        if not self.discrete:
+            low, high = space.low.astype(np.float64), space.high.astype(np.float64)
+            self.bounded = np.isfinite(low) & np.isfinite(high)
+            self.center = np.where(self.bounded, (high + low) / 2, 0.0).astype(np.float32)
+            self.half_range = np.where(self.bounded, (high - low) / 2, 1.0).astype(np.float32)
+            self.dtype = space.dtype
+
+    def to_env(self, raw: np.ndarray) -> np.ndarray:
+        """Raw policy actions (..., act_dim) float32 -> env actions in env units (its dtype)."""
+        if self.discrete:
+            return raw.astype(np.int64)
+        clipped = np.where(self.bounded, np.clip(raw, -1.0, 1.0), raw)
+        return (self.center + self.half_range * clipped).astype(self.dtype)
+
+    def to_policy(self, action: np.ndarray) -> np.ndarray:
+        """Env-unit actions (..., act_dim) -> the policy's [-1, 1] units (inverse of `to_env`)."""
+        if self.discrete:
+            return action.astype(np.int64)
+        return ((action - self.center) / self.half_range).astype(np.float32)
+
+
+def make_env(env: EnvSpec, seed: int | None = None) -> gym.Env:
+    """Build one environment and seed it and its action space.
+
+    Returns the env after `reset(seed=seed)` has been called once, so its RNG is seeded.
+    Raises:
+        InputError: see `env_factory`.
+    """
+    factory, _ = env_factory(env)
+    instance = factory()
+    instance.reset(seed=seed)
+    instance.action_space.seed(seed)
+    return instance
+
+
+def make_vec_env(env: EnvSpec, n_envs: int) -> gym.vector.VectorEnv:
+    """`n_envs` copies in a `SyncVectorEnv` (same-step autoreset) with episode statistics.
+
+    Seed it with `vec.reset(seed=seed)`: Gymnasium then seeds sub-environment i with seed + i.
+    Episode returns and lengths appear in `info["episode"]` with the mask `info["_episode"]`.
+    """
+    factory, _ = env_factory(env)
+    vec = SyncVectorEnv([factory] * n_envs, autoreset_mode=AutoresetMode.SAME_STEP)
+    return RecordEpisodeStatistics(vec)
+
+
+class AntDirectional(gym.Wrapper):
+    """Ant-v5 rewarded for walking along a direction in the ground plane (+y by default).
+
+    reward = 20 * d . (p_t - p_{t-1}) + reward_survive + reward_ctrl + reward_contact, with p the
+    torso's (x, y) position from the step's info and d a unit vector. With Ant-v5's dt of
+    0.05 s the first term is the velocity along d in m/s. p_{t-1} on the first step comes from
+    the reset info, so no transition is dropped. `info["y_displacement"]` (m) is the episode's
+    displacement along d so far; `evaluate` reports it per episode.
+    Source: acrl's design documents (PPO on Ant with a +y reward).
+
+    Args:
+        env: an Ant-v5 environment.
+        direction: (dx, dy), normalised to unit length; (0, 1) is +y.
+    """
+
+    def __init__(self, env: gym.Env, direction: tuple[float, float] = (0.0, 1.0)):
+        super().__init__(env)
+        d = np.asarray(direction, dtype=np.float64)
+        self.direction = d / np.linalg.norm(d)
+        self._start = self._previous = np.zeros(2)
+
+    def reset(self, **kwargs: Any):
+        obs, info = self.env.reset(**kwargs)
+        self._start = self._previous = np.array([info["x_position"], info["y_position"]])
+        info["y_displacement"] = 0.0
+        return obs, info
+
+    def step(self, action):
+        obs, _, terminated, truncated, info = self.env.step(action)
+        position = np.array([info["x_position"], info["y_position"]])
+        progress = float(self.direction @ (position - self._previous))
+        self._previous = position
+        reward = 20.0 * progress + info["reward_survive"] + info["reward_ctrl"] + info["reward_contact"]
+        info["y_displacement"] = float(self.direction @ (position - self._start))
+        return obs, float(reward), terminated, truncated, info
+
+
+def _make_ant_directional(direction: tuple[float, float] = (0.0, 1.0), **kwargs: Any) -> gym.Env:
+    return AntDirectional(AntEnv(**kwargs), direction)
+
+
+if "acrl/AntDirectional-v5" not in gym.registry:
+    gym.register(
+        id="acrl/AntDirectional-v5",
+        entry_point=_make_ant_directional,
+        max_episode_steps=1000,
+    )

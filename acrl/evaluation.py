@@ -1,0 +1,61 @@
+"""Policy evaluation on its own environment, normaliser frozen (DESIGN.md checklist item 11)."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import numpy as np
+
+from acrl.envs import EnvSpec, env_factory
+
+
+class Predictor(Protocol):
+    """Anything with SB3-style `predict(obs, deterministic) -> action in env units`."""
+
+    def predict(self, obs: np.ndarray, deterministic: bool = True) -> np.ndarray: ...
+
+
+def evaluate(agent: Predictor, env: EnvSpec, episodes: int = 10, deterministic: bool = True,
+             seed: int | None = None) -> dict[str, Any]:
+    """Run `episodes` full episodes and report their undiscounted returns.
+
+    `agent.predict` never updates observation statistics, so evaluation leaves a trained
+    agent unchanged. The environment is reset with `seed` once, then continues its own RNG,
+    so the episodes differ from each other but repeat for the same seed.
+
+    Args:
+        agent: an acrl agent (or any object with `predict`).
+        env: an id, env instance or factory; evaluation should use an env apart from training.
+        episodes: number of episodes, >= 1.
+        deterministic: the policy's mode/mean action (default) or sampled actions.
+        seed: seed for the first reset.
+    Returns:
+        JSON-ready dict: return_mean, return_std, returns (list), lengths (list),
+        deterministic; and y_displacement / y_displacement_mean (m) for environments whose
+        info reports `y_displacement` (acrl/AntDirectional-v5).
+    Raises:
+        InputError: an unknown environment id (see `acrl.envs.env_factory`).
+    """
+    instance = env_factory(env)[0]()
+    returns, lengths, displacements = [], [], []
+    obs, _ = instance.reset(seed=seed)
+    for _ in range(episodes):
+        total, length, done, info = 0.0, 0, False, {}
+        while not done:
+            action = agent.predict(obs, deterministic=deterministic)
+            obs, reward, terminated, truncated, info = instance.step(action)
+            total += float(reward)
+            length += 1
+            done = terminated or truncated
+        returns.append(total)
+        lengths.append(length)
+        if "y_displacement" in info:
+            displacements.append(float(info["y_displacement"]))
+        obs, _ = instance.reset()
+    instance.close()
+    result = {"return_mean": float(np.mean(returns)), "return_std": float(np.std(returns)),
+              "returns": returns, "lengths": lengths, "deterministic": deterministic}
+    if displacements:
+        result["y_displacement_mean"] = float(np.mean(displacements))
+        result["y_displacement"] = displacements
+    return result

@@ -1,0 +1,83 @@
+"""One logger for every algorithm: progress bar on the terminal, metrics.csv and TensorBoard.
+
+Keys are grouped as `rollout/` (episodes seen while training), `train/` (losses and
+statistics of the update), `eval/` (deterministic evaluation) and `time/`. Every row of
+metrics.csv has the column `step` (environment steps; gradient updates for offline
+algorithms). A new key adds a column: the file is rewritten with the wider header, which
+happens a handful of times per run.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import os
+from pathlib import Path
+
+from tqdm import tqdm
+
+
+class Logger:
+    """Write metrics rows to `run_dir/metrics.csv` and TensorBoard, and drive a progress bar.
+
+    Args:
+        run_dir: the run directory, or None to log nowhere but the progress bar.
+        total_steps: length of the progress bar.
+        start_step: the step a resumed run starts from; rows after it are dropped from the
+            existing metrics.csv so that a resumed run does not repeat them.
+        progress: show the progress bar (steps, fps and recent return).
+    """
+
+    def __init__(self, run_dir: str | Path | None, total_steps: int, start_step: int = 0, progress: bool = True):
+        self.rows: list[dict[str, float]] = []
+        self.columns: list[str] = ["step"]
+        self.csv_path = self.writer = None
+        if run_dir is not None:
+            self.csv_path = Path(run_dir) / "metrics.csv"
+            if self.csv_path.exists():
+                with self.csv_path.open() as f:
+                    reader = csv.DictReader(f)
+                    self.columns = list(reader.fieldnames or ["step"])
+                    self.rows = [{k: float(v) for k, v in row.items() if v != ""} for row in reader
+                                 if float(row["step"]) <= start_step]
+                self._rewrite()
+            from torch.utils.tensorboard import SummaryWriter
+            self.writer = SummaryWriter(str(run_dir), purge_step=start_step or None)
+        self.bar = tqdm(total=total_steps, initial=start_step, disable=not progress, unit="step",
+                        dynamic_ncols=True, leave=True)
+        self.step = start_step
+
+    def log(self, step: int, metrics: dict[str, float]) -> None:
+        """Record `metrics` at `step`: one CSV row, TensorBoard scalars, progress-bar update."""
+        row = {"step": float(step), **{k: float(v) for k, v in metrics.items()}}
+        self.rows.append(row)
+        if self.csv_path is not None:
+            new = [k for k in row if k not in self.columns]
+            if new:
+                self.columns += new
+                self._rewrite()
+            else:
+                with self.csv_path.open("a", newline="") as f:
+                    csv.DictWriter(f, self.columns).writerow(row)
+        if self.writer is not None:
+            for key, value in metrics.items():
+                if math.isfinite(value):
+                    self.writer.add_scalar(key, value, step)
+        self.bar.update(step - self.step)
+        self.step = step
+        shown = {"fps": metrics.get("time/fps"), "return": metrics.get("rollout/ep_return_mean"),
+                 "eval": metrics.get("eval/return_mean")}
+        self.bar.set_postfix({k: f"{v:.4g}" for k, v in shown.items() if v is not None}, refresh=False)
+
+    def _rewrite(self) -> None:
+        tmp = self.csv_path.with_suffix(".csv.tmp")
+        with tmp.open("w", newline="") as f:
+            writer = csv.DictWriter(f, self.columns)
+            writer.writeheader()
+            writer.writerows(self.rows)
+        os.replace(tmp, self.csv_path)
+
+    def close(self) -> None:
+        self.bar.close()
+        if self.writer is not None:
+            self.writer.close()

@@ -1,0 +1,145 @@
+"""Networks: MLPs with orthogonal init, stochastic actors, a value net, deterministic actors, twin Q.
+
+All modules take float32 observations of shape (B, obs_dim) and work in the policy's action
+units: [-1, 1] per bounded dimension for continuous actions (`acrl.envs.ActionAdapter` maps
+them to the environment's Box), action indices for Discrete spaces.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+from torch.distributions import Categorical, Normal
+
+ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU}
+
+
+def mlp(in_dim: int, hidden_sizes: tuple[int, ...], out_dim: int, activation: str = "tanh",
+        output_gain: float = 1.0) -> nn.Sequential:
+    """Fully connected net in_dim -> hidden_sizes -> out_dim with orthogonal initialisation.
+
+    Hidden layers get orthogonal weights with gain sqrt(2) and zero biases, the output layer
+    gain `output_gain` (0.01 for policy heads, 1 for values): the initialisation of
+    Engstrom et al. 2020, "Implementation Matters in Deep Policy Gradients", Sec. 3.
+    Raises:
+        KeyError: an activation other than "tanh" or "relu".
+    """
+    layers: list[nn.Module] = []
+    sizes = (in_dim, *hidden_sizes)
+    for a, b in zip(sizes[:-1], sizes[1:]):
+        layers += [_init(nn.Linear(a, b), math.sqrt(2)), ACTIVATIONS[activation]()]
+    layers.append(_init(nn.Linear(sizes[-1], out_dim), output_gain))
+    return nn.Sequential(*layers)
+
+
+def _init(layer: nn.Linear, gain: float) -> nn.Linear:
+    nn.init.orthogonal_(layer.weight, gain)
+    nn.init.zeros_(layer.bias)
+    return layer
+
+
+class CategoricalActor(nn.Module):
+    """Softmax policy over `n_actions` discrete actions (Williams 1992; Mnih et al. 2016).
+
+    The logits are unrestricted; `torch.distributions.Categorical` normalises them.
+    """
+
+    def __init__(self, obs_dim: int, n_actions: int, hidden_sizes: tuple[int, ...], activation: str = "tanh"):
+        super().__init__()
+        self.logits = mlp(obs_dim, hidden_sizes, n_actions, activation, output_gain=0.01)
+
+    def distribution(self, obs: torch.Tensor) -> Categorical:
+        """obs (B, obs_dim) float32 -> Categorical over (B,) int64 actions."""
+        return Categorical(logits=self.logits(obs), validate_args=False)
+
+    def log_prob_entropy(self, obs: torch.Tensor, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Log-probability (B,) and entropy (B,) of actions (B,) int64 under the policy at obs."""
+        dist = self.distribution(obs)
+        return dist.log_prob(actions.long()), dist.entropy()
+
+    def sample(self, obs: torch.Tensor, deterministic: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+        """Actions (B,) int64 (argmax when deterministic) and their log-probabilities (B,)."""
+        dist = self.distribution(obs)
+        actions = dist.probs.argmax(-1) if deterministic else dist.sample()
+        return actions, dist.log_prob(actions)
+
+
+class GaussianActor(nn.Module):
+    """Diagonal Gaussian policy with a state-independent log-std (Schulman et al. 2017, Sec. 6.1).
+
+    std = exp(clamp(log_std, log_std_min, log_std_max)) is positive by construction and has a
+    floor, so sampling, log-probabilities and entropy stay finite at any parameter value
+    (DESIGN.md checklist item 4). Actions are raw samples in policy units; clipping to the
+    Box happens only on the copy sent to the environment.
+    """
+
+    def __init__(self, obs_dim: int, act_dim: int, hidden_sizes: tuple[int, ...], activation: str = "tanh",
+                 log_std_init: float = 0.0, log_std_min: float = -5.0, log_std_max: float = 2.0):
+        super().__init__()
+        self.mean = mlp(obs_dim, hidden_sizes, act_dim, activation, output_gain=0.01)
+        self.log_std = nn.Parameter(torch.full((act_dim,), float(log_std_init)))
+        self.log_std_min, self.log_std_max = log_std_min, log_std_max
+
+    def distribution(self, obs: torch.Tensor) -> Normal:
+        """obs (B, obs_dim) float32 -> Normal with batch shape (B, act_dim)."""
+        mean = self.mean(obs)
+        std = self.log_std.clamp(self.log_std_min, self.log_std_max).exp().expand_as(mean)
+        return Normal(mean, std, validate_args=False)
+
+    def log_prob_entropy(self, obs: torch.Tensor, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Log-density (B,) and entropy (B,) in nats of raw actions (B, act_dim), summed over dims."""
+        dist = self.distribution(obs)
+        return dist.log_prob(actions).sum(-1), dist.entropy().sum(-1)
+
+    def sample(self, obs: torch.Tensor, deterministic: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+        """Raw actions (B, act_dim) (the mean when deterministic) and their log-densities (B,)."""
+        dist = self.distribution(obs)
+        actions = dist.mean if deterministic else dist.sample()
+        return actions, dist.log_prob(actions).sum(-1)
+
+
+class ValueNet(nn.Module):
+    """State-value function V(s): obs (B, obs_dim) float32 -> (B,) float32."""
+
+    def __init__(self, obs_dim: int, hidden_sizes: tuple[int, ...], activation: str = "tanh"):
+        super().__init__()
+        self.net = mlp(obs_dim, hidden_sizes, 1, activation, output_gain=1.0)
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.net(obs).squeeze(-1)
+
+
+class DeterministicActor(nn.Module):
+    """mu(s) = tanh(net(s)) in [-1, 1]^act_dim: the DDPG/TD3 actor (Lillicrap et al. 2016, Sec. 7).
+
+    obs (B, obs_dim) float32 -> actions (B, act_dim) float32 in policy units.
+    """
+
+    def __init__(self, obs_dim: int, act_dim: int, hidden_sizes: tuple[int, ...] = (400, 300)):
+        super().__init__()
+        self.net = mlp(obs_dim, hidden_sizes, act_dim, "relu", output_gain=1.0)
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(self.net(obs))
+
+
+class TwinQ(nn.Module):
+    """Two independent critics Q1, Q2(s, a) (Fujimoto et al. 2018, TD3, Sec. 4.1).
+
+    forward: obs (B, obs_dim), actions (B, act_dim) float32 -> (q1 (B,), q2 (B,)).
+    """
+
+    def __init__(self, obs_dim: int, act_dim: int, hidden_sizes: tuple[int, ...] = (400, 300)):
+        super().__init__()
+        self.q1_net = mlp(obs_dim + act_dim, hidden_sizes, 1, "relu")
+        self.q2_net = mlp(obs_dim + act_dim, hidden_sizes, 1, "relu")
+
+    def forward(self, obs: torch.Tensor, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        x = torch.cat([obs, actions], dim=-1)
+        return self.q1_net(x).squeeze(-1), self.q2_net(x).squeeze(-1)
+
+    def q1(self, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        """Q1 only, (B,): the critic the actor's loss uses."""
+        return self.q1_net(torch.cat([obs, actions], dim=-1)).squeeze(-1)

@@ -1,0 +1,121 @@
+"""Running mean and variance, observation normalisation and reward scaling.
+
+Statistics are float64 torch tensors so they can live in shared memory (A3C) and go into
+checkpoints as plain tensors. Normalisation updates only when asked: training updates,
+evaluation and `predict` never do (DESIGN.md checklist item 5).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+
+class RunningMeanStd:
+    """Mean and (population) variance of a stream of batches.
+
+    Merges each batch with the parallel update of Chan, Golub and LeVeque 1979
+    ("Updating formulae and a pairwise algorithm for computing sample variances"), so after
+    any sequence of batches `mean` and `var` equal numpy's mean and var (ddof=0) of all data.
+
+    Args:
+        shape: shape of one sample, e.g. (obs_dim,).
+    """
+
+    def __init__(self, shape: tuple[int, ...]):
+        self.mean = torch.zeros(shape, dtype=torch.float64)
+        self.var = torch.ones(shape, dtype=torch.float64)
+        self.count = torch.zeros((), dtype=torch.float64)
+
+    def update(self, batch: np.ndarray | torch.Tensor) -> None:
+        """Fold in a batch of shape (B, *shape)."""
+        batch = torch.as_tensor(batch, dtype=torch.float64)
+        batch_mean = batch.mean(0)
+        batch_var = batch.var(0, unbiased=False)
+        n = batch.shape[0]
+        total = self.count + n
+        delta = batch_mean - self.mean
+        m2 = self.var * self.count + batch_var * n + delta.square() * self.count * n / total
+        self.mean.add_(delta * n / total)
+        self.var.copy_(m2 / total)
+        self.count.fill_(total)
+
+    def share_memory(self) -> RunningMeanStd:
+        """Move the statistics to shared memory (for A3C workers); returns self."""
+        for t in (self.mean, self.var, self.count):
+            t.share_memory_()
+        return self
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        return {"mean": self.mean.clone(), "var": self.var.clone(), "count": self.count.clone()}
+
+    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        self.mean.copy_(state["mean"])
+        self.var.copy_(state["var"])
+        self.count.copy_(state["count"])
+
+
+class ObservationNormalizer:
+    """obs -> clip((obs - mean) / sqrt(var + eps), -clip, clip) with running statistics.
+
+    Args:
+        obs_dim: observation size.
+        clip: bound on the normalised values (10 as in Stable-Baselines3's VecNormalize;
+            the design documents' PPO used 5).
+        epsilon: added to the variance, avoids division by zero for constant features.
+    """
+
+    def __init__(self, obs_dim: int, clip: float = 10.0, epsilon: float = 1e-8):
+        self.stats = RunningMeanStd((obs_dim,))
+        self.clip, self.epsilon = clip, epsilon
+
+    def __call__(self, obs: np.ndarray, update: bool = False) -> torch.Tensor:
+        """Normalise obs (B, obs_dim) (any float dtype) -> float32 tensor (B, obs_dim).
+
+        With `update=True` the batch is first folded into the statistics (training only).
+        """
+        obs = torch.as_tensor(obs, dtype=torch.float64)
+        if update:
+            self.stats.update(obs)
+        normalized = (obs - self.stats.mean) / torch.sqrt(self.stats.var + self.epsilon)
+        return normalized.clamp_(-self.clip, self.clip).float()
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        return self.stats.state_dict()
+
+    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        self.stats.load_state_dict(state)
+
+
+class RewardScaler:
+    """Divide rewards by the running std of the discounted return, per environment.
+
+    The reward scaling of Engstrom et al. 2020 ("Implementation Matters in Deep Policy
+    Gradients", Sec. 3, "Reward scaling"), as in Stable-Baselines3's VecNormalize: a running
+    discounted return G <- gamma * G + r per env, reset at episode ends, whose variance
+    scales the rewards; the result is clipped to [-clip, clip].
+
+    Args:
+        n_envs: number of parallel environments.
+        gamma: the discount of the return being tracked.
+        clip: bound on the scaled rewards.
+    """
+
+    def __init__(self, n_envs: int, gamma: float, clip: float = 10.0, epsilon: float = 1e-8):
+        self.stats = RunningMeanStd(())
+        self.discounted_return = np.zeros(n_envs)
+        self.gamma, self.clip, self.epsilon = gamma, clip, epsilon
+
+    def __call__(self, rewards: np.ndarray, dones: np.ndarray) -> np.ndarray:
+        """rewards (N,) float, dones (N,) bool -> scaled rewards (N,) float32; updates the stats."""
+        self.discounted_return = self.discounted_return * self.gamma + rewards
+        self.stats.update(self.discounted_return)
+        self.discounted_return[dones] = 0.0
+        scale = float(np.sqrt(self.stats.var.item() + self.epsilon))
+        return np.clip(rewards / scale, -self.clip, self.clip).astype(np.float32)
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        return self.stats.state_dict()
+
+    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        self.stats.load_state_dict(state)

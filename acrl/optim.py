@@ -1,0 +1,382 @@
+"""Optimizers with shared state for A3C, target-network updates and learning-rate schedules.
+
+What is here:
+
+- `SharedAdam` and `SharedRMSprop`: torch's Adam and RMSprop whose whole state (moments *and*
+  the step count) is created in the constructor and placed in shared memory, so that every A3C
+  worker process updates the same statistics (Mnih et al. 2016).
+- `polyak_update` and `hard_update`: soft and exact in-place updates of target networks
+  (Lillicrap et al. 2016; Fujimoto et al. 2019).
+- `linear_schedule`: a value annealed linearly over training, e.g. a learning rate.
+
+Why the shared optimizers exist. torch's optimizers create their state lazily, at the first
+`step()`. In A3C the workers step the optimizer, so each worker would create its own private
+state in its own process: the parent's optimizer stays empty, every worker runs Adam with its
+own moments and its own bias correction, and a checkpoint saves nothing. Creating the state
+before the workers start and moving it to shared memory fixes all of that (DESIGN.md, item 7).
+
+How the step count stays shared. torch keeps `state["step"]` as a 0-dim float32 CPU tensor and,
+on the single-tensor code path (`foreach=False`, `capturable=False`, `fused=False`, which these
+classes force), increments it in place (`step_t += 1`), so the shared tensor is the one that
+counts. `tests/unit/test_optim.py` checks this across processes for both "fork" and "spawn";
+a torch version that replaced the tensor instead would fail those tests.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import nn
+
+from acrl.errors import InputError
+
+__all__ = [
+    "LinearSchedule",
+    "SharedAdam",
+    "SharedRMSprop",
+    "hard_update",
+    "linear_schedule",
+    "polyak_update",
+]
+
+
+# --------------------------------------------------------------------------------------------
+# Shared-memory optimizers (A3C)
+# --------------------------------------------------------------------------------------------
+
+
+def _check_number(name: str, value: Any, low: float, high: float = math.inf, *,
+                  low_open: bool = False, high_open: bool = True) -> None:
+    """Raise InputError unless `value` is a real number in the given interval."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
+        raise InputError(f"{name} must be a number, got {value!r}")
+    above_low = value > low if low_open else value >= low
+    below_high = value < high if high_open else value <= high
+    if not (above_low and below_high):
+        left = "(" if low_open else "["
+        right = ")" if high_open else "]"
+        raise InputError(f"{name} must be in {left}{low}, {high}{right}, got {value!r}")
+
+
+def _share_state(optimizer: torch.optim.Optimizer) -> None:
+    """Move every state tensor of `optimizer` to shared memory, in place (no-op if already)."""
+    for state in optimizer.state.values():
+        for value in state.values():
+            if torch.is_tensor(value):
+                value.share_memory_()
+
+
+def _load_state_in_place(optimizer: torch.optim.Optimizer, load_fn: Any,
+                         state_dict: dict[str, Any]) -> None:
+    """Load `state_dict` with torch's `load_state_dict` (`load_fn`), then put the loaded values
+    into the optimizer's existing shared tensors.
+
+    torch's loader may reuse the caller's tensors as the new state (so two optimizers loaded
+    from one dict would silently share state) and never puts them in shared memory. Copying
+    into the tensors that were already shared avoids both, and keeps their identity, so a
+    worker process that already holds this optimizer sees the loaded values too.
+    """
+    before = {param: dict(state) for param, state in optimizer.state.items()}
+    load_fn(state_dict)
+    for param, state in optimizer.state.items():
+        for key, value in state.items():
+            if not torch.is_tensor(value):
+                continue
+            old = before.get(param, {}).get(key)
+            if old is not None and old.shape == value.shape:
+                old.copy_(value)
+                state[key] = old
+            else:
+                state[key] = value.detach().clone()
+
+
+class SharedAdam(torch.optim.Adam):
+    """Adam whose state, step count included, lives in shared memory (for A3C workers).
+
+    The constructor creates, for every parameter `p` (any shape, float32 as acrl uses):
+    `state["step"]`, a 0-dim float32 CPU tensor holding the number of updates taken (exact up to
+    2**24; past that the bias correction is 1 to float precision anyway); `state["exp_avg"]`
+    and `state["exp_avg_sq"]`, the first and second moment estimates m and v, same shape and
+    dtype as `p`; and `state["max_exp_avg_sq"]` when `amsgrad=True`. It then calls
+    `share_memory()`, so **the state is shared as soon as the optimizer exists**: create it in
+    the parent, after `model.share_memory()`, and pass it to `torch.multiprocessing.Process`
+    args (works with the "fork" and "spawn" start methods).
+
+    The update is torch's single-tensor Adam (Kingma & Ba 2015, "Adam: A Method for Stochastic
+    Optimization", Algorithm 1, with bias correction):
+    t <- t + 1; g <- grad + weight_decay * p; m <- beta1 m + (1 - beta1) g;
+    v <- beta2 v + (1 - beta2) g^2; p <- p - lr * (m / (1 - beta1^t)) / (sqrt(v / (1 - beta2^t)) + eps).
+
+    A3C applies these updates from several processes without a lock ("Hogwild", Mnih et al.
+    2016, "Asynchronous Methods for Deep Reinforcement Learning", Sec. 4), so concurrent
+    updates may interleave and an increment of the shared step may occasionally be lost; that
+    is the algorithm as published. Use a `multiprocessing.Lock` around `step()` to serialize.
+    Hyperparameters in `param_groups` (e.g. `lr`) are per process, not shared: a worker that
+    anneals its learning rate sets its own copy.
+
+    Args:
+        params: the parameters (usually `shared_model.parameters()`) or parameter groups.
+        lr: learning rate, > 0.
+        betas: (beta1, beta2), each in [0, 1).
+        eps: term added to the denominator, >= 0.
+        weight_decay: L2 penalty added to the gradient (torch's coupled form), >= 0.
+        amsgrad: use the AMSGrad maximum of v (Reddi et al. 2018).
+
+    Raises:
+        InputError: a hyperparameter is out of range.
+        ValueError: `params` is empty (from torch).
+    """
+
+    def __init__(self, params: Iterable[Any], lr: float = 1e-3,
+                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0.0, amsgrad: bool = False) -> None:
+        _check_number("lr", lr, 0.0, low_open=True)
+        if not isinstance(betas, (tuple, list)) or len(betas) != 2:
+            raise InputError(f"betas must be a pair (beta1, beta2), got {betas!r}")
+        _check_number("betas[0]", betas[0], 0.0, 1.0)
+        _check_number("betas[1]", betas[1], 0.0, 1.0)
+        _check_number("eps", eps, 0.0)
+        _check_number("weight_decay", weight_decay, 0.0)
+        super().__init__(params, lr=lr, betas=tuple(betas), eps=eps,
+                         weight_decay=weight_decay, amsgrad=amsgrad,
+                         foreach=False, fused=False, capturable=False)
+        self._init_state()
+        self.share_memory()
+
+    def _init_state(self) -> None:
+        """Create the state torch would create lazily at the first step (missing keys only)."""
+        for group in self.param_groups:
+            for p in group["params"]:
+                state = self.state[p]
+                if "step" not in state:
+                    state["step"] = torch.zeros((), dtype=torch.float32)
+                for key in ("exp_avg", "exp_avg_sq") + (("max_exp_avg_sq",) if group["amsgrad"] else ()):
+                    if key not in state:
+                        state[key] = torch.zeros_like(p, memory_format=torch.preserve_format)
+
+    def share_memory(self) -> SharedAdam:
+        """Move all state tensors to shared memory in place; the constructor already calls it.
+
+        Returns self. Tensors on a GPU are left where they are (CUDA tensors are shared between
+        processes by torch without this call).
+        """
+        _share_state(self)
+        return self
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Load a checkpoint made by `state_dict()` (of this class or of `torch.optim.Adam`).
+
+        The loaded values are copied into this optimizer's existing shared tensors, so the
+        state stays in shared memory and does not alias the tensors of `state_dict`.
+        Hyperparameters (`lr`, `betas`, ...) are taken from `state_dict` as torch does.
+
+        Raises:
+            ValueError: the parameter groups do not match (from torch).
+        """
+        _load_state_in_place(self, super().load_state_dict, state_dict)
+        self._init_state()
+        self.share_memory()
+
+
+class SharedRMSprop(torch.optim.RMSprop):
+    """RMSprop whose statistics, step count included, live in shared memory ("Shared RMSProp").
+
+    Mnih et al. 2016, "Asynchronous Methods for Deep Reinforcement Learning", Sec. 4
+    (Optimization) and the supplementary "Optimization Details": the moving average of squared
+    gradients g is shared by all actor-learners, which the paper found more robust than
+    per-thread statistics. The paper used alpha = 0.99 and eps = 0.1.
+
+    The constructor creates, for every parameter `p`: `state["step"]` (0-dim float32 CPU tensor,
+    updates taken), `state["square_avg"]` (g, same shape and dtype as `p`), plus
+    `state["momentum_buffer"]` when `momentum > 0` and `state["grad_avg"]` when `centered`; then
+    calls `share_memory()`. Pass the optimizer in `torch.multiprocessing.Process` args.
+
+    The update is torch's single-tensor RMSprop: g <- alpha g + (1 - alpha) d^2 with
+    d = grad + weight_decay * p, then p <- p - lr * d / (sqrt(g) + eps). Note the paper writes
+    the denominator as sqrt(g + eps); with torch's form an eps of 0.1 is not the same damping.
+    The same remarks on lock-free updates and per-process `lr` as for `SharedAdam` apply.
+
+    Args:
+        params: the parameters or parameter groups.
+        lr: learning rate, > 0.
+        alpha: decay of the squared-gradient average, in [0, 1).
+        eps: term added to the denominator, >= 0.
+        weight_decay: L2 penalty added to the gradient, >= 0.
+        momentum: momentum factor, >= 0.
+        centered: divide by an estimate of the gradient's variance instead of its second moment.
+
+    Raises:
+        InputError: a hyperparameter is out of range.
+        ValueError: `params` is empty (from torch).
+    """
+
+    def __init__(self, params: Iterable[Any], lr: float = 1e-2, alpha: float = 0.99,
+                 eps: float = 1e-8, weight_decay: float = 0.0, momentum: float = 0.0,
+                 centered: bool = False) -> None:
+        _check_number("lr", lr, 0.0, low_open=True)
+        _check_number("alpha", alpha, 0.0, 1.0)
+        _check_number("eps", eps, 0.0)
+        _check_number("weight_decay", weight_decay, 0.0)
+        _check_number("momentum", momentum, 0.0)
+        super().__init__(params, lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay,
+                         momentum=momentum, centered=centered, foreach=False,
+                         capturable=False)
+        self._init_state()
+        self.share_memory()
+
+    def _init_state(self) -> None:
+        """Create the state torch would create lazily at the first step (missing keys only)."""
+        for group in self.param_groups:
+            keys = ["square_avg"]
+            if group["momentum"] > 0:
+                keys.append("momentum_buffer")
+            if group["centered"]:
+                keys.append("grad_avg")
+            for p in group["params"]:
+                state = self.state[p]
+                if "step" not in state:
+                    state["step"] = torch.zeros((), dtype=torch.float32)
+                for key in keys:
+                    if key not in state:
+                        state[key] = torch.zeros_like(p, memory_format=torch.preserve_format)
+
+    def share_memory(self) -> SharedRMSprop:
+        """Move all state tensors to shared memory in place; the constructor already calls it.
+
+        Returns self.
+        """
+        _share_state(self)
+        return self
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Load a checkpoint made by `state_dict()`, copying into the existing shared tensors.
+
+        See `SharedAdam.load_state_dict`.
+
+        Raises:
+            ValueError: the parameter groups do not match (from torch).
+        """
+        _load_state_in_place(self, super().load_state_dict, state_dict)
+        self._init_state()
+        self.share_memory()
+
+
+# --------------------------------------------------------------------------------------------
+# Target networks
+# --------------------------------------------------------------------------------------------
+
+
+def _paired_tensors(target: nn.Module, source: nn.Module,
+                    kind: str) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+    """Return the parameters (kind="parameters") or buffers of both modules, checked to match."""
+    target_tensors = list(getattr(target, kind)())
+    source_tensors = list(getattr(source, kind)())
+    if len(target_tensors) != len(source_tensors):
+        raise InputError(f"target has {len(target_tensors)} {kind} but source has "
+                         f"{len(source_tensors)}; they must be the same architecture")
+    for i, (t, s) in enumerate(zip(target_tensors, source_tensors)):
+        if t.shape != s.shape:
+            raise InputError(f"{kind} #{i} differ in shape: target {tuple(t.shape)}, "
+                             f"source {tuple(s.shape)}")
+    return target_tensors, source_tensors
+
+
+@torch.no_grad()
+def polyak_update(target: nn.Module, source: nn.Module, tau: float) -> None:
+    """Soft target update, in place: theta_target <- tau * theta_source + (1 - tau) * theta_target.
+
+    Lillicrap et al. 2016, "Continuous control with deep reinforcement learning" (DDPG),
+    Sec. 3 and Algorithm 1, with tau << 1 (0.001 there); Fujimoto et al. 2019, "Off-Policy Deep
+    Reinforcement Learning without Exploration" (BCQ), Algorithm 1, tau = 0.005.
+
+    Every parameter of `target` is moved toward the parameter of `source` at the same position
+    (`torch._foreach_lerp_`, one fused call). Buffers (e.g. BatchNorm running statistics) are
+    copied exactly. Runs under `torch.no_grad()`: no autograd graph is built and the target
+    parameters keep their tensors and `requires_grad` flags. Parameters may have any shape and
+    floating dtype, matching between the two modules; tau is dimensionless.
+
+    Args:
+        target: the target network, updated in place.
+        source: the online network, read only.
+        tau: interpolation weight in [0, 1]; 0 leaves target unchanged, 1 copies source.
+
+    Raises:
+        InputError: tau outside [0, 1], or the modules' parameters/buffers differ in number
+            or shape.
+    """
+    _check_number("tau", tau, 0.0, 1.0, high_open=False)
+    target_params, source_params = _paired_tensors(target, source, "parameters")
+    if target_params:
+        torch._foreach_lerp_(target_params, source_params, float(tau))
+    for t, s in zip(*_paired_tensors(target, source, "buffers")):
+        t.copy_(s)
+
+
+@torch.no_grad()
+def hard_update(target: nn.Module, source: nn.Module) -> None:
+    """Copy every parameter and buffer of `source` into `target`, exactly and in place.
+
+    Used to start a target network as an exact copy of its online network (DESIGN.md item 9;
+    Lillicrap et al. 2016, Algorithm 1: "Initialize target network Q' and mu' with weights
+    theta_Q' <- theta_Q, theta_mu' <- theta_mu"). Runs under `torch.no_grad()`; `target`
+    keeps its tensors and `requires_grad` flags. Shapes and dtypes: any, matching.
+
+    Raises:
+        InputError: the modules' parameters/buffers differ in number or shape.
+    """
+    for kind in ("parameters", "buffers"):
+        for t, s in zip(*_paired_tensors(target, source, kind)):
+            t.copy_(s)
+
+
+# --------------------------------------------------------------------------------------------
+# Schedules
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LinearSchedule:
+    """A value that moves linearly from `start` to `end` as training progresses.
+
+    Call it with `progress`, the fraction of training done (0 at the start, 1 at the end):
+    value = start + progress * (end - start), computed as (1 - progress) * start + progress * end
+    so that both ends are exact. Progress outside [0, 1] is clamped (a run that overshoots its
+    budget by a step keeps the final value). A dataclass rather than a closure so that it can be
+    pickled into "spawn" worker processes and printed in logs.
+
+    Raises (on call):
+        InputError: progress is NaN.
+    """
+
+    start: float
+    end: float = 0.0
+
+    def __call__(self, progress: float) -> float:
+        if math.isnan(progress):
+            raise InputError("progress must be a number in [0, 1], got nan")
+        progress = min(max(float(progress), 0.0), 1.0)
+        return (1.0 - progress) * self.start + progress * self.end
+
+
+def linear_schedule(start: float, end: float = 0.0) -> LinearSchedule:
+    """Return `f(progress) -> value`, annealing linearly from `start` (progress 0) to `end` (1).
+
+    `progress` is the fraction of training done, in [0, 1] (values outside are clamped); the
+    value is start + progress * (end - start), in the units of `start` (e.g. a learning rate).
+    This is the opposite convention to Stable-Baselines3's `progress_remaining` (1 -> 0).
+
+    Sources: Mnih et al. 2016 (A3C), supplementary experimental setup: learning rates annealed
+    linearly to 0 over training; Schulman et al. 2017 (PPO), Table 5: the learning rate and
+    clipping range multiplied by alpha, linearly annealed from 1 to 0 (Atari).
+
+    Raises:
+        InputError: start or end is not a finite number.
+    """
+    for name, value in (("start", start), ("end", end)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise InputError(f"{name} must be a finite number, got {value!r}")
+    return LinearSchedule(float(start), float(end))

@@ -1,0 +1,62 @@
+"""Pure functions for returns and advantages, with termination and truncation kept apart.
+
+Arrays are float32 numpy of shape (T, N): T time steps of N environments (N may be 1).
+A step that ends by *termination* has no future: nothing is bootstrapped. A step that ends
+by *truncation* (a time limit) had a future the rollout did not see: it bootstraps from
+V(final observation) (Pardo et al. 2018, "Time Limits in Reinforcement Learning").
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def gae(rewards: np.ndarray, values: np.ndarray, next_values: np.ndarray, terminated: np.ndarray,
+        truncated: np.ndarray, gamma: float, gae_lambda: float) -> tuple[np.ndarray, np.ndarray]:
+    """Generalised advantage estimation, GAE(lambda) (Schulman et al. 2016, Eq. 16).
+
+    delta_t = r_t + gamma * (1 - terminated_t) * V(s_{t+1}) - V(s_t)
+    A_t     = delta_t + gamma * lambda * (1 - done_t) * A_{t+1},   done = terminated or truncated
+
+    Args:
+        rewards, values: (T, N) float32: r_t and V(s_t).
+        next_values: (T, N) float32: V of the observation that followed step t, i.e.
+            V(s_{t+1}) inside an episode, V(final observation) where the episode was
+            truncated, and the bootstrap value after the last step of the rollout.
+        terminated, truncated: (T, N) bool.
+        gamma: discount in [0, 1]; gae_lambda: in [0, 1].
+    Returns:
+        (advantages, returns) each (T, N) float32; returns = advantages + values are the
+        value-function targets (TD(lambda) returns).
+    """
+    not_terminal = 1.0 - terminated.astype(np.float32)
+    not_done = 1.0 - (terminated | truncated).astype(np.float32)
+    deltas = rewards + gamma * not_terminal * next_values - values
+    advantages = np.zeros_like(deltas, dtype=np.float32)
+    running = np.zeros(deltas.shape[1:], dtype=np.float32)
+    for t in range(len(deltas) - 1, -1, -1):
+        running = deltas[t] + gamma * gae_lambda * not_done[t] * running
+        advantages[t] = running
+    return advantages, advantages + values
+
+
+def n_step_returns(rewards: np.ndarray, bootstrap_value: float, gamma: float) -> np.ndarray:
+    """n-step returns of one rollout segment (Mnih et al. 2016, Algorithm S3).
+
+    R_t = r_t + gamma * R_{t+1}, with R_T = bootstrap_value: V(last observation) when the
+    segment stopped mid-episode or was truncated by a time limit, 0 when it terminated.
+    With bootstrap_value = 0 these are the Monte Carlo discounted returns.
+
+    Args:
+        rewards: (T,) float32 rewards of the segment.
+        bootstrap_value: the value after the last step.
+        gamma: discount in [0, 1].
+    Returns:
+        (T,) float32 returns.
+    """
+    returns = np.empty(len(rewards), dtype=np.float32)
+    running = float(bootstrap_value)
+    for t in range(len(rewards) - 1, -1, -1):
+        running = float(rewards[t]) + gamma * running
+        returns[t] = running
+    return returns

@@ -1,0 +1,309 @@
+"""Tests for acrl.optim: shared optimizer state across processes, target updates, schedules.
+
+Expected values come from plain `torch.optim` run sequentially and from hand computation,
+never from the code under test.
+"""
+
+import copy
+import math
+
+import pytest
+import torch
+import torch.multiprocessing as mp
+from torch import nn
+
+from acrl.errors import InputError
+from acrl.optim import (
+    SharedAdam,
+    SharedRMSprop,
+    hard_update,
+    linear_schedule,
+    polyak_update,
+)
+
+GRAD = torch.tensor([0.5, -1.0, 2.0])  # the fixed gradient every step uses
+START = torch.tensor([1.0, 2.0, -3.0])  # the parameter's initial value
+STEPS_PER_WORKER = 3
+N_WORKERS = 2
+TIMEOUT_S = 60
+
+START_METHODS = [
+    pytest.param(m, marks=pytest.mark.skipif(
+        m not in mp.get_all_start_methods(), reason=f"no {m!r} start method here"))
+    for m in ("fork", "spawn")
+]
+
+# (shared class, plain torch class, hyperparameters): the plain class run sequentially
+# gives the expected state.
+OPTIMIZERS = {
+    "adam": (SharedAdam, torch.optim.Adam, {"lr": 0.01, "betas": (0.9, 0.999)}),
+    "rmsprop": (SharedRMSprop, torch.optim.RMSprop, {"lr": 0.01, "alpha": 0.99, "eps": 0.1}),
+}
+
+
+def _state_as_lists(optimizer, param):
+    """The optimizer's state for `param` and the parameter itself, as plain Python values."""
+    state = {key: value.tolist() for key, value in optimizer.state[param].items()}
+    state["param"] = param.detach().tolist()
+    return state
+
+
+def _worker(optimizers, lock, barrier, results):
+    """Step each optimizer STEPS_PER_WORKER times with GRAD, wait for every worker, then report
+    the shared state as this process sees it: {name: state}.
+
+    At module top level so that the "spawn" start method can import it. One process steps
+    all the optimizers because starting a "spawn" process (a fresh interpreter importing torch)
+    costs seconds.
+    """
+    torch.set_num_threads(1)
+    for _ in range(STEPS_PER_WORKER):
+        for optimizer in optimizers.values():
+            (param,) = optimizer.param_groups[0]["params"]
+            with lock:  # serialize the updates so that the result is deterministic
+                param.grad = GRAD.clone()
+                optimizer.step()
+    barrier.wait(timeout=TIMEOUT_S)  # every worker has finished: the state is final
+    results.put({name: _state_as_lists(optimizer, optimizer.param_groups[0]["params"][0])
+                 for name, optimizer in optimizers.items()})
+
+
+def _run_workers(start_method, optimizers):
+    """Step `optimizers` from N_WORKERS processes; return what each worker saw at the end."""
+    ctx = mp.get_context(start_method)
+    lock, barrier, results = ctx.Lock(), ctx.Barrier(N_WORKERS), ctx.Queue()
+    workers = [ctx.Process(target=_worker, args=(optimizers, lock, barrier, results))
+               for _ in range(N_WORKERS)]
+    for w in workers:
+        w.start()
+    try:
+        seen = [results.get(timeout=TIMEOUT_S) for _ in workers]
+    finally:
+        for w in workers:
+            w.join(timeout=TIMEOUT_S)
+            if w.is_alive():
+                w.terminate()
+    assert [w.exitcode for w in workers] == [0] * N_WORKERS
+    return seen
+
+
+def _sequential_reference(torch_class, hyperparameters, n_steps):
+    """The same updates taken one after another in this process by the plain torch optimizer."""
+    param = nn.Parameter(START.clone())
+    optimizer = torch_class([param], **hyperparameters)
+    for _ in range(n_steps):
+        param.grad = GRAD.clone()
+        optimizer.step()
+    return _state_as_lists(optimizer, param)
+
+
+def _shared_param():
+    param = nn.Parameter(START.clone())
+    param.share_memory_()  # as A3C's global model: model.share_memory()
+    return param
+
+
+@pytest.mark.parametrize("start_method", START_METHODS)
+def test_workers_share_state_and_step_count(start_method):
+    """Two processes x 3 steps on one shared optimizer == 6 sequential steps of plain torch,
+    as seen by both workers and by the parent, for SharedAdam and SharedRMSprop."""
+    optimizers = {name: shared_class([_shared_param()], **hyperparameters)
+                  for name, (shared_class, _, hyperparameters) in OPTIMIZERS.items()}
+
+    seen_by_workers = _run_workers(start_method, optimizers)
+
+    n_steps = N_WORKERS * STEPS_PER_WORKER
+    for name, (_, torch_class, hyperparameters) in OPTIMIZERS.items():
+        expected = _sequential_reference(torch_class, hyperparameters, n_steps)
+        assert expected["step"] == n_steps
+        optimizer = optimizers[name]
+        seen_by_parent = _state_as_lists(optimizer, optimizer.param_groups[0]["params"][0])
+        for seen in [seen_by_workers[0][name], seen_by_workers[1][name], seen_by_parent]:
+            assert seen.keys() == expected.keys()
+            for key in expected:
+                torch.testing.assert_close(torch.tensor(seen[key]), torch.tensor(expected[key]),
+                                           msg=f"{name} {key} differs from sequential torch")
+
+
+def test_shared_adam_matches_hand_computation_after_two_workers():
+    """After 6 equal gradients g: m = g (1 - 0.9^6), v = g^2 (1 - 0.999^6); the bias-corrected
+    step is lr * g / (|g| + eps), so the parameter moved by 6 * lr * sign(g) (up to eps)."""
+    param = _shared_param()
+    lr = 0.01
+    optimizer = SharedAdam([param], lr=lr, betas=(0.9, 0.999), eps=1e-8)
+    method = "fork" if "fork" in mp.get_all_start_methods() else "spawn"
+    _run_workers(method, {"adam": optimizer})
+
+    state = optimizer.state[param]
+    assert state["step"].item() == 6.0
+    torch.testing.assert_close(state["exp_avg"], GRAD * (1 - 0.9**6))
+    torch.testing.assert_close(state["exp_avg_sq"], GRAD**2 * (1 - 0.999**6))
+    torch.testing.assert_close(param.detach(), START - 6 * lr * torch.sign(GRAD))
+
+
+def test_state_is_created_eagerly_in_shared_memory():
+    model = nn.Linear(3, 2)
+    adam = SharedAdam(model.parameters(), amsgrad=True)
+    rms = SharedRMSprop(model.parameters(), momentum=0.9, centered=True)
+    for optimizer, keys in [(adam, {"step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"}),
+                            (rms, {"step", "square_avg", "momentum_buffer", "grad_avg"})]:
+        for p in model.parameters():
+            state = optimizer.state[p]
+            assert set(state) == keys
+            assert all(value.is_shared() for value in state.values())
+            assert state["step"].shape == () and state["step"].item() == 0.0
+            assert not state["exp_avg" if optimizer is adam else "square_avg"].requires_grad
+
+
+@pytest.mark.parametrize("shared_class", [SharedAdam, SharedRMSprop])
+def test_state_dict_round_trip_keeps_values_and_sharing(shared_class, tmp_path):
+    torch.manual_seed(0)
+    model = nn.Linear(3, 2)
+    optimizer = shared_class(model.parameters(), lr=0.01)
+    for _ in range(2):
+        model.zero_grad()
+        model(torch.randn(4, 3)).pow(2).sum().backward()
+        optimizer.step()
+    torch.save(optimizer.state_dict(), tmp_path / "optim.pt")
+    saved = {id(p): {k: v.clone() for k, v in optimizer.state[p].items()}
+             for p in model.parameters()}
+
+    restored = shared_class(model.parameters(), lr=0.5)
+    tensors_before = {id(p): dict(restored.state[p]) for p in model.parameters()}
+    restored.load_state_dict(torch.load(tmp_path / "optim.pt"))
+
+    assert restored.param_groups[0]["lr"] == 0.01
+    for p in model.parameters():
+        state = restored.state[p]
+        assert state["step"].item() == 2.0
+        assert state.keys() == saved[id(p)].keys()
+        for key, value in state.items():
+            torch.testing.assert_close(value, saved[id(p)][key], rtol=0, atol=0)
+            assert value.is_shared(), key
+            assert value is tensors_before[id(p)][key], "loaded into the same shared tensor"
+
+
+def test_load_state_dict_does_not_alias_the_source_optimizer():
+    model = nn.Linear(2, 1)
+    source = SharedAdam(model.parameters())
+    model(torch.ones(1, 2)).sum().backward()
+    source.step()
+    copy_of = SharedAdam(model.parameters())
+    copy_of.load_state_dict(source.state_dict())
+    source.step()
+    p = next(model.parameters())
+    assert source.state[p]["step"].item() == 2.0
+    assert copy_of.state[p]["step"].item() == 1.0
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"lr": 0.0}, {"lr": -1e-3}, {"lr": float("nan")}, {"betas": (1.0, 0.999)},
+    {"betas": (0.9, -0.1)}, {"betas": (0.9,)}, {"eps": -1.0}, {"weight_decay": -0.1},
+])
+def test_shared_adam_rejects_invalid_hyperparameters(kwargs):
+    with pytest.raises(InputError):
+        SharedAdam(nn.Linear(2, 1).parameters(), **kwargs)
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"lr": 0.0}, {"alpha": 1.0}, {"alpha": -0.5}, {"eps": -1.0}, {"momentum": -0.9},
+])
+def test_shared_rmsprop_rejects_invalid_hyperparameters(kwargs):
+    with pytest.raises(InputError):
+        SharedRMSprop(nn.Linear(2, 1).parameters(), **kwargs)
+
+
+def _filled_linear(value, requires_grad=True):
+    net = nn.Linear(2, 2)
+    with torch.no_grad():
+        for p in net.parameters():
+            p.fill_(value)
+            p.requires_grad_(requires_grad)
+    return net
+
+
+@pytest.mark.parametrize("target_requires_grad", [True, False])
+def test_polyak_update_hand_values(target_requires_grad):
+    target = _filled_linear(0.0, requires_grad=target_requires_grad)
+    source = _filled_linear(10.0)
+    target_tensors = [p for p in target.parameters()]
+
+    with torch.enable_grad():  # in-place updates of leaves that require grad must not raise
+        polyak_update(target, source, tau=0.1)
+    for p in target.parameters():
+        torch.testing.assert_close(p.detach(), torch.full_like(p, 1.0))  # 0.1*10 + 0.9*0
+    polyak_update(target, source, tau=0.1)
+    for p in target.parameters():
+        torch.testing.assert_close(p.detach(), torch.full_like(p, 1.9))  # 0.1*10 + 0.9*1
+
+    for p, before in zip(target.parameters(), target_tensors):
+        assert p is before  # updated in place
+        assert p.requires_grad is target_requires_grad
+        assert p.is_leaf and p.grad_fn is None and p.grad is None  # no autograd graph
+    for p in source.parameters():
+        torch.testing.assert_close(p.detach(), torch.full_like(p, 10.0))  # source untouched
+
+
+def test_polyak_update_copies_buffers_and_handles_tau_ends():
+    source = nn.Sequential(nn.Linear(2, 2), nn.BatchNorm1d(2))
+    source(torch.randn(8, 2))  # moves the BatchNorm running statistics
+    target = copy.deepcopy(source)
+    with torch.no_grad():
+        for p in target.parameters():
+            p.add_(1.0)
+        target[1].running_mean.zero_()
+    polyak_update(target, source, tau=0.0)
+    for t, s in zip(target.parameters(), source.parameters()):
+        torch.testing.assert_close(t, s + 1.0)
+    torch.testing.assert_close(target[1].running_mean, source[1].running_mean)
+    polyak_update(target, source, tau=1.0)
+    for t, s in zip(target.parameters(), source.parameters()):
+        assert torch.equal(t, s)
+
+
+@pytest.mark.parametrize("tau", [-0.1, 1.5, float("nan")])
+def test_polyak_update_rejects_bad_tau(tau):
+    with pytest.raises(InputError):
+        polyak_update(nn.Linear(2, 2), nn.Linear(2, 2), tau)
+
+
+def test_target_updates_reject_different_architectures():
+    with pytest.raises(InputError):
+        polyak_update(nn.Linear(2, 2), nn.Linear(2, 3), 0.5)
+    with pytest.raises(InputError):
+        hard_update(nn.Linear(2, 2), nn.Sequential(nn.Linear(2, 2), nn.Linear(2, 2)))
+
+
+def test_hard_update_makes_exact_copies_in_place():
+    torch.manual_seed(0)
+    source = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4))
+    source(torch.randn(8, 3))
+    target = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4))
+    target.requires_grad_(False)
+    target_tensors = list(target.parameters())
+
+    hard_update(target, source)
+
+    for t, s in zip(target.state_dict().values(), source.state_dict().values()):
+        assert torch.equal(t, s)
+    for p, before in zip(target.parameters(), target_tensors):
+        assert p is before and not p.requires_grad and p.grad_fn is None
+    with torch.no_grad():
+        next(source.parameters()).add_(1.0)
+    assert not torch.equal(next(target.parameters()), next(source.parameters()))  # a copy
+
+
+def test_linear_schedule_hand_values_and_clamping():
+    schedule = linear_schedule(3e-4)  # to 0
+    assert schedule(0.0) == 3e-4
+    assert math.isclose(schedule(0.5), 1.5e-4)
+    assert schedule(1.0) == 0.0
+    assert schedule(-0.5) == 3e-4 and schedule(2.0) == 0.0  # clamped to [0, 1]
+    rising = linear_schedule(0.1, 0.9)
+    assert math.isclose(rising(0.25), 0.3)
+    assert rising(1.0) == 0.9
+    assert isinstance(rising(0.5), float)
+    with pytest.raises(InputError):
+        schedule(float("nan"))
+    with pytest.raises(InputError):
+        linear_schedule(float("inf"))
