@@ -48,7 +48,7 @@ class Agent:
     """Base of the acrl agents; see the module docstring for what a subclass provides.
 
     Args:
-        env: a Gymnasium id, env instance or zero-argument factory.
+        env: a Gymnasium id, env instance or zero-argument factory (default: the config's env_id).
         config: a full config to start from (defaults: the algorithm's defaults).
         **hyperparameters: config fields to override, e.g. `seed=0, clip_range=0.1`.
     Raises:
@@ -60,7 +60,9 @@ class Agent:
     config_class: ClassVar[type[RunConfig]]
     action_kinds: ClassVar[tuple[type, ...]] = (gym.spaces.Box, gym.spaces.Discrete)
 
-    def __init__(self, env: EnvSpec = "CartPole-v1", config: RunConfig | None = None, **hyperparameters: Any):
+    def __init__(self, env: EnvSpec | None = None, config: RunConfig | None = None, **hyperparameters: Any):
+        if env is None:
+            env = hyperparameters.get("env_id", (config or self.config_class()).env_id)
         factory, name = env_factory(env)
         values = dict(hyperparameters)
         if isinstance(env, str) or "env_id" not in values:

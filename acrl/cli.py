@@ -1,0 +1,191 @@
+"""`acrl` command line: a thin layer that parses into configs and calls the library.
+
+    acrl train ALGO --env ENV_ID [--seed N] [--total-steps N] [--n-envs N] [--workers N]
+               [--run-dir DIR] [--preset NAME] [--set key=value ...]
+    acrl resume RUN_DIR [--total-steps N]
+    acrl evaluate RUN_DIR [--episodes N] [--stochastic] [--seed N]
+    acrl plot RUN_DIR... [--out FILE]
+
+Exit codes: 0 success, 2 bad input (one paragraph on stderr, no traceback), 1 failure during
+the run, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated
+
+import tyro
+
+from acrl.errors import InputError, TrainingError
+
+
+@dataclass
+class Train:
+    """Train an agent and write a run directory (config, metrics, checkpoints, curve, eval.json)."""
+
+    algo: tyro.conf.Positional[str]
+    """Algorithm: ppo, a3c, ddpg, td3, bcq."""
+    env: str | None = None
+    """Gymnasium environment id, e.g. CartPole-v1, Ant-v5, acrl/AntDirectional-v5."""
+    seed: int | None = None
+    """Master seed (default: the preset's or 0)."""
+    total_steps: int | None = None
+    """Training budget in environment steps (gradient updates for offline algorithms)."""
+    n_envs: int | None = None
+    """Environments stepped together (Gymnasium vector API)."""
+    workers: int | None = None
+    """A3C worker processes (default: the number of cores)."""
+    dataset: str | None = None
+    """Offline dataset (HDF5, D4RL keys) for offline algorithms such as bcq."""
+    run_dir: str | None = None
+    """Run directory (default: runs/ALGO-ENV-sSEED-TIME)."""
+    preset: str | None = None
+    """Named preset from acrl/presets/ALGO.yaml (default: 'default' for this env if it exists)."""
+    set: list[str] = field(default_factory=list)
+    """Hyperparameter overrides as key=value (YAML values), e.g. --set clip_range=0.1 n_epochs=5."""
+    progress: bool = True
+    """Show the progress bar."""
+
+
+@dataclass
+class Resume:
+    """Continue a run from its latest checkpoint (optimizer, normaliser, RNG, counters)."""
+
+    run_dir: tyro.conf.Positional[str]
+    total_steps: int | None = None
+    """New budget (default: the run's own)."""
+    progress: bool = True
+
+
+@dataclass
+class Evaluate:
+    """Evaluate a run's best checkpoint and print one JSON object on stdout."""
+
+    run_dir: tyro.conf.Positional[str]
+    episodes: int = 10
+    stochastic: bool = False
+    """Sample actions instead of taking the mean/mode."""
+    seed: int | None = None
+    """Seed of the evaluation env (default: the run's seed + 10000, as during training)."""
+
+
+@dataclass
+class Plot:
+    """Draw learning curves; several seeds of one config become a mean with a band."""
+
+    run_dirs: tyro.conf.Positional[list[str]]
+    out: str = "learning_curves.png"
+
+
+Command = (
+    Annotated[Train, tyro.conf.subcommand("train")]
+    | Annotated[Resume, tyro.conf.subcommand("resume")]
+    | Annotated[Evaluate, tyro.conf.subcommand("evaluate")]
+    | Annotated[Plot, tyro.conf.subcommand("plot")]
+)
+
+
+def build_agent(args: Train):
+    """Config precedence: algorithm defaults < preset < --set < explicit flags. Validates everything.
+
+    Raises:
+        InputError: unknown algorithm, env, preset or key, or a bad value.
+    """
+    from acrl.algos import get_algorithm
+    from acrl.config import parse_set_options, preset_values, update_config
+
+    cls = get_algorithm(args.algo)
+    if args.env is None and args.dataset is None:
+        raise InputError(f"--env ENV_ID is required for {args.algo} (for example --env CartPole-v1).")
+    config = cls.config_class()
+    env_id = args.env or config.env_id
+    values, preset = preset_values(args.algo, env_id, args.preset)
+    config = update_config(config, values, f"preset {preset!r}")
+    config = update_config(config, parse_set_options(args.set), "--set")
+    flags = {"seed": args.seed, "total_steps": args.total_steps, "n_envs": args.n_envs,
+             "workers": args.workers, "dataset": args.dataset, "preset": preset}
+    config = update_config(config, {k: v for k, v in flags.items() if v is not None}, "command line")
+    return cls(args.env, config=config)
+
+
+def train(args: Train) -> None:
+    agent = build_agent(args)
+    cfg = agent.config
+    run_dir = Path(args.run_dir or f"runs/{args.algo}-{cfg.env_id.replace('/', '_')}-s{cfg.seed}-"
+                   f"{time.strftime('%Y%m%d-%H%M%S')}")
+    if (run_dir / "checkpoints").exists():
+        raise InputError(f"{run_dir} already holds a run; continue it with `acrl resume {run_dir}` "
+                         "or choose another --run-dir.")
+    print(f"training {args.algo} on {cfg.env_id} -> {run_dir}", file=sys.stderr)
+    agent.learn(run_dir=run_dir, progress=args.progress)
+    report(run_dir)
+
+
+def resume(args: Resume) -> None:
+    from acrl.agent import Agent
+
+    run_dir = Path(args.run_dir)
+    agent = Agent.load(run_dir / "checkpoints" / "latest.pt")
+    if args.total_steps is not None and args.total_steps <= agent.num_steps:
+        raise InputError(f"--total-steps {args.total_steps} is not beyond the checkpoint's step {agent.num_steps}.")
+    print(f"resuming {agent.algo} on {agent.config.env_id} at step {agent.num_steps}", file=sys.stderr)
+    agent.learn(total_steps=args.total_steps, run_dir=run_dir, progress=args.progress)
+    report(run_dir)
+
+
+def report(run_dir: Path) -> None:
+    """Print the final evaluation (eval.json) and where the learning curve is."""
+    print(json.dumps(json.loads((run_dir / "eval.json").read_text())))
+    print(f"learning curve: {run_dir / 'learning_curve.png'}", file=sys.stderr)
+
+
+def evaluate(args: Evaluate) -> None:
+    from acrl.agent import EVAL_SEED_OFFSET, Agent
+    from acrl.evaluation import evaluate as run_evaluation
+
+    if args.episodes < 1:
+        raise InputError(f"--episodes must be >= 1, got {args.episodes}.")
+    checkpoints = Path(args.run_dir) / "checkpoints"
+    path = checkpoints / "best.pt"
+    if not path.exists() and (checkpoints / "latest.pt").exists():
+        path = checkpoints / "latest.pt"
+        print(f"no best.pt yet; evaluating {path}", file=sys.stderr)
+    agent = Agent.load(path)
+    seed = args.seed if args.seed is not None else agent.config.seed + EVAL_SEED_OFFSET
+    result = run_evaluation(agent, agent.env, args.episodes, deterministic=not args.stochastic, seed=seed)
+    print(json.dumps(result))
+
+
+def plot(args: Plot) -> None:
+    from acrl.plotting import plot_runs
+
+    print(plot_runs(args.run_dirs, args.out))
+
+
+HANDLERS = {Train: train, Resume: resume, Evaluate: evaluate, Plot: plot}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the `acrl` console script; returns the exit code."""
+    args = tyro.cli(Command, args=argv, prog="acrl")
+    try:
+        HANDLERS[type(args)](args)
+    except InputError as exc:
+        print(f"acrl: error: {exc}", file=sys.stderr)
+        return 2
+    except TrainingError as exc:
+        print(f"acrl: training failed: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("acrl: interrupted", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
