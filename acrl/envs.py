@@ -96,8 +96,9 @@ class ActionAdapter:
         if not self.discrete:
             low, high = space.low.astype(np.float64), space.high.astype(np.float64)
             self.bounded = np.isfinite(low) & np.isfinite(high)
-            self.center = np.where(self.bounded, (high + low) / 2, 0.0).astype(np.float32)
-            self.half_range = np.where(self.bounded, (high - low) / 2, 1.0).astype(np.float32)
+            low, high = np.where(self.bounded, low, -1.0), np.where(self.bounded, high, 1.0)
+            self.center = ((high + low) / 2).astype(np.float32)  # 0 and 1 where unbounded
+            self.half_range = ((high - low) / 2).astype(np.float32)
             self.dtype = space.dtype
 
     def to_env(self, raw: np.ndarray) -> np.ndarray:

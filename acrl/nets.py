@@ -125,6 +125,23 @@ class DeterministicActor(nn.Module):
         return torch.tanh(self.net(obs))
 
 
+class QNet(nn.Module):
+    """One critic Q(s, a): the DDPG critic (Lillicrap et al. 2016, Sec. 7), ReLU MLP on [s, a].
+
+    forward / q1: obs (B, obs_dim), actions (B, act_dim) float32 -> (B,) float32. `q1` is an
+    alias so that code written for `TwinQ` (actor loss on Q1) works with either critic.
+    """
+
+    def __init__(self, obs_dim: int, act_dim: int, hidden_sizes: tuple[int, ...] = (400, 300)):
+        super().__init__()
+        self.q_net = mlp(obs_dim + act_dim, hidden_sizes, 1, "relu")
+
+    def forward(self, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        return self.q_net(torch.cat([obs, actions], dim=-1)).squeeze(-1)
+
+    q1 = forward
+
+
 class TwinQ(nn.Module):
     """Two independent critics Q1, Q2(s, a) (Fujimoto et al. 2018, TD3, Sec. 4.1).
 

@@ -25,7 +25,7 @@ a torch version that replaced the tensor instead would fail those tests.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,11 +44,6 @@ __all__ = [
 ]
 
 
-# --------------------------------------------------------------------------------------------
-# Shared-memory optimizers (A3C)
-# --------------------------------------------------------------------------------------------
-
-
 def _check_number(name: str, value: Any, low: float, high: float = math.inf, *,
                   low_open: bool = False, high_open: bool = True) -> None:
     """Raise InputError unless `value` is a real number in the given interval."""
@@ -62,6 +57,11 @@ def _check_number(name: str, value: Any, low: float, high: float = math.inf, *,
         raise InputError(f"{name} must be in {left}{low}, {high}{right}, got {value!r}")
 
 
+# --------------------------------------------------------------------------------------------
+# Shared-memory optimizers (A3C)
+# --------------------------------------------------------------------------------------------
+
+
 def _share_state(optimizer: torch.optim.Optimizer) -> None:
     """Move every state tensor of `optimizer` to shared memory, in place (no-op if already)."""
     for state in optimizer.state.values():
@@ -70,7 +70,8 @@ def _share_state(optimizer: torch.optim.Optimizer) -> None:
                 value.share_memory_()
 
 
-def _load_state_in_place(optimizer: torch.optim.Optimizer, load_fn: Any,
+def _load_state_in_place(optimizer: torch.optim.Optimizer,
+                         load_fn: Callable[[dict[str, Any]], None],
                          state_dict: dict[str, Any]) -> None:
     """Load `state_dict` with torch's `load_state_dict` (`load_fn`), then put the loaded values
     into the optimizer's existing shared tensors.
@@ -78,10 +79,16 @@ def _load_state_in_place(optimizer: torch.optim.Optimizer, load_fn: Any,
     torch's loader may reuse the caller's tensors as the new state (so two optimizers loaded
     from one dict would silently share state) and never puts them in shared memory. Copying
     into the tensors that were already shared avoids both, and keeps their identity, so a
-    worker process that already holds this optimizer sees the loaded values too.
+    worker process that already holds this optimizer sees the loaded values too. The loader
+    also takes every group option from `state_dict`; the options that choose torch's code path
+    are set back to the single-tensor path, whose in-place step increment the sharing needs.
     """
     before = {param: dict(state) for param, state in optimizer.state.items()}
     load_fn(state_dict)
+    for group in optimizer.param_groups:
+        for option in ("foreach", "fused", "capturable", "differentiable"):
+            if option in group:
+                group[option] = False
     for param, state in optimizer.state.items():
         for key, value in state.items():
             if not torch.is_tensor(value):
@@ -108,15 +115,17 @@ class SharedAdam(torch.optim.Adam):
 
     The update is torch's single-tensor Adam (Kingma & Ba 2015, "Adam: A Method for Stochastic
     Optimization", Algorithm 1, with bias correction):
-    t <- t + 1; g <- grad + weight_decay * p; m <- beta1 m + (1 - beta1) g;
-    v <- beta2 v + (1 - beta2) g^2; p <- p - lr * (m / (1 - beta1^t)) / (sqrt(v / (1 - beta2^t)) + eps).
+    t <- t + 1;  g <- grad + weight_decay * p;
+    m <- beta1 m + (1 - beta1) g;  v <- beta2 v + (1 - beta2) g^2;
+    p <- p - lr * (m / (1 - beta1^t)) / (sqrt(v / (1 - beta2^t)) + eps).
 
-    A3C applies these updates from several processes without a lock ("Hogwild", Mnih et al.
-    2016, "Asynchronous Methods for Deep Reinforcement Learning", Sec. 4), so concurrent
-    updates may interleave and an increment of the shared step may occasionally be lost; that
-    is the algorithm as published. Use a `multiprocessing.Lock` around `step()` to serialize.
-    Hyperparameters in `param_groups` (e.g. `lr`) are per process, not shared: a worker that
-    anneals its learning rate sets its own copy.
+    A3C applies these updates from several processes without a lock (Mnih et al. 2016,
+    "Asynchronous Methods for Deep Reinforcement Learning", lock-free in the style of Hogwild!,
+    Recht et al. 2011), so concurrent updates may interleave and an increment of the shared
+    step may occasionally be lost; that is the algorithm as published. Hold a
+    `multiprocessing.Lock` around `step()` to serialize the updates. Hyperparameters in
+    `param_groups` (e.g. `lr`) are per process, not shared: a worker that anneals its learning
+    rate sets its own copy.
 
     Args:
         params: the parameters (usually `shared_model.parameters()`) or parameter groups.
@@ -141,8 +150,8 @@ class SharedAdam(torch.optim.Adam):
         _check_number("betas[1]", betas[1], 0.0, 1.0)
         _check_number("eps", eps, 0.0)
         _check_number("weight_decay", weight_decay, 0.0)
-        super().__init__(params, lr=lr, betas=tuple(betas), eps=eps,
-                         weight_decay=weight_decay, amsgrad=amsgrad,
+        super().__init__(params, lr=float(lr), betas=(float(betas[0]), float(betas[1])),
+                         eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
                          foreach=False, fused=False, capturable=False)
         self._init_state()
         self.share_memory()
@@ -150,11 +159,14 @@ class SharedAdam(torch.optim.Adam):
     def _init_state(self) -> None:
         """Create the state torch would create lazily at the first step (missing keys only)."""
         for group in self.param_groups:
+            keys = ["exp_avg", "exp_avg_sq"]
+            if group["amsgrad"]:
+                keys.append("max_exp_avg_sq")
             for p in group["params"]:
                 state = self.state[p]
                 if "step" not in state:
                     state["step"] = torch.zeros((), dtype=torch.float32)
-                for key in ("exp_avg", "exp_avg_sq") + (("max_exp_avg_sq",) if group["amsgrad"] else ()):
+                for key in keys:
                     if key not in state:
                         state[key] = torch.zeros_like(p, memory_format=torch.preserve_format)
 
@@ -222,7 +234,7 @@ class SharedRMSprop(torch.optim.RMSprop):
         _check_number("eps", eps, 0.0)
         _check_number("weight_decay", weight_decay, 0.0)
         _check_number("momentum", momentum, 0.0)
-        super().__init__(params, lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay,
+        super().__init__(params, lr=float(lr), alpha=alpha, eps=eps, weight_decay=weight_decay,
                          momentum=momentum, centered=centered, foreach=False,
                          capturable=False)
         self._init_state()
@@ -278,7 +290,7 @@ def _paired_tensors(target: nn.Module, source: nn.Module,
     if len(target_tensors) != len(source_tensors):
         raise InputError(f"target has {len(target_tensors)} {kind} but source has "
                          f"{len(source_tensors)}; they must be the same architecture")
-    for i, (t, s) in enumerate(zip(target_tensors, source_tensors)):
+    for i, (t, s) in enumerate(zip(target_tensors, source_tensors, strict=True)):
         if t.shape != s.shape:
             raise InputError(f"{kind} #{i} differ in shape: target {tuple(t.shape)}, "
                              f"source {tuple(s.shape)}")
@@ -312,7 +324,7 @@ def polyak_update(target: nn.Module, source: nn.Module, tau: float) -> None:
     target_params, source_params = _paired_tensors(target, source, "parameters")
     if target_params:
         torch._foreach_lerp_(target_params, source_params, float(tau))
-    for t, s in zip(*_paired_tensors(target, source, "buffers")):
+    for t, s in zip(*_paired_tensors(target, source, "buffers"), strict=True):
         t.copy_(s)
 
 
@@ -329,7 +341,7 @@ def hard_update(target: nn.Module, source: nn.Module) -> None:
         InputError: the modules' parameters/buffers differ in number or shape.
     """
     for kind in ("parameters", "buffers"):
-        for t, s in zip(*_paired_tensors(target, source, kind)):
+        for t, s in zip(*_paired_tensors(target, source, kind), strict=True):
             t.copy_(s)
 
 
@@ -376,7 +388,6 @@ def linear_schedule(start: float, end: float = 0.0) -> LinearSchedule:
     Raises:
         InputError: start or end is not a finite number.
     """
-    for name, value in (("start", start), ("end", end)):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            raise InputError(f"{name} must be a finite number, got {value!r}")
+    _check_number("start", start, -math.inf, math.inf, low_open=True)
+    _check_number("end", end, -math.inf, math.inf, low_open=True)
     return LinearSchedule(float(start), float(end))

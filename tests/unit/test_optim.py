@@ -152,7 +152,7 @@ def test_state_is_created_eagerly_in_shared_memory():
             assert set(state) == keys
             assert all(value.is_shared() for value in state.values())
             assert state["step"].shape == () and state["step"].item() == 0.0
-            assert not state["exp_avg" if optimizer is adam else "square_avg"].requires_grad
+            assert not any(value.requires_grad for value in state.values())
 
 
 @pytest.mark.parametrize("shared_class", [SharedAdam, SharedRMSprop])
@@ -181,6 +181,23 @@ def test_state_dict_round_trip_keeps_values_and_sharing(shared_class, tmp_path):
             torch.testing.assert_close(value, saved[id(p)][key], rtol=0, atol=0)
             assert value.is_shared(), key
             assert value is tensors_before[id(p)][key], "loaded into the same shared tensor"
+
+
+def test_loads_plain_torch_adam_checkpoints_and_stays_shared():
+    model = nn.Linear(2, 1)
+    plain = torch.optim.Adam(model.parameters(), lr=0.01)  # foreach=None, state still empty
+    shared = SharedAdam(model.parameters())
+    shared.load_state_dict(plain.state_dict())  # an empty state must be recreated, shared
+    p = next(model.parameters())
+    assert shared.state[p]["step"].item() == 0.0 and shared.state[p]["exp_avg"].is_shared()
+    assert shared.param_groups[0]["foreach"] is False  # the in-place, single-tensor path
+
+    model(torch.ones(1, 2)).sum().backward()
+    plain.step()
+    shared.load_state_dict(plain.state_dict())
+    assert shared.state[p]["step"].item() == 1.0
+    torch.testing.assert_close(shared.state[p]["exp_avg"], plain.state[p]["exp_avg"])
+    assert all(value.is_shared() for value in shared.state[p].values())
 
 
 def test_load_state_dict_does_not_alias_the_source_optimizer():
@@ -236,7 +253,7 @@ def test_polyak_update_hand_values(target_requires_grad):
     for p in target.parameters():
         torch.testing.assert_close(p.detach(), torch.full_like(p, 1.9))  # 0.1*10 + 0.9*1
 
-    for p, before in zip(target.parameters(), target_tensors):
+    for p, before in zip(target.parameters(), target_tensors, strict=True):
         assert p is before  # updated in place
         assert p.requires_grad is target_requires_grad
         assert p.is_leaf and p.grad_fn is None and p.grad is None  # no autograd graph
@@ -253,11 +270,11 @@ def test_polyak_update_copies_buffers_and_handles_tau_ends():
             p.add_(1.0)
         target[1].running_mean.zero_()
     polyak_update(target, source, tau=0.0)
-    for t, s in zip(target.parameters(), source.parameters()):
+    for t, s in zip(target.parameters(), source.parameters(), strict=True):
         torch.testing.assert_close(t, s + 1.0)
     torch.testing.assert_close(target[1].running_mean, source[1].running_mean)
     polyak_update(target, source, tau=1.0)
-    for t, s in zip(target.parameters(), source.parameters()):
+    for t, s in zip(target.parameters(), source.parameters(), strict=True):
         assert torch.equal(t, s)
 
 
@@ -284,9 +301,10 @@ def test_hard_update_makes_exact_copies_in_place():
 
     hard_update(target, source)
 
-    for t, s in zip(target.state_dict().values(), source.state_dict().values()):
+    for t, s in zip(target.state_dict().values(), source.state_dict().values(),
+                    strict=True):
         assert torch.equal(t, s)
-    for p, before in zip(target.parameters(), target_tensors):
+    for p, before in zip(target.parameters(), target_tensors, strict=True):
         assert p is before and not p.requires_grad and p.grad_fn is None
     with torch.no_grad():
         next(source.parameters()).add_(1.0)

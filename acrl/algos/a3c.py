@@ -1,0 +1,751 @@
+"""Asynchronous advantage actor-critic, A3C (Mnih et al. 2016, arXiv:1602.01783, Algorithm S3).
+
+A global actor-critic and a shared optimizer live in shared memory. Each of `workers` processes
+owns a local copy of the model and its own environment (seeded with seed + rank), and repeats:
+
+    sync the local model from the global one
+    roll out up to n_steps (t_max) steps, or to the end of the episode
+    R = 0 if the episode terminated, else V(last observation)     (truncation: bootstrap too)
+    for t = T-1 .. 0:  R = r_t + gamma * R,  A_t = R - V(s_t)
+    loss = -mean(log pi(a_t|s_t) A_t) + vf_coef * mean((R_t - V(s_t))^2) - ent_coef * mean(H[pi(.|s_t)])
+    zero the local gradients, backpropagate, clip their norm, hand them to the global
+    parameters and step the shared optimizer (no lock: "Hogwild", Sec. 4)
+
+until the global step counter (incremented under a lock, one step at a time) reaches the
+budget. The parent process is the evaluator: it watches the counter, evaluates the global
+model every `eval_freq` steps, logs, keeps the best checkpoint and writes the learning curve.
+It joins the workers with a timeout; Ctrl-C or SIGTERM, a worker that raises and a worker
+killed by the OS all stop the run with a final checkpoint and no orphaned process
+(DESIGN.md checklist item 7).
+
+Nothing here takes a lock that a killed worker could leave held except the step counter's;
+the parent never takes it, and stops any worker that waits on it after a failure.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import multiprocessing.connection
+import os
+import signal
+import sys
+import threading
+import time
+import traceback
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+import torch.multiprocessing as mp
+from torch import nn
+from torch.distributions import Categorical, Distribution, Normal
+
+from acrl.agent import Agent
+from acrl.config import RunConfig, in_unit_interval, positive
+from acrl.envs import ActionAdapter, EnvSpec, env_factory
+from acrl.errors import InputError, TrainingError
+from acrl.logging import Logger
+from acrl.nets import ACTIVATIONS, CategoricalActor, GaussianActor, ValueNet, mlp
+from acrl.normalization import ObservationNormalizer
+from acrl.optim import SharedAdam, SharedRMSprop
+from acrl.returns import n_step_returns
+
+EPISODE_WINDOW = 100
+"""Episodes per worker kept in shared memory for `rollout/ep_return_mean`."""
+UPDATE_STATS = ("policy_loss", "value_loss", "entropy", "grad_norm")
+"""Per-update statistics each worker accumulates in shared memory (then the update count)."""
+JOIN_TIMEOUT_S = 5.0
+"""How long the parent waits for workers to stop by themselves before terminating them."""
+
+
+def default_workers() -> int:
+    """The number of CPU cores this process may run on (the default of `A3CConfig.workers`)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def default_start_method() -> str:
+    """"fork" on Linux (fast start, nothing pickled), else "spawn"."""
+    return "fork" if sys.platform.startswith("linux") else "spawn"
+
+
+@dataclass
+class A3CConfig(RunConfig):
+    """A3C hyperparameters. Defaults: Mnih et al. 2016 (t_max 5, shared RMSProp, entropy 0.01)
+    with the optimizer settings of OpenAI Baselines / Stable-Baselines3 A2C (lr 7e-4, alpha 0.99,
+    eps 1e-5, gradient norm 0.5) and their 64-64 tanh networks.
+
+    Attributes:
+        workers: worker processes, each with its own environment (default: the number of cores).
+        n_steps: t_max, steps per rollout; a rollout also stops at the end of an episode.
+        gamma: discount.
+        learning_rate: step size of the shared optimizer; anneal_lr: decay it linearly to 0.
+        optimizer: "rmsprop" (shared RMSProp, as in the paper) or "adam" (shared Adam).
+        rmsprop_alpha: decay of RMSProp's squared-gradient average.
+        optimizer_eps: the optimizer's epsilon (torch's form, outside the square root).
+        ent_coef: entropy bonus weight (beta); vf_coef: value loss weight.
+        max_grad_norm: clip each worker's gradient norm to this before the hand-over.
+        hidden_sizes: hidden layers of the actor, or of the shared trunk when shared_trunk.
+        critic_hidden_sizes: hidden layers of the critic (None: hidden_sizes); unused with a
+            shared trunk.
+        activation: "tanh" or "relu".
+        shared_trunk: one network with a policy head and a value head (as in the paper's
+            Atari nets) instead of separate actor and critic networks.
+        log_std_init: initial log-std of the Gaussian policy; log_std_min: its floor.
+        normalize_obs: running observation normalization, statistics shared by all workers;
+            obs_clip: bound after normalizing.
+        start_method: "fork" (default on Linux) or "spawn" (also "forkserver" where available).
+        log_freq: write a metrics row every this many global steps.
+        target_return: stop early once an evaluation's mean return reaches this (None: off).
+    """
+
+    workers: int = field(default_factory=default_workers)
+    n_steps: int = 5
+    gamma: float = 0.99
+    learning_rate: float = 7e-4
+    anneal_lr: bool = False
+    optimizer: str = "rmsprop"
+    rmsprop_alpha: float = 0.99
+    optimizer_eps: float = 1e-5
+    ent_coef: float = 0.01
+    vf_coef: float = 0.5
+    max_grad_norm: float = 0.5
+    hidden_sizes: tuple[int, ...] = (64, 64)
+    critic_hidden_sizes: tuple[int, ...] | None = None
+    activation: str = "tanh"
+    shared_trunk: bool = False
+    log_std_init: float = 0.0
+    log_std_min: float = -5.0
+    normalize_obs: bool = False
+    obs_clip: float = 10.0
+    start_method: str = field(default_factory=default_start_method)
+    log_freq: int = 1000
+    target_return: float | None = None
+
+    def validate(self) -> None:
+        """Raise `InputError` for values A3C cannot run with (see the attribute list)."""
+        super().validate()
+        positive(self, "workers", "n_steps", "learning_rate", "max_grad_norm", "obs_clip", "log_freq")
+        in_unit_interval(self, "gamma")
+        if self.n_envs != 1:
+            raise InputError(f"A3C runs one environment per worker process; set --workers instead of "
+                             f"--n-envs (got n_envs={self.n_envs}).")
+        if self.optimizer not in ("rmsprop", "adam"):
+            raise InputError(f"optimizer must be 'rmsprop' or 'adam', got {self.optimizer!r}.")
+        if not 0 <= self.rmsprop_alpha < 1 or self.optimizer_eps < 0:
+            raise InputError("rmsprop_alpha must lie in [0, 1) and optimizer_eps must be >= 0.")
+        if self.ent_coef < 0 or self.vf_coef < 0:
+            raise InputError("ent_coef and vf_coef must be >= 0.")
+        if self.activation not in ACTIVATIONS:
+            raise InputError(f"activation must be one of {', '.join(ACTIVATIONS)}, got {self.activation!r}.")
+        for name in ("hidden_sizes", "critic_hidden_sizes"):
+            sizes = getattr(self, name)
+            if sizes is not None and (not sizes or any(h <= 0 for h in sizes)):
+                raise InputError(f"{name} must be a non-empty list of positive widths, got {sizes}.")
+        methods = mp.get_all_start_methods()
+        if self.start_method not in methods:
+            raise InputError(f"start_method must be one of {', '.join(methods)} here, got {self.start_method!r}.")
+
+
+# ------------------------------------------------------------------------------------ model
+class ActorCritic(nn.Module):
+    """pi(a|s) and V(s) for A3C: separate actor and critic nets, or one trunk with two heads.
+
+    Discrete actions: a Categorical over logits. Box actions: a diagonal Gaussian with a
+    state-independent log-std, std = exp(clamp(log_std, log_std_min, 2)) > 0 (checklist item 4),
+    in the policy's units ([-1, 1] per bounded dimension; `ActionAdapter` maps to the Box).
+    Mnih et al. 2016, Sec. 5.2 and 9 (Supplementary), use one trunk with a softmax and a linear
+    value output; their continuous policy had a state-dependent softplus variance.
+
+    Args:
+        obs_dim: observation size; act_dim: number of discrete actions or action dimensions.
+        discrete: Categorical (True) or Gaussian (False) policy.
+        hidden_sizes / critic_hidden_sizes / activation / shared_trunk / log_std_init /
+            log_std_min: see `A3CConfig`.
+    """
+
+    def __init__(self, obs_dim: int, act_dim: int, discrete: bool, hidden_sizes: tuple[int, ...] = (64, 64),
+                 critic_hidden_sizes: tuple[int, ...] | None = None, activation: str = "tanh",
+                 shared_trunk: bool = False, log_std_init: float = 0.0, log_std_min: float = -5.0):
+        super().__init__()
+        self.discrete, self.shared_trunk = discrete, shared_trunk
+        self.log_std_min, self.log_std_max = log_std_min, 2.0
+        if shared_trunk:
+            width = hidden_sizes[-1]
+            self.trunk = nn.Sequential(mlp(obs_dim, hidden_sizes[:-1], width, activation, output_gain=2**0.5),
+                                       ACTIVATIONS[activation]())
+            self.policy_head = mlp(width, (), act_dim, output_gain=0.01)
+            self.value_head = mlp(width, (), 1, output_gain=1.0)
+            if not discrete:
+                self.log_std = nn.Parameter(torch.full((act_dim,), float(log_std_init)))
+        else:
+            self.actor: nn.Module = (CategoricalActor(obs_dim, act_dim, hidden_sizes, activation) if discrete else
+                                     GaussianActor(obs_dim, act_dim, hidden_sizes, activation, log_std_init,
+                                                   log_std_min))
+            self.critic = ValueNet(obs_dim, critic_hidden_sizes or hidden_sizes, activation)
+
+    def forward(self, obs: torch.Tensor) -> tuple[Distribution, torch.Tensor]:
+        """obs (B, obs_dim) float32 -> (policy over (B,) or (B, act_dim) actions, V (B,) float32)."""
+        if not self.shared_trunk:
+            return self.actor.distribution(obs), self.critic(obs)
+        features = self.trunk(obs)
+        return self._head_distribution(features), self.value_head(features).squeeze(-1)
+
+    def distribution(self, obs: torch.Tensor) -> Distribution:
+        """The policy at obs (B, obs_dim): Categorical or Normal with batch shape (B, act_dim)."""
+        if not self.shared_trunk:
+            return self.actor.distribution(obs)
+        return self._head_distribution(self.trunk(obs))
+
+    def value(self, obs: torch.Tensor) -> torch.Tensor:
+        """V(s): obs (B, obs_dim) float32 -> (B,) float32."""
+        if not self.shared_trunk:
+            return self.critic(obs)
+        return self.value_head(self.trunk(obs)).squeeze(-1)
+
+    def _head_distribution(self, features: torch.Tensor) -> Distribution:
+        out = self.policy_head(features)
+        if self.discrete:
+            return Categorical(logits=out, validate_args=False)
+        std = self.log_std.clamp(self.log_std_min, self.log_std_max).exp().expand_as(out)
+        return Normal(out, std, validate_args=False)
+
+    def sample(self, obs: torch.Tensor, deterministic: bool = False) -> torch.Tensor:
+        """Raw actions for obs (B, obs_dim): (B,) int64 (mode if deterministic) or (B, act_dim) (mean)."""
+        dist = self.distribution(obs)
+        if deterministic:
+            return dist.probs.argmax(-1) if self.discrete else dist.mean
+        return dist.sample()
+
+    def log_prob_entropy(self, dist: Distribution, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Log-probability (B,) and entropy (B,) of actions under `dist`, summed over action dims."""
+        if self.discrete:
+            return dist.log_prob(actions.long()), dist.entropy()
+        return dist.log_prob(actions).sum(-1), dist.entropy().sum(-1)
+
+
+# ------------------------------------------------------------------------------------ one worker's pieces
+@dataclass
+class Rollout:
+    """One worker's segment of at most n_steps steps of one episode.
+
+    Attributes:
+        observations: (T, obs_dim) float32, as the policy saw them (normalized if enabled).
+        raw_observations: (T, obs_dim) float64 numpy, for the normalizer's statistics.
+        actions: (T,) int64 or (T, act_dim) float32 raw policy actions (before clipping).
+        rewards: (T,) float32.
+        terminated / truncated: how the segment ended; both False when it stopped mid-episode.
+        last_obs: (obs_dim,) the observation after the last step (the episode's final one if
+            it ended): what a truncated or unfinished segment bootstraps from.
+    """
+
+    observations: torch.Tensor
+    raw_observations: np.ndarray
+    actions: torch.Tensor
+    rewards: np.ndarray
+    terminated: bool
+    truncated: bool
+    last_obs: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.rewards)
+
+
+def make_worker_env(env: EnvSpec | gym.envs.registration.EnvSpec, seed: int, rank: int) -> tuple[gym.Env, np.ndarray]:
+    """Build worker `rank`'s environment, seeded with seed + rank (checklist items 7 and 10).
+
+    Args:
+        env: an id, env, factory, or a Gymnasium `EnvSpec` (what the parent sends, so that a
+            custom env registered by an importable module also works under "spawn").
+    Returns:
+        (env, first observation (obs_dim,)): `reset(seed=seed + rank)` and the action space
+        seeded with the same value.
+    """
+    if isinstance(env, gym.envs.registration.EnvSpec):
+        instance = gym.make(env)
+    else:
+        instance = env_factory(env)[0]()
+    obs, _ = instance.reset(seed=seed + rank)
+    instance.action_space.seed(seed + rank)
+    return instance, obs
+
+
+def collect_rollout(env: gym.Env, model: ActorCritic, obs: np.ndarray, n_steps: int, adapter: ActionAdapter,
+                    normalizer: ObservationNormalizer | None = None,
+                    claim_step: Callable[[], bool] | None = None) -> Rollout:
+    """Act with `model` from `obs` for up to n_steps steps, stopping at the episode's end.
+
+    Args:
+        env: the worker's environment, currently at observation `obs` (obs_dim,).
+        model: the worker's local model (sampled without gradients).
+        n_steps: t_max.
+        adapter: maps raw actions to the env's units; the raw sample is what is stored.
+        normalizer: normalizes observations (statistics not updated here).
+        claim_step: called before each step; returning False (the global budget is spent)
+            ends the rollout early. None: no budget.
+    Returns:
+        the `Rollout` (possibly empty when the budget was already spent).
+    """
+    observations, raw, actions, rewards = [], [], [], []
+    terminated = truncated = False
+    for _ in range(n_steps):
+        if claim_step is not None and not claim_step():
+            break
+        x = normalizer(obs[None]) if normalizer is not None else torch.as_tensor(obs[None], dtype=torch.float32)
+        with torch.no_grad():
+            action = model.sample(x)[0]
+        observations.append(x[0])
+        raw.append(obs)
+        actions.append(action)
+        obs, reward, terminated, truncated, _ = env.step(adapter.to_env(action.numpy()))
+        rewards.append(float(reward))
+        if terminated or truncated:
+            break
+    obs_dim = int(np.prod(env.observation_space.shape))
+    return Rollout(
+        observations=torch.stack(observations) if observations else torch.zeros((0, obs_dim)),
+        raw_observations=np.asarray(raw, dtype=np.float64).reshape(-1, obs_dim),
+        actions=torch.stack(actions) if actions else torch.zeros(0),
+        rewards=np.asarray(rewards, dtype=np.float32),
+        terminated=bool(terminated), truncated=bool(truncated), last_obs=obs)
+
+
+def bootstrap_value(rollout: Rollout, model: ActorCritic, normalizer: ObservationNormalizer | None = None) -> float:
+    """The value after the rollout's last step: 0 if the episode terminated, else V(last obs).
+
+    A time-limit truncation and a rollout stopped mid-episode both had a future that the
+    rollout did not see, so both bootstrap (Pardo et al. 2018; DESIGN.md checklist item 1).
+    """
+    if rollout.terminated:
+        return 0.0
+    x = normalizer(rollout.last_obs[None]) if normalizer is not None else (
+        torch.as_tensor(rollout.last_obs[None], dtype=torch.float32))
+    with torch.no_grad():
+        return float(model.value(x)[0])
+
+
+def a3c_loss(model: ActorCritic, rollout: Rollout, returns: torch.Tensor, ent_coef: float,
+             vf_coef: float) -> tuple[torch.Tensor, dict[str, float]]:
+    """The actor-critic loss of Algorithm S3 on one rollout (means over its T steps).
+
+    loss = -mean(log pi(a_t|s_t) * A_t) + vf_coef * mean((R_t - V(s_t))^2) - ent_coef * mean(H_t),
+    with A_t = R_t - V(s_t) held constant in the policy term (Mnih et al. 2016, Sec. 4, Eq. for
+    the A3C gradient, and the entropy regularization of Williams & Peng 1991).
+
+    Args:
+        returns: (T,) float32 n-step returns R_t.
+    Returns:
+        (scalar loss with gradients to `model`, {"policy_loss", "value_loss", "entropy"}).
+    """
+    dist, values = model(rollout.observations)
+    log_probs, entropy = model.log_prob_entropy(dist, rollout.actions)
+    advantages = returns - values.detach()
+    policy_loss = -(log_probs * advantages).mean()
+    value_loss = (returns - values).square().mean()
+    entropy_mean = entropy.mean()
+    loss = policy_loss + vf_coef * value_loss - ent_coef * entropy_mean
+    return loss, {"policy_loss": policy_loss.item(), "value_loss": value_loss.item(), "entropy": entropy_mean.item()}
+
+
+def apply_gradients(local: nn.Module, optimizer: torch.optim.Optimizer, loss: torch.Tensor,
+                    max_grad_norm: float) -> float:
+    """Backpropagate `loss` through `local` and step the shared optimizer with those gradients.
+
+    The local gradients are zeroed first (set to None) and handed over on every call, as
+    fresh copies: the global parameters receive exactly this update's gradient, never a sum
+    with earlier ones (the bug of handing over once by aliasing, then accumulating).
+
+    Args:
+        local: the worker's model; its parameters line up with the optimizer's (same order).
+        optimizer: the shared optimizer over the global model's parameters.
+        max_grad_norm: the local gradient norm is clipped to this first.
+    Returns:
+        the gradient norm before clipping.
+    """
+    local.zero_grad(set_to_none=True)
+    loss.backward()
+    norm = float(nn.utils.clip_grad_norm_(local.parameters(), max_grad_norm))
+    global_params = [p for group in optimizer.param_groups for p in group["params"]]
+    for local_param, global_param in zip(local.parameters(), global_params, strict=True):
+        global_param.grad = None if local_param.grad is None else local_param.grad.detach().clone()
+    optimizer.step()
+    for global_param in global_params:
+        global_param.grad = None
+    return norm
+
+
+# ------------------------------------------------------------------------------------ the worker process
+@dataclass
+class SharedState:
+    """What the parent and the workers share. Everything is in shared memory.
+
+    Attributes:
+        model / optimizer / normalizer: the global model, its shared optimizer, the observation
+            normalizer with shared statistics (or None), and `normalizer_lock` for its updates.
+        steps: global step counter (ctypes int64); `step_lock` guards its increments.
+        stop: set to 1 by the parent to make the workers stop after their current step.
+        episode_returns / episode_lengths: (workers, EPISODE_WINDOW) float64 ring buffers;
+            episode_counts: (workers,) int64 episodes finished per worker.
+        update_stats: (workers, len(UPDATE_STATS) + 1) float64 running sums of the update
+            statistics, then the number of updates.
+    Each worker writes only its own row, so the parent reads them without locks.
+    """
+
+    model: ActorCritic
+    optimizer: torch.optim.Optimizer
+    normalizer: ObservationNormalizer | None
+    normalizer_lock: Any
+    steps: Any
+    step_lock: Any
+    stop: Any
+    episode_returns: torch.Tensor
+    episode_lengths: torch.Tensor
+    episode_counts: torch.Tensor
+    update_stats: torch.Tensor
+
+
+def claim_step(shared: SharedState, total_steps: int) -> bool:
+    """Take one step of the global budget under the lock; False when it is spent or on stop."""
+    if shared.stop.value:
+        return False
+    with shared.step_lock:
+        if shared.steps.value >= total_steps:
+            return False
+        shared.steps.value += 1
+        return True
+
+
+def worker_main(rank: int, config: A3CConfig, env: Any, total_steps: int, shared: SharedState,
+                error_pipe: Any, parent_pid: int) -> None:
+    """Entry point of worker process `rank`: run `run_worker`; on an exception send the
+    traceback to the parent through `error_pipe` and exit with code 1.
+
+    Ctrl-C is ignored here (the parent coordinates the stop); SIGTERM keeps its default.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        run_worker(rank, config, env, total_steps, shared, parent_pid)
+    except Exception:
+        error_pipe.send(traceback.format_exc()[-30_000:])  # stays below the pipe's buffer
+        error_pipe.close()
+        sys.exit(1)
+
+
+def run_worker(rank: int, config: A3CConfig, env: Any, total_steps: int, shared: SharedState,
+               parent_pid: int) -> None:
+    """The worker loop of Algorithm S3 until the global budget is spent or the parent says stop.
+
+    Args:
+        rank: worker index in [0, workers); the env is seeded with seed + rank (+ the global
+            step at which this learn() started, so a resumed run sees new episodes).
+        env: what `make_worker_env` accepts.
+        total_steps: the global step budget.
+        shared: the `SharedState` built by the parent.
+        parent_pid: the worker returns if its parent has gone (no orphan keeps training).
+    Raises:
+        TrainingError: a non-finite loss.
+    """
+    torch.set_num_threads(1)
+    start = int(shared.steps.value)
+    seed = config.seed + start
+    torch.manual_seed(seed + rank)
+    np.random.seed((seed + rank) % 2**32)
+    instance, obs = make_worker_env(env, seed, rank)
+    adapter = ActionAdapter(instance.action_space)
+    local = copy.deepcopy(shared.model)  # private memory: deepcopy does not keep the sharing
+    normalizer = shared.normalizer
+    episode_return, episode_length = 0.0, 0
+    while not shared.stop.value and os.getppid() == parent_pid:
+        local.load_state_dict(shared.model.state_dict())
+        rollout = collect_rollout(instance, local, obs, config.n_steps, adapter, normalizer,
+                                  lambda: claim_step(shared, total_steps))
+        if len(rollout) == 0 or shared.stop.value:
+            break
+        if normalizer is not None:
+            with shared.normalizer_lock:
+                normalizer.stats.update(rollout.raw_observations)
+        returns = n_step_returns(rollout.rewards, bootstrap_value(rollout, local, normalizer), config.gamma)
+        loss, stats = a3c_loss(local, rollout, torch.from_numpy(returns), config.ent_coef, config.vf_coef)
+        if not torch.isfinite(loss):
+            raise TrainingError(f"worker {rank}, global step {shared.steps.value}: the loss is {loss.item()} "
+                                f"({stats}).")
+        if config.anneal_lr:
+            fraction_left = max(1.0 - shared.steps.value / total_steps, 0.0)
+            for group in shared.optimizer.param_groups:
+                group["lr"] = config.learning_rate * fraction_left
+        stats["grad_norm"] = apply_gradients(local, shared.optimizer, loss, config.max_grad_norm)
+        row = shared.update_stats[rank]
+        row[:-1] += torch.tensor([stats[k] for k in UPDATE_STATS], dtype=torch.float64)
+        row[-1] += 1
+        episode_return += float(rollout.rewards.sum())
+        episode_length += len(rollout)
+        if rollout.terminated or rollout.truncated:
+            slot = int(shared.episode_counts[rank]) % EPISODE_WINDOW
+            shared.episode_returns[rank, slot] = episode_return
+            shared.episode_lengths[rank, slot] = episode_length
+            shared.episode_counts[rank] += 1
+            episode_return, episode_length = 0.0, 0
+            obs, _ = instance.reset()
+        else:
+            obs = rollout.last_obs
+    instance.close()
+
+
+# ------------------------------------------------------------------------------------ the agent (parent)
+class A3C(Agent):
+    """A3C agent: `A3C(env="CartPole-v1", workers=2, seed=0).learn(total_steps)`.
+
+    Training runs in `workers` processes (start method `config.start_method`); the parent
+    evaluates, logs and checkpoints. `predict`, `evaluate`, `save`, `load` and `state_dict`
+    are the `Agent` ones: a checkpoint holds the global model, the shared optimizer's state
+    (step counts included), the observation statistics and the counters, and `acrl resume`
+    continues from it.
+
+    Raises:
+        InputError: see `Agent` and `A3CConfig.validate`; all before any worker starts.
+        TrainingError (from `learn`): a worker raised (its traceback is in the message), was
+            killed, or the parameters became non-finite.
+        KeyboardInterrupt (from `learn`): Ctrl-C or SIGTERM, after the workers have stopped
+            and checkpoints/latest.pt has been written.
+    """
+
+    algo = "a3c"
+    config_class = A3CConfig
+    config: A3CConfig
+
+    def _build(self) -> None:
+        cfg = self.config
+        self.model = ActorCritic(self.obs_dim, self.act_dim, self.discrete, cfg.hidden_sizes, cfg.critic_hidden_sizes,
+                                 cfg.activation, cfg.shared_trunk, cfg.log_std_init, cfg.log_std_min)
+        self.model.share_memory()
+        if cfg.optimizer == "adam":
+            self.optimizer: torch.optim.Optimizer = SharedAdam(self.model.parameters(), lr=cfg.learning_rate,
+                                                               eps=cfg.optimizer_eps)
+        else:
+            self.optimizer = SharedRMSprop(self.model.parameters(), lr=cfg.learning_rate, alpha=cfg.rmsprop_alpha,
+                                           eps=cfg.optimizer_eps)
+        self.nets = {"model": self.model}
+        self.optimizers = {"optimizer": self.optimizer}
+        if cfg.normalize_obs:
+            self.obs_normalizer = ObservationNormalizer(self.obs_dim, cfg.obs_clip)
+            self.obs_normalizer.stats.share_memory()
+        self.episode_returns: deque[float] = deque(maxlen=EPISODE_WINDOW)
+        self.episode_lengths: deque[float] = deque(maxlen=EPISODE_WINDOW)
+        self.updates = 0
+
+    def _policy_action(self, obs: torch.Tensor, deterministic: bool) -> np.ndarray:
+        return self.model.sample(obs, deterministic).numpy()
+
+    def _extra_state(self) -> dict[str, Any]:
+        return {"episode_returns": list(self.episode_returns), "episode_lengths": list(self.episode_lengths),
+                "updates": self.updates}
+
+    def _load_extra_state(self, state: dict[str, Any]) -> None:
+        self.episode_returns.extend(state["episode_returns"])
+        self.episode_lengths.extend(state["episode_lengths"])
+        self.updates = int(state["updates"])
+
+    # -------------------------------------------------------------------------------- learn
+    def learn(self, total_steps: int | None = None, run_dir: str | Path | None = None,
+              progress: bool = True) -> A3C:
+        """Train with `workers` processes until the global step counter reaches `total_steps`.
+
+        Writes the same run directory as `Agent.learn`. The parent evaluates the global model
+        every `eval_freq` steps while the workers train.
+
+        Raises:
+            InputError: total_steps <= 0.
+            TrainingError: a worker raised or died, or a parameter became non-finite. The
+                workers are stopped and (parameters permitting) checkpoints/latest.pt written.
+            KeyboardInterrupt: Ctrl-C or SIGTERM, after stopping the workers and writing
+                checkpoints/latest.pt.
+        """
+        if total_steps is not None:
+            if total_steps <= 0:
+                raise InputError(f"total_steps must be > 0, got {total_steps}.")
+            self.total_steps = total_steps
+        run_dir = Path(run_dir) if run_dir is not None else None
+        if run_dir is not None:
+            self._write_config(run_dir)
+        torch.set_num_threads(self.config.torch_threads)
+        ctx = mp.get_context(self.config.start_method)
+        shared = self._shared_state(ctx)
+        workers: list[Any] = []
+        error_pipes: list[Any] = []
+        logger: Logger | None = None
+        try:
+            with _signals_raise_keyboard_interrupt():
+                if self.num_steps < self.total_steps:
+                    for rank in range(self.config.workers):
+                        reader, writer = ctx.Pipe(duplex=False)
+                        process = ctx.Process(target=worker_main, name=f"acrl-a3c-worker-{rank}", daemon=True,
+                                              args=(rank, self.config, self._env_for_workers(), self.total_steps,
+                                                    shared, writer, os.getpid()))
+                        process.start()
+                        writer.close()
+                        workers.append(process)
+                        error_pipes.append(reader)
+                logger = Logger(run_dir, self.total_steps, start_step=self.num_steps, progress=progress)
+                self._supervise(workers, error_pipes, shared, logger, run_dir)
+                self._stop_workers(workers, shared)
+                if run_dir is not None:
+                    self._finish_run(run_dir, logger)
+        except BaseException:
+            with _signals_ignored():
+                self._stop_workers(workers, shared)
+                self.num_steps = int(shared.steps.value)
+                if run_dir is not None and self._parameters_finite():
+                    self.save(run_dir / "checkpoints" / "latest.pt")
+            raise
+        finally:
+            for pipe in error_pipes:
+                pipe.close()
+            if logger is not None:
+                logger.close()
+        return self
+
+    def _env_for_workers(self) -> Any:
+        """A picklable description of the env: a Gymnasium EnvSpec for ids and specced envs."""
+        if isinstance(self.env, str):
+            return gym.spec(self.env)
+        if isinstance(self.env, gym.Env) and self.env.spec is not None:
+            return self.env.spec
+        return self.env
+
+    def _shared_state(self, ctx: Any) -> SharedState:
+        workers = self.config.workers
+        steps = ctx.RawValue("q", self.num_steps)
+        return SharedState(
+            model=self.model, optimizer=self.optimizer, normalizer=self.obs_normalizer,
+            normalizer_lock=ctx.Lock(), steps=steps, step_lock=ctx.Lock(), stop=ctx.RawValue("b", 0),
+            episode_returns=torch.zeros((workers, EPISODE_WINDOW), dtype=torch.float64).share_memory_(),
+            episode_lengths=torch.zeros((workers, EPISODE_WINDOW), dtype=torch.float64).share_memory_(),
+            episode_counts=torch.zeros(workers, dtype=torch.int64).share_memory_(),
+            update_stats=torch.zeros((workers, len(UPDATE_STATS) + 1), dtype=torch.float64).share_memory_())
+
+    def _supervise(self, workers: list[Any], error_pipes: list[Any], shared: SharedState, logger: Logger,
+                   run_dir: Path | None) -> None:
+        """The parent's loop: watch the workers and the step counter; log, evaluate, checkpoint.
+
+        Returns when every worker has exited normally. Raises TrainingError on a failed worker.
+        """
+        cfg = self.config
+        last_log = last_eval = last_checkpoint = self.num_steps
+        last_time = started = time.perf_counter()
+        episodes_seen = [0] * len(workers)
+        stats_seen = torch.zeros_like(shared.update_stats)
+        while True:
+            self._check_workers(workers, error_pipes, shared)
+            finished = all(w.exitcode == 0 for w in workers)
+            self.num_steps = int(shared.steps.value)
+            metrics: dict[str, float] = {}
+            if finished or self.num_steps - last_log >= cfg.log_freq:
+                now = time.perf_counter()
+                self._read_episodes(shared, episodes_seen)
+                stats = shared.update_stats.clone()
+                delta, stats_seen = stats - stats_seen, stats
+                updates = delta[:, -1].sum().item()
+                self.updates += int(updates)
+                if updates:
+                    for i, key in enumerate(UPDATE_STATS):
+                        metrics[f"train/{key}"] = delta[:, i].sum().item() / updates
+                if self.episode_returns:
+                    metrics["rollout/ep_return_mean"] = float(np.mean(self.episode_returns))
+                    metrics["rollout/ep_len_mean"] = float(np.mean(self.episode_lengths))
+                metrics["time/fps"] = (self.num_steps - last_log) / max(now - last_time, 1e-9)
+                metrics["time/elapsed_s"] = now - started
+                last_log, last_time = self.num_steps, now
+            if cfg.eval_freq and self.num_steps // cfg.eval_freq > last_eval // cfg.eval_freq:
+                metrics.update(self._evaluate_and_keep_best(run_dir))
+                metrics["time/elapsed_s"] = time.perf_counter() - started
+                last_eval = self.num_steps
+                if cfg.target_return is not None and metrics["eval/return_mean"] >= cfg.target_return:
+                    shared.stop.value = 1
+            if metrics:
+                self._check_finite(metrics)
+                logger.log(self.num_steps, metrics)
+            if run_dir is not None and self.num_steps // cfg.checkpoint_freq > last_checkpoint // cfg.checkpoint_freq:
+                self.save(run_dir / "checkpoints" / "latest.pt")
+                last_checkpoint = self.num_steps
+            if finished:
+                return
+            multiprocessing.connection.wait([w.sentinel for w in workers if w.exitcode is None], timeout=0.05)
+
+    def _read_episodes(self, shared: SharedState, seen: list[int]) -> None:
+        """Move episodes finished since the last call from the shared ring buffers to the deques."""
+        counts = shared.episode_counts.tolist()
+        for rank, count in enumerate(counts):
+            for i in range(max(seen[rank], count - EPISODE_WINDOW), count):
+                self.episode_returns.append(shared.episode_returns[rank, i % EPISODE_WINDOW].item())
+                self.episode_lengths.append(shared.episode_lengths[rank, i % EPISODE_WINDOW].item())
+            seen[rank] = count
+
+    def _check_workers(self, workers: list[Any], error_pipes: list[Any], shared: SharedState) -> None:
+        for rank, worker in enumerate(workers):
+            code = worker.exitcode
+            if code is None or code == 0:
+                continue
+            if error_pipes[rank].poll():
+                what = f"worker {rank} raised an exception:\n{error_pipes[rank].recv()}"
+            elif code < 0:
+                what = f"worker {rank} (pid {worker.pid}) was killed by {signal.Signals(-code).name}."
+            else:
+                what = f"worker {rank} (pid {worker.pid}) exited with code {code}."
+            raise TrainingError(f"global step {int(shared.steps.value)}: {what}\nThe run stopped; "
+                                "checkpoints/latest.pt holds its final state.")
+
+    def _stop_workers(self, workers: list[Any], shared: SharedState) -> None:
+        """Ask the workers to stop, join them with a timeout, then terminate and kill stragglers."""
+        shared.stop.value = 1
+        deadline = time.monotonic() + JOIN_TIMEOUT_S
+        for worker in workers:
+            worker.join(timeout=max(deadline - time.monotonic(), 0.0))
+        for escalate in ("terminate", "kill"):
+            stragglers = [w for w in workers if w.is_alive()]
+            for worker in stragglers:
+                getattr(worker, escalate)()
+            for worker in stragglers:
+                worker.join(timeout=2.0)
+
+    def _parameters_finite(self) -> bool:
+        return all(torch.isfinite(p).all() for p in self.model.parameters())
+
+
+def _raise_keyboard_interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt(f"received {signal.Signals(signum).name}")
+
+
+@contextlib.contextmanager
+def _signals_raise_keyboard_interrupt() -> Iterator[None]:
+    """SIGTERM raises KeyboardInterrupt in the main thread, as Ctrl-C does, for a clean stop."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@contextlib.contextmanager
+def _signals_ignored() -> Iterator[None]:
+    """Ignore Ctrl-C and SIGTERM while the parent stops the workers and writes the checkpoint."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)

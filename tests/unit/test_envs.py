@@ -1,0 +1,80 @@
+"""Environment resolution, action rescaling and the Ant +y task."""
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from acrl.envs import ActionAdapter, AntDirectional, check_spaces, env_factory
+from acrl.errors import InputError
+
+
+def test_unknown_id_suggests_close_ids():
+    with pytest.raises(InputError, match="Did you mean CartPole-v1"):
+        env_factory("CartPol-v1")
+
+
+def test_action_adapter_rescales_asymmetric_bounds_and_clips_only_the_env_copy():
+    adapter = ActionAdapter(gym.spaces.Box(np.array([0.0, -2.0, -np.inf]), np.array([10.0, 2.0, np.inf])))
+    raw = np.array([0.5, -3.0, 7.0], dtype=np.float32)
+    env_action = adapter.to_env(raw)
+    # dim 0: [-1, 1] -> [0, 10], 0.5 -> 7.5; dim 1: -3 clipped to -1 -> -2; dim 2 unbounded: passes through.
+    np.testing.assert_allclose(env_action, [7.5, -2.0, 7.0])
+    np.testing.assert_allclose(raw, [0.5, -3.0, 7.0])  # the stored raw sample is untouched
+    np.testing.assert_allclose(adapter.to_policy(np.array([7.5, -2.0, 7.0])), [0.5, -1.0, 7.0])
+
+
+def test_unsupported_spaces_are_named():
+    class DictObs(gym.Env):
+        observation_space = gym.spaces.Dict({"a": gym.spaces.Box(0, 1, (1,))})
+        action_space = gym.spaces.Discrete(2)
+
+    class MultiBinaryActions(gym.Env):
+        observation_space = gym.spaces.Box(0, 1, (2,))
+        action_space = gym.spaces.MultiBinary(3)
+
+    with pytest.raises(InputError, match="flat Box observation space"):
+        check_spaces(DictObs(), "PPO", (gym.spaces.Box, gym.spaces.Discrete))
+    with pytest.raises(InputError, match="MultiBinary"):
+        check_spaces(MultiBinaryActions(), "PPO", (gym.spaces.Box, gym.spaces.Discrete))
+
+
+class FakeAnt(gym.Env):
+    """Stands in for Ant-v5: scripted positions and reward terms in info."""
+
+    observation_space = gym.spaces.Box(-1, 1, (1,))
+    action_space = gym.spaces.Box(-1, 1, (1,))
+
+    def reset(self, *, seed=None, options=None):
+        self.t = 0
+        return np.zeros(1), {"x_position": 0.0, "y_position": 1.0}
+
+    def step(self, action):
+        self.t += 1
+        info = {"x_position": 0.3 * self.t, "y_position": 1.0 + 0.1 * self.t,
+                "reward_survive": 1.0, "reward_ctrl": -0.5, "reward_contact": -0.25}
+        return np.zeros(1), 123.0, False, False, info
+
+
+def test_ant_directional_reward_by_hand():
+    env = AntDirectional(FakeAnt())
+    env.reset()
+    _, reward, *_, info = env.step(np.zeros(1))
+    # 20 * (1.1 - 1.0) + 1 - 0.5 - 0.25 = 2.25; the first step uses the reset's y, nothing dropped.
+    assert reward == pytest.approx(2.25)
+    _, reward, *_, info = env.step(np.zeros(1))
+    assert reward == pytest.approx(2.25)
+    assert info["y_displacement"] == pytest.approx(0.2)
+    diagonal = AntDirectional(FakeAnt(), direction=(1.0, 1.0))
+    diagonal.reset()
+    _, reward, *_ = diagonal.step(np.zeros(1))
+    assert reward == pytest.approx(20 * (0.3 + 0.1) / np.sqrt(2) + 0.25)
+
+
+def test_registered_ant_directional_steps():
+    env = gym.make("acrl/AntDirectional-v5")
+    _, info = env.reset(seed=0)
+    y0 = info["y_position"]
+    _, reward, _, _, info = env.step(env.action_space.sample())
+    expected = 20 * (info["y_position"] - y0) + info["reward_survive"] + info["reward_ctrl"] + info["reward_contact"]
+    assert reward == pytest.approx(expected)
+    assert env.spec.max_episode_steps == 1000

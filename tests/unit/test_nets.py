@@ -1,0 +1,60 @@
+"""Action distributions stay finite at extreme parameters (DESIGN.md checklist item 4)."""
+
+import math
+
+import pytest
+import torch
+
+from acrl.nets import CategoricalActor, GaussianActor, TwinQ, mlp
+
+
+@pytest.mark.parametrize("log_std", [-105.0, 50.0])
+def test_gaussian_extreme_log_std_is_finite(log_std):
+    actor = GaussianActor(3, 2, (8,))
+    with torch.no_grad():
+        actor.log_std.fill_(log_std)
+    obs = torch.randn(16, 3)
+    actions, log_probs = actor.sample(obs)
+    lp, entropy = actor.log_prob_entropy(obs, actions + 3.0)  # far from the mean too
+    for t in (actions, log_probs, lp, entropy):
+        assert torch.isfinite(t).all()
+    lp.mean().backward()
+    assert all(torch.isfinite(p.grad).all() for p in actor.parameters() if p.grad is not None)
+
+
+def test_gaussian_std_floor_and_ceiling():
+    actor = GaussianActor(1, 1, (4,), log_std_min=-5.0, log_std_max=2.0)
+    with torch.no_grad():
+        actor.log_std.fill_(-105.0)
+    assert actor.distribution(torch.zeros(1, 1)).stddev.item() == pytest.approx(math.exp(-5.0))
+    with torch.no_grad():
+        actor.log_std.fill_(50.0)
+    assert actor.distribution(torch.zeros(1, 1)).stddev.item() == pytest.approx(math.exp(2.0))
+
+
+def test_categorical_log_prob_matches_softmax_by_hand():
+    actor = CategoricalActor(2, 3, (4,))
+    obs = torch.zeros(1, 2)
+    logits = actor.logits(obs)[0]
+    lp, entropy = actor.log_prob_entropy(obs, torch.tensor([1]))
+    probs = torch.exp(logits) / torch.exp(logits).sum()
+    assert lp.item() == pytest.approx(math.log(probs[1].item()), abs=1e-6)
+    assert entropy.item() == pytest.approx(-(probs * probs.log()).sum().item(), abs=1e-6)
+
+
+def test_mlp_orthogonal_init_and_zero_bias():
+    net = mlp(4, (8,), 2, output_gain=0.01)
+    hidden, out = net[0], net[2]
+    # Orthogonal rows scaled by the gain: W W^T = gain^2 I for a wide-to-narrow layer.
+    torch.testing.assert_close(out.weight @ out.weight.T, 0.01**2 * torch.eye(2), atol=1e-7, rtol=0)
+    torch.testing.assert_close(hidden.weight.T @ hidden.weight, 2.0 * torch.eye(4), atol=1e-5, rtol=0)
+    assert not hidden.bias.any() and not out.bias.any()
+
+
+def test_twin_q_shapes_and_q1():
+    q = TwinQ(3, 2, (8, 8))
+    obs, act = torch.randn(5, 3), torch.randn(5, 2)
+    q1, q2 = q(obs, act)
+    assert q1.shape == q2.shape == (5,)
+    torch.testing.assert_close(q.q1(obs, act), q1)
+    assert not torch.equal(q1, q2)
