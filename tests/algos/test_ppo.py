@@ -1,0 +1,200 @@
+"""PPO contracts: truncation, raw actions, normalisation, determinism, checkpoints, the CLI."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+import acrl
+from acrl import PPO, InputError, TrainingError
+from tests.conftest import ROOT, run_cli
+
+TINY = {"n_steps": 64, "batch_size": 32, "n_epochs": 2, "eval_episodes": 2}
+
+
+def test_truncation_learns_the_infinite_horizon_value(constant_reward_env):
+    # Truncated every 5 steps, never terminated, reward 1, gamma 0.99: V = 100, not 4.9.
+    agent = PPO(constant_reward_env, seed=0, n_steps=50, batch_size=50, n_epochs=10, learning_rate=0.01,
+                gamma=0.99, gae_lambda=1.0, vf_coef=1.0, max_grad_norm=100.0, normalize_obs=False, eval_freq=0)
+    agent.learn(total_steps=12_000, progress=False)
+    value = agent.critic(torch.zeros(1, 1)).item()
+    assert 90 < value < 110, value
+
+
+def test_stored_actions_are_raw_samples_with_ratio_one():
+    # A wide Gaussian (std e) on Pendulum's [-2, 2]: many samples fall outside the Box.
+    agent = PPO("Pendulum-v1", seed=0, n_steps=256, batch_size=64, log_std_init=1.0, eval_freq=0)
+    agent.collect()
+    actions = torch.from_numpy(agent.buffer.actions.reshape(-1, 1))
+    assert (actions.abs() > 1).float().mean() > 0.3
+    with torch.no_grad():
+        log_probs, _ = agent.actor.log_prob_entropy(torch.from_numpy(agent.buffer.observations.reshape(-1, 3)), actions)
+    ratio = torch.exp(log_probs - torch.from_numpy(agent.buffer.log_probs.reshape(-1)))
+    torch.testing.assert_close(ratio, torch.ones_like(ratio), atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("log_std", [-105.0, 50.0])
+def test_extreme_log_std_update_stays_finite(log_std):
+    agent = PPO("Pendulum-v1", seed=0, eval_freq=0, **TINY)
+    with torch.no_grad():
+        agent.actor.log_std.fill_(log_std)
+    agent.collect()
+    metrics = agent.update()
+    assert all(np.isfinite(v) for v in metrics.values())
+    assert all(torch.isfinite(p).all() for p in agent.actor.parameters())
+
+
+def test_evaluation_leaves_normalizer_unchanged():
+    agent = PPO("Pendulum-v1", seed=0, eval_freq=0, **TINY).learn(64, progress=False)
+    before = {k: v.clone() for k, v in agent.obs_normalizer.state_dict().items()}
+    assert agent.obs_normalizer.stats.count.item() == 64
+    agent.evaluate(episodes=1)
+    agent.predict(np.zeros(3, np.float32))
+    for key, value in agent.obs_normalizer.state_dict().items():
+        assert torch.equal(value, before[key])
+
+
+def test_normalizer_round_trip_in_a_new_process(tmp_path):
+    agent = PPO("Pendulum-v1", seed=0, eval_freq=0, **TINY).learn(128, progress=False)
+    path = tmp_path / "agent.pt"
+    agent.save(path)
+    raw = np.array([[0.5, -0.25, 3.0]], np.float32)
+    here = agent.obs_normalizer(raw).numpy()
+    code = (f"import acrl, numpy as np; a = acrl.PPO.load({str(path)!r}); "
+            "print(a.obs_normalizer(np.array([[0.5, -0.25, 3.0]], np.float32)).numpy().tolist())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    np.testing.assert_array_equal(np.array(json.loads(out.stdout)), here)
+    assert not np.allclose(here, raw)  # the statistics really moved away from the identity
+
+
+def test_predict_single_and_batch_in_env_units():
+    agent = PPO("Pendulum-v1", seed=0, eval_freq=0, log_std_init=2.0, **TINY)
+    single = agent.predict(np.zeros(3), deterministic=False)
+    batch = agent.predict(np.zeros((200, 3)), deterministic=False)
+    assert single.shape == (1,) and batch.shape == (200, 1)
+    assert batch.min() >= -2.0 and batch.max() <= 2.0 and batch.max() == 2.0  # clipped into the Box
+    assert isinstance(PPO("CartPole-v1", eval_freq=0, **TINY).predict(np.zeros(4)).item(), int)
+    with pytest.raises(InputError, match=r"shape \(3,\)"):
+        agent.predict(np.zeros(4))
+
+
+def metric_rows(run_dir):
+    with open(run_dir / "metrics.csv") as f:
+        return [{k: v for k, v in row.items() if not k.startswith("time/")} for row in csv.DictReader(f)]
+
+
+def test_same_seed_same_metrics(tmp_path):
+    for name in ("a", "b"):
+        PPO("CartPole-v1", seed=3, eval_freq=128, **TINY).learn(256, run_dir=tmp_path / name, progress=False)
+    rows = metric_rows(tmp_path / "a")
+    assert len(rows) == 4 and rows[1]["eval/return_mean"]
+    assert rows == metric_rows(tmp_path / "b")
+    different = PPO("CartPole-v1", seed=4, eval_freq=128, **TINY).learn(256, run_dir=tmp_path / "c", progress=False)
+    assert different is not None and metric_rows(tmp_path / "c") != rows
+
+
+def test_run_directory_contents(tmp_path):
+    PPO("CartPole-v1", seed=0, eval_freq=128, checkpoint_freq=128, **TINY).learn(256, run_dir=tmp_path, progress=False)
+    for name in ("config.yaml", "metrics.csv", "learning_curve.png", "eval.json", "checkpoints/latest.pt",
+                 "checkpoints/best.pt"):
+        assert (tmp_path / name).is_file(), name
+    assert list(tmp_path.glob("events.out.tfevents.*"))
+    result = json.loads((tmp_path / "eval.json").read_text())
+    assert set(result) == {"return_mean", "return_std", "returns", "lengths", "deterministic"}
+    assert len(result["returns"]) == 2 and result["deterministic"] is True
+    payload = torch.load(tmp_path / "checkpoints/latest.pt", weights_only=True)
+    assert payload["state"]["counters"]["num_steps"] == 256
+
+
+def test_resume_restores_state_exactly_and_continues(tmp_path):
+    cfg = dict(seed=1, eval_freq=0, checkpoint_freq=128, **TINY)
+    agent = PPO("Pendulum-v1", **cfg).learn(128, run_dir=tmp_path / "run", progress=False)
+    loaded = acrl.load(tmp_path / "run/checkpoints/latest.pt")
+    assert loaded.num_steps == 128
+    for a, b in zip(agent.actor.state_dict().values(), loaded.actor.state_dict().values()):
+        assert torch.equal(a, b)
+    opt_a, opt_b = agent.optimizer.state_dict()["state"], loaded.optimizer.state_dict()["state"]
+    assert all(torch.equal(opt_a[k]["exp_avg_sq"], opt_b[k]["exp_avg_sq"]) for k in opt_a)
+    for key, value in agent.obs_normalizer.state_dict().items():
+        assert torch.equal(value, loaded.obs_normalizer.state_dict()[key])
+    assert agent.rng.bit_generator.state == loaded.rng.bit_generator.state
+    # The envs restart from a seed derived from (seed, step): two resumes are identical.
+    finals = []
+    for _ in range(2):
+        resumed = acrl.load(tmp_path / "run/checkpoints/latest.pt").learn(256, progress=False)
+        finals.append(torch.cat([p.flatten() for p in resumed.actor.parameters()]))
+    assert torch.equal(finals[0], finals[1])
+    assert not torch.equal(finals[0], torch.cat([p.flatten() for p in loaded.actor.parameters()]))
+
+
+def test_nan_loss_stops_with_step_and_quantity(tmp_path):
+    agent = PPO("CartPole-v1", seed=0, eval_freq=0, checkpoint_freq=64, **TINY)
+    agent.learn(64, run_dir=tmp_path, progress=False)
+    with torch.no_grad():
+        agent.critic.net[0].weight.fill_(float("nan"))
+    with pytest.raises(TrainingError, match=r"step 128: train/\w+ is nan"):
+        agent.learn(256, run_dir=tmp_path, progress=False)
+    assert acrl.load(tmp_path / "checkpoints/latest.pt").num_steps == 64  # the last good one stays
+
+
+def test_custom_env_without_registration(constant_reward_env):
+    agent = PPO(constant_reward_env, eval_freq=0, **TINY).learn(64, progress=False)
+    result = acrl.evaluate(agent, constant_reward_env, episodes=2)
+    assert result["returns"] == [5.0, 5.0] and result["lengths"] == [5, 5]
+
+
+# ---------------------------------------------------------------- CLI
+def test_cli_train_evaluate_resume_plot(tmp_path):
+    run = tmp_path / "run"
+    out = run_cli("train", "ppo", "--env", "CartPole-v1", "--total-steps", "256", "--run-dir", str(run),
+                  "--no-progress", "--set", "n_envs=2", "n_steps=64", "batch_size=64", "eval_freq=256",
+                  "eval_episodes=2", "checkpoint_freq=128")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["return_mean"] > 0
+    assert "learning_curve.png" in out.stderr
+    evaluated = run_cli("evaluate", str(run), "--episodes", "3")
+    assert evaluated.returncode == 0, evaluated.stderr
+    result = json.loads(evaluated.stdout)
+    assert len(result["returns"]) == 3 and result["deterministic"] is True
+    resumed = run_cli("resume", str(run), "--total-steps", "512", "--no-progress")
+    assert resumed.returncode == 0, resumed.stderr
+    steps = [float(r["step"]) for r in metric_rows(run)]
+    assert steps == sorted(set(steps)) and steps[-1] == 512
+    assert run_cli("plot", str(run), "--out", str(tmp_path / "c.png")).returncode == 0
+    assert (tmp_path / "c.png").stat().st_size > 0
+
+
+@pytest.mark.parametrize("args, message", [
+    (["train", "ppo", "--env", "CartPol-v1"], "Did you mean CartPole-v1"),
+    (["train", "ppo", "--env", "Blackjack-v1"], "flat Box observation space"),
+    (["train", "ppo", "--env", "CartPole-v1", "--set", "clip_range=0"], "clip_range must be > 0"),
+    (["train", "ppo", "--env", "CartPole-v1", "--set", "n_steps=10", "batch_size=3"], "divide the rollout"),
+    (["train", "ppo", "--env", "CartPole-v1", "--set", "batch_size=1"], "batch_size must be >= 2"),
+    (["train", "ppo", "--env", "CartPole-v1", "--set", "clip_rnage=0.1"], "unknown hyperparameter 'clip_rnage'"),
+    (["train", "nope", "--env", "CartPole-v1"], "unknown algorithm"),
+])
+def test_cli_bad_input_exit_2_and_nothing_written(tmp_path, args, message):
+    run = tmp_path / "run"
+    out = run_cli(*args, "--run-dir", str(run))
+    assert out.returncode == 2, out.stderr
+    assert message in out.stderr and "Traceback" not in out.stderr
+    assert not run.exists()
+
+
+def test_cli_resume_without_checkpoint_and_corrupt_checkpoint(tmp_path):
+    out = run_cli("resume", str(tmp_path))
+    assert out.returncode == 2 and "no checkpoint" in out.stderr and "Traceback" not in out.stderr
+    good = tmp_path / "good.pt"
+    PPO("CartPole-v1", eval_freq=0, **TINY).save(good)
+    (tmp_path / "checkpoints").mkdir()
+    (tmp_path / "checkpoints/best.pt").write_bytes(good.read_bytes()[: good.stat().st_size // 2])
+    out = run_cli("evaluate", str(tmp_path))
+    assert out.returncode == 2 and "truncated or corrupt" in out.stderr and "Traceback" not in out.stderr
+    (tmp_path / "checkpoints/best.pt").write_bytes(b"not a checkpoint at all")
+    assert run_cli("evaluate", str(tmp_path)).returncode == 2
