@@ -279,6 +279,9 @@ class Agent:
             raise InputError(f"{path} is a {payload['algo']} checkpoint, not {cls.algo}; "
                              f"load it with acrl.load or the {payload['algo'].upper()} class.")
         config = update_config(cls.config_class(), payload["config"], origin=str(path))
+        if env is None and config.env_id not in gym.registry:
+            raise InputError(f"{path} was trained on the custom environment {config.env_id!r}, which is not a "
+                             "registered id: pass it explicitly, e.g. load(path, env=make_my_env).")
         agent = cls(env if env is not None else config.env_id, config=config)
         agent.load_state_dict(payload["state"])
         set_rng_state(payload["rng"], agent.rng)
