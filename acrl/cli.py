@@ -5,6 +5,8 @@
     acrl resume RUN_DIR [--total-steps N]
     acrl evaluate RUN_DIR [--episodes N] [--stochastic] [--seed N]
     acrl plot RUN_DIR... [--out FILE]
+    acrl collect --kind final|imitation|imperfect --env ENV_ID --steps N --out FILE [--policy RUN_DIR] [--seed N]
+    acrl experiment extrapolation|concurrent --env ENV_ID [--steps-behavioral N] [--updates N] [--seeds N ...]
 
 Exit codes: 0 success, 2 bad input (one paragraph on stderr, no traceback), 1 failure during
 the run, 130 interrupted.
@@ -17,7 +19,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import tyro
 
@@ -82,11 +84,73 @@ class Plot:
     out: str = "learning_curves.png"
 
 
+@dataclass
+class Collect:
+    """Collect an offline dataset (HDF5, D4RL keys) of the BCQ paper: final, imitation or imperfect."""
+
+    kind: str
+    """final (all transitions of a behavioral DDPG training run), imitation (a trained policy without
+    noise), imperfect (the policy with N(0, 0.3) noise and random actions with probability 0.3)."""
+    out: str
+    """HDF5 file to write (final also writes the behavioral run to FILE's stem + '-behavioral/')."""
+    steps: int
+    """Transitions to collect."""
+    env: str | None = None
+    """Environment id (required for final; default: the policy's)."""
+    policy: str | None = None
+    """Run directory of a trained agent (its checkpoints/best.pt), for imitation and imperfect."""
+    seed: int = 0
+    noise: float | None = None
+    """Gaussian action noise std as a fraction of max_action (default: imperfect 0.3; final: the preset's 0.1)."""
+    random_prob: float | None = None
+    """Probability of a uniformly random action (default: imperfect 0.3, else 0)."""
+    algo: str = "ddpg"
+    """Behavioral agent of final: ddpg or td3."""
+    preset: str | None = None
+    """Preset of the behavioral agent (final)."""
+    set: list[str] = field(default_factory=list)
+    """Hyperparameters of the behavioral agent (final) as key=value, e.g. --set start_steps=1000."""
+    progress: bool = True
+
+
+@dataclass
+class Experiment:
+    """Run a BCQ paper experiment (Fujimoto et al. 2019, Figure 2); prints its table, writes JSON and a figure."""
+
+    name: tyro.conf.Positional[Literal["extrapolation", "concurrent"]]
+    """extrapolation (final, concurrent, imitation and imperfect buffers: behavioral policy, BCQ and
+    offline DDPG) or concurrent (BCQ and DDPG learning from a behavioral DDPG's growing buffer)."""
+    env: str
+    """Environment id with a bounded Box action space, e.g. Pendulum-v1, Hopper-v5."""
+    steps_behavioral: int | None = None
+    """Environment steps of the behavioral DDPG (default: its preset's total_steps)."""
+    updates: int | None = None
+    """Gradient updates of each offline agent, extrapolation only (default: the BCQ preset's total_steps)."""
+    seeds: list[int] = field(default_factory=lambda: [0])
+    """One full experiment per seed; the table and figure show mean and std."""
+    dataset_size: int | None = None
+    """Transitions of the imitation and imperfect datasets (default: --steps-behavioral)."""
+    eval_freq: int | None = None
+    """Updates (concurrent: steps) between evaluations (default: the BCQ preset's eval_freq)."""
+    eval_episodes: int = 10
+    out: str | None = None
+    """Output directory (default: runs/experiment-NAME-ENV-TIME)."""
+    behavioral_set: list[str] = field(default_factory=list)
+    """Behavioral DDPG hyperparameters as key=value."""
+    bcq_set: list[str] = field(default_factory=list)
+    """BCQ hyperparameters as key=value, e.g. --bcq-set vae_hidden_sizes=[64,64]."""
+    ddpg_set: list[str] = field(default_factory=list)
+    """Hyperparameters of the DDPG that learns from the data (offline / concurrent) as key=value."""
+    progress: bool = True
+
+
 Command = (
     Annotated[Train, tyro.conf.subcommand("train")]
     | Annotated[Resume, tyro.conf.subcommand("resume")]
     | Annotated[Evaluate, tyro.conf.subcommand("evaluate")]
     | Annotated[Plot, tyro.conf.subcommand("plot")]
+    | Annotated[Collect, tyro.conf.subcommand("collect")]
+    | Annotated[Experiment, tyro.conf.subcommand("experiment")]
 )
 
 
@@ -104,6 +168,10 @@ def build_agent(args: Train):
         raise InputError(f"--env ENV_ID is required for {args.algo} (for example --env CartPole-v1).")
     config = cls.config_class()
     env_id = args.env or config.env_id
+    if args.env is None and args.dataset is not None:  # the preset of the dataset's own environment
+        from acrl.algos.ddpg import dataset_env_id
+
+        env_id = dataset_env_id(args.dataset) or env_id
     values, preset = preset_values(args.algo, env_id, args.preset)
     config = update_config(config, values, f"preset {preset!r}")
     config = update_config(config, parse_set_options(args.set), "--set")
@@ -167,7 +235,50 @@ def plot(args: Plot) -> None:
     print(plot_runs(args.run_dirs, args.out))
 
 
-HANDLERS = {Train: train, Resume: resume, Evaluate: evaluate, Plot: plot}
+def collect(args: Collect) -> None:
+    """Write the dataset and print a JSON summary (file, transitions, episode ends, attrs)."""
+    from acrl.collect import collect_dataset
+    from acrl.config import parse_set_options
+
+    data = collect_dataset(args.kind, args.out, args.steps, env_id=args.env, policy=args.policy, seed=args.seed,
+                           noise_std=args.noise, random_prob=args.random_prob, algo=args.algo, preset=args.preset,
+                           overrides=parse_set_options(args.set), progress=args.progress)
+    print(json.dumps({"out": args.out, "transitions": len(data), "terminals": int(data.terminals.sum()),
+                      "timeouts": int(data.timeouts.sum()), **data.attrs}))
+
+
+def experiment(args: Experiment) -> None:
+    """Print the experiment's markdown table on stdout; the output directory's path on stderr."""
+    from acrl.config import parse_set_options
+    from acrl.experiments import (
+        concurrent_markdown,
+        extrapolation_markdown,
+        run_concurrent_experiment,
+        run_extrapolation,
+    )
+
+    if args.name not in ("extrapolation", "concurrent"):
+        raise InputError(f"unknown experiment {args.name!r}; choose extrapolation or concurrent.")
+    if args.name == "concurrent" and (args.updates is not None or args.dataset_size is not None):
+        raise InputError("--updates and --dataset-size are for extrapolation; the concurrent learners get one "
+                         "update per behavioral step (--steps-behavioral).")
+    out = Path(args.out or f"runs/experiment-{args.name}-{args.env.replace('/', '_')}-{time.strftime('%Y%m%d-%H%M%S')}")
+    overrides = {"behavioral_overrides": parse_set_options(args.behavioral_set),
+                 "bcq_overrides": parse_set_options(args.bcq_set), "ddpg_overrides": parse_set_options(args.ddpg_set)}
+    print(f"experiment {args.name} on {args.env} -> {out}", file=sys.stderr)
+    if args.name == "extrapolation":
+        summary = run_extrapolation(args.env, out, args.steps_behavioral, args.updates, args.seeds, args.dataset_size,
+                                    args.eval_freq, args.eval_episodes, progress=args.progress, **overrides)
+        print(extrapolation_markdown(summary))
+        print(f"table: {out / 'extrapolation.json'}; figure: {out / 'extrapolation.png'}", file=sys.stderr)
+    else:
+        results = run_concurrent_experiment(args.env, out, args.steps_behavioral, args.seeds, eval_freq=args.eval_freq,
+                                            eval_episodes=args.eval_episodes, progress=args.progress, **overrides)
+        print(concurrent_markdown(results))
+        print(f"table: {out / 'concurrent.json'}; figure: {out / 'concurrent.png'}", file=sys.stderr)
+
+
+HANDLERS = {Train: train, Resume: resume, Evaluate: evaluate, Plot: plot, Collect: collect, Experiment: experiment}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -14,6 +14,7 @@ from torch import nn
 from torch.distributions import Categorical, Normal
 
 ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU}
+_LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 
 
 def mlp(in_dim: int, hidden_sizes: tuple[int, ...], out_dim: int, activation: str = "tanh",
@@ -43,7 +44,10 @@ def _init(layer: nn.Linear, gain: float) -> nn.Linear:
 class CategoricalActor(nn.Module):
     """Softmax policy over `n_actions` discrete actions (Williams 1992; Mnih et al. 2016).
 
-    The logits are unrestricted; `torch.distributions.Categorical` normalises them.
+    The logits are unrestricted; `distribution` wraps them in `torch.distributions.Categorical`.
+    `sample` and `log_prob_entropy`, which PPO calls once per step and once per minibatch, compute
+    the same quantities straight from `log_softmax`: the distribution object costs more than the
+    network on small batches.
     """
 
     def __init__(self, obs_dim: int, n_actions: int, hidden_sizes: tuple[int, ...], activation: str = "tanh"):
@@ -56,14 +60,15 @@ class CategoricalActor(nn.Module):
 
     def log_prob_entropy(self, obs: torch.Tensor, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Log-probability (B,) and entropy (B,) of actions (B,) int64 under the policy at obs."""
-        dist = self.distribution(obs)
-        return dist.log_prob(actions.long()), dist.entropy()
+        log_p = torch.log_softmax(self.logits(obs), dim=-1)
+        log_prob = log_p.gather(-1, actions.long().unsqueeze(-1)).squeeze(-1)
+        return log_prob, -(log_p.exp() * log_p).sum(-1)
 
     def sample(self, obs: torch.Tensor, deterministic: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
         """Actions (B,) int64 (argmax when deterministic) and their log-probabilities (B,)."""
-        dist = self.distribution(obs)
-        actions = dist.probs.argmax(-1) if deterministic else dist.sample()
-        return actions, dist.log_prob(actions)
+        log_p = torch.log_softmax(self.logits(obs), dim=-1)
+        actions = log_p.argmax(-1, keepdim=True) if deterministic else torch.multinomial(log_p.exp(), 1, True)
+        return actions.squeeze(-1), log_p.gather(-1, actions).squeeze(-1)
 
 
 class GaussianActor(nn.Module):
@@ -84,20 +89,33 @@ class GaussianActor(nn.Module):
 
     def distribution(self, obs: torch.Tensor) -> Normal:
         """obs (B, obs_dim) float32 -> Normal with batch shape (B, act_dim)."""
-        mean = self.mean(obs)
-        std = self.log_std.clamp(self.log_std_min, self.log_std_max).exp().expand_as(mean)
-        return Normal(mean, std, validate_args=False)
+        mean, log_std = self._mean_log_std(obs)
+        return Normal(mean, log_std.exp().expand_as(mean), validate_args=False)
 
     def log_prob_entropy(self, obs: torch.Tensor, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Log-density (B,) and entropy (B,) in nats of raw actions (B, act_dim), summed over dims."""
-        dist = self.distribution(obs)
-        return dist.log_prob(actions).sum(-1), dist.entropy().sum(-1)
+        mean, log_std = self._mean_log_std(obs)
+        entropy = (0.5 + _LOG_SQRT_2PI + log_std).sum().expand(len(mean))
+        return self._log_prob(mean, log_std, actions), entropy
 
     def sample(self, obs: torch.Tensor, deterministic: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
         """Raw actions (B, act_dim) (the mean when deterministic) and their log-densities (B,)."""
-        dist = self.distribution(obs)
-        actions = dist.mean if deterministic else dist.sample()
-        return actions, dist.log_prob(actions).sum(-1)
+        mean, log_std = self._mean_log_std(obs)
+        if deterministic:
+            actions = mean
+        else:
+            with torch.no_grad():  # a sample, not a reparameterised one (as Normal.sample)
+                actions = torch.normal(mean, log_std.exp().expand_as(mean))
+        return actions, self._log_prob(mean, log_std, actions)
+
+    def _mean_log_std(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.mean(obs), self.log_std.clamp(self.log_std_min, self.log_std_max)
+
+    @staticmethod
+    def _log_prob(mean: torch.Tensor, log_std: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        # Normal.log_prob summed over dims, written out: fewer small tensor operations per call.
+        z = (actions - mean) / log_std.exp()
+        return -0.5 * z.square().sum(-1) - (log_std.sum() + _LOG_SQRT_2PI * mean.shape[-1])
 
 
 class ValueNet(nn.Module):

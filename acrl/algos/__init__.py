@@ -6,7 +6,9 @@ from importlib import import_module
 
 from acrl.errors import InputError
 
-ALGORITHMS = {"ppo": ("acrl.algos.ppo", "PPO")}
+ALGORITHMS = {"ppo": ("acrl.algos.ppo", "PPO"), "a3c": ("acrl.algos.a3c", "A3C"),
+              "ddpg": ("acrl.algos.ddpg", "DDPG"), "td3": ("acrl.algos.ddpg", "TD3"),
+              "bcq": ("acrl.algos.bcq", "BCQ")}
 """CLI name -> (module, class). Modules import lazily so `acrl --help` stays fast."""
 
 
