@@ -31,7 +31,6 @@ from acrl.errors import InputError, TrainingError
 from acrl.evaluation import evaluate
 from acrl.logging import Logger
 from acrl.normalization import ObservationNormalizer
-from acrl.plotting import plot_runs
 
 EVAL_SEED_OFFSET = 10_000
 """Evaluation environments are seeded with seed + 10_000, apart from training (checklist 11)."""
@@ -83,6 +82,7 @@ class Agent:
         self.num_steps = 0
         self.total_steps = self.config.total_steps
         self.best_eval: dict[str, Any] | None = None
+        self.last_eval_step: int | None = None
         self.nets: dict[str, nn.Module] = {}
         self.optimizers: dict[str, torch.optim.Optimizer] = {}
         self.obs_normalizer: ObservationNormalizer | None = None
@@ -184,6 +184,7 @@ class Agent:
 
     def _evaluate_and_keep_best(self, run_dir: Path | None) -> dict[str, float]:
         result = self.evaluate()
+        self.last_eval_step = self.num_steps
         if self.best_eval is None or result["return_mean"] > self.best_eval["return_mean"]:
             self.best_eval = {**result, "step": self.num_steps}
             if run_dir is not None:
@@ -194,11 +195,13 @@ class Agent:
         return metrics
 
     def _finish_run(self, run_dir: Path, logger: Logger) -> None:
-        if self.best_eval is None or self.best_eval["step"] != self.num_steps:
+        if self.last_eval_step != self.num_steps:
             logger.log(self.num_steps, self._evaluate_and_keep_best(run_dir))
         self.save(run_dir / "checkpoints" / "latest.pt")
         best = {k: v for k, v in self.best_eval.items() if k != "step"}
         write_json_atomic(run_dir / "eval.json", best)
+        from acrl.plotting import plot_runs  # matplotlib loads only when a run finishes
+
         plot_runs([run_dir], run_dir / "learning_curve.png")
 
     def _check_finite(self, metrics: dict[str, float]) -> None:

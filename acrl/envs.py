@@ -16,7 +16,6 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
-from gymnasium.envs.mujoco.ant_v5 import AntEnv
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
 from gymnasium.wrappers.vector import RecordEpisodeStatistics
 
@@ -178,6 +177,8 @@ class AntDirectional(gym.Wrapper):
 
 
 def _make_ant_directional(direction: tuple[float, float] = (0.0, 1.0), **kwargs: Any) -> gym.Env:
+    from gymnasium.envs.mujoco.ant_v5 import AntEnv  # MuJoCo loads only when the task is made
+
     return AntDirectional(AntEnv(**kwargs), direction)
 
 

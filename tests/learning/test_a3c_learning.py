@@ -1,0 +1,35 @@
+"""A3C learns: CartPole-v1 (in CI, a few minutes on 2 cores) and Pendulum-v1 (slow, out of CI).
+
+Both use the environment's `default` preset from acrl/presets/a3c.yaml with 2 workers and
+stop at the first evaluation (10 deterministic episodes) that reaches the threshold.
+"""
+
+import time
+
+import pytest
+
+from acrl import A3C, A3CConfig
+from acrl.config import preset_values, update_config
+
+
+def preset_config(env_id: str, **overrides) -> A3CConfig:
+    values, _ = preset_values("a3c", env_id, None)
+    return update_config(A3CConfig(), {**values, **overrides}, "test")
+
+
+def test_cartpole_reaches_475_within_200k_steps_with_2_workers(tmp_path):
+    config = preset_config("CartPole-v1", workers=2, seed=0, total_steps=200_000, target_return=475.0)
+    started = time.monotonic()
+    agent = A3C("CartPole-v1", config=config).learn(run_dir=tmp_path, progress=False)
+    print(f"CartPole-v1 A3C: best eval {agent.best_eval['return_mean']} at step {agent.best_eval['step']}, "
+          f"{agent.num_steps} steps, {time.monotonic() - started:.0f} s")
+    assert agent.best_eval["return_mean"] >= 475
+    assert agent.num_steps <= 200_000
+
+
+@pytest.mark.slow
+def test_pendulum_reaches_minus_300_within_2m_steps_with_2_workers(tmp_path):
+    config = preset_config("Pendulum-v1", workers=2, seed=0, total_steps=2_000_000, target_return=-300.0)
+    agent = A3C("Pendulum-v1", config=config).learn(run_dir=tmp_path, progress=False)
+    print(f"Pendulum-v1 A3C: best eval {agent.best_eval['return_mean']} at step {agent.best_eval['step']}")
+    assert agent.best_eval["return_mean"] >= -300

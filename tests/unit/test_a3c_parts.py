@@ -1,0 +1,217 @@
+"""A3C's pieces without processes: returns and the bootstrap choice, gradient hand-over, seeding,
+the actor-critic model and config validation. Expected values are computed by hand."""
+
+import copy
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from acrl.algos.a3c import (
+    A3CConfig,
+    ActorCritic,
+    apply_gradients,
+    bootstrap_value,
+    collect_rollout,
+    make_worker_env,
+    sync_parameters,
+)
+from acrl.envs import ActionAdapter
+from acrl.errors import InputError
+from acrl.optim import SharedAdam
+from acrl.returns import n_step_returns
+
+TRUNCATED_RETURNS = [6.355, 5.95, 5.5]  # 1 + .9 (1 + .9 (1 + .9 * 5)), 1 + .9 (1 + .9 * 5), 1 + .9 * 5
+TERMINATED_RETURNS = [2.71, 1.9, 1.0]  # 1 + .9 + .81, 1 + .9, 1
+
+
+# ------------------------------------------------------------------- n-step returns
+def test_n_step_returns_by_hand():
+    rewards = np.array([1.0, 1.0, 1.0], dtype=np.float32)
+    np.testing.assert_allclose(n_step_returns(rewards, 5.0, 0.9), TRUNCATED_RETURNS, rtol=1e-6)
+    np.testing.assert_allclose(n_step_returns(rewards, 0.0, 0.9), TERMINATED_RETURNS, rtol=1e-6)
+
+
+class CounterEnv(gym.Env):
+    """Observation [t] (steps taken), reward 1 per step; terminates at step `terminate_at`."""
+
+    observation_space = gym.spaces.Box(-np.inf, np.inf, (1,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self, terminate_at: int = 10**9):
+        self.terminate_at, self.t = terminate_at, 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return np.array([0.0], np.float32), {}
+
+    def step(self, action):
+        self.t += 1
+        return np.array([self.t], np.float32), 1.0, self.t >= self.terminate_at, False, {}
+
+
+class StubModel:
+    """V(s) = s[0] + 2, so V(last obs after 3 steps) = 5 while V(first obs) = 2; action 0."""
+
+    def sample(self, obs, deterministic=False):
+        return torch.zeros(len(obs), dtype=torch.int64)
+
+    def value(self, obs):
+        return obs[:, 0] + 2.0
+
+
+@pytest.mark.parametrize("case, env, n_steps, expected", [
+    ("truncated by a time limit", gym.wrappers.TimeLimit(CounterEnv(), max_episode_steps=3), 10, TRUNCATED_RETURNS),
+    ("stopped mid-episode (t_max)", CounterEnv(), 3, TRUNCATED_RETURNS),
+    ("terminated", CounterEnv(terminate_at=3), 10, TERMINATED_RETURNS),
+])
+def test_worker_bootstraps_from_last_obs_unless_terminated(case, env, n_steps, expected):
+    obs, _ = env.reset(seed=0)
+    rollout = collect_rollout(env, StubModel(), obs, n_steps, ActionAdapter(env.action_space))
+    assert len(rollout) == 3, case
+    bootstrap = bootstrap_value(rollout, StubModel())
+    assert bootstrap == (0.0 if case == "terminated" else 5.0), case
+    np.testing.assert_allclose(n_step_returns(rollout.rewards, bootstrap, 0.9), expected, rtol=1e-6)
+
+
+def test_rollout_stops_when_the_budget_is_spent():
+    env = CounterEnv()
+    obs, _ = env.reset()
+    budget = iter([True, True, False])
+    rollout = collect_rollout(env, StubModel(), obs, 5, ActionAdapter(env.action_space),
+                              claim_step=lambda: next(budget))
+    assert len(rollout) == 2 and not rollout.terminated and not rollout.truncated
+    assert rollout.last_obs[0] == 2.0
+
+
+# ------------------------------------------------------------------- gradient hand-over
+class RecordingAdam(SharedAdam):
+    """SharedAdam that records the gradient each step receives."""
+
+    def __init__(self, params, **kwargs):
+        super().__init__(params, **kwargs)
+        self.received = []
+
+    def step(self, closure=None):
+        self.received.append([p.grad.clone() for g in self.param_groups for p in g["params"]])
+        return super().step(closure)
+
+
+def test_each_global_update_receives_this_updates_gradient_only():
+    """Three updates with a constant gradient g: the global parameters get g each time, not g, 2g, 3g."""
+    g = torch.tensor([[0.5, -1.0, 2.0]])
+    global_model = nn.Linear(3, 1, bias=False)
+    global_model.share_memory()
+    optimizer = RecordingAdam(global_model.parameters(), lr=0.01)
+    local = copy.deepcopy(global_model)
+    for _ in range(3):
+        sync_parameters(local, global_model)
+        assert torch.equal(local.weight, global_model.weight)
+        loss = (local.weight * g).sum()  # d loss / d weight = g
+        apply_gradients(local, optimizer, loss, max_grad_norm=100.0)
+        assert global_model.weight.grad is None  # nothing left behind to accumulate into
+    assert len(optimizer.received) == 3
+    for (grad,) in optimizer.received:
+        torch.testing.assert_close(grad, g)
+    assert optimizer.state[global_model.weight]["step"].item() == 3
+
+
+def test_hand_over_clips_the_local_gradient_norm():
+    global_model = nn.Linear(2, 1, bias=False)
+    optimizer = RecordingAdam(global_model.parameters())
+    local = copy.deepcopy(global_model)
+    norm = apply_gradients(local, optimizer, (local.weight * torch.tensor([[3.0, 4.0]])).sum(), max_grad_norm=1.0)
+    assert norm == pytest.approx(5.0)
+    torch.testing.assert_close(optimizer.received[0][0], torch.tensor([[0.6, 0.8]]))
+
+
+# ------------------------------------------------------------------- seeding
+def test_workers_see_different_first_observations_that_repeat():
+    first = [make_worker_env("CartPole-v1", seed=0, rank=rank)[1] for rank in range(4)]
+    again = [make_worker_env(gym.spec("CartPole-v1"), seed=0, rank=rank)[1] for rank in range(4)]
+    for i in range(4):
+        np.testing.assert_array_equal(first[i], again[i])
+        for j in range(i):
+            assert not np.array_equal(first[i], first[j]), (i, j)
+
+
+# ------------------------------------------------------------------- model
+@pytest.mark.parametrize("shared_trunk", [False, True])
+@pytest.mark.parametrize("discrete", [True, False])
+def test_actor_critic_shapes(discrete, shared_trunk):
+    model = ActorCritic(5, 3, discrete, (16, 16), (32,), "relu", shared_trunk)
+    obs = torch.randn(7, 5)
+    dist = model.distribution(obs)
+    actions = model.sample(obs)
+    assert actions.shape == ((7,) if discrete else (7, 3))
+    log_probs, entropy, values = model.evaluate_actions(obs, actions)
+    assert log_probs.shape == entropy.shape == values.shape == (7,)
+    torch.testing.assert_close(values, model.value(obs))
+    expected_log_probs = dist.log_prob(actions) if discrete else dist.log_prob(actions).sum(-1)
+    expected_entropy = dist.entropy() if discrete else dist.entropy().sum(-1)
+    torch.testing.assert_close(log_probs, expected_log_probs)
+    torch.testing.assert_close(entropy, expected_entropy)
+    mode = model.sample(obs, deterministic=True)
+    expected = dist.probs.argmax(-1) if discrete else dist.mean
+    torch.testing.assert_close(mode, expected, check_dtype=False)
+
+
+def test_gumbel_max_sampling_follows_softmax():
+    model = ActorCritic(1, 2, True, (4,))
+    with torch.no_grad():
+        head = model.actor.logits[-1]
+        head.weight.zero_()
+        head.bias.copy_(torch.tensor([0.0, np.log(3.0)]))  # P(action 1) = 0.75
+    torch.manual_seed(0)
+    actions = model.sample(torch.zeros(20_000, 1))
+    assert actions.float().mean().item() == pytest.approx(0.75, abs=0.015)
+
+
+@pytest.mark.parametrize("shared_trunk", [False, True])
+def test_gaussian_std_has_a_floor_and_stays_finite(shared_trunk):
+    model = ActorCritic(3, 2, False, (8,), shared_trunk=shared_trunk, log_std_min=-5.0)
+    log_std = model.log_std if shared_trunk else model.actor.log_std
+    with torch.no_grad():
+        log_std.fill_(-1e6)
+    obs = torch.randn(4, 3)
+    torch.testing.assert_close(model.distribution(obs).stddev, torch.full((4, 2), float(np.exp(-5.0))))
+    log_probs, entropy, _ = model.evaluate_actions(obs, model.sample(obs))
+    assert torch.isfinite(log_probs).all() and torch.isfinite(entropy).all()
+
+
+# ------------------------------------------------------------------- config
+@pytest.mark.parametrize("values", [
+    {"workers": 0}, {"n_steps": 0}, {"n_envs": 2}, {"optimizer": "sgd"}, {"start_method": "teleport"},
+    {"gamma": 1.5}, {"learning_rate": 0.0}, {"hidden_sizes": ()}, {"activation": "gelu"}, {"reward_scale": 0.0},
+])
+def test_config_rejects_bad_values(values):
+    with pytest.raises(InputError):
+        A3CConfig(**values).validate()
+
+
+def test_config_defaults():
+    config = A3CConfig()
+    config.validate()
+    assert config.workers >= 1 and config.start_method in ("fork", "spawn")
+
+
+def test_every_preset_loads_validates_and_cites_a_source():
+    from acrl.config import load_presets, preset_values, update_config
+
+    presets = load_presets("a3c")
+    for env_id in ("CartPole-v1", "Pendulum-v1", "MountainCarContinuous-v0"):
+        assert {"default", "original"} <= set(presets[env_id]), env_id
+    assert "HalfCheetah-v5" in presets
+    for env_id, by_name in presets.items():
+        for name, values in by_name.items():
+            assert len(values.get("source", "")) > 40, (env_id, name)
+            config = update_config(A3CConfig(), preset_values("a3c", env_id, name)[0], f"{env_id}:{name}")
+            config.validate()
+            if name == "original":
+                assert (config.gamma, config.learning_rate, config.optimizer, config.ent_coef) == (0.9, 1e-4, "adam",
+                                                                                                    0.005)
+                assert config.critic_hidden_sizes == (256,) and config.activation == "relu"
+                assert config.n_steps >= gym.spec(env_id).max_episode_steps  # one update per episode
