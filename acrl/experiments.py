@@ -1,0 +1,516 @@
+"""The BCQ paper's experiments: extrapolation error across buffers, and the concurrent setting.
+
+Fujimoto, Meger, Precup 2019, "Off-Policy Deep Reinforcement Learning without Exploration"
+(ICML), Sec. 3 (extrapolation error: an off-policy agent trained on another agent's data fails)
+and Sec. 5 (Figure 2: BCQ against offline DDPG on four buffers of the same behavioral DDPG):
+
+- concurrent: the behavioral DDPG trains online (Gaussian exploration); from its growing replay
+  buffer an off-policy DDPG and BCQ learn at the same time, one update each per environment
+  step, never acting themselves (`run_concurrent`, `acrl experiment concurrent`).
+- final: all transitions of that behavioral run (its buffer at the end).
+- imitation: the trained behavioral policy acting without noise.
+- imperfect: the trained policy with N(0, 0.3) action noise and a uniformly random action with
+  probability 0.3.
+
+`run_extrapolation` (`acrl experiment extrapolation`) runs the concurrent experiment (which is
+also the behavioral run: its buffer becomes the final dataset and its best checkpoint the policy
+for imitation and imperfect), collects the two other datasets with `acrl.collect`, and trains
+BCQ and offline DDPG on each for the same number of updates. It writes one table (markdown and
+JSON: the behavioral policy's return, the mean episode return in each dataset, BCQ's and
+DDPG's final and best evaluations, mean and std over seeds) and one figure in the layout of the
+paper's Figure 2: a panel per buffer, evaluation return against updates (concurrent: against
+the behavioral agent's time steps) for BCQ and DDPG, the behavioral policy as a dashed line.
+
+Every agent runs in its own acrl run directory (config.yaml, metrics.csv, checkpoints, eval.json,
+learning_curve.png), so `acrl evaluate` and `acrl plot` work on each of them.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import yaml  # noqa: E402
+
+from acrl import __version__  # noqa: E402
+from acrl.agent import Agent, write_json_atomic  # noqa: E402
+from acrl.config import RunConfig, preset_values, update_config  # noqa: E402
+from acrl.datasets import OfflineDataset, load_dataset, save_dataset  # noqa: E402
+from acrl.envs import env_factory  # noqa: E402
+from acrl.errors import InputError  # noqa: E402
+from acrl.logging import Logger  # noqa: E402
+from acrl.plotting import plot_runs, read_curve  # noqa: E402
+
+KINDS = ("final", "concurrent", "imitation", "imperfect")
+"""The buffers of the paper's Figure 2, in its order."""
+
+LOG_EVERY = 1_000
+"""Environment steps between rows of train/ metrics in the concurrent run's metrics.csv."""
+
+
+# --------------------------------------------------------------------------------------------
+# Configuration helpers
+# --------------------------------------------------------------------------------------------
+
+
+def _config(algo: str, env_id: str, overrides: dict[str, Any], fixed: dict[str, Any]) -> RunConfig:
+    """algorithm defaults < the env's `default` preset < user overrides < `fixed` (the experiment's own)."""
+    from acrl.algos import get_algorithm
+
+    cls = get_algorithm(algo)
+    values, preset = preset_values(algo, env_id, None)
+    config = update_config(cls.config_class(), values, f"{algo} preset {preset!r}")
+    config = update_config(config, overrides, f"--{'ddpg' if algo == 'ddpg' else algo}-set")
+    config = update_config(config, {"env_id": env_id, "preset": preset, **fixed}, "experiment")
+    config.validate()
+    return config
+
+
+def experiment_defaults(env_id: str) -> dict[str, int]:
+    """Default budgets for `env_id`: steps_behavioral (the DDPG preset's total_steps), updates and
+    eval_freq (the BCQ preset's), falling back to the configs' defaults without a preset."""
+    from acrl.algos.bcq import BCQConfig
+    from acrl.algos.ddpg import DDPGConfig
+
+    ddpg = update_config(DDPGConfig(), preset_values("ddpg", env_id, None)[0], "ddpg preset")
+    bcq = update_config(BCQConfig(), preset_values("bcq", env_id, None)[0], "bcq preset")
+    return {"steps_behavioral": ddpg.total_steps, "updates": bcq.total_steps, "eval_freq": bcq.eval_freq}
+
+
+def _write_config(agent: Agent, run_dir: Path) -> None:
+    run_dir.mkdir(parents=True, exist_ok=True)
+    text = yaml.safe_dump({"algo": agent.algo, "config": agent.config.to_dict()}, sort_keys=False)
+    (run_dir / "config.yaml").write_text(text)
+
+
+def _check_out(out_dir: Path) -> None:
+    if out_dir.exists() and any(out_dir.iterdir()):
+        raise InputError(f"{out_dir} already holds files; choose another --out (experiments never overwrite).")
+
+
+def episode_returns(data: OfflineDataset) -> np.ndarray:
+    """Undiscounted returns (float64) of the complete episodes in a dataset, in order.
+
+    An episode ends at a row with `terminals` or `timeouts`; rows after the last end (an episode
+    cut by the end of collection) are left out.
+    """
+    ends = np.flatnonzero(data.terminals | data.timeouts)
+    if not len(ends):
+        return np.zeros(0)
+    sums = np.cumsum(data.rewards.astype(np.float64))[ends]
+    return np.diff(np.concatenate([[0.0], sums]))
+
+
+def buffer_dataset(agent: Agent, kind: str, behavioral_policy: str, seed: int) -> OfflineDataset:
+    """The filled part of an online DDPG's replay buffer as an OfflineDataset (actions in env units)."""
+    buffer, n = agent.buffer, len(agent.buffer)
+    actions = agent.action_adapter.to_env(buffer.actions[:n]).astype(np.float32)
+    attrs = {"env_id": agent.config.env_id, "kind": kind, "behavioral_policy": behavioral_policy, "seed": int(seed),
+             "noise_std": float(agent.config.expl_noise), "random_prob": 0.0, "algo": agent.algo,
+             "acrl_version": __version__}
+    return OfflineDataset(buffer.observations[:n].copy(), actions, buffer.rewards[:n].copy(),
+                          buffer.next_observations[:n].copy(), buffer.terminated[:n].copy(),
+                          buffer.truncated[:n].copy(), attrs)
+
+
+# --------------------------------------------------------------------------------------------
+# Concurrent
+# --------------------------------------------------------------------------------------------
+
+
+class _Tracked:
+    """One agent of the concurrent run: its run directory, logger, curve and best evaluation."""
+
+    def __init__(self, name: str, agent: Agent, run_dir: Path, total: int, progress: bool):
+        self.name, self.agent, self.run_dir = name, agent, run_dir
+        _write_config(agent, run_dir)
+        self.logger = Logger(run_dir, total, progress=progress)
+        self.curve: list[tuple[int, float]] = []
+        self.stats: dict[str, list[float]] = {}
+
+    def add(self, metrics: dict[str, float]) -> None:
+        for key, value in metrics.items():
+            self.stats.setdefault(key, []).append(value)
+
+    def log(self, step: int, evaluate: bool) -> None:
+        metrics = {key: float(np.mean(values)) for key, values in self.stats.items()}
+        self.stats = {}
+        agent = self.agent
+        episodes = getattr(agent, "episode_returns", None)
+        if episodes:
+            metrics["rollout/ep_return_mean"] = float(np.mean(episodes))
+        if evaluate:
+            result = agent.evaluate()
+            if agent.best_eval is None or result["return_mean"] > agent.best_eval["return_mean"]:
+                agent.best_eval = {**result, "step": step}
+                agent.save(self.run_dir / "checkpoints" / "best.pt")
+            metrics["eval/return_mean"] = result["return_mean"]
+            metrics["eval/return_std"] = result["return_std"]
+            self.curve.append((step, result["return_mean"]))
+        agent._check_finite(metrics)
+        self.logger.log(step, metrics)
+
+    def finish(self) -> None:
+        self.agent.save(self.run_dir / "checkpoints" / "latest.pt")
+        write_json_atomic(self.run_dir / "eval.json", {k: v for k, v in self.agent.best_eval.items() if k != "step"})
+        self.logger.close()
+        plot_runs([self.run_dir], self.run_dir / "learning_curve.png", x_label="behavioral time steps")
+
+
+def run_concurrent(env_id: str, out_dir: str | Path, steps: int | None = None, seed: int = 0,
+                   eval_freq: int | None = None, eval_episodes: int = 10, final_dataset: str | Path | None = None,
+                   behavioral_overrides: dict[str, Any] | None = None, bcq_overrides: dict[str, Any] | None = None,
+                   ddpg_overrides: dict[str, Any] | None = None, progress: bool = True) -> dict[str, Any]:
+    """The concurrent experiment (Fujimoto et al. 2019, Sec. 3 and Figure 2 "concurrent").
+
+    A behavioral DDPG (the env's DDPG preset; its replay buffer keeps every transition) trains
+    online for `steps` environment steps. After its start_steps of random actions, each step
+    gives one update to the behavioral agent, one to an off-policy DDPG (same preset, gamma
+    aligned with BCQ's) and one to BCQ (the env's BCQ preset), the latter two sampling from the
+    behavioral agent's buffer as it grows and never acting. All three are evaluated every
+    `eval_freq` steps (deterministic, `eval_episodes` episodes, env seeded apart). At the end the
+    buffer is written as the `final` dataset.
+
+    Args:
+        env_id: a registered environment with a bounded Box action space.
+        out_dir: directory for the three run directories behavioral/, ddpg/, bcq/ (must be new
+            or empty) and, by default, final.h5.
+        steps: behavioral environment steps (default: the DDPG preset's total_steps).
+        seed: the behavioral agent's seed; the DDPG learner gets seed + 1, BCQ seed + 2.
+        eval_freq: environment steps between evaluations (default: the BCQ preset's eval_freq).
+        eval_episodes: episodes per evaluation.
+        final_dataset: where to write the final buffer (default out_dir/final.h5).
+        behavioral_overrides, bcq_overrides, ddpg_overrides: config fields per agent.
+        progress: progress bar of the behavioral run.
+    Returns:
+        JSON-ready dict: env_id, seed, steps, eval_freq, curves {behavioral, ddpg, bcq: [[step,
+        return_mean], ...]}, final {name: last evaluation}, best {name: best evaluation},
+        run_dirs {name: path}, final_dataset (path), data_episode_return (mean over the
+        buffer's complete episodes).
+    Raises:
+        InputError: an unknown environment, a Discrete or unbounded action space, a bad override,
+            a non-positive budget, or an out_dir that already holds files.
+    """
+    from acrl.algos.bcq import BCQ
+    from acrl.algos.ddpg import DDPG
+
+    out_dir = Path(out_dir)
+    _check_out(out_dir)
+    defaults = experiment_defaults(env_id)
+    steps = defaults["steps_behavioral"] if steps is None else int(steps)
+    eval_freq = defaults["eval_freq"] if eval_freq is None else int(eval_freq)
+    if steps < 1 or eval_freq < 1 or eval_episodes < 1:
+        raise InputError(f"steps, eval_freq and eval_episodes must be >= 1, got {steps}, {eval_freq}, {eval_episodes}.")
+    final_dataset = Path(final_dataset or out_dir / "final.h5").resolve()
+    common = {"eval_freq": eval_freq, "eval_episodes": eval_episodes}
+    behavioral_cfg = _config("ddpg", env_id, behavioral_overrides or {}, {"seed": seed, "total_steps": steps, **common})
+    behavioral_cfg = update_config(behavioral_cfg, {"buffer_size": max(steps, behavioral_cfg.start_steps,
+                                                                       behavioral_cfg.batch_size)}, "experiment")
+    bcq_cfg = _config("bcq", env_id, bcq_overrides or {},
+                      {"seed": seed + 2, "total_steps": steps, "dataset": str(final_dataset), **common})
+    ddpg_values = {"gamma": bcq_cfg.gamma, **(ddpg_overrides or {})}
+    ddpg_cfg = _config("ddpg", env_id, ddpg_values, {"seed": seed + 1, "total_steps": steps, "start_steps": 0,
+                                                     "dataset": None, **common})
+    ddpg_cfg = update_config(ddpg_cfg, {"buffer_size": ddpg_cfg.batch_size}, "experiment")  # never fills its own
+
+    behavioral = DDPG(env_id, config=behavioral_cfg)
+    learner = DDPG(env_id, config=ddpg_cfg)
+    torch.set_num_threads(behavioral_cfg.torch_threads)  # as Agent.learn does; oversubscribed threads crawl
+    bcq = BCQ(env_id, config=bcq_cfg, buffer=behavioral.buffer)
+    tracked = [_Tracked("behavioral", behavioral, out_dir / "behavioral", steps, progress),
+               _Tracked("ddpg", learner, out_dir / "ddpg", steps, False),
+               _Tracked("bcq", bcq, out_dir / "bcq", steps, False)]
+    buffer, start = behavioral.buffer, max(behavioral_cfg.start_steps, behavioral_cfg.batch_size)
+    learners = [(t, t.agent, t.agent.batch_size if t.agent is bcq else ddpg_cfg.batch_size) for t in tracked[1:]]
+    try:
+        while behavioral.num_steps < steps:
+            before = behavioral.num_steps
+            behavioral.collect_step()
+            if len(buffer) >= start:
+                tracked[0].add(behavioral.update(buffer.sample(behavioral_cfg.batch_size, behavioral.rng)))
+                for track, agent, batch_size in learners:
+                    track.add(agent.update(buffer.sample(batch_size, agent.rng)))
+                    agent.num_steps += 1  # the learners' own counter: gradient updates
+            now = behavioral.num_steps
+            evaluate = now // eval_freq > before // eval_freq or now >= steps
+            if evaluate or now // LOG_EVERY > before // LOG_EVERY:
+                for track in tracked:
+                    track.log(now, evaluate)
+        for track in tracked:
+            track.finish()
+    finally:
+        for track in tracked:
+            track.logger.close()
+    data = buffer_dataset(behavioral, "final", str(out_dir / "behavioral"), seed)
+    save_dataset(final_dataset, data)
+    returns = episode_returns(data)
+    return {
+        "env_id": env_id, "seed": seed, "steps": steps, "eval_freq": eval_freq,
+        "curves": {t.name: [list(point) for point in t.curve] for t in tracked},
+        "final": {t.name: t.curve[-1][1] for t in tracked},
+        "best": {t.name: t.agent.best_eval["return_mean"] for t in tracked},
+        "run_dirs": {t.name: str(t.run_dir) for t in tracked},
+        "final_dataset": str(final_dataset),
+        "data_episode_return": float(returns.mean()) if len(returns) else None,
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# Extrapolation (Figure 2)
+# --------------------------------------------------------------------------------------------
+
+
+def _train_offline(algo: str, env_id: str, dataset: Path, run_dir: Path, updates: int, seed: int,
+                   common: dict[str, Any], overrides: dict[str, Any], progress: bool) -> dict[str, Any]:
+    from acrl.algos import get_algorithm
+
+    config = _config(algo, env_id, overrides, {"seed": seed, "total_steps": updates, "dataset": str(dataset),
+                                               **common})
+    agent = get_algorithm(algo)(env_id, config=config)
+    agent.learn(run_dir=run_dir, progress=progress)
+    steps, values = read_curve(run_dir)
+    return {"curve": [[int(s), float(v)] for s, v in zip(steps, values, strict=True)],
+            "final": float(values[-1]), "best": float(agent.best_eval["return_mean"]), "run_dir": str(run_dir)}
+
+
+def run_extrapolation(env_id: str, out_dir: str | Path, steps_behavioral: int | None = None,
+                      updates: int | None = None, seeds: list[int] | tuple[int, ...] = (0,),
+                      dataset_size: int | None = None, eval_freq: int | None = None, eval_episodes: int = 10,
+                      behavioral_overrides: dict[str, Any] | None = None, bcq_overrides: dict[str, Any] | None = None,
+                      ddpg_overrides: dict[str, Any] | None = None, progress: bool = True) -> dict[str, Any]:
+    """The paper's Figure 2 experiment on one environment; writes extrapolation.{json,md,png}.
+
+    Per seed: `run_concurrent` (the behavioral DDPG run with its concurrent DDPG and BCQ
+    learners; its buffer is the final dataset), then imitation and imperfect datasets of
+    `dataset_size` transitions from the behavioral run's best checkpoint (`acrl.collect`), then
+    BCQ and offline DDPG trained for `updates` gradient updates on each of final, imitation and
+    imperfect. The offline DDPG uses the DDPG preset with BCQ's gamma, the paper's "same data,
+    same settings" baseline.
+
+    Args:
+        env_id: a registered environment with a bounded Box action space.
+        out_dir: new or empty directory for everything (s{seed}/... run directories and datasets).
+        steps_behavioral: behavioral environment steps (default: the DDPG preset's total_steps).
+        updates: gradient updates of each offline agent (default: the BCQ preset's total_steps).
+        seeds: one full experiment per seed.
+        dataset_size: transitions of the imitation and imperfect datasets (default:
+            steps_behavioral, the size of the final buffer, as in the paper).
+        eval_freq: updates (concurrent: steps) between evaluations (default: the BCQ preset's).
+        eval_episodes: episodes per evaluation (deterministic; the paper uses 10).
+        behavioral_overrides, bcq_overrides, ddpg_overrides: config fields per agent.
+        progress: progress bars.
+    Returns:
+        the JSON written to extrapolation.json: settings, per-kind per-seed results (curves,
+        final and best evaluations, behavioral return, data episode return) and the summary
+        rows of the table.
+    Raises:
+        InputError: as `run_concurrent`; no seeds; an out_dir that already holds files.
+    """
+    from acrl.collect import collect_dataset
+
+    out_dir = Path(out_dir)
+    _check_out(out_dir)
+    if not seeds:
+        raise InputError("--seeds needs at least one seed.")
+    env_factory(env_id)  # an unknown id fails here, before any work
+    defaults = experiment_defaults(env_id)
+    steps_behavioral = defaults["steps_behavioral"] if steps_behavioral is None else int(steps_behavioral)
+    updates = defaults["updates"] if updates is None else int(updates)
+    eval_freq = defaults["eval_freq"] if eval_freq is None else int(eval_freq)
+    dataset_size = steps_behavioral if dataset_size is None else int(dataset_size)
+    if min(steps_behavioral, updates, eval_freq, dataset_size, eval_episodes) < 1:
+        raise InputError("steps_behavioral, updates, eval_freq, dataset_size and eval_episodes must be >= 1.")
+    common = {"eval_freq": eval_freq, "eval_episodes": eval_episodes}
+    bcq_overrides = dict(bcq_overrides or {})
+    ddpg_offline = {"gamma": _config("bcq", env_id, bcq_overrides, {}).gamma, **(ddpg_overrides or {})}
+    started = time.monotonic()
+    results: dict[str, dict[str, list[dict[str, Any]]]] = {kind: {"bcq": [], "ddpg": [], "behavioral": []}
+                                                             for kind in KINDS}
+    for seed in seeds:
+        root = out_dir / f"s{seed}"
+        concurrent = run_concurrent(env_id, root / "concurrent", steps_behavioral, seed, eval_freq, eval_episodes,
+                                    root / "final.h5", behavioral_overrides, bcq_overrides, ddpg_overrides,
+                                    progress)
+        policy_dir = concurrent["run_dirs"]["behavioral"]
+        behavioral_best = concurrent["best"]["behavioral"]
+        results["concurrent"]["behavioral"].append({"return": concurrent["final"]["behavioral"],
+                                                    "curve": concurrent["curves"]["behavioral"],
+                                                    "data_episode_return": concurrent["data_episode_return"]})
+        for name in ("bcq", "ddpg"):
+            results["concurrent"][name].append({"curve": concurrent["curves"][name],
+                                                "final": concurrent["final"][name],
+                                                "best": concurrent["best"][name],
+                                                "run_dir": concurrent["run_dirs"][name]})
+        datasets = {"final": root / "final.h5"}
+        for kind in ("imitation", "imperfect"):
+            datasets[kind] = root / f"{kind}.h5"
+            collect_dataset(kind, datasets[kind], dataset_size, policy=policy_dir, seed=seed)
+        for kind, path in datasets.items():
+            returns = episode_returns(load_dataset(path))
+            behavioral_return = concurrent["final"]["behavioral"] if kind == "final" else behavioral_best
+            results[kind]["behavioral"].append({"return": behavioral_return,
+                                                "data_episode_return": float(returns.mean()) if len(returns)
+                                                else None})
+            results[kind]["bcq"].append(_train_offline("bcq", env_id, path, root / kind / "bcq", updates, seed, common,
+                                                       bcq_overrides, progress))
+            results[kind]["ddpg"].append(_train_offline("ddpg", env_id, path, root / kind / "ddpg", updates, seed,
+                                                        common, ddpg_offline, progress))
+    summary = {"env_id": env_id, "seeds": list(seeds), "steps_behavioral": steps_behavioral, "updates": updates,
+               "dataset_size": dataset_size, "eval_freq": eval_freq, "eval_episodes": eval_episodes,
+               "wall_clock_s": round(time.monotonic() - started, 1), "acrl_version": __version__,
+               "results": results, "table": _table_rows(results)}
+    write_json_atomic(out_dir / "extrapolation.json", summary)
+    (out_dir / "extrapolation.md").write_text(extrapolation_markdown(summary))
+    plot_extrapolation(summary, out_dir / "extrapolation.png")
+    return summary
+
+
+def _mean_std(values: list[float | None]) -> list[float] | None:
+    values = [v for v in values if v is not None]
+    return [float(np.mean(values)), float(np.std(values))] if values else None
+
+
+def _table_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
+    rows = []
+    for kind in KINDS:
+        r = results[kind]
+        rows.append({"buffer": kind,
+                     "behavioral": _mean_std([b["return"] for b in r["behavioral"]]),
+                     "data_episodes": _mean_std([b["data_episode_return"] for b in r["behavioral"]]),
+                     "bcq_final": _mean_std([x["final"] for x in r["bcq"]]),
+                     "ddpg_final": _mean_std([x["final"] for x in r["ddpg"]]),
+                     "bcq_best": _mean_std([x["best"] for x in r["bcq"]]),
+                     "ddpg_best": _mean_std([x["best"] for x in r["ddpg"]])})
+    return rows
+
+
+def _cell(value: list[float] | None) -> str:
+    if value is None:
+        return "-"
+    mean, std = value
+    return f"{mean:.1f} ± {std:.1f}"
+
+
+def extrapolation_markdown(summary: dict[str, Any]) -> str:
+    """The table of `run_extrapolation` as markdown (mean ± std over seeds)."""
+    lines = [f"### BCQ vs offline DDPG on {summary['env_id']} (Fujimoto et al. 2019, Figure 2)", "",
+             f"Seeds {summary['seeds']}; behavioral DDPG {summary['steps_behavioral']} steps; imitation/imperfect "
+             f"{summary['dataset_size']} transitions; {summary['updates']} updates per offline agent (concurrent: one "
+             f"per behavioral step); evaluation: {summary['eval_episodes']} deterministic episodes every "
+             f"{summary['eval_freq']}.", "",
+             "| buffer | behavioral policy | dataset episodes | BCQ final | DDPG final | BCQ best | DDPG best |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for row in summary["table"]:
+        lines.append(f"| {row['buffer']} | {_cell(row['behavioral'])} | {_cell(row['data_episodes'])} | "
+                     f"{_cell(row['bcq_final'])} | {_cell(row['ddpg_final'])} | {_cell(row['bcq_best'])} | "
+                     f"{_cell(row['ddpg_best'])} |")
+    lines += ["", "behavioral policy: the noise-free DDPG (final, concurrent: at the end of its run; imitation, "
+              "imperfect: its best checkpoint, which collected them). dataset episodes: mean return of the "
+              "complete episodes stored in the buffer. final: last evaluation; best: best evaluation.", ""]
+    return "\n".join(lines)
+
+
+def _band(curves: list[list[list[float]]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Mean and std of several [step, value] curves on the steps they share."""
+    length = min(len(c) for c in curves)
+    steps = np.array([p[0] for p in curves[0][:length]], dtype=float)
+    values = np.array([[p[1] for p in c[:length]] for c in curves], dtype=float)
+    return steps, values.mean(0), values.std(0)
+
+
+def plot_extrapolation(summary: dict[str, Any], out: str | Path) -> Path:
+    """Figure 2's layout: one panel per buffer, BCQ and DDPG evaluation return (mean, band of one
+    std over seeds) against updates, the behavioral policy dashed. Returns the PNG path."""
+    fig, axes = plt.subplots(1, len(KINDS), figsize=(4.2 * len(KINDS), 3.6))
+    for ax, kind in zip(axes, KINDS, strict=True):
+        r = summary["results"][kind]
+        for name, label, color in (("bcq", "BCQ", "tab:red"), ("ddpg", "DDPG (offline)", "tab:blue")):
+            curves = [x["curve"] for x in r[name] if x["curve"]]
+            if curves:
+                steps, mean, std = _band(curves)
+                ax.plot(steps, mean, color=color, label=label, marker="o", ms=3)
+                ax.fill_between(steps, mean - std, mean + std, color=color, alpha=0.2)
+        if kind == "concurrent":
+            curves = [b["curve"] for b in r["behavioral"] if b.get("curve")]
+            if curves:
+                steps, mean, _ = _band(curves)
+                ax.plot(steps, mean, "k--", label="behavioral")
+        elif r["behavioral"]:
+            ax.axhline(np.mean([b["return"] for b in r["behavioral"]]), color="k", ls="--", label="behavioral")
+        ax.set_title(f"{kind.capitalize()} buffer")
+        ax.set_xlabel("time steps" if kind == "concurrent" else "updates")
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel(f"average return ({summary['env_id']})")
+    axes[0].legend(fontsize=8)
+    fig.tight_layout()
+    out = Path(out)
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out
+
+
+def concurrent_markdown(results: list[dict[str, Any]]) -> str:
+    """A table of `run_concurrent` results over seeds: final and best evaluation per agent."""
+    env_id = results[0]["env_id"]
+    lines = [f"### Concurrent learning on {env_id} (Fujimoto et al. 2019, Figure 2)", "",
+             f"Seeds {[r['seed'] for r in results]}; {results[0]['steps']} behavioral steps, one update per step "
+             "for each agent.", "", "| agent | final | best |", "| --- | ---: | ---: |"]
+    for name, label in (("behavioral", "behavioral DDPG (online)"), ("ddpg", "DDPG (off-policy, same buffer)"),
+                        ("bcq", "BCQ (same buffer)")):
+        lines.append(f"| {label} | {_cell(_mean_std([r['final'][name] for r in results]))} | "
+                     f"{_cell(_mean_std([r['best'][name] for r in results]))} |")
+    return "\n".join(lines + [""])
+
+
+def plot_concurrent(results: list[dict[str, Any]], out: str | Path) -> Path:
+    """Evaluation return of the three agents against behavioral time steps (mean and std band)."""
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for name, label, style in (("behavioral", "behavioral DDPG", "k--"), ("ddpg", "DDPG (off-policy)", "tab:blue"),
+                               ("bcq", "BCQ", "tab:red")):
+        steps, mean, std = _band([r["curves"][name] for r in results])
+        if style == "k--":
+            ax.plot(steps, mean, style, label=label)
+        else:
+            ax.plot(steps, mean, color=style, label=label)
+            ax.fill_between(steps, mean - std, mean + std, color=style, alpha=0.2)
+    ax.set_xlabel("time steps")
+    ax.set_ylabel(f"average return ({results[0]['env_id']})")
+    ax.set_title("Concurrent")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    out = Path(out)
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out
+
+
+def run_concurrent_experiment(env_id: str, out_dir: str | Path, steps: int | None = None,
+                              seeds: list[int] | tuple[int, ...] = (0,), **kwargs: Any) -> list[dict[str, Any]]:
+    """`run_concurrent` for each seed into out_dir/s{seed}; writes concurrent.{json,md,png} in out_dir.
+
+    kwargs go to `run_concurrent` (eval_freq, eval_episodes, *_overrides, progress).
+    Raises:
+        InputError: as `run_concurrent`; no seeds.
+    """
+    out_dir = Path(out_dir)
+    _check_out(out_dir)
+    if not seeds:
+        raise InputError("--seeds needs at least one seed.")
+    results = [run_concurrent(env_id, out_dir / f"s{seed}", steps, seed, **kwargs) for seed in seeds]
+    write_json_atomic(out_dir / "concurrent.json", {"acrl_version": __version__, "runs": results})
+    (out_dir / "concurrent.md").write_text(concurrent_markdown(results))
+    plot_concurrent(results, out_dir / "concurrent.png")
+    return results
+
+
+__all__ = ["KINDS", "run_concurrent", "run_concurrent_experiment", "run_extrapolation", "episode_returns",
+           "buffer_dataset", "experiment_defaults", "extrapolation_markdown", "concurrent_markdown",
+           "plot_extrapolation", "plot_concurrent"]

@@ -1,0 +1,323 @@
+"""acrl's BCQ against d3rlpy's on the same data: gradient updates per second, and the evaluation
+return after the same number of updates (Hopper-v5 final / imperfect / imitation datasets).
+
+d3rlpy (Seno & Imai 2022, "d3rlpy: An Offline Deep Reinforcement Learning Library", JMLR) pins
+gymnasium==1.0.0 and acrl needs >= 1.1, so d3rlpy runs in a venv of its own,
+benchmarks/.venv-d3rlpy (gitignored; created on first use with `python -m venv` and
+`pip install torch==2.13.0 d3rlpy mujoco==<acrl's> imageio`), in a subprocess that reads the
+dataset's arrays from an .npz file. Hopper-v5 behaves identically under both gymnasium versions.
+
+Both libraries run the paper's settings (Fujimoto et al. 2019, Supp. D): actor and twin critics
+400-300, VAE 750-750 with latent 2 x action dim and KL weight 0.5, Adam 1e-3, batch 100,
+gamma 0.99, tau 0.005, lambda 0.75, phi 0.05, 10 sampled actions in the target and when acting.
+d3rlpy's own defaults differ (256-256 encoders, n_action_samples=100); `--d3rlpy-defaults`
+runs d3rlpy as shipped instead, for reference. Both use `--threads` torch threads (default 1).
+Timing covers the training loop only (dataset loading, network construction and evaluation
+excluded): acrl's `BCQ.learn` without evaluation, d3rlpy's `fit` with a no-op logger. Both wall
+time and the process's CPU time are recorded; the ratio uses CPU time, which a busy machine
+disturbs much less than wall time (with one torch thread, CPU time is the work done).
+
+    # updates/s on a small random Hopper-v5 dataset (minutes):
+    python benchmarks/bcq_vs_d3rlpy.py --speed-only --speed-updates 300
+    # the full comparison on the paper's datasets, made first with `acrl collect` into DIR
+    # (final.h5, imperfect.h5, imitation.h5), 3 seeds (days of CPU at the paper's sizes):
+    python benchmarks/bcq_vs_d3rlpy.py --datasets DIR --updates 300000 --seeds 0 1 2
+    # or collect them here (a behavioral DDPG of --behavioral-steps, then --dataset-steps each):
+    python benchmarks/bcq_vs_d3rlpy.py --collect --behavioral-steps 1000000 --dataset-steps 1000000 ...
+
+Results: benchmarks/results/bcq_vs_d3rlpy.{json,md}; scratch files in benchmarks/results/tmp/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+VENV = ROOT / ".venv-d3rlpy"
+SCRATCH = ROOT / "results" / "tmp" / "bcq_vs_d3rlpy"
+RESULTS = ROOT / "results"
+KINDS = ("final", "imperfect", "imitation")
+PAPER = {"batch_size": 100, "gamma": 0.99, "tau": 0.005, "lmbda": 0.75, "phi": 0.05, "n_action_samples": 10,
+         "n_select_samples": 10, "learning_rate": 1e-3, "vae_learning_rate": 1e-3, "kl_weight": 0.5,
+         "actor_hidden_sizes": (400, 300), "critic_hidden_sizes": (400, 300), "vae_hidden_sizes": (750, 750)}
+"""The paper's BCQ settings (Fujimoto et al. 2019, Supp. D), given to both libraries."""
+
+
+# ------------------------------------------------------------------------------------ d3rlpy side
+# Runs under benchmarks/.venv-d3rlpy/bin/python: imports only d3rlpy, torch, numpy, gymnasium.
+
+
+def d3rlpy_worker(spec: dict) -> dict:
+    """Train d3rlpy's BCQ for spec["updates"] updates on spec["npz"], then evaluate; returns a result dict."""
+    import d3rlpy
+    import gymnasium as gym
+    import numpy as np
+    import torch
+    from d3rlpy.logging import NoopAdapterFactory
+    from d3rlpy.models import VectorEncoderFactory
+    from d3rlpy.preprocessing import MinMaxActionScaler
+
+    torch.set_num_threads(spec["threads"])
+    d3rlpy.seed(spec["seed"])
+    arrays = np.load(spec["npz"])
+    terminals, timeouts = arrays["terminals"].astype(bool), arrays["timeouts"].astype(bool).copy()
+    if not (terminals[-1] or timeouts[-1]):
+        timeouts[-1] = True  # the last, unfinished episode ends where the data ends
+    # d3rlpy rebuilds episodes from consecutive rows: next observation = the next row's observation;
+    # the last transition of an episode cut by a timeout is dropped (it has no next row).
+    dataset = d3rlpy.dataset.MDPDataset(arrays["observations"], arrays["actions"], arrays["rewards"], terminals,
+                                        timeouts, action_space=d3rlpy.ActionSpace.CONTINUOUS)
+    env = gym.make(spec["env_id"])
+    scaler = MinMaxActionScaler(minimum=env.action_space.low.astype(np.float32),
+                                maximum=env.action_space.high.astype(np.float32))
+    if spec["d3rlpy_defaults"]:
+        config = d3rlpy.algos.BCQConfig(action_scaler=scaler)
+    else:
+        p = spec["paper"]
+        config = d3rlpy.algos.BCQConfig(
+            actor_encoder_factory=VectorEncoderFactory(list(p["actor_hidden_sizes"])),
+            critic_encoder_factory=VectorEncoderFactory(list(p["critic_hidden_sizes"])),
+            imitator_encoder_factory=VectorEncoderFactory(list(p["vae_hidden_sizes"])),
+            actor_learning_rate=p["learning_rate"], critic_learning_rate=p["learning_rate"],
+            imitator_learning_rate=p["vae_learning_rate"], batch_size=p["batch_size"], gamma=p["gamma"],
+            tau=p["tau"], lam=p["lmbda"], action_flexibility=p["phi"], n_action_samples=p["n_action_samples"],
+            beta=p["kl_weight"], action_scaler=scaler)
+    algo = config.create(device="cpu:0")
+    algo.build_with_dataset(dataset)
+    started, cpu_started = time.perf_counter(), time.process_time()
+    algo.fit(dataset, n_steps=spec["updates"], n_steps_per_epoch=spec["updates"], show_progress=False,
+             logger_adapter=NoopAdapterFactory(), save_interval=10**9)
+    elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu_started
+    result = {"library": "d3rlpy", "version": d3rlpy.__version__, "updates": spec["updates"],
+              "train_seconds": elapsed, "updates_per_s": spec["updates"] / elapsed, "cpu_seconds": cpu,
+              "updates_per_cpu_s": spec["updates"] / cpu}
+    if spec["eval_episodes"]:
+        returns = []
+        obs, _ = env.reset(seed=spec["eval_seed"])
+        for _ in range(spec["eval_episodes"]):
+            total, done = 0.0, False
+            while not done:
+                action = algo.predict(np.asarray(obs, dtype=np.float32)[None])[0]
+                obs, reward, terminated, truncated, _ = env.step(action)
+                total += float(reward)
+                done = terminated or truncated
+            returns.append(total)
+            obs, _ = env.reset()
+        result.update(return_mean=float(np.mean(returns)), returns=returns)
+    return result
+
+
+# ------------------------------------------------------------------------------------ acrl side
+
+
+def ensure_venv() -> Path:
+    """benchmarks/.venv-d3rlpy/bin/python, creating the venv first if needed.
+
+    Raises:
+        RuntimeError: venv creation or pip failed (its output is in the message).
+    """
+    python = VENV / "bin" / "python"
+    check = [str(python), "-c", "import d3rlpy, mujoco, imageio"]
+    if python.exists() and subprocess.run(check, capture_output=True).returncode == 0:
+        return python
+    import mujoco
+
+    steps = [[sys.executable, "-m", "venv", str(VENV)],
+             [str(python), "-m", "pip", "install", "-q", "torch==2.13.0", "d3rlpy", f"mujoco=={mujoco.__version__}",
+              "imageio"]]
+    for command in steps:
+        if command[0] == sys.executable and python.exists():
+            continue
+        print("+", " ".join(command), file=sys.stderr)
+        done = subprocess.run(command, capture_output=True, text=True)
+        if done.returncode:
+            raise RuntimeError(f"setting up {VENV} failed ({' '.join(command)}):\n{done.stdout}\n{done.stderr}")
+    return python
+
+
+def run_d3rlpy(python: Path, spec: dict) -> dict:
+    """`d3rlpy_worker(spec)` in the d3rlpy venv's python; its result dict (RuntimeError if it fails)."""
+    done = subprocess.run([str(python), __file__, "--d3rlpy-worker", json.dumps(spec)], capture_output=True,
+                          text=True)
+    if done.returncode:
+        raise RuntimeError(f"d3rlpy worker failed:\n{done.stderr[-4000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def to_npz(h5: Path, npz: Path) -> None:
+    """The D4RL arrays of an acrl dataset as an .npz for d3rlpy (actions in env units, as stored)."""
+    import numpy as np
+
+    from acrl.datasets import load_dataset
+
+    data = load_dataset(h5)
+    np.savez(npz, observations=data.observations, actions=data.actions, rewards=data.rewards,
+             terminals=data.terminals, timeouts=data.timeouts)
+
+
+def run_acrl(h5: Path, env_id: str, seed: int, updates: int, threads: int, eval_episodes: int) -> dict:
+    """Train acrl's BCQ (paper settings) for `updates` updates on `h5`, then evaluate."""
+    import torch
+
+    import acrl
+    from acrl import BCQ
+
+    agent = BCQ(env_id, dataset=str(h5), seed=seed, eval_freq=0, total_steps=updates, torch_threads=threads,
+                checkpoint_freq=10**9, **PAPER)
+    agent.load_data()
+    torch.set_num_threads(threads)
+    started, cpu_started = time.perf_counter(), time.process_time()
+    agent.learn(updates, progress=False)
+    elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu_started
+    result = {"library": "acrl", "version": acrl.__version__, "updates": updates, "train_seconds": elapsed,
+              "updates_per_s": updates / elapsed, "cpu_seconds": cpu, "updates_per_cpu_s": updates / cpu}
+    if eval_episodes:
+        evaluation = agent.evaluate(eval_episodes)
+        result.update(return_mean=evaluation["return_mean"], returns=evaluation["returns"])
+    return result
+
+
+def random_dataset(env_id: str, steps: int, out: Path) -> Path:
+    """`steps` transitions of a uniformly random policy: for timing, where the data's quality is irrelevant."""
+    import gymnasium as gym
+
+    from acrl.datasets import collect_transitions, save_dataset
+
+    env = gym.make(env_id)
+    env.action_space.seed(0)
+    save_dataset(out, collect_transitions(env, lambda obs: env.action_space.sample(), steps, 0, kind="random",
+                                          behavioral_policy="uniform"))
+    return out
+
+
+def collect(env_id: str, out: Path, behavioral_steps: int, dataset_steps: int, seed: int) -> Path:
+    """The paper's datasets with acrl: final (a behavioral DDPG), then imperfect and imitation from its best policy."""
+    from acrl.collect import behavioral_run_dir, collect_dataset
+
+    out.mkdir(parents=True, exist_ok=True)
+    collect_dataset("final", out / "final.h5", behavioral_steps, env_id=env_id, seed=seed, progress=True)
+    for kind in ("imperfect", "imitation"):
+        collect_dataset(kind, out / f"{kind}.h5", dataset_steps, policy=behavioral_run_dir(out / "final.h5"),
+                        seed=seed)
+    return out
+
+
+def markdown(summary: dict) -> str:
+    """The summary as markdown tables: updates/s per run with the median ratio, then returns per dataset and seed."""
+    lines = [f"### BCQ: acrl vs d3rlpy {summary.get('d3rlpy_version', '')} on {summary['env_id']}", "",
+             f"{summary['machine']}; {summary['threads']} torch thread(s); settings: "
+             f"{'d3rlpy defaults for d3rlpy' if summary['d3rlpy_defaults'] else 'the paper (both)'}.", ""]
+    speed = summary.get("speed")
+    if speed:
+        lines += ["| library | updates | wall s | updates/s (wall) | CPU s | updates per CPU s |",
+                  "| --- | ---: | ---: | ---: | ---: | ---: |"]
+        for r in speed["runs"]:
+            lines.append(f"| {r['library']} | {r['updates']} | {r['train_seconds']:.1f} | {r['updates_per_s']:.2f} | "
+                         f"{r['cpu_seconds']:.1f} | {r['updates_per_cpu_s']:.2f} |")
+        lines += ["", f"acrl / d3rlpy updates per CPU second: **{speed['ratio']:.2f}x** (median over the pairs; "
+                  f"wall-clock: {speed['wall_ratio']:.2f}x).", ""]
+    if summary.get("returns"):
+        lines += ["| dataset | seed | acrl return | d3rlpy return | acrl updates/s | d3rlpy updates/s |",
+                  "| --- | ---: | ---: | ---: | ---: | ---: |"]
+        for row in summary["returns"]:
+            a, d = row["acrl"], row["d3rlpy"]
+            lines.append(f"| {row['kind']} | {row['seed']} | {a['return_mean']:.1f} | {d['return_mean']:.1f} | "
+                         f"{a['updates_per_s']:.2f} | {d['updates_per_s']:.2f} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line (see the module docstring); returns the exit code (1 when d3rlpy cannot be set up)."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--env", default="Hopper-v5")
+    parser.add_argument("--speed-only", action="store_true", help="only measure updates/s on a random dataset")
+    parser.add_argument("--speed-updates", type=int, default=300, help="updates per speed measurement")
+    parser.add_argument("--speed-repeats", type=int, default=2, help="alternating acrl/d3rlpy measurements")
+    parser.add_argument("--speed-dataset-steps", type=int, default=20_000)
+    parser.add_argument("--datasets", type=Path, help="directory with final.h5, imperfect.h5, imitation.h5")
+    parser.add_argument("--collect", action="store_true", help="collect the datasets first (into --datasets)")
+    parser.add_argument("--behavioral-steps", type=int, default=1_000_000)
+    parser.add_argument("--dataset-steps", type=int, default=1_000_000)
+    parser.add_argument("--kinds", nargs="+", default=list(KINDS), choices=KINDS)
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    parser.add_argument("--updates", type=int, default=300_000, help="updates per run (paper: 300k)")
+    parser.add_argument("--eval-episodes", type=int, default=10)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--d3rlpy-defaults", action="store_true", help="d3rlpy's own BCQ defaults, not the paper's")
+    parser.add_argument("--out", type=Path, default=RESULTS / "bcq_vs_d3rlpy")
+    parser.add_argument("--d3rlpy-worker", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.d3rlpy_worker:
+        print(json.dumps(d3rlpy_worker(json.loads(args.d3rlpy_worker))))
+        return 0
+
+    try:
+        python = ensure_venv()
+    except RuntimeError as exc:
+        print(f"bcq_vs_d3rlpy: cannot set up d3rlpy: {exc}", file=sys.stderr)
+        return 1
+    SCRATCH.mkdir(parents=True, exist_ok=True)
+    spec = {"env_id": args.env, "threads": args.threads, "d3rlpy_defaults": args.d3rlpy_defaults,
+            "paper": {k: list(v) if isinstance(v, tuple) else v for k, v in PAPER.items()}}
+    summary: dict = {"env_id": args.env, "threads": args.threads, "d3rlpy_defaults": args.d3rlpy_defaults,
+                     "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores",
+                     "command": " ".join([Path(sys.argv[0]).name, *(argv if argv is not None else sys.argv[1:])])}
+
+    # Speed: alternate the two libraries so that a change of machine load hits both.
+    h5 = SCRATCH / f"random-{args.env}-{args.speed_dataset_steps}.h5"
+    if not h5.exists():
+        random_dataset(args.env, args.speed_dataset_steps, h5)
+    npz = h5.with_suffix(".npz")
+    to_npz(h5, npz)
+    runs = []
+    for repeat in range(args.speed_repeats):
+        runs.append(run_acrl(h5, args.env, repeat, args.speed_updates, args.threads, 0))
+        runs.append(run_d3rlpy(python, {**spec, "npz": str(npz), "seed": repeat, "updates": args.speed_updates,
+                                        "eval_episodes": 0, "eval_seed": 0}))
+        print(f"speed {repeat}: acrl {runs[-2]['updates_per_cpu_s']:.2f}, d3rlpy {runs[-1]['updates_per_cpu_s']:.2f} "
+              "updates per CPU second", file=sys.stderr)
+    pairs = list(zip(runs[::2], runs[1::2], strict=True))
+    cpu_ratios = sorted(a["updates_per_cpu_s"] / d["updates_per_cpu_s"] for a, d in pairs)
+    wall_ratios = sorted(a["updates_per_s"] / d["updates_per_s"] for a, d in pairs)
+    summary["speed"] = {"runs": runs, "ratio": cpu_ratios[len(pairs) // 2], "wall_ratio": wall_ratios[len(pairs) // 2]}
+    summary["d3rlpy_version"] = runs[1]["version"]
+
+    if not args.speed_only:
+        if args.datasets is None:
+            print("bcq_vs_d3rlpy: returns need --datasets DIR (with --collect to make them); measured speed only.",
+                  file=sys.stderr)
+        else:
+            if args.collect:
+                collect(args.env, args.datasets, args.behavioral_steps, args.dataset_steps, args.seeds[0])
+            summary["returns"] = []
+            for kind in args.kinds:
+                h5 = args.datasets / f"{kind}.h5"
+                npz = SCRATCH / f"{kind}.npz"
+                to_npz(h5, npz)
+                for seed in args.seeds:
+                    eval_seed = seed + 10_000
+                    row = {"kind": kind, "seed": seed,
+                           "acrl": run_acrl(h5, args.env, seed, args.updates, args.threads, args.eval_episodes),
+                           "d3rlpy": run_d3rlpy(python, {**spec, "npz": str(npz), "seed": seed, "updates": args.updates,
+                                                         "eval_episodes": args.eval_episodes, "eval_seed": eval_seed})}
+                    summary["returns"].append(row)
+                    print(f"{kind} seed {seed}: acrl {row['acrl']['return_mean']:.1f}, "
+                          f"d3rlpy {row['d3rlpy']['return_mean']:.1f}", file=sys.stderr)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.with_suffix(".json").write_text(json.dumps(summary, indent=2) + "\n")
+    text = markdown(summary)
+    args.out.with_suffix(".md").write_text(text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
