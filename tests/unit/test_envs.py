@@ -14,7 +14,8 @@ def test_unknown_id_suggests_close_ids():
 
 
 def test_action_adapter_rescales_asymmetric_bounds_and_clips_only_the_env_copy():
-    adapter = ActionAdapter(gym.spaces.Box(np.array([0.0, -2.0, -np.inf]), np.array([10.0, 2.0, np.inf]), dtype=np.float32))
+    low, high = np.array([0.0, -2.0, -np.inf]), np.array([10.0, 2.0, np.inf])
+    adapter = ActionAdapter(gym.spaces.Box(low, high, dtype=np.float32))
     raw = np.array([0.5, -3.0, 7.0], dtype=np.float32)
     env_action = adapter.to_env(raw)
     # dim 0: [-1, 1] -> [0, 10], 0.5 -> 7.5; dim 1: -3 clipped to -1 -> -2; dim 2 unbounded: passes through.
