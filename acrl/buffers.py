@@ -39,19 +39,27 @@ class RolloutBuffer:
         self.returns = np.zeros(shape, dtype=np.float32)
         self.n_steps, self.n_envs = n_steps, n_envs
 
-    def minibatches(self, batch_size: int, rng: np.random.Generator) -> Iterator[dict[str, torch.Tensor]]:
-        """Yield shuffled minibatches covering the T * N samples once, each a dict of tensors (B, ...).
+    def minibatches(self, batch_size: int, rng: np.random.Generator,
+                    n_epochs: int = 1) -> Iterator[dict[str, torch.Tensor]]:
+        """Yield `n_epochs` passes over the T * N samples in minibatches, each a dict of tensors (B, ...).
 
-        Keys: observations, actions, log_probs, values, advantages, returns.
+        Each pass shuffles the samples and cuts them into consecutive minibatches of `batch_size`
+        (the last one shorter when batch_size does not divide T * N). Keys: observations, actions,
+        log_probs, values, advantages, returns. When one minibatch holds the whole rollout
+        (batch_size >= T * N), each pass yields it unshuffled, since the order inside a minibatch
+        does not change an update: views of the buffer's arrays, valid until the next rollout.
         """
-        flat = {
-            key: torch.from_numpy(getattr(self, key).reshape(self.n_steps * self.n_envs, *getattr(self, key).shape[2:]))
-            for key in ("observations", "actions", "log_probs", "values", "advantages", "returns")
-        }
-        order = torch.from_numpy(rng.permutation(self.n_steps * self.n_envs))
-        for start in range(0, len(order), batch_size):
-            index = order[start:start + batch_size]
-            yield {key: value[index] for key, value in flat.items()}
+        size = self.n_steps * self.n_envs
+        flat = {key: torch.from_numpy(getattr(self, key).reshape(size, *getattr(self, key).shape[2:]))
+                for key in ("observations", "actions", "log_probs", "values", "advantages", "returns")}
+        for _ in range(n_epochs):
+            if batch_size >= size:
+                yield dict(flat)
+                continue
+            order = torch.from_numpy(rng.permutation(size))
+            shuffled = {key: value[order] for key, value in flat.items()}
+            for start in range(0, size, batch_size):
+                yield {key: value[start:start + batch_size] for key, value in shuffled.items()}
 
 
 class ReplayBuffer:

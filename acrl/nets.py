@@ -45,9 +45,9 @@ class CategoricalActor(nn.Module):
     """Softmax policy over `n_actions` discrete actions (Williams 1992; Mnih et al. 2016).
 
     The logits are unrestricted; `distribution` wraps them in `torch.distributions.Categorical`.
-    `sample` and `log_prob_entropy`, which PPO calls once per step and once per minibatch, compute
-    the same quantities straight from `log_softmax`: the distribution object costs more than the
-    network on small batches.
+    `sample` and `log_prob_entropy`, called once per environment step and once per minibatch,
+    compute the same quantities straight from `log_softmax`: on small batches the distribution
+    object costs about as much as the network itself.
     """
 
     def __init__(self, obs_dim: int, n_actions: int, hidden_sizes: tuple[int, ...], activation: str = "tanh"):

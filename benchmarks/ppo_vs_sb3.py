@@ -1,0 +1,421 @@
+"""acrl PPO against Stable-Baselines3 PPO, side by side in one run, with the same hyperparameters.
+
+Parts (choose with --parts; the long ones only with their flags):
+- throughput: training environment steps per second of `learn` with evaluation off (acrl:
+  eval_freq 0 and no run directory; SB3: no callbacks), on CartPole-v1 (8 envs, the CartPole
+  preset) and Ant-v5 (1 env, the Ant preset), plus raw Ant-v5 stepping with random actions
+  (`gym.make("Ant-v5")`, no learning) as the ceiling. Runs alternate acrl, SB3, raw; the table
+  gives the median of --repeats runs of each and the ratios.
+- solve: CartPole-v1 steps and training seconds until a deterministic evaluation (--eval-episodes
+  episodes on a separate env seeded seed + 10_000, every --eval-freq steps, right after an
+  update) first reaches --target, per seed and the median over --seeds seeds. The seconds exclude
+  evaluation time. Both libraries anneal the learning rate over --solve-budget steps.
+- --ant-long / --ant-directional-long: train Ant-v5 / acrl/AntDirectional-v5 for --long-steps
+  steps with --long-seeds seeds each, then report the final deterministic evaluation
+  (--long-eval-episodes episodes; for AntDirectional also the y displacement per episode, m).
+  Hours on a small machine.
+
+Same hyperparameters: acrl's preset for the environment; SB3 gets n_steps, batch_size, n_epochs,
+gamma, gae_lambda, learning_rate (a linear schedule to 0 when the preset anneals it), clip_range
+(constant), ent_coef, vf_coef, max_grad_norm, separate 64-64 tanh policy and value networks with
+orthogonal init and the same initial log-std, and VecNormalize (clip 10, the preset's gamma) where
+the preset normalises observations or rewards. One torch thread for both, on the CPU.
+
+    python benchmarks/ppo_vs_sb3.py                           # throughput and solve (about 30 min)
+    python benchmarks/ppo_vs_sb3.py --parts throughput --repeats 5
+    python benchmarks/ppo_vs_sb3.py --parts solve --seeds 5
+    python benchmarks/ppo_vs_sb3.py --parts --ant-long --ant-directional-long   # the long runs only
+
+Prints markdown tables and writes benchmarks/results/ppo_vs_sb3.json (date, commit, machine,
+arguments and results per part; a later run of other parts keeps the earlier parts' entries).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import statistics
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+import acrl  # noqa: F401  (registers acrl/AntDirectional-v5)
+from acrl import PPO, PPOConfig
+from acrl.agent import EVAL_SEED_OFFSET
+from acrl.config import preset_values, update_config
+from acrl.evaluation import evaluate
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "results"
+
+
+# ---------------------------------------------------------------- the two learners
+def acrl_agent(env_id: str, seed: int, total_steps: int) -> PPO:
+    """acrl PPO with the environment's default preset, evaluation off."""
+    values, _ = preset_values("ppo", env_id, None)
+    values.update(seed=seed, total_steps=total_steps, eval_freq=0, torch_threads=1)
+    return PPO(env_id, **values)
+
+
+def sb3_model(env_id: str, seed: int) -> tuple[Any, Any]:
+    """SB3 PPO with the hyperparameters of acrl's preset for `env_id`; returns (model, VecNormalize or None).
+
+    Raises:
+        ValueError: a preset setting SB3 cannot express (critic weight decay).
+    """
+    from stable_baselines3 import PPO as SB3PPO
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    values, _ = preset_values("ppo", env_id, None)
+    cfg = update_config(PPOConfig(), values, origin=f"ppo preset for {env_id}")
+    if cfg.critic_weight_decay:
+        raise ValueError("SB3 PPO has no critic-only weight decay; this preset cannot be matched.")
+    venv = make_vec_env(env_id, n_envs=cfg.n_envs, seed=seed)
+    vecnorm = None
+    if cfg.normalize_obs or cfg.normalize_reward:
+        venv = vecnorm = VecNormalize(venv, norm_obs=cfg.normalize_obs, norm_reward=cfg.normalize_reward,
+                                      clip_obs=cfg.obs_clip, clip_reward=10.0, gamma=cfg.gamma, epsilon=1e-8)
+    lr = cfg.learning_rate
+    model = SB3PPO(
+        "MlpPolicy", venv, seed=seed, device="cpu", verbose=0,
+        learning_rate=(lambda progress_remaining: lr * progress_remaining) if cfg.anneal_lr else lr,
+        n_steps=cfg.n_steps, batch_size=cfg.batch_size, n_epochs=cfg.n_epochs, gamma=cfg.gamma,
+        gae_lambda=cfg.gae_lambda, clip_range=cfg.clip_range, clip_range_vf=cfg.clip_range_vf,
+        ent_coef=cfg.ent_coef, vf_coef=cfg.vf_coef, max_grad_norm=cfg.max_grad_norm, target_kl=cfg.target_kl,
+        normalize_advantage=cfg.normalize_advantage,
+        policy_kwargs={"net_arch": {"pi": list(cfg.hidden_sizes), "vf": list(cfg.hidden_sizes)},
+                       "activation_fn": torch.nn.Tanh if cfg.activation == "tanh" else torch.nn.ReLU,
+                       "ortho_init": True, "log_std_init": cfg.log_std_init},
+    )
+    return model, vecnorm
+
+
+class SB3Predictor:
+    """SB3 model (and its frozen VecNormalize) behind acrl's `predict(obs, deterministic) -> action`."""
+
+    def __init__(self, model: Any, vecnorm: Any = None):
+        self.model, self.vecnorm = model, vecnorm
+        self.discrete = isinstance(model.action_space, gym.spaces.Discrete)
+
+    def predict(self, obs: np.ndarray, deterministic: bool = True) -> np.ndarray | int:
+        if self.vecnorm is not None:
+            obs = self.vecnorm.normalize_obs(obs)  # statistics are not updated here
+        action = self.model.predict(obs, deterministic=deterministic)[0]
+        return int(action) if self.discrete else action
+
+
+# ---------------------------------------------------------------- throughput
+def time_acrl(env_id: str, steps: int) -> dict[str, float]:
+    agent = acrl_agent(env_id, seed=0, total_steps=steps)
+    started = time.perf_counter()
+    agent.learn(progress=False)
+    seconds = time.perf_counter() - started
+    return {"steps": agent.num_steps, "seconds": seconds, "steps_per_s": agent.num_steps / seconds}
+
+
+def time_sb3(env_id: str, steps: int) -> dict[str, float]:
+    model, _ = sb3_model(env_id, seed=0)
+    started = time.perf_counter()
+    model.learn(total_timesteps=steps)
+    seconds = time.perf_counter() - started
+    return {"steps": model.num_timesteps, "seconds": seconds, "steps_per_s": model.num_timesteps / seconds}
+
+
+def time_raw(env_id: str, steps: int) -> dict[str, float]:
+    env = gym.make(env_id)
+    env.reset(seed=0)
+    env.action_space.seed(0)
+    started = time.perf_counter()
+    for _ in range(steps):
+        _, _, terminated, truncated, _ = env.step(env.action_space.sample())
+        if terminated or truncated:
+            env.reset()
+    seconds = time.perf_counter() - started
+    env.close()
+    return {"steps": steps, "seconds": seconds, "steps_per_s": steps / seconds}
+
+
+def throughput(args: argparse.Namespace) -> dict[str, Any]:
+    cases: list[tuple[str, str, int, Callable[[str, int], dict[str, float]]]] = []
+    for env_id, steps in (("CartPole-v1", args.cartpole_steps), ("Ant-v5", args.ant_steps)):
+        if "acrl" in args.libs:
+            cases.append((env_id, "acrl", steps, time_acrl))
+        if "sb3" in args.libs:
+            cases.append((env_id, "sb3", steps, time_sb3))
+        if env_id == "Ant-v5":
+            cases.append((env_id, "raw env", args.raw_steps, time_raw))
+    runs: dict[str, dict[str, list[dict[str, float]]]] = {}
+    for repeat in range(args.repeats):
+        order = cases if repeat % 2 == 0 else cases[::-1]  # alternate who goes first
+        for env_id, who, steps, fn in order:
+            result = fn(env_id, steps)
+            runs.setdefault(env_id, {}).setdefault(who, []).append(result)
+            print(f"  [{repeat + 1}/{args.repeats}] {env_id} {who}: {result['steps_per_s']:.0f} steps/s", flush=True)
+    summary: dict[str, Any] = {}
+    for env_id, by_who in runs.items():
+        summary[env_id] = {who: {"median_steps_per_s": statistics.median(r["steps_per_s"] for r in rows), "runs": rows}
+                           for who, rows in by_who.items()}
+        # Ratios within each repeat (runs close in time see similar load), then their median.
+        for name, (a, b) in {"acrl/sb3": ("acrl", "sb3"), "acrl/raw": ("acrl", "raw env")}.items():
+            if a in by_who and b in by_who:
+                paired = [x["steps_per_s"] / y["steps_per_s"] for x, y in zip(by_who[a], by_who[b])]
+                summary[env_id][f"median paired {name}"] = statistics.median(paired)
+    return summary
+
+
+def print_throughput(summary: dict[str, Any]) -> None:
+    print("\nMedians over the repeats; in brackets the median of the ratios within each repeat.\n")
+    print("| environment | acrl steps/s | SB3 steps/s | acrl / SB3 | raw env steps/s | acrl / raw |")
+    print("|---|---:|---:|---:|---:|---:|")
+    def cell(x: float | None) -> str:
+        return f"{x:,.0f}" if x else "-"
+
+    def ratio(a: float | None, b: float | None, paired: float | None) -> str:
+        return f"{a / b:.2f} ({paired:.2f})" if a and b and paired else "-"
+
+    for env_id, by_who in summary.items():
+        acrl_rate, sb3_rate, raw_rate = (by_who.get(who, {}).get("median_steps_per_s")
+                                         for who in ("acrl", "sb3", "raw env"))
+        print(f"| {env_id} | {cell(acrl_rate)} | {cell(sb3_rate)} | "
+              f"{ratio(acrl_rate, sb3_rate, by_who.get('median paired acrl/sb3'))} | "
+              f"{cell(raw_rate)} | {ratio(acrl_rate, raw_rate, by_who.get('median paired acrl/raw'))} |")
+
+
+# ---------------------------------------------------------------- steps and seconds to a target return
+def solve_acrl(seed: int, args: argparse.Namespace) -> dict[str, Any]:
+    env_id = "CartPole-v1"
+    agent = acrl_agent(env_id, seed, args.solve_budget)
+    torch.set_num_threads(1)
+    history, eval_seconds, reached = [], 0.0, None
+    started = time.perf_counter()
+    while agent.num_steps < args.solve_budget:
+        before = agent.num_steps
+        agent.collect()
+        agent.update()
+        if agent.num_steps // args.eval_freq > before // args.eval_freq:
+            t = time.perf_counter()
+            result = evaluate(agent, env_id, args.eval_episodes, deterministic=True, seed=seed + EVAL_SEED_OFFSET)
+            eval_seconds += time.perf_counter() - t
+            history.append((agent.num_steps, result["return_mean"]))
+            if result["return_mean"] >= args.target:
+                reached = agent.num_steps
+                break
+    train_seconds = time.perf_counter() - started - eval_seconds
+    return {"steps": reached, "train_seconds": train_seconds if reached else None,
+            "total_train_seconds": train_seconds, "eval_seconds": eval_seconds, "history": history}
+
+
+def solve_sb3(seed: int, args: argparse.Namespace) -> dict[str, Any]:
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    env_id = "CartPole-v1"
+    model, vecnorm = sb3_model(env_id, seed)
+    predictor = SB3Predictor(model, vecnorm)
+
+    class EvaluateAndStop(BaseCallback):
+        """Evaluate at the start of a rollout (right after an update) once eval_freq steps have passed."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.next_eval, self.eval_seconds, self.reached, self.history = args.eval_freq, 0.0, None, []
+
+        def _on_rollout_start(self) -> None:
+            steps = self.model.num_timesteps
+            if steps < self.next_eval or self.reached is not None:
+                return
+            while self.next_eval <= steps:
+                self.next_eval += args.eval_freq
+            t = time.perf_counter()
+            result = evaluate(predictor, env_id, args.eval_episodes, deterministic=True, seed=seed + EVAL_SEED_OFFSET)
+            self.eval_seconds += time.perf_counter() - t
+            self.history.append((steps, result["return_mean"]))
+            if result["return_mean"] >= args.target:
+                self.reached = steps
+
+        def _on_step(self) -> bool:
+            return self.reached is None
+
+    callback = EvaluateAndStop()
+    started = time.perf_counter()
+    model.learn(total_timesteps=args.solve_budget, callback=callback)
+    # A rollout that ends exactly at the budget is followed by no rollout start: evaluate it too.
+    if callback.reached is None and model.num_timesteps >= callback.next_eval:
+        callback.on_rollout_start()
+    train_seconds = time.perf_counter() - started - callback.eval_seconds
+    return {"steps": callback.reached, "train_seconds": train_seconds if callback.reached else None,
+            "total_train_seconds": train_seconds, "eval_seconds": callback.eval_seconds,
+            "history": callback.history}
+
+
+def solve(args: argparse.Namespace) -> dict[str, Any]:
+    per_seed: dict[str, list[dict[str, Any]]] = {lib: [] for lib in args.libs}
+    for seed in range(args.seeds):
+        order = args.libs if seed % 2 == 0 else args.libs[::-1]
+        for lib in order:
+            result = (solve_acrl if lib == "acrl" else solve_sb3)(seed, args)
+            per_seed[lib].append({"seed": seed, **result})
+            shown = f"{result['steps']} steps, {result['train_seconds']:.1f} s" if result["steps"] else "not reached"
+            print(f"  seed {seed} {lib}: {shown}", flush=True)
+    summary: dict[str, Any] = {}
+    for lib, rows in per_seed.items():
+        # A seed that never reaches the target counts as the budget (a lower bound) for the median.
+        steps = [r["steps"] if r["steps"] else args.solve_budget for r in rows]
+        seconds = [r["train_seconds"] if r["steps"] else r["total_train_seconds"] for r in rows]
+        summary[lib] = {"median_steps": statistics.median(steps), "median_train_seconds": statistics.median(seconds),
+                        "reached": sum(1 for r in rows if r["steps"]), "seeds": rows}
+    return summary
+
+
+def print_solve(summary: dict[str, Any], args: argparse.Namespace) -> None:
+    libs = list(summary)
+    print(f"\nCartPole-v1: first deterministic evaluation ({args.eval_episodes} episodes every {args.eval_freq} "
+          f"steps) with mean return >= {args.target}; seconds exclude evaluation.\n")
+    print("| seed | " + " | ".join(f"{lib} steps | {lib} s" for lib in libs) + " |")
+    print("|---|" + "---:|---:|" * len(libs))
+    for i in range(len(summary[libs[0]]["seeds"])):
+        cells = []
+        for lib in libs:
+            row = summary[lib]["seeds"][i]
+            cells += [f"{row['steps']:,}", f"{row['train_seconds']:.1f}"] if row["steps"] else ["not reached", "-"]
+        print(f"| {i} | " + " | ".join(cells) + " |")
+    cells = []
+    for lib in libs:
+        s = summary[lib]
+        cells += [f"**{s['median_steps']:,.0f}**", f"**{s['median_train_seconds']:.1f}**"]
+    print("| median | " + " | ".join(cells) + " |")
+
+
+# ---------------------------------------------------------------- long runs
+def long_run(env_id: str, args: argparse.Namespace) -> dict[str, Any]:
+    per_seed: dict[str, list[dict[str, Any]]] = {lib: [] for lib in args.libs}
+    for seed in range(args.long_seeds):
+        for lib in args.libs:
+            started = time.perf_counter()
+            if lib == "acrl":
+                agent = acrl_agent(env_id, seed, args.long_steps)
+                agent.learn(progress=False)
+                predictor: Any = agent
+            else:
+                model, vecnorm = sb3_model(env_id, seed)
+                model.learn(total_timesteps=args.long_steps)
+                predictor = SB3Predictor(model, vecnorm)
+            seconds = time.perf_counter() - started
+            result = evaluate(predictor, env_id, args.long_eval_episodes, deterministic=True,
+                              seed=seed + EVAL_SEED_OFFSET)
+            per_seed[lib].append({"seed": seed, "train_seconds": seconds, **result})
+            extra = f", y displacement {result['y_displacement_mean']:.2f} m" if "y_displacement_mean" in result else ""
+            print(f"  {env_id} seed {seed} {lib}: return {result['return_mean']:.1f} "
+                  f"+- {result['return_std']:.1f}{extra} ({seconds / 60:.0f} min)", flush=True)
+    summary: dict[str, Any] = {}
+    for lib, rows in per_seed.items():
+        summary[lib] = {"mean_return": float(np.mean([r["return_mean"] for r in rows])), "seeds": rows}
+        if rows and "y_displacement_mean" in rows[0]:
+            summary[lib]["mean_y_displacement"] = float(np.mean([r["y_displacement_mean"] for r in rows]))
+    return summary
+
+
+def print_long(env_id: str, summary: dict[str, Any], args: argparse.Namespace) -> None:
+    directional = any("mean_y_displacement" in s for s in summary.values())
+    print(f"\n{env_id} after {args.long_steps:,} steps: final deterministic evaluation "
+          f"({args.long_eval_episodes} episodes), mean +- std over episodes.\n")
+    header = "| seed | " + " | ".join(f"{lib} return" + (f" | {lib} y (m)" if directional else "") for lib in summary)
+    print(header + " |")
+    print("|---|" + ("---:|---:|" if directional else "---:|") * len(summary))
+    for i in range(args.long_seeds):
+        cells = []
+        for lib in summary:
+            row = summary[lib]["seeds"][i]
+            cells.append(f"{row['return_mean']:.1f} +- {row['return_std']:.1f}")
+            if directional:
+                cells.append(f"{row['y_displacement_mean']:.2f}")
+        print(f"| {i} | " + " | ".join(cells) + " |")
+
+
+# ---------------------------------------------------------------- bookkeeping
+def machine_info() -> dict[str, Any]:
+    cpu = platform.processor()
+    try:
+        cpu = next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                   if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    import mujoco
+    import stable_baselines3
+
+    return {"platform": platform.platform(), "cpu": cpu, "cores": os.cpu_count(),
+            "load_average": os.getloadavg() if hasattr(os, "getloadavg") else None,
+            "python": platform.python_version(), "torch": torch.__version__, "gymnasium": gym.__version__,
+            "mujoco": mujoco.__version__, "stable_baselines3": stable_baselines3.__version__,
+            "acrl": acrl.__version__, "torch_threads": 1}
+
+
+def git_commit() -> dict[str, Any]:
+    def git(*cmd: str) -> str:
+        return subprocess.run(["git", *cmd], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    return {"commit": git("rev-parse", "HEAD") or None, "dirty": bool(git("status", "--porcelain", "--", "acrl"))}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--parts", nargs="*", choices=["throughput", "solve"], default=["throughput", "solve"])
+    parser.add_argument("--libs", nargs="+", choices=["acrl", "sb3"], default=["acrl", "sb3"])
+    parser.add_argument("--repeats", type=int, default=3, help="throughput runs per library (median)")
+    parser.add_argument("--cartpole-steps", type=int, default=20_480, help="steps per CartPole throughput run")
+    parser.add_argument("--ant-steps", type=int, default=6_144, help="steps per Ant throughput run")
+    parser.add_argument("--raw-steps", type=int, default=5_000, help="random-action steps per raw Ant run")
+    parser.add_argument("--seeds", type=int, default=5, help="seeds for the solve part")
+    parser.add_argument("--solve-budget", type=int, default=100_000, help="step budget (and LR schedule length)")
+    parser.add_argument("--eval-freq", type=int, default=2_048)
+    parser.add_argument("--eval-episodes", type=int, default=5)
+    parser.add_argument("--target", type=float, default=475.0)
+    parser.add_argument("--ant-long", action="store_true", help="Ant-v5 for --long-steps, --long-seeds seeds")
+    parser.add_argument("--ant-directional-long", action="store_true", help="the same on acrl/AntDirectional-v5")
+    parser.add_argument("--long-steps", type=int, default=1_000_000)
+    parser.add_argument("--long-seeds", type=int, default=3)
+    parser.add_argument("--long-eval-episodes", type=int, default=10)
+    parser.add_argument("--out", type=Path, default=RESULTS / "ppo_vs_sb3.json")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+
+    meta = {"date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+            **git_commit(), "machine": machine_info()}
+    parts: dict[str, Any] = {}
+    if "throughput" in args.parts:
+        print("throughput (evaluation off)", flush=True)
+        parts["throughput"] = throughput(args)
+        print_throughput(parts["throughput"])
+    if "solve" in args.parts:
+        print(f"\nCartPole-v1 to {args.target}", flush=True)
+        parts["solve"] = solve(args)
+        print_solve(parts["solve"], args)
+    for flag, env_id in ((args.ant_long, "Ant-v5"), (args.ant_directional_long, "acrl/AntDirectional-v5")):
+        if flag:
+            print(f"\n{env_id}, {args.long_steps:,} steps", flush=True)
+            parts[f"long {env_id}"] = long_run(env_id, args)
+            print_long(env_id, parts[f"long {env_id}"], args)
+
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    previous = json.loads(args.out.read_text()) if args.out.exists() else {}
+    meta["machine"]["load_average_end"] = os.getloadavg() if hasattr(os, "getloadavg") else None
+    merged = {**meta, "parts": {**previous.get("parts", {}),
+                                **{name: {**meta, "args": {k: str(v) for k, v in vars(args).items()},
+                                          "results": result} for name, result in parts.items()}}}
+    tmp = args.out.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(merged, indent=2, default=float) + "\n")
+    os.replace(tmp, args.out)
+    print(f"\nwrote {args.out.relative_to(ROOT) if args.out.is_relative_to(ROOT) else args.out}")
+
+
+if __name__ == "__main__":
+    main()
