@@ -155,14 +155,7 @@ class Agent:
             TrainingError: a loss, statistic or parameter became NaN or infinite; the message
                 names the step and the quantity. The last good checkpoint is kept.
         """
-        if total_steps is not None:
-            if total_steps <= 0:
-                raise InputError(f"total_steps must be > 0, got {total_steps}.")
-            self.total_steps = total_steps
-        run_dir = Path(run_dir) if run_dir is not None else None
-        if run_dir is not None:
-            self._write_config(run_dir)
-        torch.set_num_threads(self.config.torch_threads)
+        run_dir = self._start_learning(total_steps, run_dir)
         logger = Logger(run_dir, self.total_steps, start_step=self.num_steps, progress=progress)
         cfg = self.config
         try:
@@ -181,6 +174,22 @@ class Agent:
         finally:
             logger.close()
         return self
+
+    def _start_learning(self, total_steps: int | None, run_dir: str | Path | None) -> Path | None:
+        """Set the budget, write config.yaml and set torch's threads: the start of every `learn`.
+
+        Raises:
+            InputError: total_steps <= 0.
+        """
+        if total_steps is not None:
+            if total_steps <= 0:
+                raise InputError(f"total_steps must be > 0, got {total_steps}.")
+            self.total_steps = total_steps
+        run_dir = Path(run_dir) if run_dir is not None else None
+        if run_dir is not None:
+            self._write_config(run_dir)
+        torch.set_num_threads(self.config.torch_threads)
+        return run_dir
 
     def _evaluate_and_keep_best(self, run_dir: Path | None) -> dict[str, float]:
         result = self.evaluate()

@@ -602,15 +602,8 @@ class A3C(Agent):
             KeyboardInterrupt: Ctrl-C or SIGTERM, after stopping the workers and writing
                 checkpoints/latest.pt.
         """
-        if total_steps is not None:
-            if total_steps <= 0:
-                raise InputError(f"total_steps must be > 0, got {total_steps}.")
-            self.total_steps = total_steps
-        run_dir = Path(run_dir) if run_dir is not None else None
-        if run_dir is not None:
-            self._write_config(run_dir)
+        run_dir = self._start_learning(total_steps, run_dir)
         started = time.perf_counter()
-        torch.set_num_threads(self.config.torch_threads)
         ctx = mp.get_context(self.config.start_method)
         shared = self._shared_state(ctx)
         workers: list[Any] = []
