@@ -169,7 +169,7 @@ def build_agent(args: Train):
     config = cls.config_class()
     env_id = args.env or config.env_id
     if args.env is None and args.dataset is not None:  # the preset of the dataset's own environment
-        from acrl.algos.ddpg import dataset_env_id
+        from acrl.datasets import dataset_env_id
 
         env_id = dataset_env_id(args.dataset) or env_id
     values, preset = preset_values(args.algo, env_id, args.preset)

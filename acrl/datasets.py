@@ -566,3 +566,23 @@ def collect_transitions(
     return OfflineDataset(
         observations, actions, rewards, next_observations, terminals, timeouts, attrs
     )
+
+
+def dataset_env_id(path: str | Path) -> str | None:
+    """The `env_id` attribute of an HDF5 dataset, if it names a registered environment.
+
+    Raises:
+        InputError: the file is missing or not HDF5.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"dataset file '{path}' does not exist; create one with `acrl collect` "
+                         "or pass the path of an existing HDF5 dataset.")
+    try:
+        with h5py.File(path, "r") as f:
+            env_id = f.attrs.get("env_id")
+    except OSError as err:
+        raise InputError(f"{path}: not a readable HDF5 file ({err}).") from None
+    if isinstance(env_id, bytes):
+        env_id = env_id.decode()
+    return env_id if isinstance(env_id, str) and env_id in gym.registry else None

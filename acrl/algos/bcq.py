@@ -49,10 +49,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from acrl.agent import Agent
-from acrl.algos.ddpg import dataset_env_id
 from acrl.buffers import ReplayBuffer
 from acrl.config import RunConfig, in_unit_interval, positive
-from acrl.datasets import load_dataset
+from acrl.datasets import dataset_env_id, load_dataset
 from acrl.envs import EnvSpec
 from acrl.errors import InputError
 from acrl.nets import TwinQ, mlp

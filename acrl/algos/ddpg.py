@@ -48,7 +48,6 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import gymnasium as gym
-import h5py
 import numpy as np
 import torch
 from torch import nn
@@ -56,7 +55,7 @@ from torch import nn
 from acrl.agent import Agent
 from acrl.buffers import ReplayBuffer
 from acrl.config import RunConfig, in_unit_interval, positive
-from acrl.datasets import load_dataset
+from acrl.datasets import dataset_env_id, load_dataset
 from acrl.envs import EnvSpec, make_vec_env
 from acrl.errors import InputError
 from acrl.nets import DeterministicActor, QNet, TwinQ
@@ -163,26 +162,6 @@ def smooth_target_actions(actions: torch.Tensor, policy_noise: float, noise_clip
     """
     noise = (torch.randn_like(actions) * policy_noise).clamp(-noise_clip, noise_clip)
     return (actions + noise).clamp(-1.0, 1.0)
-
-
-def dataset_env_id(path: str | Path) -> str | None:
-    """The `env_id` attribute of an HDF5 dataset, if it names a registered environment.
-
-    Raises:
-        InputError: the file is missing or not HDF5.
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise InputError(f"dataset file '{path}' does not exist; create one with `acrl collect` "
-                         "or pass the path of an existing HDF5 dataset.")
-    try:
-        with h5py.File(path, "r") as f:
-            env_id = f.attrs.get("env_id")
-    except OSError as err:
-        raise InputError(f"{path}: not a readable HDF5 file ({err}).") from None
-    if isinstance(env_id, bytes):
-        env_id = env_id.decode()
-    return env_id if isinstance(env_id, str) and env_id in gym.registry else None
 
 
 class DDPG(Agent):
