@@ -164,7 +164,8 @@ class Agent:
                 metrics = self._iteration()
                 metrics["time/fps"] = (self.num_steps - before) / max(time.perf_counter() - started, 1e-9)
                 self._check_finite(metrics)
-                if cfg.eval_freq and self.num_steps // cfg.eval_freq > before // cfg.eval_freq:
+                eval_due = cfg.eval_freq and self.num_steps // cfg.eval_freq > before // cfg.eval_freq
+                if eval_due or (run_dir is not None and self.num_steps >= self.total_steps):  # the final one
                     metrics.update(self._evaluate_and_keep_best(run_dir))
                 logger.log(self.num_steps, metrics)
                 if run_dir is not None and self.num_steps // cfg.checkpoint_freq > before // cfg.checkpoint_freq:

@@ -199,8 +199,10 @@ def resume(args: Resume) -> None:
 
     run_dir = Path(args.run_dir)
     agent = Agent.load(run_dir / "checkpoints" / "latest.pt")
-    if args.total_steps is not None and args.total_steps <= agent.num_steps:
-        raise InputError(f"--total-steps {args.total_steps} is not beyond the checkpoint's step {agent.num_steps}.")
+    budget = args.total_steps if args.total_steps is not None else agent.total_steps
+    if budget <= agent.num_steps:
+        raise InputError(f"the run is at step {agent.num_steps} of its budget {agent.total_steps}; nothing to "
+                         f"resume. Pass --total-steps N with N > {agent.num_steps} to train further.")
     print(f"resuming {agent.algo} on {agent.config.env_id} at step {agent.num_steps}", file=sys.stderr)
     agent.learn(total_steps=args.total_steps, run_dir=run_dir, progress=args.progress)
     report(run_dir)
@@ -232,6 +234,8 @@ def evaluate(args: Evaluate) -> None:
 def plot(args: Plot) -> None:
     from acrl.plotting import plot_runs
 
+    if not args.run_dirs:
+        raise InputError("acrl plot needs at least one run directory, e.g. acrl plot runs/ppo-CartPole-v1-s0-*.")
     print(plot_runs(args.run_dirs, args.out))
 
 

@@ -136,7 +136,7 @@ def update_config(config: RunConfig, values: dict[str, Any], origin: str) -> Run
 
 
 def parse_set_options(options: list[str]) -> dict[str, Any]:
-    """Parse CLI `--set key=value` strings; values are read as YAML (`0.2`, `true`, `[64, 64]`).
+    """Parse CLI `--set key=value` strings; values are read as YAML (`0.2`, `3e-4`, `true`, `[64, 64]`).
 
     Raises:
         InputError: an option without `=`.
@@ -147,9 +147,16 @@ def parse_set_options(options: list[str]) -> dict[str, Any]:
         if not sep or not key:
             raise InputError(f"--set expects key=value (for example --set clip_range=0.1), got {option!r}.")
         try:
-            values[key.strip()] = yaml.safe_load(raw)
-        except yaml.YAMLError as exc:
-            raise InputError(f"--set {option!r}: the value is not valid YAML ({exc}).") from None
+            value = yaml.safe_load(raw)
+        except yaml.YAMLError:
+            raise InputError(f"--set {option!r}: the value is not valid YAML; quote strings and write lists "
+                             "as [64, 64].") from None
+        if isinstance(value, str):  # YAML 1.1 reads 3e-4 (no dot) as a string; Python reads it as a number
+            try:
+                value = float(value)
+            except ValueError:
+                pass
+        values[key.strip()] = value
     return values
 
 

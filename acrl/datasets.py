@@ -256,6 +256,9 @@ def save_dataset(path: str | os.PathLike, dataset: OfflineDataset) -> None:
             for name, value in dataset.attrs.items():
                 if value is not None:
                     f.attrs[name] = value
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes the file owner-only; give it ordinary permissions
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

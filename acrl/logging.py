@@ -29,7 +29,7 @@ class Logger:
     """
 
     def __init__(self, run_dir: str | Path | None, total_steps: int, start_step: int = 0, progress: bool = True):
-        self.rows: list[dict[str, float]] = []
+        self.rows: list[dict[str, float | int]] = []
         self.columns: list[str] = ["step"]
         self.csv_path = self.writer = None
         if run_dir is not None:
@@ -38,8 +38,8 @@ class Logger:
                 with self.csv_path.open() as f:
                     reader = csv.DictReader(f)
                     self.columns = list(reader.fieldnames or ["step"])
-                    self.rows = [{k: float(v) for k, v in row.items() if v != ""} for row in reader
-                                 if float(row["step"]) <= start_step]
+                    self.rows = [{k: int(float(v)) if k == "step" else float(v) for k, v in row.items() if v != ""}
+                                 for row in reader if float(row["step"]) <= start_step]
                 self._rewrite()
             from torch.utils.tensorboard import SummaryWriter
             self.writer = SummaryWriter(str(run_dir), purge_step=start_step or None)
@@ -49,7 +49,7 @@ class Logger:
 
     def log(self, step: int, metrics: dict[str, float]) -> None:
         """Record `metrics` at `step`: one CSV row, TensorBoard scalars, progress-bar update."""
-        row = {"step": float(step), **{k: float(v) for k, v in metrics.items()}}
+        row = {"step": int(step), **{k: float(v) for k, v in metrics.items()}}
         self.rows.append(row)
         if self.csv_path is not None:
             new = [k for k in row if k not in self.columns]

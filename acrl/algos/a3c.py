@@ -578,6 +578,21 @@ class A3C(Agent):
     def _policy_action(self, obs: torch.Tensor, deterministic: bool) -> np.ndarray:
         return self.model.sample(obs, deterministic).numpy()
 
+    def _evaluate_and_keep_best(self, run_dir: Path | None) -> dict[str, float]:
+        """Evaluate, and keep as best.pt, a frozen copy of the global model and normaliser.
+
+        The workers keep updating the shared model during evaluation; without the copy the
+        weights scored and the weights saved would differ.
+        """
+        live = self.model, self.obs_normalizer
+        self.model, self.obs_normalizer = copy.deepcopy(self.model), copy.deepcopy(self.obs_normalizer)
+        self.nets = {"model": self.model}
+        try:
+            return super()._evaluate_and_keep_best(run_dir)
+        finally:
+            self.model, self.obs_normalizer = live
+            self.nets = {"model": self.model}
+
     def _extra_state(self) -> dict[str, Any]:
         return {"episode_returns": list(self.episode_returns), "episode_lengths": list(self.episode_lengths),
                 "updates": self.updates}
