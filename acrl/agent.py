@@ -77,6 +77,7 @@ class Agent:
         self.discrete = isinstance(self.action_space, gym.spaces.Discrete)
         self.act_dim = int(self.action_space.n) if self.discrete else int(self.action_space.shape[0])
         self.action_adapter = ActionAdapter(self.action_space)
+        torch.set_num_threads(self.config.torch_threads)  # also before init: QR (orthogonal init) depends on it
         seed_everything(self.config.seed)
         self.rng = np.random.default_rng(self.config.seed)
         self.num_steps = 0

@@ -30,6 +30,7 @@ from acrl.envs import make_vec_env
 from acrl.errors import InputError
 from acrl.nets import CategoricalActor, GaussianActor, ValueNet
 from acrl.normalization import ObservationNormalizer, RewardScaler
+from acrl.optim import clip_grad_norm
 from acrl.returns import gae
 
 
@@ -100,27 +101,6 @@ class PPOConfig(RunConfig):
             raise InputError(f"hidden_sizes must be positive layer widths, got {list(self.hidden_sizes)}.")
         if self.ent_coef < 0 or self.vf_coef < 0 or self.critic_weight_decay < 0:
             raise InputError("ent_coef, vf_coef and critic_weight_decay must be >= 0.")
-
-
-def _clip_grad_norm(params: list[nn.Parameter], max_norm: float) -> torch.Tensor:
-    """Scale gradients in place so that their global L2 norm is at most `max_norm`.
-
-    The arithmetic of `torch.nn.utils.clip_grad_norm_` (global norm of all gradients, scaled by
-    min(1, max_norm / (norm + 1e-6)); Pascanu et al. 2013) without its per-call grouping of the
-    tensors by device and dtype, which costs more than the arithmetic on PPO's small networks.
-
-    Args:
-        params: float32 parameters on one device; those without a gradient are skipped.
-        max_norm: the largest global norm allowed, > 0.
-    Returns:
-        The global norm before clipping, a 0-d float32 tensor (0 when no parameter has a gradient).
-    """
-    grads = [p.grad for p in params if p.grad is not None]
-    if not grads:
-        return torch.zeros(())
-    norm = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads)))
-    torch._foreach_mul_(grads, (max_norm / (norm + 1e-6)).clamp(max=1.0))
-    return norm
 
 
 class PPO(Agent):
@@ -246,7 +226,7 @@ class PPO(Agent):
                 loss = loss - cfg.ent_coef * entropy_mean
             self.optimizer.zero_grad(set_to_none=True)
             loss.backward()
-            _clip_grad_norm(params, cfg.max_grad_norm)
+            clip_grad_norm(params, cfg.max_grad_norm)
             self.optimizer.step()
             with torch.no_grad():
                 clip_fraction = ((ratio - 1).abs() > cfg.clip_range).float().mean()
