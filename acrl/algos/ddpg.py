@@ -263,6 +263,10 @@ class DDPG(Agent):
         """`Agent.learn`; an offline agent loads (and checks) its dataset first, before any file is written."""
         if self.offline:
             self.load_data()
+        elif (total_steps or self.total_steps) <= self.config.start_steps:
+            warnings.warn(f"total_steps {total_steps or self.total_steps} <= start_steps {self.config.start_steps}: "
+                          "every action will be uniformly random and no gradient update will happen. Train "
+                          "longer or lower start_steps (--set start_steps=1000).", stacklevel=2)
         super().learn(total_steps, run_dir, progress)
         return self
 
