@@ -1,4 +1,4 @@
-"""Optimizers with shared state for A3C, target-network updates and learning-rate schedules.
+"""Optimizers with shared state for A3C, target-network updates and gradient-norm clipping.
 
 What is here:
 
@@ -7,7 +7,7 @@ What is here:
   worker process updates the same statistics (Mnih et al. 2016).
 - `polyak_update` and `hard_update`: soft and exact in-place updates of target networks
   (Lillicrap et al. 2016; Fujimoto et al. 2019).
-- `linear_schedule`: a value annealed linearly over training, e.g. a learning rate.
+- `clip_grad_norm`: global gradient-norm clipping with fewer small ops than torch's (Pascanu et al. 2013).
 
 Why the shared optimizers exist. torch's optimizers create their state lazily, at the first
 `step()`. In A3C the workers step the optimizer, so each worker would create its own private
@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -35,11 +34,9 @@ from torch import nn
 from acrl.errors import InputError
 
 __all__ = [
-    "LinearSchedule",
     "SharedAdam",
     "SharedRMSprop",
     "hard_update",
-    "linear_schedule",
     "polyak_update",
 ]
 
@@ -343,54 +340,6 @@ def hard_update(target: nn.Module, source: nn.Module) -> None:
     for kind in ("parameters", "buffers"):
         for t, s in zip(*_paired_tensors(target, source, kind), strict=True):
             t.copy_(s)
-
-
-# --------------------------------------------------------------------------------------------
-# Schedules
-# --------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class LinearSchedule:
-    """A value that moves linearly from `start` to `end` as training progresses.
-
-    Call it with `progress`, the fraction of training done (0 at the start, 1 at the end):
-    value = start + progress * (end - start), computed as (1 - progress) * start + progress * end
-    so that both ends are exact. Progress outside [0, 1] is clamped (a run that overshoots its
-    budget by a step keeps the final value). A dataclass rather than a closure so that it can be
-    pickled into "spawn" worker processes and printed in logs.
-
-    Raises (on call):
-        InputError: progress is NaN.
-    """
-
-    start: float
-    end: float = 0.0
-
-    def __call__(self, progress: float) -> float:
-        if math.isnan(progress):
-            raise InputError("progress must be a number in [0, 1], got nan")
-        progress = min(max(float(progress), 0.0), 1.0)
-        return (1.0 - progress) * self.start + progress * self.end
-
-
-def linear_schedule(start: float, end: float = 0.0) -> LinearSchedule:
-    """Return `f(progress) -> value`, annealing linearly from `start` (progress 0) to `end` (1).
-
-    `progress` is the fraction of training done, in [0, 1] (values outside are clamped); the
-    value is start + progress * (end - start), in the units of `start` (e.g. a learning rate).
-    This is the opposite convention to Stable-Baselines3's `progress_remaining` (1 -> 0).
-
-    Sources: Mnih et al. 2016 (A3C), supplementary experimental setup: learning rates annealed
-    linearly to 0 over training; Schulman et al. 2017 (PPO), Table 5: the learning rate and
-    clipping range multiplied by alpha, linearly annealed from 1 to 0 (Atari).
-
-    Raises:
-        InputError: start or end is not a finite number.
-    """
-    _check_number("start", start, -math.inf, math.inf, low_open=True)
-    _check_number("end", end, -math.inf, math.inf, low_open=True)
-    return LinearSchedule(float(start), float(end))
 
 
 def clip_grad_norm(params: list[torch.Tensor], max_norm: float) -> torch.Tensor:

@@ -5,7 +5,6 @@ never from the code under test.
 """
 
 import copy
-import math
 
 import pytest
 import torch
@@ -17,7 +16,6 @@ from acrl.optim import (
     SharedAdam,
     SharedRMSprop,
     hard_update,
-    linear_schedule,
     polyak_update,
 )
 
@@ -309,19 +307,3 @@ def test_hard_update_makes_exact_copies_in_place():
     with torch.no_grad():
         next(source.parameters()).add_(1.0)
     assert not torch.equal(next(target.parameters()), next(source.parameters()))  # a copy
-
-
-def test_linear_schedule_hand_values_and_clamping():
-    schedule = linear_schedule(3e-4)  # to 0
-    assert schedule(0.0) == 3e-4
-    assert math.isclose(schedule(0.5), 1.5e-4)
-    assert schedule(1.0) == 0.0
-    assert schedule(-0.5) == 3e-4 and schedule(2.0) == 0.0  # clamped to [0, 1]
-    rising = linear_schedule(0.1, 0.9)
-    assert math.isclose(rising(0.25), 0.3)
-    assert rising(1.0) == 0.9
-    assert isinstance(rising(0.5), float)
-    with pytest.raises(InputError):
-        schedule(float("nan"))
-    with pytest.raises(InputError):
-        linear_schedule(float("inf"))
