@@ -10,11 +10,16 @@ happens in worker processes, and reuses the rest.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 import random
+import signal
+import sys
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -152,25 +157,35 @@ class Agent:
         new best evaluation, then learning_curve.png and eval.json (the best checkpoint's
         evaluation) at the end. A resumed agent continues from its own `num_steps`.
 
+        A Ctrl-C or SIGTERM (in the main thread) stops training at the end of the current
+        iteration, where checkpoints/latest.pt is written, so that `acrl resume` continues
+        from an iteration boundary; a second one stops at once.
+
         Raises:
             TrainingError: a loss, statistic or parameter became NaN or infinite; the message
                 names the step and the quantity. The last good checkpoint is kept.
+            KeyboardInterrupt: after a Ctrl-C or SIGTERM, once that iteration (and with a
+                run_dir, its checkpoint) is done.
         """
         run_dir = self._start_learning(total_steps, run_dir)
         logger = Logger(run_dir, self.total_steps, start_step=self.num_steps, progress=progress)
         cfg = self.config
         try:
-            while self.num_steps < self.total_steps:
-                before, started = self.num_steps, time.perf_counter()
-                metrics = self._iteration()
-                metrics["time/fps"] = (self.num_steps - before) / max(time.perf_counter() - started, 1e-9)
-                self._check_finite(metrics)
-                eval_due = cfg.eval_freq and self.num_steps // cfg.eval_freq > before // cfg.eval_freq
-                if eval_due or (run_dir is not None and self.num_steps >= self.total_steps):  # the final one
-                    metrics.update(self._evaluate_and_keep_best(run_dir))
-                logger.log(self.num_steps, metrics)
-                if run_dir is not None and self.num_steps // cfg.checkpoint_freq > before // cfg.checkpoint_freq:
-                    self.save(run_dir / "checkpoints" / "latest.pt")
+            with _stop_after_iteration() as stop:
+                while self.num_steps < self.total_steps:
+                    before, started = self.num_steps, time.perf_counter()
+                    metrics = self._iteration()
+                    metrics["time/fps"] = (self.num_steps - before) / max(time.perf_counter() - started, 1e-9)
+                    self._check_finite(metrics)
+                    eval_due = cfg.eval_freq and self.num_steps // cfg.eval_freq > before // cfg.eval_freq
+                    if eval_due or (run_dir is not None and self.num_steps >= self.total_steps):  # the final one
+                        metrics.update(self._evaluate_and_keep_best(run_dir))
+                    logger.log(self.num_steps, metrics)
+                    checkpoint_due = self.num_steps // cfg.checkpoint_freq > before // cfg.checkpoint_freq
+                    if run_dir is not None and (checkpoint_due or stop):
+                        self.save(run_dir / "checkpoints" / "latest.pt")
+                    if stop:
+                        raise KeyboardInterrupt(f"{stop[0]} at step {self.num_steps}")
             if run_dir is not None:
                 self._finish_run(run_dir, logger)
         finally:
@@ -186,10 +201,10 @@ class Agent:
         if total_steps is not None:
             if total_steps <= 0:
                 raise InputError(f"total_steps must be > 0, got {total_steps}.")
-            self.total_steps = total_steps
+            self.total_steps = self.config.total_steps = total_steps
         run_dir = Path(run_dir) if run_dir is not None else None
         if run_dir is not None:
-            self._write_config(run_dir)
+            self.write_config(run_dir)
         torch.set_num_threads(self.config.torch_threads)
         return run_dir
 
@@ -226,14 +241,14 @@ class Agent:
                     raise TrainingError(f"step {self.num_steps}: parameter {net_name}.{name} is not finite; "
                                         "stopping. The last good checkpoint is kept.")
 
-    def _write_config(self, run_dir: Path) -> None:
+    def write_config(self, run_dir: Path) -> None:
+        """Write run_dir/config.yaml (algorithm and full config, atomically), creating run_dir."""
         run_dir.mkdir(parents=True, exist_ok=True)
-        path = run_dir / "config.yaml"
-        if not path.exists():
-            text = yaml.safe_dump({"algo": self.algo, "config": self.config.to_dict()}, sort_keys=False)
-            tmp = path.with_suffix(".yaml.tmp")
-            tmp.write_text(text)
-            os.replace(tmp, path)
+        path = run_dir / "config.yaml"  # rewritten by a resume: its total_steps is the new budget
+        text = yaml.safe_dump({"algo": self.algo, "config": self.config.to_dict()}, sort_keys=False)
+        tmp = path.with_suffix(".yaml.tmp")
+        tmp.write_text(text)
+        os.replace(tmp, path)
 
     # ----------------------------------------------------------------- checkpoints
     def state_dict(self) -> dict[str, Any]:
@@ -300,6 +315,36 @@ class Agent:
         agent.load_state_dict(payload["state"])
         set_rng_state(payload["rng"], agent.rng)
         return agent
+
+
+@contextlib.contextmanager
+def _stop_after_iteration() -> Iterator[list[str]]:
+    """Defer Ctrl-C and SIGTERM to the end of the current training iteration.
+
+    Yields a list that the first signal appends its name to (the learn loop checks it after
+    each iteration, saves and raises KeyboardInterrupt); a second signal raises
+    KeyboardInterrupt at once. Outside the main thread, where Python cannot install signal
+    handlers, signals keep their usual behaviour.
+    """
+    received: list[str] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield received
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        name = signal.Signals(signum).name
+        if received:
+            raise KeyboardInterrupt(f"second {name}")
+        received.append(name)
+        print(f"\nacrl: {name}: stopping at the end of this iteration (checkpoints/latest.pt is written "
+              "there); send it again to stop at once.", file=sys.stderr, flush=True)
+
+    previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield received
+    finally:
+        for s, old in previous.items():
+            signal.signal(s, old)
 
 
 def write_json_atomic(path: Path, data: dict[str, Any]) -> None:

@@ -189,6 +189,8 @@ def train(args: Train) -> None:
     if (run_dir / "checkpoints").exists():
         raise InputError(f"{run_dir} already holds a run; continue it with `acrl resume {run_dir}` "
                          "or choose another --run-dir.")
+    if getattr(cfg, "dataset", None) is not None:
+        agent.load_data()  # an offline agent checks its dataset before the run is announced
     print(f"training {args.algo} on {cfg.env_id} -> {run_dir}", file=sys.stderr)
     agent.learn(run_dir=run_dir, progress=args.progress)
     report(run_dir)

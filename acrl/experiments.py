@@ -37,7 +37,6 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
-import yaml  # noqa: E402
 
 from acrl import __version__  # noqa: E402
 from acrl.agent import Agent, write_json_atomic  # noqa: E402
@@ -84,12 +83,6 @@ def experiment_defaults(env_id: str) -> dict[str, int]:
     return {"steps_behavioral": ddpg.total_steps, "updates": bcq.total_steps, "eval_freq": bcq.eval_freq}
 
 
-def _write_config(agent: Agent, run_dir: Path) -> None:
-    run_dir.mkdir(parents=True, exist_ok=True)
-    text = yaml.safe_dump({"algo": agent.algo, "config": agent.config.to_dict()}, sort_keys=False)
-    (run_dir / "config.yaml").write_text(text)
-
-
 def _check_out(out_dir: Path) -> None:
     if out_dir.exists() and any(out_dir.iterdir()):
         raise InputError(f"{out_dir} already holds files; choose another --out (experiments never overwrite).")
@@ -130,7 +123,7 @@ class _Tracked:
 
     def __init__(self, name: str, agent: Agent, run_dir: Path, total: int, progress: bool):
         self.name, self.agent, self.run_dir = name, agent, run_dir
-        _write_config(agent, run_dir)
+        agent.write_config(run_dir)
         self.logger = Logger(run_dir, total, progress=progress)
         self.curve: list[tuple[int, float]] = []
         self.stats: dict[str, list[float]] = {}

@@ -13,7 +13,9 @@ Parts (choose with --parts; the long ones only with their flags):
 - --ant-long / --ant-directional-long: train Ant-v5 / acrl/AntDirectional-v5 for --long-steps
   steps with --long-seeds seeds each, then report the final deterministic evaluation
   (--long-eval-episodes episodes; for AntDirectional also the y displacement per episode, m).
-  Hours on a small machine.
+  acrl trains in --long-dir/<env>-s<seed> run directories (the preset's evaluations and
+  checkpoints): a rerun resumes an interrupted run and reuses a finished one. Hours on a small
+  machine; the results file is rewritten after every seed.
 
 Same hyperparameters: acrl's preset for the environment; SB3 gets n_steps, batch_size, n_epochs,
 gamma, gae_lambda, learning_rate (a linear schedule to 0 when the preset anneals it), clip_range
@@ -296,15 +298,36 @@ def print_solve(summary: dict[str, Any], args: argparse.Namespace) -> None:
 
 
 # ---------------------------------------------------------------- long runs
-def long_run(env_id: str, args: argparse.Namespace) -> dict[str, Any]:
+def acrl_long_run(env_id: str, seed: int, args: argparse.Namespace) -> PPO:
+    """Train (or resume, or reuse) acrl PPO in runs/bench-long/<env>-s<seed>; returns the final agent.
+
+    The run directory keeps the preset's evaluations (the learning curve) and a latest
+    checkpoint every `checkpoint_freq` steps, so an interrupted long run resumes where it stopped.
+    """
+    from acrl.agent import Agent
+
+    run_dir = args.long_dir / f"{env_id.replace('/', '_')}-s{seed}"
+    latest = run_dir / "checkpoints" / "latest.pt"
+    if latest.exists():
+        agent = Agent.load(latest)
+        if agent.num_steps < args.long_steps:
+            print(f"  resuming {run_dir} at step {agent.num_steps:,}", flush=True)
+            agent.learn(total_steps=args.long_steps, run_dir=run_dir, progress=False)
+        return agent
+    values, _ = preset_values("ppo", env_id, None)
+    values.update(seed=seed, total_steps=args.long_steps, torch_threads=1)
+    return PPO(env_id, **values).learn(run_dir=run_dir, progress=False)
+
+
+def long_run(env_id: str, args: argparse.Namespace, save: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+    """Train each library for --long-steps per seed and evaluate the final policy; `save` gets the partial summary."""
     per_seed: dict[str, list[dict[str, Any]]] = {lib: [] for lib in args.libs}
+    summary: dict[str, Any] = {}
     for seed in range(args.long_seeds):
         for lib in args.libs:
             started = time.perf_counter()
             if lib == "acrl":
-                agent = acrl_agent(env_id, seed, args.long_steps)
-                agent.learn(progress=False)
-                predictor: Any = agent
+                predictor: Any = acrl_long_run(env_id, seed, args)
             else:
                 model, vecnorm = sb3_model(env_id, seed)
                 model.learn(total_timesteps=args.long_steps)
@@ -316,11 +339,12 @@ def long_run(env_id: str, args: argparse.Namespace) -> dict[str, Any]:
             extra = f", y displacement {result['y_displacement_mean']:.2f} m" if "y_displacement_mean" in result else ""
             print(f"  {env_id} seed {seed} {lib}: return {result['return_mean']:.1f} "
                   f"+- {result['return_std']:.1f}{extra} ({seconds / 60:.0f} min)", flush=True)
-    summary: dict[str, Any] = {}
-    for lib, rows in per_seed.items():
-        summary[lib] = {"mean_return": float(np.mean([r["return_mean"] for r in rows])), "seeds": rows}
-        if rows and "y_displacement_mean" in rows[0]:
-            summary[lib]["mean_y_displacement"] = float(np.mean([r["y_displacement_mean"] for r in rows]))
+            for name, rows in per_seed.items():
+                summary[name] = {"mean_return": float(np.mean([r["return_mean"] for r in rows])) if rows else None,
+                                 "seeds": rows}
+                if rows and "y_displacement_mean" in rows[0]:
+                    summary[name]["mean_y_displacement"] = float(np.mean([r["y_displacement_mean"] for r in rows]))
+            save(summary)
     return summary
 
 
@@ -384,6 +408,8 @@ def main() -> None:
     parser.add_argument("--long-steps", type=int, default=1_000_000)
     parser.add_argument("--long-seeds", type=int, default=3)
     parser.add_argument("--long-eval-episodes", type=int, default=10)
+    parser.add_argument("--long-dir", type=Path, default=ROOT / "runs" / "bench-long",
+                        help="acrl's long runs live here (learning curves, checkpoints; resumed if present)")
     parser.add_argument("--out", type=Path, default=RESULTS / "ppo_vs_sb3.json")
     args = parser.parse_args()
     torch.set_num_threads(1)
@@ -391,29 +417,34 @@ def main() -> None:
     meta = {"date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
             **git_commit(), "machine": machine_info()}
     parts: dict[str, Any] = {}
+
+    def save(name: str, result: Any) -> None:
+        """Merge this part's result into --out (atomically), keeping earlier runs' other parts."""
+        parts[name] = result
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        previous = json.loads(args.out.read_text()) if args.out.exists() else {}
+        meta["machine"]["load_average_end"] = os.getloadavg() if hasattr(os, "getloadavg") else None
+        merged = {**meta, "parts": {**previous.get("parts", {}),
+                                    **{part: {**meta, "args": {k: str(v) for k, v in vars(args).items()},
+                                              "results": value} for part, value in parts.items()}}}
+        tmp = args.out.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(merged, indent=2, default=float) + "\n")
+        os.replace(tmp, args.out)
+
     if "throughput" in args.parts:
         print("throughput (evaluation off)", flush=True)
-        parts["throughput"] = throughput(args)
+        save("throughput", throughput(args))
         print_throughput(parts["throughput"])
     if "solve" in args.parts:
         print(f"\nCartPole-v1 to {args.target}", flush=True)
-        parts["solve"] = solve(args)
+        save("solve", solve(args))
         print_solve(parts["solve"], args)
     for flag, env_id in ((args.ant_long, "Ant-v5"), (args.ant_directional_long, "acrl/AntDirectional-v5")):
         if flag:
             print(f"\n{env_id}, {args.long_steps:,} steps", flush=True)
-            parts[f"long {env_id}"] = long_run(env_id, args)
-            print_long(env_id, parts[f"long {env_id}"], args)
-
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    previous = json.loads(args.out.read_text()) if args.out.exists() else {}
-    meta["machine"]["load_average_end"] = os.getloadavg() if hasattr(os, "getloadavg") else None
-    merged = {**meta, "parts": {**previous.get("parts", {}),
-                                **{name: {**meta, "args": {k: str(v) for k, v in vars(args).items()},
-                                          "results": result} for name, result in parts.items()}}}
-    tmp = args.out.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(merged, indent=2, default=float) + "\n")
-    os.replace(tmp, args.out)
+            name = f"long {env_id}"
+            long_run(env_id, args, lambda summary, name=name: save(name, summary))
+            print_long(env_id, parts[name], args)
     print(f"\nwrote {args.out.relative_to(ROOT) if args.out.is_relative_to(ROOT) else args.out}")
 
 

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import csv
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -166,6 +169,7 @@ def test_cli_train_evaluate_resume_plot(tmp_path):
     assert resumed.returncode == 0, resumed.stderr
     steps = [float(r["step"]) for r in metric_rows(run)]
     assert steps == sorted(set(steps)) and steps[-1] == 512
+    assert "total_steps: 512" in (run / "config.yaml").read_text()  # the resumed budget
     assert run_cli("plot", str(run), "--out", str(tmp_path / "c.png")).returncode == 0
     assert (tmp_path / "c.png").stat().st_size > 0
 
@@ -185,6 +189,31 @@ def test_cli_bad_input_exit_2_and_nothing_written(tmp_path, args, message):
     assert out.returncode == 2, out.stderr
     assert message in out.stderr and "Traceback" not in out.stderr
     assert not run.exists()
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_cli_signal_stops_at_an_iteration_boundary_with_a_checkpoint(tmp_path, signum):
+    run = tmp_path / "run"
+    proc = subprocess.Popen([sys.executable, "-m", "acrl", "train", "ppo", "--env", "CartPole-v1", "--total-steps",
+                             "10000000", "--run-dir", str(run), "--no-progress", "--set", "n_envs=2", "n_steps=64",
+                             "batch_size=64", "eval_freq=0"],
+                            env={**os.environ, "PYTHONPATH": str(ROOT)}, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and len(metric_rows(run) if (run / "metrics.csv").exists() else []) < 2:
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.1)
+        proc.send_signal(signum)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 130, stderr
+    assert "stopping at the end of this iteration" in stderr and "Traceback" not in stderr
+    agent = acrl.load(run / "checkpoints" / "latest.pt")
+    assert agent.num_steps > 0 and agent.num_steps % 128 == 0  # whole rollouts of 2 envs x 64 steps
+    assert int(float(metric_rows(run)[-1]["step"])) == agent.num_steps  # the log ends where the checkpoint is
 
 
 def test_cli_resume_without_checkpoint_and_corrupt_checkpoint(tmp_path):
