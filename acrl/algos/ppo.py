@@ -128,10 +128,14 @@ class PPO(Agent):
                                        cfg.log_std_init, cfg.log_std_min)
         self.critic = ValueNet(self.obs_dim, cfg.hidden_sizes, cfg.activation)
         self.nets = {"actor": self.actor, "critic": self.critic}
-        self.optimizer = torch.optim.Adam(
-            [{"params": self.actor.parameters()},
-             {"params": self.critic.parameters(), "weight_decay": cfg.critic_weight_decay}],
-            lr=cfg.learning_rate, eps=1e-5, fused=True)  # the same update as one kernel per group of tensors
+        # One Adam for both nets; fused: the update is one kernel per parameter group. The critic
+        # gets a group of its own only when it has weight decay (each group costs a kernel call).
+        self.params = [*self.actor.parameters(), *self.critic.parameters()]
+        groups: list[dict[str, Any]] = [{"params": self.params}]
+        if cfg.critic_weight_decay:
+            groups = [{"params": list(self.actor.parameters())},
+                      {"params": list(self.critic.parameters()), "weight_decay": cfg.critic_weight_decay}]
+        self.optimizer = torch.optim.Adam(groups, lr=cfg.learning_rate, eps=1e-5, fused=True)
         self.optimizers = {"optimizer": self.optimizer}
         if cfg.normalize_obs:
             self.obs_normalizer = ObservationNormalizer(self.obs_dim, cfg.obs_clip)
@@ -197,7 +201,6 @@ class PPO(Agent):
             fraction_left = max(1.0 - (self.num_steps - cfg.n_steps * cfg.n_envs) / self.total_steps, 0.0)
             for group in self.optimizer.param_groups:
                 group["lr"] = cfg.learning_rate * fraction_left
-        params = [p for group in self.optimizer.param_groups for p in group["params"]]
         # One row of statistics per minibatch, kept as tensors and averaged once at the end.
         stats: list[torch.Tensor] = []
         for batch in self.buffer.minibatches(cfg.batch_size, self.rng, cfg.n_epochs):
@@ -224,9 +227,10 @@ class PPO(Agent):
             loss = policy_loss + cfg.vf_coef * value_loss
             if cfg.ent_coef:  # with weight 0 the bonus adds nothing: leave it out of the backward pass
                 loss = loss - cfg.ent_coef * entropy_mean
-            self.optimizer.zero_grad(set_to_none=True)
+            for param in self.params:  # optimizer.zero_grad(set_to_none=True) without its per-call overhead
+                param.grad = None
             loss.backward()
-            clip_grad_norm(params, cfg.max_grad_norm)
+            clip_grad_norm(self.params, cfg.max_grad_norm)
             self.optimizer.step()
             with torch.no_grad():
                 clip_fraction = ((ratio - 1).abs() > cfg.clip_range).float().mean()
