@@ -30,7 +30,7 @@ from acrl.errors import InputError, TrainingError
 class Train:
     """Train an agent and write a run directory (config, metrics, checkpoints, curve, eval.json)."""
 
-    algo: tyro.conf.Positional[str]
+    algo: Annotated[str, tyro.conf.Positional, tyro.conf.arg(metavar="ALGO")]
     """Algorithm: ppo, a3c, ddpg, td3, bcq."""
     env: str | None = None
     """Gymnasium environment id, e.g. CartPole-v1, Ant-v5, acrl/AntDirectional-v5."""
@@ -58,7 +58,7 @@ class Train:
 class Resume:
     """Continue a run from its latest checkpoint (optimizer, normaliser, RNG, counters)."""
 
-    run_dir: tyro.conf.Positional[str]
+    run_dir: Annotated[str, tyro.conf.Positional, tyro.conf.arg(metavar="RUN_DIR")]
     total_steps: int | None = None
     """New budget (default: the run's own)."""
     progress: bool = True
@@ -68,7 +68,7 @@ class Resume:
 class Evaluate:
     """Evaluate a run's best checkpoint and print one JSON object on stdout."""
 
-    run_dir: tyro.conf.Positional[str]
+    run_dir: Annotated[str, tyro.conf.Positional, tyro.conf.arg(metavar="RUN_DIR")]
     episodes: int = 10
     stochastic: bool = False
     """Sample actions instead of taking the mean/mode."""
@@ -80,7 +80,7 @@ class Evaluate:
 class Plot:
     """Draw learning curves; several seeds of one config become a mean with a band."""
 
-    run_dirs: tyro.conf.Positional[list[str]]
+    run_dirs: Annotated[list[str], tyro.conf.Positional, tyro.conf.arg(metavar="RUN_DIR [RUN_DIR ...]")]
     out: str = "learning_curves.png"
 
 
