@@ -184,7 +184,7 @@ class Agent:
                     checkpoint_due = self.num_steps // cfg.checkpoint_freq > before // cfg.checkpoint_freq
                     if run_dir is not None and (checkpoint_due or stop):
                         self.save(run_dir / "checkpoints" / "latest.pt")
-                    if stop:
+                    if stop and self.num_steps < self.total_steps:  # at the budget, finish normally
                         raise KeyboardInterrupt(f"{stop[0]} at step {self.num_steps}")
             if run_dir is not None:
                 self._finish_run(run_dir, logger)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import gymnasium as gym
@@ -19,6 +21,26 @@ def run_cli(*args: str, cwd: Path | None = None, timeout: float = 300) -> subpro
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.run([sys.executable, "-m", "acrl", *args], cwd=cwd, env=env, capture_output=True,
                           text=True, timeout=timeout)
+
+
+
+def signal_when_ready(proc: subprocess.Popen, ready: Callable[[], bool], signum: int, timeout: float = 120) -> str:
+    """Poll `ready()` until true (failing if `proc` exits first), send `signum`, return proc's stderr.
+
+    `proc` must have been started with stderr=PIPE and text=True; it is killed if it is still
+    running when this returns or fails.
+    """
+    try:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and not ready():
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.1)
+        proc.send_signal(signum)
+        return proc.communicate(timeout=60)[1]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
 
 
 class ConstantRewardEnv(gym.Env):

@@ -23,6 +23,7 @@ import acrl
 from acrl import A3C
 from acrl.cli import main as cli_main
 from acrl.errors import InputError, TrainingError
+from tests.conftest import signal_when_ready
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
@@ -192,19 +193,15 @@ def test_signal_stops_training_with_checkpoint_and_no_orphans(signum, tmp_path):
     run = tmp_path / "run"
     proc = run_cli(["train", "a3c", "--env", "CartPole-v1", "--workers", "2", "--total-steps", "100000000",
                     "--run-dir", str(run), "--no-progress", "--set", "eval_freq=0", "log_freq=200"], tmp_path)
-    try:
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline and not (run / "metrics.csv").exists():
-            assert proc.poll() is None, proc.communicate()
-            time.sleep(0.2)
-        children = live_children(proc.pid)
-        assert len(children) >= 2, "the workers are running"
-        proc.send_signal(signum)
-        _, stderr = proc.communicate(timeout=10)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+    children: list[int] = []
+
+    def workers_running() -> bool:
+        if (run / "metrics.csv").exists():
+            children.extend(live_children(proc.pid))
+        return bool(children)
+
+    stderr = signal_when_ready(proc, workers_running, signum, timeout=90)
+    assert len(children) >= 2, "the workers were running"
     assert proc.returncode == 130, stderr
     assert all(not Path(f"/proc/{pid}").exists() or
                Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z" for pid in children)

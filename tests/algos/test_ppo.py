@@ -8,7 +8,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
@@ -16,7 +15,7 @@ import torch
 
 import acrl
 from acrl import PPO, InputError, TrainingError
-from tests.conftest import ROOT, run_cli
+from tests.conftest import ROOT, run_cli, signal_when_ready
 
 TINY = {"n_steps": 64, "batch_size": 32, "n_epochs": 2, "eval_episodes": 2}
 
@@ -198,17 +197,7 @@ def test_cli_signal_stops_at_an_iteration_boundary_with_a_checkpoint(tmp_path, s
                              "10000000", "--run-dir", str(run), "--no-progress", "--set", "n_envs=2", "n_steps=64",
                              "batch_size=64", "eval_freq=0"],
                             env={**os.environ, "PYTHONPATH": str(ROOT)}, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and len(metric_rows(run) if (run / "metrics.csv").exists() else []) < 2:
-            assert proc.poll() is None, proc.communicate()
-            time.sleep(0.1)
-        proc.send_signal(signum)
-        _, stderr = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+    stderr = signal_when_ready(proc, lambda: (run / "metrics.csv").exists() and len(metric_rows(run)) >= 2, signum)
     assert proc.returncode == 130, stderr
     assert "stopping at the end of this iteration" in stderr and "Traceback" not in stderr
     agent = acrl.load(run / "checkpoints" / "latest.pt")
