@@ -50,7 +50,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-import acrl  # noqa: F401  (registers acrl/AntDirectional-v5)
+import acrl  # also registers acrl/AntDirectional-v5
 from acrl import PPO, PPOConfig
 from acrl.agent import EVAL_SEED_OFFSET
 from acrl.config import preset_values, update_config
@@ -304,12 +304,10 @@ def acrl_long_run(env_id: str, seed: int, args: argparse.Namespace) -> PPO:
     The run directory keeps the preset's evaluations (the learning curve) and a latest
     checkpoint every `checkpoint_freq` steps, so an interrupted long run resumes where it stopped.
     """
-    from acrl.agent import Agent
-
     run_dir = args.long_dir / f"{env_id.replace('/', '_')}-s{seed}"
     latest = run_dir / "checkpoints" / "latest.pt"
     if latest.exists():
-        agent = Agent.load(latest)
+        agent = acrl.load(latest)
         if agent.num_steps < args.long_steps:
             print(f"  resuming {run_dir} at step {agent.num_steps:,}", flush=True)
             agent.learn(total_steps=args.long_steps, run_dir=run_dir, progress=False)
