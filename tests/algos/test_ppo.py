@@ -9,13 +9,14 @@ import signal
 import subprocess
 import sys
 
+import gymnasium as gym
 import numpy as np
 import pytest
 import torch
 
 import acrl
 from acrl import PPO, InputError, TrainingError
-from tests.conftest import ROOT, run_cli, signal_when_ready
+from tests.conftest import ROOT, ConstantRewardEnv, run_cli, signal_when_ready
 
 TINY = {"n_steps": 64, "batch_size": 32, "n_epochs": 2, "eval_episodes": 2}
 
@@ -203,6 +204,36 @@ def test_cli_signal_stops_at_an_iteration_boundary_with_a_checkpoint(tmp_path, s
     agent = acrl.load(run / "checkpoints" / "latest.pt")
     assert agent.num_steps > 0 and agent.num_steps % 128 == 0  # whole rollouts of 2 envs x 64 steps
     assert int(float(metric_rows(run)[-1]["step"])) == agent.num_steps  # the log ends where the checkpoint is
+
+
+class InterruptAtStep(ConstantRewardEnv):
+    """ConstantRewardEnv that sends SIGINT to its own process during its `at`-th step."""
+
+    def __init__(self, at: int):
+        self.at, self.steps = at, 0
+
+    def step(self, action):
+        self.steps += 1
+        if self.steps == self.at:
+            os.kill(os.getpid(), signal.SIGINT)
+        return super().step(action)
+
+
+@pytest.mark.parametrize("at, stops", [(40, True), (70, False)])
+def test_signal_stops_after_its_iteration_unless_that_one_ends_the_run(tmp_path, at, stops):
+    # Two iterations of 64 steps: a SIGINT in the first stops after it with a checkpoint at
+    # step 64; one in the last lets the run finish normally with its final evaluation.
+    env = lambda: gym.wrappers.TimeLimit(InterruptAtStep(at), max_episode_steps=5)  # noqa: E731
+    agent = PPO(env, seed=0, n_steps=64, batch_size=32, n_epochs=1, eval_freq=0, eval_episodes=1)
+    if stops:
+        with pytest.raises(KeyboardInterrupt, match="SIGINT at step 64"):
+            agent.learn(total_steps=128, run_dir=tmp_path, progress=False)
+        assert PPO.load(tmp_path / "checkpoints" / "latest.pt", env=env).num_steps == 64
+        assert not (tmp_path / "eval.json").exists()
+    else:
+        agent.learn(total_steps=128, run_dir=tmp_path, progress=False)
+        assert agent.num_steps == 128
+        assert json.loads((tmp_path / "eval.json").read_text())["returns"] == [5.0]
 
 
 def test_cli_resume_without_checkpoint_and_corrupt_checkpoint(tmp_path):
