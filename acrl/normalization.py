@@ -32,15 +32,16 @@ class RunningMeanStd:
         # numpy views of the tensors: the same (possibly shared) memory, updated in place, at a
         # fraction of torch's per-call overhead on these small arrays.
         mean, var, count = self.mean.numpy(), self.var.numpy(), self.count.numpy()
+        # Sums rather than ndarray.mean/var: the same numbers with less Python around them,
+        # which matters when this runs once per environment step on a batch of one.
         batch = np.asarray(batch, dtype=np.float64)
-        batch_mean = batch.mean(0)
-        batch_var = batch.var(0)
         n = batch.shape[0]
+        batch_mean = batch.sum(0) / n
+        batch_m2 = np.square(batch - batch_mean).sum(0)
         total = count + n
         delta = batch_mean - mean
-        m2 = var * count + batch_var * n + np.square(delta) * count * n / total
-        mean += delta * n / total
-        var[...] = m2 / total
+        mean += delta * (n / total)
+        var[...] = (var * count + batch_m2 + np.square(delta) * (count * n / total)) / total
         count[...] = total
 
     def share_memory(self) -> RunningMeanStd:
