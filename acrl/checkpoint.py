@@ -82,8 +82,10 @@ def load_checkpoint(path: str | Path) -> dict[str, Any]:
     try:
         payload = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # torch raises many kinds for truncated/corrupt zip files
-        raise InputError(f"{path} is not a readable checkpoint (truncated or corrupt: {exc}). "
-                         "Use another checkpoint of the run or retrain.") from None
+        # Only the exception's type: torch's message for a non-weights file advises loading it
+        # with weights_only=False, which is exactly what a checkpoint from elsewhere must not get.
+        raise InputError(f"{path} is not a readable checkpoint: truncated, corrupt or not a torch "
+                         f"file ({type(exc).__name__}). Use another checkpoint of the run or retrain.") from None
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
         raise InputError(f"{path} is a torch file but not an acrl checkpoint (no 'format: {FORMAT}').")
     if payload.get("format_version", 0) > FORMAT_VERSION:

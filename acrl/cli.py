@@ -167,6 +167,10 @@ def build_agent(args: Train):
     if args.env is None and args.dataset is None:
         raise InputError(f"--env ENV_ID is required for {args.algo} (for example --env CartPole-v1).")
     config = cls.config_class()
+    for flag, value in (("dataset", args.dataset), ("workers", args.workers), ("n_envs", args.n_envs)):
+        if value is not None and not hasattr(config, flag):
+            raise InputError(f"--{flag.replace('_', '-')} does not apply to {args.algo}: it has no {flag} "
+                             f"setting (see `acrl train --help` for which algorithms take it).")
     env_id = args.env or config.env_id
     if args.env is None and args.dataset is not None:  # the preset of the dataset's own environment
         from acrl.datasets import dataset_env_id

@@ -39,15 +39,18 @@ def read_curve(run_dir: str | Path, key: str = "eval/return_mean") -> tuple[np.n
     return np.array(steps), np.array(values)
 
 
-def _label(run_dir: Path) -> str:
+def _group(run_dir: Path) -> tuple[str, str]:
+    """(legend label, grouping key): runs whose configs differ only in the seed share the key."""
     config_path = run_dir / "config.yaml"
     if not config_path.is_file():
-        return run_dir.name
+        return run_dir.name, str(run_dir)
     with config_path.open() as f:
         config = yaml.safe_load(f) or {}
     hyper = config.get("config", {})
     preset = f" [{hyper['preset']}]" if hyper.get("preset") else ""
-    return f"{config.get('algo', '?')} {hyper.get('env_id', '?')}{preset}"
+    label = f"{config.get('algo', '?')} {hyper.get('env_id', '?')}{preset}"
+    settings = {k: v for k, v in hyper.items() if k not in ("seed", "torch_threads", "checkpoint_freq")}
+    return label, f"{config.get('algo')} {sorted(settings.items(), key=str)}"
 
 
 def plot_runs(run_dirs: list[str | Path], out: str | Path, key: str = "eval/return_mean",
@@ -57,22 +60,32 @@ def plot_runs(run_dirs: list[str | Path], out: str | Path, key: str = "eval/retu
     Returns:
         the path written.
     Raises:
-        InputError: a run directory without metrics.csv, or no run with any `key` rows.
+        InputError: a run directory without metrics.csv, no run with any `key` rows, or an
+            `out` whose folder does not exist.
     """
+    if not Path(out).parent.is_dir():
+        raise InputError(f"cannot write the plot to {out}: the folder {Path(out).parent} does not exist.")
     groups: dict[str, list[tuple[np.ndarray, np.ndarray]]] = defaultdict(list)
+    labels: dict[str, str] = {}
     for run_dir in map(Path, run_dirs):
         steps, values = read_curve(run_dir, key)
         if len(steps):
-            groups[_label(run_dir)].append((steps, values))
+            label, group = _group(run_dir)
+            groups[group].append((steps, values))
+            labels.setdefault(group, label)
     if not groups:
         raise InputError(f"none of {', '.join(map(str, run_dirs))} has logged {key!r} yet.")
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    for label, curves in groups.items():
+    for group, curves in groups.items():
+        # Configs that differ in more than the seed but share algo, env and preset get a number.
+        same_label = [g for g in groups if labels[g] == labels[group]]
+        label = labels[group] + (f" #{same_label.index(group) + 1}" if len(same_label) > 1 else "")
         if len(curves) == 1:
-            ax.plot(*curves[0], label=label)
+            ax.plot(*curves[0], marker="o", markersize=3, label=label)  # markers: one point still shows
             continue
+        # The band covers only the steps every seed has reached: no value is extrapolated.
         grid = np.unique(np.concatenate([s for s, _ in curves]))
-        grid = grid[grid <= min(s[-1] for s, _ in curves)]
+        grid = grid[(grid >= max(s[0] for s, _ in curves)) & (grid <= min(s[-1] for s, _ in curves))]
         stacked = np.stack([np.interp(grid, s, v) for s, v in curves])
         mean, std = stacked.mean(0), stacked.std(0)
         ax.plot(grid, mean, label=f"{label} ({len(curves)} seeds)")

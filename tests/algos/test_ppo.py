@@ -171,6 +171,8 @@ def test_cli_train_evaluate_resume_plot(tmp_path):
     assert steps == sorted(set(steps)) and steps[-1] == 512
     assert "total_steps: 512" in (run / "config.yaml").read_text()  # the resumed budget
     assert run_cli("plot", str(run), "--out", str(tmp_path / "c.png")).returncode == 0
+    out = run_cli("plot", str(run), "--out", str(tmp_path / "missing" / "c.png"))
+    assert out.returncode == 2 and "does not exist" in out.stderr and "Traceback" not in out.stderr
     assert (tmp_path / "c.png").stat().st_size > 0
 
 
@@ -181,6 +183,7 @@ def test_cli_train_evaluate_resume_plot(tmp_path):
     (["train", "ppo", "--env", "CartPole-v1", "--set", "n_steps=10", "batch_size=3"], "divide the rollout"),
     (["train", "ppo", "--env", "CartPole-v1", "--set", "batch_size=1"], "batch_size must be >= 2"),
     (["train", "ppo", "--env", "CartPole-v1", "--set", "clip_rnage=0.1"], "unknown hyperparameter 'clip_rnage'"),
+    (["train", "ppo", "--env", "Pendulum-v1", "--dataset", "d.h5"], "--dataset does not apply to ppo"),
     (["train", "nope", "--env", "CartPole-v1"], "unknown algorithm"),
 ])
 def test_cli_bad_input_exit_2_and_nothing_written(tmp_path, args, message):
@@ -244,6 +247,8 @@ def test_cli_resume_without_checkpoint_and_corrupt_checkpoint(tmp_path):
     (tmp_path / "checkpoints").mkdir()
     (tmp_path / "checkpoints/best.pt").write_bytes(good.read_bytes()[: good.stat().st_size // 2])
     out = run_cli("evaluate", str(tmp_path))
-    assert out.returncode == 2 and "truncated or corrupt" in out.stderr and "Traceback" not in out.stderr
+    assert out.returncode == 2 and "truncated, corrupt" in out.stderr and "Traceback" not in out.stderr
     (tmp_path / "checkpoints/best.pt").write_bytes(b"not a checkpoint at all")
-    assert run_cli("evaluate", str(tmp_path)).returncode == 2
+    out = run_cli("evaluate", str(tmp_path))
+    # One paragraph, and never torch's advice to retry with weights_only=False.
+    assert out.returncode == 2 and "truncated, corrupt" in out.stderr and "weights_only" not in out.stderr
