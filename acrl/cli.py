@@ -59,9 +59,11 @@ class Resume:
     """Continue a run from its latest checkpoint (optimizer, normaliser, RNG, counters)."""
 
     run_dir: Annotated[str, tyro.conf.Positional, tyro.conf.arg(metavar="RUN_DIR")]
+    """Run directory written by `acrl train` (holds checkpoints/latest.pt)."""
     total_steps: int | None = None
     """New budget (default: the run's own)."""
     progress: bool = True
+    """Show the progress bar."""
 
 
 @dataclass
@@ -69,6 +71,7 @@ class Evaluate:
     """Evaluate a run's best checkpoint and print one JSON object on stdout."""
 
     run_dir: Annotated[str, tyro.conf.Positional, tyro.conf.arg(metavar="RUN_DIR")]
+    """Run directory written by `acrl train` (its checkpoints/best.pt, else latest.pt)."""
     episodes: int = 10
     stochastic: bool = False
     """Sample actions instead of taking the mean/mode."""
@@ -111,6 +114,7 @@ class Collect:
     set: list[str] = field(default_factory=list)
     """Hyperparameters of the behavioral agent (final) as key=value, e.g. --set start_steps=1000."""
     progress: bool = True
+    """Show the progress bar."""
 
 
 @dataclass
@@ -142,6 +146,7 @@ class Experiment:
     ddpg_set: list[str] = field(default_factory=list)
     """Hyperparameters of the DDPG that learns from the data (offline / concurrent) as key=value."""
     progress: bool = True
+    """Show the progress bar."""
 
 
 Command = (
