@@ -76,9 +76,6 @@ def load_checkpoint(path: str | Path) -> dict[str, Any]:
             checkpoint, or one from a newer format version.
     """
     path = Path(path)
-    run_dir = path.parent.parent  # a run's checkpoints live in RUN_DIR/checkpoints/
-    if path.parent.name == "checkpoints" and not run_dir.is_dir():
-        raise InputError(f"no run directory {run_dir}: check the path (acrl train prints it when it starts).")
     if not path.is_file():
         raise InputError(f"no checkpoint at {path}. A run directory has checkpoints/latest.pt and "
                          "checkpoints/best.pt once training has written one.")

@@ -205,10 +205,17 @@ def train(args: Train) -> None:
     report(run_dir)
 
 
+def existing_run_dir(path: str) -> Path:
+    """`path` as a Path; raises InputError when no such directory exists."""
+    if not Path(path).is_dir():
+        raise InputError(f"no run directory {path}: check the path (acrl train prints it when it starts).")
+    return Path(path)
+
+
 def resume(args: Resume) -> None:
     from acrl.agent import Agent
 
-    run_dir = Path(args.run_dir)
+    run_dir = existing_run_dir(args.run_dir)
     agent = Agent.load(run_dir / "checkpoints" / "latest.pt")
     budget = args.total_steps if args.total_steps is not None else agent.total_steps
     if budget <= agent.num_steps:
@@ -231,7 +238,7 @@ def evaluate(args: Evaluate) -> None:
 
     if args.episodes < 1:
         raise InputError(f"--episodes must be >= 1, got {args.episodes}.")
-    checkpoints = Path(args.run_dir) / "checkpoints"
+    checkpoints = existing_run_dir(args.run_dir) / "checkpoints"
     path = checkpoints / "best.pt"
     if not path.exists() and (checkpoints / "latest.pt").exists():
         path = checkpoints / "latest.pt"

@@ -242,6 +242,8 @@ def test_signal_stops_after_its_iteration_unless_that_one_ends_the_run(tmp_path,
 def test_cli_resume_without_checkpoint_and_corrupt_checkpoint(tmp_path):
     out = run_cli("resume", str(tmp_path))
     assert out.returncode == 2 and "no checkpoint" in out.stderr and "Traceback" not in out.stderr
+    out = run_cli("evaluate", str(tmp_path / "nope"))
+    assert out.returncode == 2 and "no run directory" in out.stderr and "Traceback" not in out.stderr
     good = tmp_path / "good.pt"
     PPO("CartPole-v1", eval_freq=0, **TINY).save(good)
     (tmp_path / "checkpoints").mkdir()
