@@ -1,23 +1,30 @@
-"""acrl: deep reinforcement learning with PyTorch on Gymnasium: A3C, PPO, DDPG/TD3 and BCQ.
+"""acrl: deep reinforcement learning with PyTorch on Gymnasium: A3C, PPO, DDPG, TD3, SAC and BCQ.
 
     from acrl import PPO, evaluate
     agent = PPO(env="CartPole-v1", seed=0).learn(total_steps=50_000)
     print(evaluate(agent, "CartPole-v1", episodes=10)["return_mean"])
+
+The package's layers, each importing only from the ones before it: `acrl.core` (run loop,
+config, checkpoints, logging, evaluation, environments, errors), `acrl.parts` (networks,
+buffers, returns, normalisation, optimizers, datasets), `acrl.tasks` (registered task
+variants), `acrl.algos` (one file per algorithm and the registry), `acrl.offline` (the BCQ
+paper's data collection and experiments), then this module and the CLI.
 """
 
-__version__ = "0.1.0"
+from acrl import tasks  # noqa: F401  (registers acrl/AntDirectional-v5)
+from acrl.algos import load
+from acrl.algos.a3c import A3C, A3CConfig
+from acrl.algos.base import Agent
+from acrl.algos.bcq import BCQ, BCQConfig
+from acrl.algos.ddpg import DDPG, DDPGConfig
+from acrl.algos.discrete_bcq import DiscreteBCQ, DiscreteBCQConfig
+from acrl.algos.ppo import PPO, PPOConfig
+from acrl.algos.td3 import TD3, TD3Config
+from acrl.core.errors import InputError, TrainingError
+from acrl.core.evaluation import evaluate
+from acrl.core.loop import Callback
+from acrl.core.version import __version__
 
-from acrl import envs  # noqa: E402,F401  (registers acrl/AntDirectional-v5)
-from acrl.agent import Agent  # noqa: E402
-from acrl.algos.a3c import A3C, A3CConfig  # noqa: E402
-from acrl.algos.bcq import BCQ, BCQConfig  # noqa: E402
-from acrl.algos.ddpg import DDPG, TD3, DDPGConfig, TD3Config  # noqa: E402
-from acrl.algos.ppo import PPO, PPOConfig  # noqa: E402
-from acrl.errors import InputError, TrainingError  # noqa: E402
-from acrl.evaluation import evaluate  # noqa: E402
-
-load = Agent.load
-"""`acrl.load(path)`: rebuild whichever agent a checkpoint holds."""
-
-__all__ = ["A3C", "A3CConfig", "BCQ", "BCQConfig", "DDPG", "DDPGConfig", "TD3", "TD3Config", "PPO", "PPOConfig",
-           "Agent", "InputError", "TrainingError", "evaluate", "load", "__version__"]
+__all__ = ["A3C", "A3CConfig", "BCQ", "BCQConfig", "DDPG", "DDPGConfig", "DiscreteBCQ", "DiscreteBCQConfig",
+           "PPO", "PPOConfig", "TD3", "TD3Config", "Agent", "Callback", "InputError",
+           "TrainingError", "evaluate", "load", "__version__"]

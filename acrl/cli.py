@@ -23,7 +23,7 @@ from typing import Annotated, Literal
 
 import tyro
 
-from acrl.errors import InputError, TrainingError
+from acrl.core.errors import InputError, TrainingError
 
 
 @dataclass
@@ -166,7 +166,7 @@ def build_agent(args: Train):
         InputError: unknown algorithm, env, preset or key, or a bad value.
     """
     from acrl.algos import get_algorithm
-    from acrl.config import parse_set_options, preset_values, update_config
+    from acrl.core.config import parse_set_options, preset_values, update_config
 
     cls = get_algorithm(args.algo)
     if args.env is None and args.dataset is None:
@@ -178,7 +178,7 @@ def build_agent(args: Train):
                              f"setting (see `acrl train --help` for which algorithms take it).")
     env_id = args.env or config.env_id
     if args.env is None and args.dataset is not None:  # the preset of the dataset's own environment
-        from acrl.datasets import dataset_env_id
+        from acrl.parts.datasets import dataset_env_id
 
         env_id = dataset_env_id(args.dataset) or env_id
     values, preset = preset_values(args.algo, env_id, args.preset)
@@ -198,8 +198,7 @@ def train(args: Train) -> None:
     if (run_dir / "checkpoints").exists():
         raise InputError(f"{run_dir} already holds a run; continue it with `acrl resume {run_dir}` "
                          "or choose another --run-dir.")
-    if getattr(cfg, "dataset", None) is not None:
-        agent.load_data()  # an offline agent checks its dataset before the run is announced
+    agent.before_learning()  # an offline agent checks its dataset before the run is announced
     print(f"training {args.algo} on {cfg.env_id} -> {run_dir}", file=sys.stderr)
     agent.learn(run_dir=run_dir, progress=args.progress)
     report(run_dir)
@@ -213,10 +212,10 @@ def existing_run_dir(path: str) -> Path:
 
 
 def resume(args: Resume) -> None:
-    from acrl.agent import Agent
+    from acrl.algos import load
 
     run_dir = existing_run_dir(args.run_dir)
-    agent = Agent.load(run_dir / "checkpoints" / "latest.pt")
+    agent = load(run_dir / "checkpoints" / "latest.pt")
     budget = args.total_steps if args.total_steps is not None else agent.total_steps
     if budget <= agent.num_steps:
         raise InputError(f"the run is at step {agent.num_steps} of its budget {agent.total_steps}; nothing to "
@@ -233,8 +232,9 @@ def report(run_dir: Path) -> None:
 
 
 def evaluate(args: Evaluate) -> None:
-    from acrl.agent import EVAL_SEED_OFFSET, Agent
-    from acrl.evaluation import evaluate as run_evaluation
+    from acrl.algos import load
+    from acrl.algos.base import EVAL_SEED_OFFSET
+    from acrl.core.evaluation import evaluate as run_evaluation
 
     if args.episodes < 1:
         raise InputError(f"--episodes must be >= 1, got {args.episodes}.")
@@ -243,14 +243,14 @@ def evaluate(args: Evaluate) -> None:
     if not path.exists() and (checkpoints / "latest.pt").exists():
         path = checkpoints / "latest.pt"
         print(f"no best.pt yet; evaluating {path}", file=sys.stderr)
-    agent = Agent.load(path)
+    agent = load(path)
     seed = args.seed if args.seed is not None else agent.config.seed + EVAL_SEED_OFFSET
     result = run_evaluation(agent, agent.env, args.episodes, deterministic=not args.stochastic, seed=seed)
     print(json.dumps(result))
 
 
 def plot(args: Plot) -> None:
-    from acrl.plotting import plot_runs
+    from acrl.core.plotting import plot_runs
 
     if not args.run_dirs:
         raise InputError("acrl plot needs at least one run directory, e.g. acrl plot runs/ppo-CartPole-v1-s0-*.")
@@ -259,8 +259,8 @@ def plot(args: Plot) -> None:
 
 def collect(args: Collect) -> None:
     """Write the dataset and print a JSON summary (file, transitions, episode ends, attrs)."""
-    from acrl.collect import collect_dataset
-    from acrl.config import parse_set_options
+    from acrl.core.config import parse_set_options
+    from acrl.offline.collect import collect_dataset
 
     data = collect_dataset(args.kind, args.out, args.steps, env_id=args.env, policy=args.policy, seed=args.seed,
                            noise_std=args.noise, random_prob=args.random_prob, algo=args.algo, preset=args.preset,
@@ -271,8 +271,8 @@ def collect(args: Collect) -> None:
 
 def experiment(args: Experiment) -> None:
     """Print the experiment's markdown table on stdout; the output directory's path on stderr."""
-    from acrl.config import parse_set_options
-    from acrl.experiments import (
+    from acrl.core.config import parse_set_options
+    from acrl.offline.experiments import (
         concurrent_markdown,
         extrapolation_markdown,
         run_concurrent_experiment,

@@ -37,7 +37,7 @@ RESULTS = Path(__file__).parent / "results"
 
 def measure(workers: int, args: argparse.Namespace) -> dict:
     from acrl import A3C, A3CConfig
-    from acrl.config import preset_values, update_config
+    from acrl.core.config import preset_values, update_config
 
     values, _ = preset_values("a3c", args.env, None)
     total = args.steps_per_worker * workers

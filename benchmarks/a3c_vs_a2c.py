@@ -33,7 +33,7 @@ RESULTS = Path(__file__).parent / "results"
 
 def run_acrl(seed: int, args: argparse.Namespace) -> dict:
     from acrl import A3C, A3CConfig
-    from acrl.config import preset_values, update_config
+    from acrl.core.config import preset_values, update_config
 
     values, _ = preset_values("a3c", "CartPole-v1", None)
     config = update_config(A3CConfig(), {**values, "workers": args.workers, "seed": seed,

@@ -155,7 +155,7 @@ def to_npz(h5: Path, npz: Path) -> None:
     """The D4RL arrays of an acrl dataset as an .npz for d3rlpy (actions in env units, as stored)."""
     import numpy as np
 
-    from acrl.datasets import load_dataset
+    from acrl.parts.datasets import load_dataset
 
     data = load_dataset(h5)
     np.savez(npz, observations=data.observations, actions=data.actions, rewards=data.rewards,
@@ -188,7 +188,7 @@ def random_dataset(env_id: str, steps: int, out: Path) -> Path:
     """`steps` transitions of a uniformly random policy: for timing, where the data's quality is irrelevant."""
     import gymnasium as gym
 
-    from acrl.datasets import collect_transitions, save_dataset
+    from acrl.parts.datasets import collect_transitions, save_dataset
 
     env = gym.make(env_id)
     env.action_space.seed(0)
@@ -199,7 +199,7 @@ def random_dataset(env_id: str, steps: int, out: Path) -> Path:
 
 def collect(env_id: str, out: Path, behavioral_steps: int, dataset_steps: int, seed: int) -> Path:
     """The paper's datasets with acrl: final (a behavioral DDPG), then imperfect and imitation from its best policy."""
-    from acrl.collect import behavioral_run_dir, collect_dataset
+    from acrl.offline.collect import behavioral_run_dir, collect_dataset
 
     out.mkdir(parents=True, exist_ok=True)
     collect_dataset("final", out / "final.h5", behavioral_steps, env_id=env_id, seed=seed, progress=True)

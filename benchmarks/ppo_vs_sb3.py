@@ -53,9 +53,9 @@ import torch
 
 import acrl  # also registers acrl/AntDirectional-v5
 from acrl import PPO, PPOConfig
-from acrl.agent import EVAL_SEED_OFFSET
-from acrl.config import preset_values, update_config
-from acrl.evaluation import evaluate
+from acrl.algos.base import EVAL_SEED_OFFSET
+from acrl.core.config import preset_values, update_config
+from acrl.core.evaluation import evaluate
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"

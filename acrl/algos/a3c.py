@@ -12,11 +12,12 @@ owns a local copy of the model and its own environment (seeded with seed + rank)
     parameters and step the shared optimizer (no lock: "Hogwild", Sec. 4)
 
 until the global step counter (incremented under a lock, one step at a time) reaches the
-budget. The parent process is the evaluator: it watches the counter, evaluates the global
-model every `eval_freq` steps, logs, keeps the best checkpoint and writes the learning curve.
-It joins the workers with a timeout; Ctrl-C or SIGTERM, a worker that raises and a worker
-killed by the OS all stop the run with a final checkpoint and no orphaned process
-(DESIGN.md checklist item 7).
+budget. The parent process trains through the run loop (`acrl.core.loop`) like every agent:
+its iteration waits for the next `log_freq` steps and gathers the workers' statistics, and the
+loop evaluates a frozen copy of the global model (`snapshot`), logs, keeps the best checkpoint
+and writes the learning curve. The workers run inside `training()`, which joins them with a
+timeout; Ctrl-C or SIGTERM, a worker that raises and a worker killed by the OS all stop the
+run with a final checkpoint and no orphaned process (docs/correctness.md item 7).
 
 Only the workers take locks (the step counter's and the normalizer statistics'): the parent
 never waits on one, so a worker killed while holding a lock cannot hang it, and after a
@@ -31,13 +32,10 @@ import multiprocessing.connection
 import os
 import signal
 import sys
-import threading
 import time
 import traceback
-from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
@@ -47,15 +45,15 @@ import torch.multiprocessing as mp
 from torch import nn
 from torch.distributions import Categorical, Distribution, Normal
 
-from acrl.agent import Agent
-from acrl.config import RunConfig, in_unit_interval, positive
-from acrl.envs import ActionAdapter, EnvSpec, env_factory
-from acrl.errors import InputError, TrainingError
-from acrl.logging import Logger
-from acrl.nets import ACTIVATIONS, CategoricalActor, GaussianActor, ValueNet, mlp
-from acrl.normalization import ObservationNormalizer
-from acrl.optim import SharedAdam, SharedRMSprop
-from acrl.returns import n_step_returns
+from acrl.algos.base import Agent
+from acrl.core.config import RunConfig, in_unit_interval, positive
+from acrl.core.envs import ActionAdapter, EnvSpec, env_factory
+from acrl.core.errors import InputError, TrainingError
+from acrl.parts.nets import ACTIVATIONS, CategoricalActor, GaussianActor, ValueNet, mlp
+from acrl.parts.normalization import IdentityNormalizer, ObservationNormalizer
+from acrl.parts.optim import SharedAdam, SharedRMSprop, anneal_learning_rate
+from acrl.parts.returns import n_step_returns
+from acrl.parts.stats import EpisodeStats
 
 EPISODE_WINDOW = 100
 """Episodes per worker kept in shared memory for `rollout/ep_return_mean`."""
@@ -108,7 +106,6 @@ class A3CConfig(RunConfig):
             obs_clip: bound after normalizing.
         start_method: "fork" (default on Linux) or "spawn" (also "forkserver" where available).
         log_freq: write a metrics row every this many global steps.
-        target_return: stop early once an evaluation's mean return reaches this (None: off).
     """
 
     workers: int = field(default_factory=default_workers)
@@ -133,7 +130,6 @@ class A3CConfig(RunConfig):
     obs_clip: float = 10.0
     start_method: str = field(default_factory=default_start_method)
     log_freq: int = 1000
-    target_return: float | None = None
 
     def validate(self) -> None:
         """Raise `InputError` for values A3C cannot run with (see the attribute list)."""
@@ -303,7 +299,7 @@ def make_worker_env(env: EnvSpec | gym.envs.registration.EnvSpec, seed: int, ran
 
 
 def collect_rollout(env: gym.Env, model: ActorCritic, obs: np.ndarray, n_steps: int, adapter: ActionAdapter,
-                    normalizer: ObservationNormalizer | None = None,
+                    normalizer: ObservationNormalizer | IdentityNormalizer,
                     claim_step: Callable[[], bool] | None = None) -> Rollout:
     """Act with `model` from `obs` for up to n_steps steps, stopping at the episode's end.
 
@@ -312,7 +308,7 @@ def collect_rollout(env: gym.Env, model: ActorCritic, obs: np.ndarray, n_steps: 
         model: the worker's local model (sampled without gradients).
         n_steps: t_max.
         adapter: maps raw actions to the env's units; the raw sample is what is stored.
-        normalizer: normalizes observations (statistics not updated here).
+        normalizer: normalizes observations (statistics not updated here; the identity without normalize_obs).
         claim_step: called before each step; returning False (the global budget is spent)
             ends the rollout early. None: no budget.
     Returns:
@@ -323,7 +319,7 @@ def collect_rollout(env: gym.Env, model: ActorCritic, obs: np.ndarray, n_steps: 
     for _ in range(n_steps):
         if claim_step is not None and not claim_step():
             break
-        x = normalizer(obs[None]) if normalizer is not None else torch.as_tensor(obs[None], dtype=torch.float32)
+        x = normalizer(obs[None])
         with torch.inference_mode():
             action = model.sample(x)[0]
         observations.append(x[0])
@@ -342,16 +338,16 @@ def collect_rollout(env: gym.Env, model: ActorCritic, obs: np.ndarray, n_steps: 
         terminated=bool(terminated), truncated=bool(truncated), last_obs=obs)
 
 
-def bootstrap_value(rollout: Rollout, model: ActorCritic, normalizer: ObservationNormalizer | None = None) -> float:
+def bootstrap_value(rollout: Rollout, model: ActorCritic,
+                    normalizer: ObservationNormalizer | IdentityNormalizer) -> float:
     """The value after the rollout's last step: 0 if the episode terminated, else V(last obs).
 
     A time-limit truncation and a rollout stopped mid-episode both had a future that the
-    rollout did not see, so both bootstrap (Pardo et al. 2018; DESIGN.md checklist item 1).
+    rollout did not see, so both bootstrap (Pardo et al. 2018; docs/correctness.md item 1).
     """
     if rollout.terminated:
         return 0.0
-    x = normalizer(rollout.last_obs[None]) if normalizer is not None else (
-        torch.as_tensor(rollout.last_obs[None], dtype=torch.float32))
+    x = normalizer(rollout.last_obs[None])
     with torch.no_grad():
         return float(model.value(x)[0])
 
@@ -420,7 +416,8 @@ class SharedState:
 
     Attributes:
         model / optimizer / normalizer: the global model, its shared optimizer, the observation
-            normalizer with shared statistics (or None), and `normalizer_lock` for its updates.
+            normalizer (statistics shared with `normalize_obs`, else the identity), and
+            `normalizer_lock` for its updates.
         steps: global step counter (ctypes int64); `step_lock` guards its increments.
         stop: set to 1 by the parent to make the workers stop after their current step.
         episode_returns / episode_lengths: (workers, EPISODE_WINDOW) float64 ring buffers;
@@ -432,7 +429,7 @@ class SharedState:
 
     model: ActorCritic
     optimizer: torch.optim.Optimizer
-    normalizer: ObservationNormalizer | None
+    normalizer: ObservationNormalizer | IdentityNormalizer
     normalizer_lock: Any
     steps: Any
     step_lock: Any
@@ -502,7 +499,7 @@ def run_worker(rank: int, config: A3CConfig, env: Any, start_step: int, total_st
                                   lambda: claim_step(shared, total_steps))
         if len(rollout) == 0 or shared.stop.value:
             break
-        if normalizer is not None:
+        if config.normalize_obs:
             with shared.normalizer_lock:
                 normalizer.stats.update(rollout.raw_observations)
         returns = n_step_returns(rollout.rewards * config.reward_scale, bootstrap_value(rollout, local, normalizer),
@@ -512,9 +509,7 @@ def run_worker(rank: int, config: A3CConfig, env: Any, start_step: int, total_st
             raise TrainingError(f"worker {rank}, global step {shared.steps.value}: the loss is {loss.item()} "
                                 f"({stats}).")
         if config.anneal_lr:
-            fraction_left = max(1.0 - shared.steps.value / total_steps, 0.0)
-            for group in shared.optimizer.param_groups:
-                group["lr"] = config.learning_rate * fraction_left
+            anneal_learning_rate(shared.optimizer, config.learning_rate, shared.steps.value, total_steps)
         stats["grad_norm"] = apply_gradients(local, shared.optimizer, loss, config.max_grad_norm)
         row = shared.update_stats[rank]
         row[:-1] += torch.tensor([stats[k] for k in UPDATE_STATS], dtype=torch.float64)
@@ -537,23 +532,23 @@ def run_worker(rank: int, config: A3CConfig, env: Any, start_step: int, total_st
 class A3C(Agent):
     """A3C agent: `A3C(env="CartPole-v1", workers=2, seed=0).learn(total_steps)`.
 
-    Training runs in `workers` processes (start method `config.start_method`); the parent
-    evaluates, logs and checkpoints. `predict`, `evaluate`, `save`, `load` and `state_dict`
-    are the `Agent` ones: a checkpoint holds the global model, the shared optimizer's state
-    (step counts included), the observation statistics and the counters, and `acrl resume`
-    continues from it.
+    Training runs in `workers` processes (start method `config.start_method`) while the run
+    loop holds `training()`; the parent's `iteration` waits for the next `log_freq` global
+    steps and reports the workers' statistics. `predict`, `evaluate`, `save`, `load` and
+    `state_dict` are the `Agent` ones: a checkpoint holds the global model, the shared
+    optimizer's state (step counts included), the observation statistics and the counters, and
+    `acrl resume` continues from it.
 
     Raises:
         InputError: see `Agent` and `A3CConfig.validate`; all before any worker starts.
         TrainingError (from `learn`): a worker raised (its traceback is in the message), was
             killed, or the parameters became non-finite.
-        KeyboardInterrupt (from `learn`): Ctrl-C or SIGTERM, after the workers have stopped
-            and checkpoints/latest.pt has been written.
     """
 
     algo = "a3c"
     config_class = A3CConfig
     config: A3CConfig
+    checkpoint_on_failure = True  # the global model is whole at any moment (Hogwild)
 
     def _build(self) -> None:
         cfg = self.config
@@ -571,89 +566,93 @@ class A3C(Agent):
         if cfg.normalize_obs:
             self.obs_normalizer = ObservationNormalizer(self.obs_dim, cfg.obs_clip)
             self.obs_normalizer.stats.share_memory()
-        self.episode_returns: deque[float] = deque(maxlen=EPISODE_WINDOW)
-        self.episode_lengths: deque[float] = deque(maxlen=EPISODE_WINDOW)
+        self.episode_stats = EpisodeStats(EPISODE_WINDOW)
         self.updates = 0
+        self._workers: list[Any] = []
+        self._error_pipes: list[Any] = []
 
     def _policy_action(self, obs: torch.Tensor, deterministic: bool) -> np.ndarray:
         return self.model.sample(obs, deterministic).numpy()
 
-    def _evaluate_and_keep_best(self, run_dir: Path | None) -> dict[str, float]:
-        """Evaluate, and keep as best.pt, a frozen copy of the global model and normaliser.
-
-        The workers keep updating the shared model during evaluation; without the copy the
-        weights scored and the weights saved would differ.
-        """
-        live = self.model, self.obs_normalizer
-        self.model, self.obs_normalizer = copy.deepcopy(self.model), copy.deepcopy(self.obs_normalizer)
-        self.nets = {"model": self.model}
-        try:
-            return super()._evaluate_and_keep_best(run_dir)
-        finally:
-            self.model, self.obs_normalizer = live
-            self.nets = {"model": self.model}
+    def snapshot(self) -> A3C:
+        """A frozen copy of the agent (global model and normaliser deep-copied) for evaluation and
+        best.pt: the workers keep updating the shared model meanwhile, and without the copy the
+        weights scored and the weights saved would differ."""
+        frozen = copy.copy(self)
+        frozen.model = copy.deepcopy(self.model)
+        frozen.obs_normalizer = copy.deepcopy(self.obs_normalizer)
+        frozen.nets = {"model": frozen.model}
+        return frozen
 
     def _extra_state(self) -> dict[str, Any]:
-        return {"episode_returns": list(self.episode_returns), "episode_lengths": list(self.episode_lengths),
-                "updates": self.updates}
+        return {**self.episode_stats.state_dict(), "updates": self.updates}
 
     def _load_extra_state(self, state: dict[str, Any]) -> None:
-        self.episode_returns.extend(state["episode_returns"])
-        self.episode_lengths.extend(state["episode_lengths"])
+        self.episode_stats.load_state_dict(state)
         self.updates = int(state["updates"])
 
-    # -------------------------------------------------------------------------------- learn
-    def learn(self, total_steps: int | None = None, run_dir: str | Path | None = None,
-              progress: bool = True) -> A3C:
-        """Train with `workers` processes until the global step counter reaches `total_steps`.
+    # -------------------------------------------------------------------------------- training
+    @contextlib.contextmanager
+    def training(self) -> Iterator[None]:
+        """Start the workers (when there is budget left), and stop and join them on leaving, however
+        the block ends; `num_steps` is then the global step counter's final value."""
+        ctx = mp.get_context(self.config.start_method)
+        self._shared = shared = self._shared_state(ctx)
+        self._started = time.perf_counter()
+        self._episodes_seen = [0] * self.config.workers
+        self._stats_seen = torch.zeros_like(shared.update_stats)
+        self._workers, self._error_pipes = [], []
+        try:
+            if self.num_steps < self.total_steps:
+                for rank in range(self.config.workers):
+                    reader, writer = ctx.Pipe(duplex=False)
+                    process = ctx.Process(target=worker_main, name=f"acrl-a3c-worker-{rank}", daemon=True,
+                                          args=(rank, self.config, self._env_for_workers(), self.num_steps,
+                                                self.total_steps, shared, writer, os.getpid()))
+                    process.start()
+                    writer.close()
+                    self._workers.append(process)
+                    self._error_pipes.append(reader)
+            yield
+        finally:
+            self._stop_workers()
+            self.num_steps = int(shared.steps.value)
+            for pipe in self._error_pipes:
+                pipe.close()
 
-        Writes the same run directory as `Agent.learn`. The parent evaluates the global model
-        every `eval_freq` steps while the workers train.
+    def iteration(self, max_steps: int) -> dict[str, float]:
+        """Wait until the workers have taken min(log_freq, max_steps) more global steps (or, at the
+        budget, have all exited), then report their statistics since the last call.
+
+        Metrics: train/policy_loss, value_loss, entropy, grad_norm (means over the updates in
+        between), rollout/ episode statistics and time/elapsed_s (wall seconds since the
+        workers started).
 
         Raises:
-            InputError: total_steps <= 0.
-            TrainingError: a worker raised or died, or a parameter became non-finite. The
-                workers are stopped and (parameters permitting) checkpoints/latest.pt written.
-            KeyboardInterrupt: Ctrl-C or SIGTERM, after stopping the workers and writing
-                checkpoints/latest.pt.
+            TrainingError: a worker raised (its traceback is in the message) or was killed.
         """
-        run_dir = self._start_learning(total_steps, run_dir)
-        started = time.perf_counter()
-        ctx = mp.get_context(self.config.start_method)
-        shared = self._shared_state(ctx)
-        workers: list[Any] = []
-        error_pipes: list[Any] = []
-        logger: Logger | None = None
-        try:
-            with _signals_raise_keyboard_interrupt():
-                if self.num_steps < self.total_steps:
-                    for rank in range(self.config.workers):
-                        reader, writer = ctx.Pipe(duplex=False)
-                        process = ctx.Process(target=worker_main, name=f"acrl-a3c-worker-{rank}", daemon=True,
-                                              args=(rank, self.config, self._env_for_workers(), self.num_steps,
-                                                    self.total_steps, shared, writer, os.getpid()))
-                        process.start()
-                        writer.close()
-                        workers.append(process)
-                        error_pipes.append(reader)
-                logger = Logger(run_dir, self.total_steps, start_step=self.num_steps, progress=progress)
-                self._supervise(workers, error_pipes, shared, logger, run_dir, started)
-                self._stop_workers(workers, shared)
-                if run_dir is not None:
-                    self._finish_run(run_dir, logger)
-        except BaseException:
-            with _signals_ignored():
-                self._stop_workers(workers, shared)
-                self.num_steps = int(shared.steps.value)
-                if run_dir is not None and self._parameters_finite():
-                    self.save(run_dir / "checkpoints" / "latest.pt")
-            raise
-        finally:
-            for pipe in error_pipes:
-                pipe.close()
-            if logger is not None:
-                logger.close()
-        return self
+        shared, workers = self._shared, self._workers
+        start = self.num_steps
+        while True:
+            self._check_workers()
+            finished = all(w.exitcode == 0 for w in workers)
+            self.num_steps = int(shared.steps.value)
+            if finished or (self.num_steps - start >= min(self.config.log_freq, max_steps)
+                            and self.num_steps < self.total_steps):
+                break
+            multiprocessing.connection.wait([w.sentinel for w in workers if w.exitcode is None], timeout=0.05)
+        metrics: dict[str, float] = {}
+        stats = shared.update_stats.clone()
+        delta, self._stats_seen = stats - self._stats_seen, stats
+        updates = delta[:, -1].sum().item()
+        self.updates += int(updates)
+        if updates:
+            for i, key in enumerate(UPDATE_STATS):
+                metrics[f"train/{key}"] = delta[:, i].sum().item() / updates
+        self._read_episodes()
+        metrics |= self.episode_stats.metrics()
+        metrics["time/elapsed_s"] = time.perf_counter() - self._started
+        return metrics
 
     def _env_for_workers(self) -> Any:
         """A picklable description of the env: a Gymnasium EnvSpec for ids and specced envs."""
@@ -674,95 +673,44 @@ class A3C(Agent):
             episode_counts=torch.zeros(workers, dtype=torch.int64).share_memory_(),
             update_stats=torch.zeros((workers, len(UPDATE_STATS) + 1), dtype=torch.float64).share_memory_())
 
-    def _supervise(self, workers: list[Any], error_pipes: list[Any], shared: SharedState, logger: Logger,
-                   run_dir: Path | None, started: float) -> None:
-        """The parent's loop: watch the workers and the step counter; log, evaluate, checkpoint.
-
-        `time/elapsed_s` counts wall seconds from `started` (the start of `learn`, so worker
-        start-up is included). Returns when every worker has exited normally; raises
-        TrainingError on a failed worker.
-        """
-        cfg = self.config
-        last_log = last_eval = last_checkpoint = self.num_steps
-        last_time = time.perf_counter()
-        episodes_seen = [0] * len(workers)
-        stats_seen = torch.zeros_like(shared.update_stats)
-        while True:
-            self._check_workers(workers, error_pipes, shared)
-            finished = all(w.exitcode == 0 for w in workers)
-            self.num_steps = int(shared.steps.value)
-            metrics: dict[str, float] = {}
-            if finished or self.num_steps - last_log >= cfg.log_freq:
-                now = time.perf_counter()
-                self._read_episodes(shared, episodes_seen)
-                stats = shared.update_stats.clone()
-                delta, stats_seen = stats - stats_seen, stats
-                updates = delta[:, -1].sum().item()
-                self.updates += int(updates)
-                if updates:
-                    for i, key in enumerate(UPDATE_STATS):
-                        metrics[f"train/{key}"] = delta[:, i].sum().item() / updates
-                if self.episode_returns:
-                    metrics["rollout/ep_return_mean"] = float(np.mean(self.episode_returns))
-                    metrics["rollout/ep_len_mean"] = float(np.mean(self.episode_lengths))
-                metrics["time/fps"] = (self.num_steps - last_log) / max(now - last_time, 1e-9)
-                metrics["time/elapsed_s"] = now - started
-                last_log, last_time = self.num_steps, now
-            if cfg.eval_freq and self.num_steps // cfg.eval_freq > last_eval // cfg.eval_freq:
-                metrics.update(self._evaluate_and_keep_best(run_dir))
-                metrics["time/elapsed_s"] = time.perf_counter() - started
-                last_eval = self.num_steps
-                if cfg.target_return is not None and metrics["eval/return_mean"] >= cfg.target_return:
-                    shared.stop.value = 1
-            if metrics:
-                self._check_finite(metrics)
-                logger.log(self.num_steps, metrics)
-            if run_dir is not None and self.num_steps // cfg.checkpoint_freq > last_checkpoint // cfg.checkpoint_freq:
-                self.save(run_dir / "checkpoints" / "latest.pt")
-                last_checkpoint = self.num_steps
-            if finished:
-                return
-            multiprocessing.connection.wait([w.sentinel for w in workers if w.exitcode is None], timeout=0.05)
-
-    def _read_episodes(self, shared: SharedState, seen: list[int]) -> None:
-        """Move episodes finished since the last call from the shared ring buffers to the deques."""
-        counts = shared.episode_counts.tolist()
-        for rank, count in enumerate(counts):
-            for i in range(max(seen[rank], count - EPISODE_WINDOW), count):
-                self.episode_returns.append(shared.episode_returns[rank, i % EPISODE_WINDOW].item())
-                self.episode_lengths.append(shared.episode_lengths[rank, i % EPISODE_WINDOW].item())
+    def _read_episodes(self) -> None:
+        """Move episodes finished since the last call from the shared ring buffers to `episode_stats`."""
+        shared, seen = self._shared, self._episodes_seen
+        for rank, count in enumerate(shared.episode_counts.tolist()):
+            slots = [i % EPISODE_WINDOW for i in range(max(seen[rank], count - EPISODE_WINDOW), count)]
+            self.episode_stats.add(shared.episode_returns[rank, slots].tolist(),
+                                   shared.episode_lengths[rank, slots].tolist())
             seen[rank] = count
 
-    def _check_workers(self, workers: list[Any], error_pipes: list[Any], shared: SharedState) -> None:
-        for rank, worker in enumerate(workers):
+    def _check_workers(self) -> None:
+        for rank, worker in enumerate(self._workers):
             code = worker.exitcode
             if code is None or code == 0:
                 continue
-            report = _receive_traceback(error_pipes[rank])
+            report = _receive_traceback(self._error_pipes[rank])
             if report is not None:
                 what = f"worker {rank} raised an exception:\n{report}"
             elif code < 0:
                 what = f"worker {rank} (pid {worker.pid}) was killed by {signal.Signals(-code).name}."
             else:
                 what = f"worker {rank} (pid {worker.pid}) exited with code {code}."
-            raise TrainingError(f"global step {int(shared.steps.value)}: {what}\nThe run stopped (a run "
+            raise TrainingError(f"global step {int(self._shared.steps.value)}: {what}\nThe run stopped (a run "
                                 "directory keeps its final state in checkpoints/latest.pt).")
 
-    def _stop_workers(self, workers: list[Any], shared: SharedState) -> None:
+    def _stop_workers(self) -> None:
         """Ask the workers to stop, join them with a timeout, then terminate and kill stragglers."""
-        shared.stop.value = 1
+        self._shared.stop.value = 1
         deadline = time.monotonic() + JOIN_TIMEOUT_S
-        for worker in workers:
-            worker.join(timeout=max(deadline - time.monotonic(), 0.0))
-        for escalate in ("terminate", "kill"):
-            stragglers = [w for w in workers if w.is_alive()]
-            for worker in stragglers:
-                getattr(worker, escalate)()
-            for worker in stragglers:
-                worker.join(timeout=2.0)
-
-    def _parameters_finite(self) -> bool:
-        return all(torch.isfinite(p).all() for p in self.model.parameters())
+        try:
+            for worker in self._workers:
+                worker.join(timeout=max(deadline - time.monotonic(), 0.0))
+        finally:
+            for escalate in ("terminate", "kill"):
+                stragglers = [w for w in self._workers if w.is_alive()]
+                for worker in stragglers:
+                    getattr(worker, escalate)()
+                for worker in stragglers:
+                    worker.join(timeout=2.0)
 
 
 def _receive_traceback(pipe: Any) -> str | None:
@@ -771,34 +719,3 @@ def _receive_traceback(pipe: Any) -> str | None:
         return pipe.recv() if pipe.poll() else None
     except (EOFError, OSError):
         return None
-
-
-def _raise_keyboard_interrupt(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt(f"received {signal.Signals(signum).name}")
-
-
-@contextlib.contextmanager
-def _signals_raise_keyboard_interrupt() -> Iterator[None]:
-    """SIGTERM raises KeyboardInterrupt in the main thread, as Ctrl-C does, for a clean stop."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
-@contextlib.contextmanager
-def _signals_ignored() -> Iterator[None]:
-    """Ignore Ctrl-C and SIGTERM while the parent stops the workers and writes the checkpoint."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)

@@ -15,7 +15,6 @@ normalisation and optional reward scaling.
 
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,15 +22,16 @@ import numpy as np
 import torch
 from torch import nn
 
-from acrl.agent import Agent
-from acrl.buffers import RolloutBuffer
-from acrl.config import RunConfig, in_unit_interval, positive
-from acrl.envs import make_vec_env
-from acrl.errors import InputError
-from acrl.nets import CategoricalActor, GaussianActor, ValueNet
-from acrl.normalization import ObservationNormalizer, RewardScaler
-from acrl.optim import clip_grad_norm
-from acrl.returns import gae
+from acrl.algos.base import Agent
+from acrl.core.config import RunConfig, in_unit_interval, positive
+from acrl.core.envs import make_vec_env
+from acrl.core.errors import InputError
+from acrl.parts.buffers import RolloutBuffer
+from acrl.parts.nets import CategoricalActor, GaussianActor, ValueNet
+from acrl.parts.normalization import ObservationNormalizer, RewardScaler
+from acrl.parts.optim import anneal_learning_rate, clip_grad_norm
+from acrl.parts.returns import gae
+from acrl.parts.stats import EpisodeStats
 
 
 @dataclass
@@ -144,13 +144,7 @@ class PPO(Agent):
         self._obs, _ = self.envs.reset(seed=cfg.seed)
         self.envs.action_space.seed(cfg.seed)
         self.buffer = RolloutBuffer(cfg.n_steps, cfg.n_envs, self.obs_dim, () if self.discrete else (self.act_dim,))
-        self.episode_returns: deque[float] = deque(maxlen=100)
-        self.episode_lengths: deque[float] = deque(maxlen=100)
-
-    def _normalize(self, obs: np.ndarray, update: bool = False) -> torch.Tensor:
-        if self.obs_normalizer is None:
-            return torch.as_tensor(obs, dtype=torch.float32)
-        return self.obs_normalizer(obs, update=update)
+        self.episode_stats = EpisodeStats()
 
     def _policy_action(self, obs: torch.Tensor, deterministic: bool) -> np.ndarray:
         return self.actor.sample(obs, deterministic)[0].numpy()
@@ -160,12 +154,12 @@ class PPO(Agent):
         """Fill the rollout buffer with n_steps steps of each env and compute GAE advantages.
 
         Truncated steps bootstrap from V(final observation) (`info["final_obs"]`),
-        terminated ones from nothing (DESIGN.md checklist items 1 and 2).
+        terminated ones from nothing (docs/correctness.md items 1 and 2).
         """
         cfg, buf = self.config, self.buffer
         truncation_values = np.zeros_like(buf.next_values)
         for t in range(cfg.n_steps):
-            obs = self._normalize(self._obs, update=True)
+            obs = self.obs_normalizer(self._obs, update=True)
             actions, log_probs = self.actor.sample(obs)
             raw = actions.numpy()
             buf.observations[t] = obs.numpy()
@@ -179,16 +173,13 @@ class PPO(Agent):
             buf.truncated[t] = truncated
             if truncated.any():
                 final = np.stack([info["final_obs"][i] for i in np.flatnonzero(truncated)])
-                truncation_values[t, truncated] = self.critic(self._normalize(final)).numpy()
-            if "_episode" in info:
-                done = info["_episode"]
-                self.episode_returns.extend(info["episode"]["r"][done].tolist())
-                self.episode_lengths.extend(info["episode"]["l"][done].tolist())
+                truncation_values[t, truncated] = self.critic(self.obs_normalizer(final)).numpy()
+            self.episode_stats.add_from_info(info)
         # V(s_t) for the whole rollout in one batched forward pass (the critic does not change
         # while collecting; these are the observations exactly as the policy saw them).
         buf.values[:] = self.critic(torch.from_numpy(buf.observations)).numpy()
         buf.next_values[:-1] = buf.values[1:]
-        buf.next_values[-1] = self.critic(self._normalize(self._obs)).numpy()
+        buf.next_values[-1] = self.critic(self.obs_normalizer(self._obs)).numpy()
         buf.next_values[buf.truncated] = truncation_values[buf.truncated]
         buf.advantages, buf.returns = gae(buf.rewards, buf.values, buf.next_values, buf.terminated,
                                           buf.truncated, cfg.gamma, cfg.gae_lambda)
@@ -198,9 +189,8 @@ class PPO(Agent):
         """n_epochs of minibatch gradient steps on the clipped surrogate; returns train/ metrics."""
         cfg = self.config
         if cfg.anneal_lr:
-            fraction_left = max(1.0 - (self.num_steps - cfg.n_steps * cfg.n_envs) / self.total_steps, 0.0)
-            for group in self.optimizer.param_groups:
-                group["lr"] = cfg.learning_rate * fraction_left
+            anneal_learning_rate(self.optimizer, cfg.learning_rate, self.num_steps - cfg.n_steps * cfg.n_envs,
+                                 self.total_steps)
         # One row of statistics per minibatch, kept as tensors and averaged once at the end.
         stats: list[torch.Tensor] = []
         for batch in self.buffer.minibatches(cfg.batch_size, self.rng, cfg.n_epochs):
@@ -248,24 +238,19 @@ class PPO(Agent):
                 metrics["train/std"] = float(self.actor.distribution(batch["observations"][:1]).stddev.mean())
         return metrics
 
-    def _iteration(self) -> dict[str, float]:
+    def iteration(self, max_steps: int) -> dict[str, float]:
+        """`collect` then `update`: one whole rollout of n_steps * n_envs steps, whatever `max_steps`."""
         self.collect()
-        metrics = self.update()
-        if self.episode_returns:
-            metrics["rollout/ep_return_mean"] = float(np.mean(self.episode_returns))
-            metrics["rollout/ep_len_mean"] = float(np.mean(self.episode_lengths))
-        return metrics
+        return self.update() | self.episode_stats.metrics()
 
     def _extra_state(self) -> dict[str, Any]:
-        state: dict[str, Any] = {"episode_returns": list(self.episode_returns),
-                                 "episode_lengths": list(self.episode_lengths)}
+        state: dict[str, Any] = self.episode_stats.state_dict()
         if self.reward_scaler is not None:
             state["reward_scaler"] = self.reward_scaler.state_dict()
         return state
 
     def _load_extra_state(self, state: dict[str, Any]) -> None:
-        self.episode_returns.extend(state["episode_returns"])
-        self.episode_lengths.extend(state["episode_lengths"])
+        self.episode_stats.load_state_dict(state)
         if self.reward_scaler is not None:
             self.reward_scaler.load_state_dict(state["reward_scaler"])
         # The environments' internal state is not in the checkpoint: a loaded agent starts

@@ -22,7 +22,7 @@ import torch
 import acrl
 from acrl import A3C
 from acrl.cli import main as cli_main
-from acrl.errors import InputError, TrainingError
+from acrl.core.errors import InputError, TrainingError
 from tests.conftest import signal_when_ready
 
 HERE = Path(__file__).parent

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from acrl import BCQ
-from acrl.datasets import collect_transitions, save_dataset
+from acrl.parts.datasets import collect_transitions, save_dataset
 
 TINY = ["actor_hidden_sizes=[16]", "critic_hidden_sizes=[16]", "vae_hidden_sizes=[16]", "iteration_steps=10",
         "eval_episodes=1"]

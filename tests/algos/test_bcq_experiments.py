@@ -8,8 +8,8 @@ import pytest
 
 from acrl import load
 from acrl.cli import main
-from acrl.datasets import OfflineDataset, load_dataset
-from acrl.experiments import KINDS, episode_returns, run_extrapolation
+from acrl.offline.experiments import KINDS, episode_returns, run_extrapolation
+from acrl.parts.datasets import OfflineDataset, load_dataset
 
 TINY_NETS = {"behavioral_overrides": {"start_steps": 100, "hidden_sizes": [16]},
              "ddpg_overrides": {"hidden_sizes": [16]},

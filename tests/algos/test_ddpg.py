@@ -12,9 +12,9 @@ import pytest
 
 import acrl
 from acrl.cli import main
-from acrl.collect import collect_dataset
-from acrl.datasets import load_dataset
-from acrl.errors import InputError
+from acrl.core.errors import InputError
+from acrl.offline.collect import collect_dataset
+from acrl.parts.datasets import load_dataset
 
 TINY = ["hidden_sizes=[16, 16]", "batch_size=32", "start_steps=100", "iteration_steps=100", "eval_episodes=1"]
 

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from acrl import A3C, A3CConfig
-from acrl.config import preset_values, update_config
+from acrl.core.config import preset_values, update_config
 
 
 def preset_config(env_id: str, **overrides) -> A3CConfig:

@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 
 from acrl import BCQ, DDPG
-from acrl.collect import behavioral_run_dir, collect_dataset, load_policy
-from acrl.config import preset_values
-from acrl.evaluation import evaluate
+from acrl.core.config import preset_values
+from acrl.core.evaluation import evaluate
+from acrl.offline.collect import behavioral_run_dir, collect_dataset, load_policy
 
 
 @pytest.mark.slow
@@ -40,7 +40,7 @@ def test_bcq_matches_the_behavioral_policy_on_pendulum_imperfect_data_and_ddpg_d
     ddpg.learn(run_dir=tmp_path / "ddpg", progress=False)
 
     def last_evals(run_dir, n=3):
-        from acrl.plotting import read_curve
+        from acrl.core.plotting import read_curve
         return float(np.mean(read_curve(run_dir)[1][-n:]))
 
     bcq_best, ddpg_best = bcq.best_eval["return_mean"], ddpg.best_eval["return_mean"]

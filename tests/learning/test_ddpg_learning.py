@@ -9,7 +9,7 @@ import pytest
 
 import acrl
 from acrl import DDPG, TD3
-from acrl.config import preset_values
+from acrl.core.config import preset_values
 
 
 def best_return(agent, run_dir):

@@ -3,7 +3,7 @@
 import pytest
 
 from acrl import PPO, evaluate
-from acrl.config import preset_values
+from acrl.core.config import preset_values
 
 
 def preset(env_id):

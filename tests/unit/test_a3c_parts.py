@@ -18,10 +18,11 @@ from acrl.algos.a3c import (
     make_worker_env,
     sync_parameters,
 )
-from acrl.envs import ActionAdapter
-from acrl.errors import InputError
-from acrl.optim import SharedAdam
-from acrl.returns import n_step_returns
+from acrl.core.envs import ActionAdapter
+from acrl.core.errors import InputError
+from acrl.parts.normalization import IdentityNormalizer
+from acrl.parts.optim import SharedAdam
+from acrl.parts.returns import n_step_returns
 
 TRUNCATED_RETURNS = [6.355, 5.95, 5.5]  # 1 + .9 (1 + .9 (1 + .9 * 5)), 1 + .9 (1 + .9 * 5), 1 + .9 * 5
 TERMINATED_RETURNS = [2.71, 1.9, 1.0]  # 1 + .9 + .81, 1 + .9, 1
@@ -70,9 +71,9 @@ class StubModel:
 ])
 def test_worker_bootstraps_from_last_obs_unless_terminated(case, env, n_steps, expected):
     obs, _ = env.reset(seed=0)
-    rollout = collect_rollout(env, StubModel(), obs, n_steps, ActionAdapter(env.action_space))
+    rollout = collect_rollout(env, StubModel(), obs, n_steps, ActionAdapter(env.action_space), IdentityNormalizer())
     assert len(rollout) == 3, case
-    bootstrap = bootstrap_value(rollout, StubModel())
+    bootstrap = bootstrap_value(rollout, StubModel(), IdentityNormalizer())
     assert bootstrap == (0.0 if case == "terminated" else 5.0), case
     np.testing.assert_allclose(n_step_returns(rollout.rewards, bootstrap, 0.9), expected, rtol=1e-6)
 
@@ -81,7 +82,7 @@ def test_rollout_stops_when_the_budget_is_spent():
     env = CounterEnv()
     obs, _ = env.reset()
     budget = iter([True, True, False])
-    rollout = collect_rollout(env, StubModel(), obs, 5, ActionAdapter(env.action_space),
+    rollout = collect_rollout(env, StubModel(), obs, 5, ActionAdapter(env.action_space), IdentityNormalizer(),
                               claim_step=lambda: next(budget))
     assert len(rollout) == 2 and not rollout.terminated and not rollout.truncated
     assert rollout.last_obs[0] == 2.0
@@ -199,7 +200,7 @@ def test_config_defaults():
 
 
 def test_every_preset_loads_validates_and_cites_a_source():
-    from acrl.config import load_presets, preset_values, update_config
+    from acrl.core.config import load_presets, preset_values, update_config
 
     presets = load_presets("a3c")
     for env_id in ("CartPole-v1", "Pendulum-v1", "MountainCarContinuous-v0"):

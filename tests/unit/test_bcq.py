@@ -1,6 +1,6 @@
 """BCQ pieces with values worked out by hand: the critic target (repeat_interleave order, soft
-clipped double Q, maximum over samples, terminals), the VAE's clamps, module shapes, discrete
-masking, target networks and data loading (DESIGN.md checklist items 1, 8, 9, 10)."""
+clipped double Q, maximum over samples, terminals), the VAE's clamps, module shapes, target
+networks and data loading (docs/correctness.md items 1, 8, 9, 10)."""
 
 import math
 
@@ -16,19 +16,15 @@ from acrl.algos.bcq import (
     LOG_STD_MIN,
     VAE,
     BCQConfig,
-    DiscreteBCQNet,
     PerturbationActor,
-    allowed_actions,
     continuous_target,
-    discrete_target,
-    masked_argmax,
     select_continuous,
     soft_clipped_double_q,
 )
-from acrl.buffers import ReplayBuffer
-from acrl.datasets import OfflineDataset, save_dataset
-from acrl.errors import InputError
-from acrl.nets import TwinQ
+from acrl.core.errors import InputError
+from acrl.parts.buffers import ReplayBuffer
+from acrl.parts.datasets import OfflineDataset, save_dataset
+from acrl.parts.nets import TwinQ
 
 SMALL = {"actor_hidden_sizes": (8,), "critic_hidden_sizes": (8,), "vae_hidden_sizes": (8,), "batch_size": 4,
          "eval_freq": 0, "iteration_steps": 5}
@@ -146,7 +142,7 @@ def test_vae_log_std_is_clamped_and_loss_by_hand():
 
 @pytest.mark.parametrize("batch", [1, 100])
 def test_module_shapes(batch):
-    obs_dim, act_dim, latent_dim, n_actions = 5, 3, 6, 4
+    obs_dim, act_dim, latent_dim = 5, 3, 6
     obs, actions = torch.randn(batch, obs_dim), torch.rand(batch, act_dim) * 2 - 1
     vae = VAE(obs_dim, act_dim, latent_dim, hidden_sizes=(32, 32))
     recon, mean, log_std = vae(obs, actions)
@@ -163,44 +159,6 @@ def test_module_shapes(batch):
     assert select_continuous(obs, vae, actor, critic, 10).shape == (batch, act_dim)
     y = continuous_target(obs, torch.zeros(batch), torch.ones(batch), vae, actor, critic, 0.99, 0.75, 10)
     assert y.shape == (batch,)
-    net = DiscreteBCQNet(obs_dim, n_actions, (32, 32))
-    q, logits = net(obs)
-    assert q.shape == logits.shape == (batch, n_actions)
-    assert masked_argmax(q, logits, 0.3).shape == (batch,)
-    assert allowed_actions(logits, 0.3).shape == (batch, n_actions)
-    assert discrete_target(obs, torch.zeros(batch), torch.ones(batch), net, net, 0.99, 0.3).shape == (batch,)
-
-
-def test_discrete_masking_chooses_the_only_allowed_action():
-    q = torch.tensor([[5.0, 3.0, 1.0]])
-    logits = torch.tensor([[-5.0, -5.0, 0.0]])  # G ratios e^-5, e^-5, 1: only action 2 passes 0.3
-    torch.testing.assert_close(allowed_actions(logits, 0.3), torch.tensor([[False, False, True]]))
-    assert masked_argmax(q, logits, 0.3).tolist() == [2]
-    # Ratios 0.5 and 0.25 against 0.3: actions 0 and 1 allowed, 2 not.
-    logits = torch.log(torch.tensor([[0.5, 1.0, 0.25]]))
-    assert masked_argmax(torch.tensor([[1.0, 0.0, 9.0]]), logits, 0.3).tolist() == [0]
-    assert masked_argmax(torch.tensor([[1.0, 0.0, 9.0]]), logits, 0.0).tolist() == [2]  # threshold 0: DQN
-    # Values far below the authors' -1e8 mask: a disallowed action still never wins.
-    q = torch.tensor([[-1e9, -2e9, -3e9]])
-    assert masked_argmax(q, torch.tensor([[-5.0, -5.0, 0.0]]), 0.3).tolist() == [2]
-
-
-def test_allowed_actions_has_no_underflow_and_keeps_the_mode():
-    logits = torch.tensor([[0.0, -200.0, -200.5]])  # softmax ratios underflow to 0 in float32
-    assert allowed_actions(logits, 0.0).all()
-    assert allowed_actions(logits, 0.99).tolist() == [[True, False, False]]
-
-
-def test_discrete_target_double_q_with_mask():
-    net = DiscreteBCQNet(2, 3, (4,))
-    target_net = DiscreteBCQNet(2, 3, (4,))
-    for module, q_bias in ((net, [5.0, 3.0, 1.0]), (target_net, [10.0, 20.0, 30.0])):
-        set_linear(module.q[2], torch.zeros(3, 4).tolist(), q_bias)
-        set_linear(module.imitation[2], torch.zeros(3, 4).tolist(), [0.0, 0.0, -5.0])
-    # Online net: actions 0 and 1 allowed, argmax 0; the target net values action 0 at 10.
-    y = discrete_target(torch.zeros(2, 2), torch.tensor([1.0, 2.0]), torch.tensor([1.0, 0.0]), net, target_net,
-                        gamma=0.9, threshold=0.3)
-    torch.testing.assert_close(y, torch.tensor([1.0 + 0.9 * 10.0, 2.0]))
 
 
 # ------------------------------------------------------------------------------- the agent
@@ -232,7 +190,7 @@ class ArangeRng:
 def test_dataset_loads_in_policy_units_with_terminals_apart(tmp_path):
     data = write_dataset(tmp_path / "d.h5")
     agent = BCQ(dataset=str(tmp_path / "d.h5"), **SMALL)
-    assert agent.config.env_id == "Pendulum-v1" and not agent.discrete
+    assert agent.config.env_id == "Pendulum-v1"
     batch = agent.load_data().sample(4, ArangeRng())
     torch.testing.assert_close(batch["actions"], torch.from_numpy(data.actions[:4] / 2.0))  # Box [-2, 2]
     # Row 1 is terminal (no bootstrap), row 2 a timeout (bootstraps).
@@ -286,16 +244,6 @@ def test_same_seed_same_updates(tmp_path):
         assert torch.equal(a, b)
 
 
-def test_discrete_agent_from_cartpole_dataset(tmp_path):
-    write_dataset(tmp_path / "c.h5", "CartPole-v1")
-    agent = BCQ(dataset=str(tmp_path / "c.h5"), seed=0, critic_hidden_sizes=(8,), eval_freq=0, iteration_steps=5)
-    assert agent.discrete and agent.batch_size == 64 and agent.optimizer.param_groups[0]["lr"] == 3e-4
-    agent.learn(5, progress=False)
-    action = agent.predict(np.zeros(4, np.float32))
-    assert int(action) in (0, 1)
-    assert agent.predict(np.zeros((6, 4), np.float32)).shape == (6,)
-
-
 def test_buffer_instead_of_dataset_and_bad_configs():
     buffer = ReplayBuffer(10, 3, (1,))
     buffer.add(np.zeros((10, 3), np.float32), np.zeros((10, 1), np.float32), np.zeros(10, np.float32),
@@ -306,9 +254,7 @@ def test_buffer_instead_of_dataset_and_bad_configs():
     with pytest.raises(InputError, match="--dataset FILE"):
         BCQ("Pendulum-v1", **SMALL)
     with pytest.raises(InputError, match="observations of size 3"):
-        BCQ("CartPole-v1", buffer=buffer)
-    with pytest.raises(InputError, match="threshold"):
-        BCQConfig(threshold=1.0).validate()
+        BCQ("MountainCarContinuous-v0", buffer=buffer)
     with pytest.raises(InputError, match="lmbda"):
         BCQConfig(lmbda=1.5).validate()
 

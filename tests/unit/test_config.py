@@ -3,8 +3,8 @@
 import pytest
 
 from acrl.algos.ppo import PPOConfig
-from acrl.config import parse_set_options, preset_values, update_config
-from acrl.errors import InputError
+from acrl.core.config import parse_set_options, preset_values, update_config
+from acrl.core.errors import InputError
 
 
 def test_set_options_are_yaml_typed():

@@ -1,4 +1,4 @@
-"""Tests for acrl.datasets: HDF5 round trip, schema errors, Minari import, collection."""
+"""Tests for acrl.parts.datasets: HDF5 round trip, schema errors, Minari import, collection."""
 
 import sys
 
@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from acrl import __version__
-from acrl.datasets import (
+from acrl.core.errors import InputError
+from acrl.parts.datasets import (
     D4RL_KEYS,
     OfflineDataset,
     collect_transitions,
@@ -16,7 +17,6 @@ from acrl.datasets import (
     load_minari,
     save_dataset,
 )
-from acrl.errors import InputError
 
 PENDULUM_OBS = gym.spaces.Box(-np.inf, np.inf, (3,), np.float32)
 PENDULUM_ACT = gym.spaces.Box(-2.0, 2.0, (1,), np.float32)

@@ -9,10 +9,11 @@ import pytest
 import torch
 
 from acrl import DDPG, TD3
-from acrl.algos.ddpg import smooth_target_actions, td_target
-from acrl.buffers import ReplayBuffer
-from acrl.datasets import collect_transitions, save_dataset
-from acrl.errors import InputError
+from acrl.algos.ddpg import td_target
+from acrl.algos.td3 import smooth_target_actions
+from acrl.core.errors import InputError
+from acrl.parts.buffers import ReplayBuffer
+from acrl.parts.datasets import collect_transitions, save_dataset
 
 TINY = {"hidden_sizes": (1,), "buffer_size": 100, "batch_size": 2, "start_steps": 0}
 SMALL = {"hidden_sizes": (16, 16), "batch_size": 32, "buffer_size": 5_000, "start_steps": 100,
@@ -37,7 +38,7 @@ def fix_tiny_nets(agent, q_scales):
     actor = agent.actor_target.net
     set_linear(actor[0], [[0.0, 0.0, 0.0]], [0.0])
     set_linear(actor[2], [[0.0]], [math.atanh(0.5)])
-    nets = [agent.critic_target.q1_net, agent.critic_target.q2_net] if agent.twin else [agent.critic_target.q_net]
+    nets = [agent.critic_target.q1_net, agent.critic_target.q2_net] if isinstance(agent, TD3) else [agent.critic_target.q_net]
     for net, scale in zip(nets, q_scales):
         set_linear(net[0], [[1.0, 0.0, 0.0, 2.0]], [0.0])
         set_linear(net[2], [[scale]], [0.5])
@@ -207,9 +208,10 @@ def test_same_seed_same_learning():
 
 @pytest.mark.parametrize("save_buffer", [False, True])
 def test_checkpoint_round_trip_and_resume(tmp_path, save_buffer):
-    agent = TD3("Pendulum-v1", seed=1, save_replay_buffer=save_buffer, **SMALL).learn(300, progress=False)
-    agent.save(tmp_path / "latest.pt")
-    agent.save(tmp_path / "best.pt")
+    # The run loop writes latest.pt and (at the final evaluation) best.pt.
+    agent = TD3("Pendulum-v1", seed=1, save_replay_buffer=save_buffer, eval_episodes=1, **SMALL)
+    agent.learn(300, run_dir=tmp_path, progress=False)
+    tmp_path = tmp_path / "checkpoints"
     loaded = TD3.load(tmp_path / "latest.pt")
     for name, net in agent.nets.items():
         for a, b in zip(net.parameters(), loaded.nets[name].parameters()):

@@ -4,8 +4,9 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from acrl.envs import ActionAdapter, AntDirectional, check_spaces, env_factory
-from acrl.errors import InputError
+from acrl.core.envs import ActionAdapter, check_spaces, env_factory
+from acrl.tasks import AntDirectional
+from acrl.core.errors import InputError
 
 
 def test_unknown_id_suggests_close_ids():

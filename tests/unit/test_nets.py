@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from acrl.nets import CategoricalActor, GaussianActor, TwinQ, mlp
+from acrl.parts.nets import CategoricalActor, GaussianActor, TwinQ, mlp
 
 
 @pytest.mark.parametrize("log_std", [-105.0, 50.0])

@@ -3,7 +3,7 @@
 import numpy as np
 import torch
 
-from acrl.normalization import ObservationNormalizer, RewardScaler, RunningMeanStd
+from acrl.parts.normalization import ObservationNormalizer, RewardScaler, RunningMeanStd
 
 
 def test_running_mean_std_matches_numpy_over_uneven_batches():

@@ -1,4 +1,4 @@
-"""Tests for acrl.optim: shared optimizer state across processes, target updates, schedules.
+"""Tests for acrl.parts.optim: shared optimizer state across processes, target updates, schedules.
 
 Expected values come from plain `torch.optim` run sequentially and from hand computation,
 never from the code under test.
@@ -11,8 +11,8 @@ import torch
 import torch.multiprocessing as mp
 from torch import nn
 
-from acrl.errors import InputError
-from acrl.optim import (
+from acrl.core.errors import InputError
+from acrl.parts.optim import (
     SharedAdam,
     SharedRMSprop,
     hard_update,

@@ -1,8 +1,8 @@
 import pytest
 import yaml
 
-from acrl.errors import InputError
-from acrl.plotting import _group, plot_runs
+from acrl.core.errors import InputError
+from acrl.core.plotting import _group, plot_runs
 
 
 def _run(path, seed, total_steps, rows):

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from acrl.returns import gae
+from acrl.parts.returns import gae
 
 
 def col(values, dtype=np.float32):

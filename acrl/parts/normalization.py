@@ -2,7 +2,7 @@
 
 Statistics are float64 torch tensors so they can live in shared memory (A3C) and go into
 checkpoints as plain tensors. Normalisation updates only when asked: training updates,
-evaluation and `predict` never do (DESIGN.md checklist item 5).
+evaluation and `predict` never do (docs/correctness.md item 5).
 """
 
 from __future__ import annotations
@@ -57,6 +57,24 @@ class RunningMeanStd:
         self.mean.copy_(state["mean"])
         self.var.copy_(state["var"])
         self.count.copy_(state["count"])
+
+
+class IdentityNormalizer:
+    """The normaliser of an agent that does not normalise: obs (B, obs_dim) -> float32 tensor, unchanged.
+
+    It has the interface of `ObservationNormalizer` (an empty state), so every agent has a
+    normaliser and no code asks whether there is one.
+    """
+
+    def __call__(self, obs: np.ndarray, update: bool = False) -> torch.Tensor:
+        """obs (B, obs_dim), any float dtype -> float32 tensor (B, obs_dim); `update` changes nothing."""
+        return torch.as_tensor(np.asarray(obs), dtype=torch.float32)
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        return {}
+
+    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        """Accept the empty state (also what a checkpoint without normaliser statistics holds)."""
 
 
 class ObservationNormalizer:

@@ -18,7 +18,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import yaml  # noqa: E402
 
-from acrl.errors import InputError  # noqa: E402
+from acrl.core.errors import InputError  # noqa: E402
 
 
 def read_curve(run_dir: str | Path, key: str = "eval/return_mean") -> tuple[np.ndarray, np.ndarray]:

@@ -14,7 +14,7 @@ and Sec. 5 (Figure 2: BCQ against offline DDPG on four buffers of the same behav
 
 `run_extrapolation` (`acrl experiment extrapolation`) runs the concurrent experiment (which is
 also the behavioral run: its buffer becomes the final dataset and its best checkpoint the policy
-for imitation and imperfect), collects the two other datasets with `acrl.collect`, and trains
+for imitation and imperfect), collects the two other datasets with `acrl.offline.collect`, and trains
 BCQ and offline DDPG on each for the same number of updates. It writes one table (markdown and
 JSON: the behavioral policy's return, the mean episode return in each dataset, BCQ's and
 DDPG's final and best evaluations, mean and std over seeds) and one figure in the layout of the
@@ -38,20 +38,20 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from acrl import __version__  # noqa: E402
-from acrl.agent import Agent, write_json_atomic  # noqa: E402
-from acrl.config import RunConfig, preset_values, update_config  # noqa: E402
-from acrl.datasets import OfflineDataset, load_dataset, save_dataset  # noqa: E402
-from acrl.envs import env_factory  # noqa: E402
-from acrl.errors import InputError  # noqa: E402
-from acrl.logging import Logger  # noqa: E402
-from acrl.plotting import plot_runs, read_curve  # noqa: E402
+from acrl.core.config import RunConfig, preset_values, update_config  # noqa: E402
+from acrl.core.envs import env_factory  # noqa: E402
+from acrl.core.errors import InputError  # noqa: E402
+from acrl.core.loop import Run, train, write_json_atomic  # noqa: E402
+from acrl.core.plotting import read_curve  # noqa: E402
+from acrl.core.version import __version__  # noqa: E402
+from acrl.offline.collect import buffer_dataset, collect_dataset  # noqa: E402
+from acrl.parts.datasets import OfflineDataset, load_dataset, save_dataset  # noqa: E402
 
 KINDS = ("final", "concurrent", "imitation", "imperfect")
 """The buffers of the paper's Figure 2, in its order."""
 
-LOG_EVERY = 1_000
-"""Environment steps between rows of train/ metrics in the concurrent run's metrics.csv."""
+ITERATION_STEPS = 1_000
+"""Behavioral steps per round of the concurrent run (and its learners' updates): one metrics row each."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -101,60 +101,9 @@ def episode_returns(data: OfflineDataset) -> np.ndarray:
     return np.diff(np.concatenate([[0.0], sums]))
 
 
-def buffer_dataset(agent: Agent, kind: str, behavioral_policy: str, seed: int) -> OfflineDataset:
-    """The filled part of an online DDPG's replay buffer as an OfflineDataset (actions in env units)."""
-    buffer, n = agent.buffer, len(agent.buffer)
-    actions = agent.action_adapter.to_env(buffer.actions[:n]).astype(np.float32)
-    attrs = {"env_id": agent.config.env_id, "kind": kind, "behavioral_policy": behavioral_policy, "seed": int(seed),
-             "noise_std": float(agent.config.expl_noise), "random_prob": 0.0, "algo": agent.algo,
-             "acrl_version": __version__}
-    return OfflineDataset(buffer.observations[:n].copy(), actions, buffer.rewards[:n].copy(),
-                          buffer.next_observations[:n].copy(), buffer.terminated[:n].copy(),
-                          buffer.truncated[:n].copy(), attrs)
-
-
 # --------------------------------------------------------------------------------------------
 # Concurrent
 # --------------------------------------------------------------------------------------------
-
-
-class _Tracked:
-    """One agent of the concurrent run: its run directory, logger, curve and best evaluation."""
-
-    def __init__(self, name: str, agent: Agent, run_dir: Path, total: int, progress: bool):
-        self.name, self.agent, self.run_dir = name, agent, run_dir
-        agent.write_config(run_dir)
-        self.logger = Logger(run_dir, total, progress=progress)
-        self.curve: list[tuple[int, float]] = []
-        self.stats: dict[str, list[float]] = {}
-
-    def add(self, metrics: dict[str, float]) -> None:
-        for key, value in metrics.items():
-            self.stats.setdefault(key, []).append(value)
-
-    def log(self, step: int, evaluate: bool) -> None:
-        metrics = {key: float(np.mean(values)) for key, values in self.stats.items()}
-        self.stats = {}
-        agent = self.agent
-        episodes = getattr(agent, "episode_returns", None)
-        if episodes:
-            metrics["rollout/ep_return_mean"] = float(np.mean(episodes))
-        if evaluate:
-            result = agent.evaluate()
-            if agent.best_eval is None or result["return_mean"] > agent.best_eval["return_mean"]:
-                agent.best_eval = {**result, "step": step}
-                agent.save(self.run_dir / "checkpoints" / "best.pt")
-            metrics["eval/return_mean"] = result["return_mean"]
-            metrics["eval/return_std"] = result["return_std"]
-            self.curve.append((step, result["return_mean"]))
-        agent._check_finite(metrics)
-        self.logger.log(step, metrics)
-
-    def finish(self) -> None:
-        self.agent.save(self.run_dir / "checkpoints" / "latest.pt")
-        write_json_atomic(self.run_dir / "eval.json", {k: v for k, v in self.agent.best_eval.items() if k != "step"})
-        self.logger.close()
-        plot_runs([self.run_dir], self.run_dir / "learning_curve.png", x_label="behavioral time steps")
 
 
 def run_concurrent(env_id: str, out_dir: str | Path, steps: int | None = None, seed: int = 0,
@@ -164,12 +113,14 @@ def run_concurrent(env_id: str, out_dir: str | Path, steps: int | None = None, s
     """The concurrent experiment (Fujimoto et al. 2019, Sec. 3 and Figure 2 "concurrent").
 
     A behavioral DDPG (the env's DDPG preset; its replay buffer keeps every transition) trains
-    online for `steps` environment steps. After its start_steps of random actions, each step
-    gives one update to the behavioral agent, one to an off-policy DDPG (same preset, gamma
-    aligned with BCQ's) and one to BCQ (the env's BCQ preset), the latter two sampling from the
-    behavioral agent's buffer as it grows and never acting. All three are evaluated every
-    `eval_freq` steps (deterministic, `eval_episodes` episodes, env seeded apart). At the end the
-    buffer is written as the `final` dataset.
+    online for `steps` environment steps. An off-policy DDPG (same preset, gamma aligned with
+    BCQ's) and BCQ (the env's BCQ preset) learn from the behavioral agent's buffer as it grows,
+    never acting: one update each per behavioral step. The three train through the run loop in
+    lockstep (`acrl.core.loop.train`): each round the behavioral agent takes one iteration of
+    `iteration_steps` steps (1,000), then each learner takes as many updates from the buffer
+    as it now is, so the learners' update count is the behavioral step count and all three are
+    evaluated at the same steps, every `eval_freq` (deterministic, `eval_episodes` episodes, env
+    seeded apart). At the end the buffer is written as the `final` dataset.
 
     Args:
         env_id: a registered environment with a bounded Box action space.
@@ -202,54 +153,34 @@ def run_concurrent(env_id: str, out_dir: str | Path, steps: int | None = None, s
     if steps < 1 or eval_freq < 1 or eval_episodes < 1:
         raise InputError(f"steps, eval_freq and eval_episodes must be >= 1, got {steps}, {eval_freq}, {eval_episodes}.")
     final_dataset = Path(final_dataset or out_dir / "final.h5").resolve()
-    common = {"eval_freq": eval_freq, "eval_episodes": eval_episodes}
+    common = {"eval_freq": eval_freq, "eval_episodes": eval_episodes, "iteration_steps": ITERATION_STEPS}
     behavioral_cfg = _config("ddpg", env_id, behavioral_overrides or {}, {"seed": seed, "total_steps": steps, **common})
     behavioral_cfg = update_config(behavioral_cfg, {"buffer_size": max(steps, behavioral_cfg.start_steps,
                                                                        behavioral_cfg.batch_size)}, "experiment")
     bcq_cfg = _config("bcq", env_id, bcq_overrides or {},
                       {"seed": seed + 2, "total_steps": steps, "dataset": str(final_dataset), **common})
     ddpg_values = {"gamma": bcq_cfg.gamma, **(ddpg_overrides or {})}
-    ddpg_cfg = _config("ddpg", env_id, ddpg_values, {"seed": seed + 1, "total_steps": steps, "start_steps": 0,
-                                                     "dataset": None, **common})
-    ddpg_cfg = update_config(ddpg_cfg, {"buffer_size": ddpg_cfg.batch_size}, "experiment")  # never fills its own
+    ddpg_cfg = _config("ddpg", env_id, ddpg_values, {"seed": seed + 1, "total_steps": steps, "dataset": None,
+                                                     **common})
 
     behavioral = DDPG(env_id, config=behavioral_cfg)
-    learner = DDPG(env_id, config=ddpg_cfg)
-    torch.set_num_threads(behavioral_cfg.torch_threads)  # as Agent.learn does; oversubscribed threads crawl
+    learner = DDPG(env_id, config=ddpg_cfg, buffer=behavioral.buffer)
     bcq = BCQ(env_id, config=bcq_cfg, buffer=behavioral.buffer)
-    tracked = [_Tracked("behavioral", behavioral, out_dir / "behavioral", steps, progress),
-               _Tracked("ddpg", learner, out_dir / "ddpg", steps, False),
-               _Tracked("bcq", bcq, out_dir / "bcq", steps, False)]
-    buffer, start = behavioral.buffer, max(behavioral_cfg.start_steps, behavioral_cfg.batch_size)
-    learners = [(t, t.agent, t.agent.batch_size if t.agent is bcq else ddpg_cfg.batch_size) for t in tracked[1:]]
-    try:
-        while behavioral.num_steps < steps:
-            before = behavioral.num_steps
-            behavioral.collect_step()
-            if len(buffer) >= start:
-                tracked[0].add(behavioral.update(buffer.sample(behavioral_cfg.batch_size, behavioral.rng)))
-                for track, agent, batch_size in learners:
-                    track.add(agent.update(buffer.sample(batch_size, agent.rng)))
-                    agent.num_steps += 1  # the learners' own counter: gradient updates
-            now = behavioral.num_steps
-            evaluate = now // eval_freq > before // eval_freq or now >= steps
-            if evaluate or now // LOG_EVERY > before // LOG_EVERY:
-                for track in tracked:
-                    track.log(now, evaluate)
-        for track in tracked:
-            track.finish()
-    finally:
-        for track in tracked:
-            track.logger.close()
+    agents = {"behavioral": behavioral, "ddpg": learner, "bcq": bcq}
+    torch.set_num_threads(behavioral_cfg.torch_threads)  # as Agent.learn does; oversubscribed threads crawl
+    behavioral.before_learning()
+    runs = [Run(agent, out_dir / name, progress, label=f"concurrent {name}") for name, agent in agents.items()]
+    train(runs)  # lockstep: each round, the behavioral agent's steps, then as many updates of each learner
     data = buffer_dataset(behavioral, "final", str(out_dir / "behavioral"), seed)
     save_dataset(final_dataset, data)
     returns = episode_returns(data)
+    curves = {name: _curve(out_dir / name) for name in agents}
     return {
         "env_id": env_id, "seed": seed, "steps": steps, "eval_freq": eval_freq,
-        "curves": {t.name: [list(point) for point in t.curve] for t in tracked},
-        "final": {t.name: t.curve[-1][1] for t in tracked},
-        "best": {t.name: t.agent.best_eval["return_mean"] for t in tracked},
-        "run_dirs": {t.name: str(t.run_dir) for t in tracked},
+        "curves": curves,
+        "final": {name: curve[-1][1] for name, curve in curves.items()},
+        "best": {name: agent.best_eval["return_mean"] for name, agent in agents.items()},
+        "run_dirs": {name: str(out_dir / name) for name in agents},
         "final_dataset": str(final_dataset),
         "data_episode_return": float(returns.mean()) if len(returns) else None,
     }
@@ -267,10 +198,16 @@ def _train_offline(algo: str, env_id: str, dataset: Path, run_dir: Path, updates
     config = _config(algo, env_id, overrides, {"seed": seed, "total_steps": updates, "dataset": str(dataset),
                                                **common})
     agent = get_algorithm(algo)(env_id, config=config)
-    agent.learn(run_dir=run_dir, progress=progress)
+    agent.learn(run_dir=run_dir, progress=progress, label=f"{algo} on {dataset.stem}")
+    curve = _curve(run_dir)
+    return {"curve": curve, "final": curve[-1][1], "best": float(agent.best_eval["return_mean"]),
+            "run_dir": str(run_dir)}
+
+
+def _curve(run_dir: Path) -> list[list[float]]:
+    """[[step, eval/return_mean], ...] of a finished run directory."""
     steps, values = read_curve(run_dir)
-    return {"curve": [[int(s), float(v)] for s, v in zip(steps, values, strict=True)],
-            "final": float(values[-1]), "best": float(agent.best_eval["return_mean"]), "run_dir": str(run_dir)}
+    return [[int(s), float(v)] for s, v in zip(steps, values, strict=True)]
 
 
 def run_extrapolation(env_id: str, out_dir: str | Path, steps_behavioral: int | None = None,
@@ -282,7 +219,7 @@ def run_extrapolation(env_id: str, out_dir: str | Path, steps_behavioral: int | 
 
     Per seed: `run_concurrent` (the behavioral DDPG run with its concurrent DDPG and BCQ
     learners; its buffer is the final dataset), then imitation and imperfect datasets of
-    `dataset_size` transitions from the behavioral run's best checkpoint (`acrl.collect`), then
+    `dataset_size` transitions from the behavioral run's best checkpoint (`acrl.offline.collect`), then
     BCQ and offline DDPG trained for `updates` gradient updates on each of final, imitation and
     imperfect. The offline DDPG uses the DDPG preset with BCQ's gamma, the paper's "same data,
     same settings" baseline.
@@ -306,7 +243,6 @@ def run_extrapolation(env_id: str, out_dir: str | Path, steps_behavioral: int | 
     Raises:
         InputError: as `run_concurrent`; no seeds; an out_dir that already holds files.
     """
-    from acrl.collect import collect_dataset
 
     out_dir = Path(out_dir)
     _check_out(out_dir)

@@ -1,7 +1,7 @@
 """Networks: MLPs with orthogonal init, stochastic actors, a value net, deterministic actors, twin Q.
 
 All modules take float32 observations of shape (B, obs_dim) and work in the policy's action
-units: [-1, 1] per bounded dimension for continuous actions (`acrl.envs.ActionAdapter` maps
+units: [-1, 1] per bounded dimension for continuous actions (`acrl.core.envs.ActionAdapter` maps
 them to the environment's Box), action indices for Discrete spaces.
 """
 
@@ -178,3 +178,13 @@ class TwinQ(nn.Module):
     def q1(self, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
         """Q1 only, (B,): the critic the actor's loss uses."""
         return self.q1_net(torch.cat([obs, actions], dim=-1)).squeeze(-1)
+
+
+def inplace_relu(*modules: nn.Module) -> None:
+    """Switch every `nn.ReLU` inside `modules` to in-place: the same values and gradients (a ReLU
+    after a Linear may overwrite the Linear's output, which its backward does not need), one
+    allocation less per layer; ~10% of a BCQ update on CPU."""
+    for module in modules:
+        for layer in module.modules():
+            if isinstance(layer, nn.ReLU):
+                layer.inplace = True

@@ -17,7 +17,7 @@ Sec. 5 (and the authors' code, github.com/sfujim/BCQ) define the buffers:
   experiment, not a fixed dataset: `acrl experiment concurrent`. The transitions it learns from
   are those a `final` collection with the same settings stores.
 
-Every dataset is an HDF5 file with the D4RL keys (`acrl.datasets.save_dataset`), terminals
+Every dataset is an HDF5 file with the D4RL keys (`acrl.parts.datasets.save_dataset`), terminals
 (termination) and timeouts (time-limit truncation) kept apart, and the attributes env_id, kind,
 behavioral_policy, seed, noise_std, random_prob, acrl_version (and algo, the behavioral agent's).
 """
@@ -30,10 +30,13 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from acrl import __version__
-from acrl.datasets import OfflineDataset, collect_transitions, save_dataset
-from acrl.envs import env_factory
-from acrl.errors import InputError
+from acrl.algos import load
+from acrl.algos.base import Agent
+from acrl.algos.ddpg import DDPG
+from acrl.core.envs import env_factory
+from acrl.core.errors import InputError
+from acrl.core.version import __version__
+from acrl.parts.datasets import OfflineDataset, collect_transitions, save_dataset
 
 KINDS = ("final", "imitation", "imperfect", "concurrent")
 """The BCQ paper's buffer kinds (Fujimoto et al. 2019, Sec. 5)."""
@@ -51,19 +54,17 @@ def behavioral_run_dir(out: str | Path) -> Path:
     return out.with_name(out.stem + "-behavioral")
 
 
-def load_policy(policy: str | Path):
+def load_policy(policy: str | Path) -> Agent:
     """Load a trained acrl agent from a run directory (checkpoints/best.pt, else latest.pt) or a .pt file.
 
     Raises:
-        InputError: no checkpoint there, or a corrupt one (see `acrl.checkpoint.load_checkpoint`).
+        InputError: no checkpoint there, or a corrupt one (see `acrl.core.checkpoint.load_checkpoint`).
     """
-    from acrl.agent import Agent
-
     path = Path(policy)
     if path.is_dir():
         checkpoints = path / "checkpoints"
         path = checkpoints / "best.pt" if (checkpoints / "best.pt").exists() else checkpoints / "latest.pt"
-    return Agent.load(path)
+    return load(path)
 
 
 def collect_dataset(kind: str, out: str | Path, steps: int, env_id: str | None = None,
@@ -154,7 +155,7 @@ def _collect_final(out: Path, env_id: str, steps: int, seed: int, noise_std: flo
     """Train a behavioral DDPG/TD3 for `steps` steps in `behavioral_run_dir(out)`; its replay buffer
     (sized to keep every transition) becomes the dataset."""
     from acrl.algos import get_algorithm
-    from acrl.config import preset_values, update_config
+    from acrl.core.config import preset_values, update_config
 
     if algo not in ("ddpg", "td3"):
         raise InputError(f"the behavioral agent of --kind final is ddpg or td3, got {algo!r}.")
@@ -173,11 +174,21 @@ def _collect_final(out: Path, env_id: str, steps: int, seed: int, noise_std: flo
     # Keep every transition: a buffer at least as large as the run (it never wraps).
     config = update_config(config, {"buffer_size": max(steps, config.start_steps, config.batch_size)}, "collect")
     agent = cls(env_id, config=config)
-    agent.learn(run_dir=run_dir, progress=progress)
+    agent.learn(run_dir=run_dir, progress=progress, label=f"behavioral {algo}")
+    return buffer_dataset(agent, "final", str(run_dir), seed)
+
+
+def buffer_dataset(agent: DDPG, kind: str, behavioral_policy: str, seed: int) -> OfflineDataset:
+    """The filled part of an online DDPG's (or TD3's) replay buffer as an OfflineDataset.
+
+    Actions go back to environment units; attrs as `collect_dataset` documents them, with the
+    agent's expl_noise as noise_std.
+    """
     buffer, n = agent.buffer, len(agent.buffer)
     actions = agent.action_adapter.to_env(buffer.actions[:n]).astype(np.float32)
-    attrs = {"env_id": env_id, "kind": "final", "behavioral_policy": str(run_dir), "seed": int(seed),
-             "noise_std": float(config.expl_noise), "random_prob": 0.0, "algo": algo, "acrl_version": __version__}
+    attrs = {"env_id": agent.config.env_id, "kind": kind, "behavioral_policy": behavioral_policy, "seed": int(seed),
+             "noise_std": float(agent.config.expl_noise), "random_prob": 0.0, "algo": agent.algo,
+             "acrl_version": __version__}
     return OfflineDataset(buffer.observations[:n].copy(), actions, buffer.rewards[:n].copy(),
                           buffer.next_observations[:n].copy(), buffer.terminated[:n].copy(),
                           buffer.truncated[:n].copy(), attrs)

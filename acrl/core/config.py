@@ -19,9 +19,9 @@ from typing import Any
 
 import yaml
 
-from acrl.errors import InputError
+from acrl.core.errors import InputError
 
-PRESET_DIR = Path(__file__).parent / "presets"
+PRESET_DIR = Path(__file__).parents[1] / "presets"
 
 
 @dataclass
@@ -37,6 +37,8 @@ class RunConfig:
         eval_episodes: episodes per evaluation, deterministic actions.
         checkpoint_freq: write `checkpoints/latest.pt` every this many steps.
         torch_threads: `torch.set_num_threads` for the training process.
+        target_return: end the run early (normally, with its final evaluation) once an
+            evaluation's mean return reaches this (None: train for the whole budget).
         preset: name of the preset the values came from, recorded for `config.yaml`.
     """
 
@@ -48,6 +50,7 @@ class RunConfig:
     eval_episodes: int = 10
     checkpoint_freq: int = 50_000
     torch_threads: int = 1
+    target_return: float | None = None
     preset: str = ""
 
     def validate(self) -> None:

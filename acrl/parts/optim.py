@@ -31,7 +31,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from acrl.errors import InputError
+from acrl.core.errors import InputError
 
 __all__ = [
     "SharedAdam",
@@ -361,3 +361,15 @@ def clip_grad_norm(params: list[torch.Tensor], max_norm: float) -> torch.Tensor:
     norm = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads)))
     torch._foreach_mul_(grads, (max_norm / (norm + 1e-6)).clamp(max=1.0))
     return norm
+
+
+def anneal_learning_rate(optimizer: torch.optim.Optimizer, initial: float, steps_done: int, total_steps: int) -> None:
+    """Linear learning-rate decay to 0: every group's lr = initial * max(1 - steps_done / total_steps, 0).
+
+    The annealing of PPO's Atari experiments (Schulman et al. 2017, Table 5: "alpha linearly
+    annealed from 1 to 0") and of A3C (Mnih et al. 2016, Sec. 8). steps_done counts environment
+    steps before the update; total_steps > 0.
+    """
+    fraction_left = max(1.0 - steps_done / total_steps, 0.0)
+    for group in optimizer.param_groups:
+        group["lr"] = initial * fraction_left

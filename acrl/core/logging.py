@@ -26,9 +26,12 @@ class Logger:
         start_step: the step a resumed run starts from; rows after it are dropped from the
             existing metrics.csv so that a resumed run does not repeat them.
         progress: show the progress bar (steps, fps and recent return).
+        unit: what the bar counts, "step" (environment steps) or "update" (gradient updates).
+        label: the bar's description, e.g. "bcq on imperfect" (default: none).
     """
 
-    def __init__(self, run_dir: str | Path | None, total_steps: int, start_step: int = 0, progress: bool = True):
+    def __init__(self, run_dir: str | Path | None, total_steps: int, start_step: int = 0, progress: bool = True,
+                 unit: str = "step", label: str | None = None):
         self.rows: list[dict[str, float | int]] = []
         self.columns: list[str] = ["step"]
         self.csv_path = self.writer = None
@@ -43,7 +46,7 @@ class Logger:
                 self._rewrite()
             from torch.utils.tensorboard import SummaryWriter
             self.writer = SummaryWriter(str(run_dir), purge_step=start_step or None)
-        self.bar = tqdm(total=total_steps, initial=start_step, disable=not progress, unit="step",
+        self.bar = tqdm(total=total_steps, initial=start_step, disable=not progress, unit=unit, desc=label,
                         dynamic_ncols=True, leave=True)
         self.step = start_step
 
@@ -63,6 +66,8 @@ class Logger:
             for key, value in metrics.items():
                 if math.isfinite(value):
                     self.writer.add_scalar(key, value, step)
+        if step > self.bar.total:  # a last whole rollout may pass the budget: the bar keeps a total
+            self.bar.total = step
         self.bar.update(step - self.step)
         self.step = step
         shown = {"fps": metrics.get("time/fps"), "return": metrics.get("rollout/ep_return_mean"),

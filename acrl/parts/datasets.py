@@ -24,8 +24,8 @@ import gymnasium as gym
 import h5py
 import numpy as np
 
-from acrl import __version__
-from acrl.errors import InputError
+from acrl.core.errors import InputError
+from acrl.core.version import __version__
 
 D4RL_KEYS = ("observations", "actions", "rewards", "next_observations", "terminals", "timeouts")
 

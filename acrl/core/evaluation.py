@@ -1,4 +1,4 @@
-"""Policy evaluation on its own environment, normaliser frozen (DESIGN.md checklist item 11)."""
+"""Policy evaluation on its own environment, normaliser frozen (docs/correctness.md item 11)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from acrl.envs import EnvSpec, env_factory
+from acrl.core.envs import EnvSpec, env_factory
 
 
 class Predictor(Protocol):
@@ -31,13 +31,19 @@ def evaluate(agent: Predictor, env: EnvSpec, episodes: int = 10, deterministic: 
         seed: seed for the first reset.
     Returns:
         JSON-ready dict: return_mean, return_std, returns (list), lengths (list),
-        deterministic; and y_displacement / y_displacement_mean (m) for environments whose
-        info reports `y_displacement` (acrl/AntDirectional-v5).
+        deterministic; and for each name in the task's `episode_metrics` (an attribute of a
+        wrapper, see `acrl.tasks`), NAME (the value in the last step's info, per episode) and
+        NAME_mean, e.g. y_displacement and y_displacement_mean (m) for acrl/AntDirectional-v5.
     Raises:
-        InputError: an unknown environment id (see `acrl.envs.env_factory`).
+        InputError: an unknown environment id (see `acrl.core.envs.env_factory`).
     """
     instance = env_factory(env)[0]()
-    returns, lengths, displacements = [], [], []
+    try:
+        metric_names = tuple(instance.get_wrapper_attr("episode_metrics"))
+    except AttributeError:
+        metric_names = ()
+    returns, lengths = [], []
+    metrics: dict[str, list[float]] = {name: [] for name in metric_names}
     obs, _ = instance.reset(seed=seed)
     for _ in range(episodes):
         total, length, done, info = 0.0, 0, False, {}
@@ -49,13 +55,13 @@ def evaluate(agent: Predictor, env: EnvSpec, episodes: int = 10, deterministic: 
             done = terminated or truncated
         returns.append(total)
         lengths.append(length)
-        if "y_displacement" in info:
-            displacements.append(float(info["y_displacement"]))
+        for name in metric_names:
+            metrics[name].append(float(info[name]))
         obs, _ = instance.reset()
     instance.close()
     result = {"return_mean": float(np.mean(returns)), "return_std": float(np.std(returns)),
               "returns": returns, "lengths": lengths, "deterministic": deterministic}
-    if displacements:
-        result["y_displacement_mean"] = float(np.mean(displacements))
-        result["y_displacement"] = displacements
+    for name, values in metrics.items():
+        result[f"{name}_mean"] = float(np.mean(values))
+        result[name] = values
     return result

@@ -12,14 +12,13 @@ from __future__ import annotations
 import copy
 import difflib
 from collections.abc import Callable
-from typing import Any
 
 import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
 from gymnasium.wrappers.vector import RecordEpisodeStatistics
 
-from acrl.errors import InputError
+from acrl.core.errors import InputError
 
 EnvSpec = str | gym.Env | Callable[[], gym.Env]
 """What the API accepts as an environment: a registered id, an env instance, or a factory."""
@@ -137,54 +136,3 @@ def make_vec_env(env: EnvSpec, n_envs: int) -> gym.vector.VectorEnv:
     factory, _ = env_factory(env)
     vec = SyncVectorEnv([factory] * n_envs, autoreset_mode=AutoresetMode.SAME_STEP)
     return RecordEpisodeStatistics(vec)
-
-
-class AntDirectional(gym.Wrapper):
-    """Ant-v5 rewarded for walking along a direction in the ground plane (+y by default).
-
-    reward = 20 * d . (p_t - p_{t-1}) + reward_survive + reward_ctrl + reward_contact, with p the
-    torso's (x, y) position from the step's info and d a unit vector. With Ant-v5's dt of
-    0.05 s the first term is the velocity along d in m/s. p_{t-1} on the first step comes from
-    the reset info, so no transition is dropped. `info["y_displacement"]` (m) is the episode's
-    displacement along d so far; `evaluate` reports it per episode.
-    Source: acrl's design documents (PPO on Ant with a +y reward).
-
-    Args:
-        env: an Ant-v5 environment.
-        direction: (dx, dy), normalised to unit length; (0, 1) is +y.
-    """
-
-    def __init__(self, env: gym.Env, direction: tuple[float, float] = (0.0, 1.0)):
-        super().__init__(env)
-        d = np.asarray(direction, dtype=np.float64)
-        self.direction = d / np.linalg.norm(d)
-        self._start = self._previous = np.zeros(2)
-
-    def reset(self, **kwargs: Any):
-        obs, info = self.env.reset(**kwargs)
-        self._start = self._previous = np.array([info["x_position"], info["y_position"]])
-        info["y_displacement"] = 0.0
-        return obs, info
-
-    def step(self, action):
-        obs, _, terminated, truncated, info = self.env.step(action)
-        position = np.array([info["x_position"], info["y_position"]])
-        progress = float(self.direction @ (position - self._previous))
-        self._previous = position
-        reward = 20.0 * progress + info["reward_survive"] + info["reward_ctrl"] + info["reward_contact"]
-        info["y_displacement"] = float(self.direction @ (position - self._start))
-        return obs, float(reward), terminated, truncated, info
-
-
-def _make_ant_directional(direction: tuple[float, float] = (0.0, 1.0), **kwargs: Any) -> gym.Env:
-    from gymnasium.envs.mujoco.ant_v5 import AntEnv  # MuJoCo loads only when the task is made
-
-    return AntDirectional(AntEnv(**kwargs), direction)
-
-
-if "acrl/AntDirectional-v5" not in gym.registry:
-    gym.register(
-        id="acrl/AntDirectional-v5",
-        entry_point=_make_ant_directional,
-        max_episode_steps=1000,
-    )

@@ -1,6 +1,6 @@
 """Experience storage: the on-policy rollout buffer and the off-policy replay buffer.
 
-Both keep `terminated` and `truncated` apart (DESIGN.md checklist item 1): only termination
+Both keep `terminated` and `truncated` apart (docs/correctness.md item 1): only termination
 cuts the return; truncation bootstraps.
 """
 
@@ -10,6 +10,8 @@ from collections.abc import Iterator
 
 import numpy as np
 import torch
+
+from acrl.core.errors import InputError
 
 
 class RolloutBuffer:
@@ -99,6 +101,32 @@ class ReplayBuffer:
         self.truncated[index] = truncated
         self.position = int((self.position + len(reward)) % self.capacity)
         self.size = min(self.size + len(reward), self.capacity)
+
+    _KEYS = ("observations", "actions", "rewards", "next_observations", "terminated", "truncated")
+
+    def state_dict(self) -> dict[str, torch.Tensor | int]:
+        """The filled part as tensors (copies), with position and size: what `load_state_dict` restores."""
+        return {**{key: torch.from_numpy(getattr(self, key)[:self.size].copy()) for key in self._KEYS},
+                "position": self.position, "size": self.size}
+
+    def load_state_dict(self, state: dict[str, torch.Tensor | int]) -> None:
+        """Restore `state_dict` output into this buffer.
+
+        Raises:
+            InputError: the state holds more transitions than this buffer's capacity, or
+                arrays of another shape.
+        """
+        size = int(state["size"])
+        if size > self.capacity:
+            raise InputError(f"the saved replay buffer holds {size} transitions, more than this buffer's capacity "
+                             f"{self.capacity} (buffer_size).")
+        for key in self._KEYS:
+            saved = state[key].numpy()
+            if saved.shape[1:] != getattr(self, key).shape[1:]:
+                raise InputError(f"the saved replay buffer's {key} have shape {saved.shape[1:]}, this buffer's "
+                                 f"{getattr(self, key).shape[1:]}.")
+            getattr(self, key)[:size] = saved
+        self.position, self.size = int(state["position"]) % self.capacity, size
 
     def sample(self, batch_size: int, rng: np.random.Generator) -> dict[str, torch.Tensor]:
         """Uniform sample with replacement: dict of tensors observations (B, obs_dim),

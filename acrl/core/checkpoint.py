@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 import torch
 
-import acrl
-from acrl.errors import InputError
+from acrl.core.errors import InputError
+from acrl.core.version import __version__
 
 FORMAT = "acrl-checkpoint"
 FORMAT_VERSION = 1
@@ -59,7 +59,7 @@ def save_checkpoint(path: str | Path, algo: str, config: dict[str, Any], state: 
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    payload = {"format": FORMAT, "format_version": FORMAT_VERSION, "acrl_version": acrl.__version__,
+    payload = {"format": FORMAT, "format_version": FORMAT_VERSION, "acrl_version": __version__,
                "algo": algo, "config": config, "state": state, "rng": rng}
     tmp = path.with_name(path.name + ".tmp")
     torch.save(payload, tmp)
@@ -90,7 +90,7 @@ def load_checkpoint(path: str | Path) -> dict[str, Any]:
         raise InputError(f"{path} is a torch file but not an acrl checkpoint (no 'format: {FORMAT}').")
     if payload.get("format_version", 0) > FORMAT_VERSION:
         raise InputError(f"{path} has checkpoint format {payload['format_version']}; this acrl "
-                         f"({acrl.__version__}) reads format {FORMAT_VERSION}. Upgrade acrl.")
+                         f"({__version__}) reads format {FORMAT_VERSION}. Upgrade acrl.")
     missing = {"algo", "config", "state", "rng"} - payload.keys()
     if missing:
         raise InputError(f"{path} is an incomplete acrl checkpoint: missing {sorted(missing)}.")

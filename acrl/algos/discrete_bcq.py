@@ -1,0 +1,171 @@
+"""Discrete BCQ: batch-constrained Q-learning for Discrete actions, offline from a fixed dataset.
+
+Fujimoto, Conti, Ghavamzadeh, Pineau 2019, "Benchmarking Batch Deep Reinforcement Learning
+Algorithms", arXiv:1910.01708, Sec. 4; the authors' code github.com/sfujim/BCQ discrete_BCQ.
+A Q-network and a generative model G(a|s) (an imitation head with unrestricted logits):
+
+    allowed:  a with G(a|s) / max_a' G(a'|s) > threshold (tau = 0.3)                    (Eq. 3)
+    acting:   pi(s) = argmax of Q(s, .) over the allowed actions
+    target:   y = r + gamma * not_done * Q'(s', a'), a' the allowed argmax of the online Q at s'
+              (Double DQN, van Hasselt et al. 2016, with BCQ's constraint)
+    loss:     Huber(Q(s, a), y) + NLL of a under G + imitation_l2 * mean(logits^2)
+
+Disallowed actions are masked with -inf, so they can never win an argmax whatever the scale of
+Q; not_done comes from the dataset's `terminals` only (docs/correctness.md item 1); the target
+network starts as an exact copy and is soft-updated in place (item 9). `num_steps` counts
+gradient updates.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import ClassVar
+
+import gymnasium as gym
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from acrl.algos.off_policy import OffPolicyAgent, ReplayConfig
+from acrl.core.config import RunConfig, positive
+from acrl.core.errors import InputError
+from acrl.parts.nets import inplace_relu, mlp
+from acrl.parts.optim import polyak_update
+
+
+@dataclass
+class DiscreteBCQConfig(ReplayConfig):
+    """Discrete BCQ hyperparameters: the authors' non-Atari settings (sfujim/BCQ discrete_BCQ/main.py).
+
+    Attributes (besides ReplayConfig's):
+        env_id: the environment used for evaluation (default: the dataset's `env_id`).
+        total_steps: gradient updates (50,000).
+        batch_size: transitions per update (64).
+        learning_rate: Adam step size of the Q-network and imitation head (3e-4).
+        hidden_sizes: hidden ReLU layers of the Q-network and of the imitation head (256, 256).
+        threshold: tau: an action is allowed when G(a|s) / max G(.|s) > threshold; in [0, 1)
+            (0.3). 0 allows every action (DQN), values near 1 imitate.
+        imitation_l2: weight of the mean squared imitation logits in the loss (0.01).
+    """
+
+    env_id: str = "CartPole-v1"
+    total_steps: int = 50_000
+    batch_size: int = 64
+    learning_rate: float = 3e-4
+    hidden_sizes: tuple[int, ...] = (256, 256)
+    threshold: float = 0.3
+    imitation_l2: float = 0.01
+
+    def validate(self) -> None:
+        """Raise `InputError` for values discrete BCQ cannot run with (see the attribute list)."""
+        super().validate()
+        positive(self, "learning_rate")
+        if self.imitation_l2 < 0:
+            raise InputError(f"imitation_l2 must be >= 0, got {self.imitation_l2}.")
+        if not 0.0 <= self.threshold < 1.0:
+            raise InputError(f"threshold must lie in [0, 1) (at 1 no action would be allowed), got {self.threshold}.")
+        if not self.hidden_sizes or any(h <= 0 for h in self.hidden_sizes):
+            raise InputError(f"hidden_sizes must be positive layer widths, got {list(self.hidden_sizes)}.")
+
+
+class DiscreteBCQNet(nn.Module):
+    """Q-network and imitation head of discrete BCQ, two separate ReLU trunks as the authors' FC_Q.
+
+    forward: obs (B, obs_dim) float32 -> (q (B, n_actions), logits (B, n_actions)). The logits
+    are unrestricted (no ReLU on the output); `log_softmax(logits)` is log G(a|s).
+    """
+
+    def __init__(self, obs_dim: int, n_actions: int, hidden_sizes: tuple[int, ...] = (256, 256)):
+        super().__init__()
+        self.q = mlp(obs_dim, hidden_sizes, n_actions, "relu")
+        self.imitation = mlp(obs_dim, hidden_sizes, n_actions, "relu", output_gain=0.01)
+
+    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.q(obs), self.imitation(obs)
+
+
+def allowed_actions(logits: torch.Tensor, threshold: float) -> torch.Tensor:
+    """Discrete BCQ's constraint: G(a|s) / max_a' G(a'|s) > threshold, as a bool mask (B, n_actions).
+
+    Computed in log space, logits - max(logits) > log(threshold), which equals the ratio of
+    softmax probabilities without their underflow (Fujimoto et al. 2019b, Sec. 4, Eq. 3).
+    The most likely action is always allowed (ratio 1 > threshold for threshold < 1).
+    """
+    if threshold <= 0.0:
+        return torch.ones_like(logits, dtype=torch.bool)
+    return logits - logits.max(dim=-1, keepdim=True).values > float(np.log(threshold))
+
+
+def masked_argmax(q: torch.Tensor, logits: torch.Tensor, threshold: float) -> torch.Tensor:
+    """argmax of q (B, n_actions) over the actions `allowed_actions` permits -> (B,) int64.
+
+    Disallowed actions get -inf, so none of them can win, whatever the values of q.
+    """
+    return q.masked_fill(~allowed_actions(logits, threshold), float("-inf")).argmax(dim=-1)
+
+
+@torch.no_grad()
+def discrete_target(next_obs: torch.Tensor, rewards: torch.Tensor, not_done: torch.Tensor, net: DiscreteBCQNet,
+                    target_net: DiscreteBCQNet, gamma: float, threshold: float) -> torch.Tensor:
+    """Discrete BCQ's target (B,): the online network picks the allowed argmax a' at s', the target
+    network values it: y = r + gamma * not_done * Q'(s', a') (Double DQN, van Hasselt et al. 2016,
+    with BCQ's constraint; authors' discrete_BCQ.py). Shapes: next_obs (B, obs_dim); rewards,
+    not_done (B,) float32."""
+    q, logits = net(next_obs)
+    next_actions = masked_argmax(q, logits, threshold)
+    next_q = target_net(next_obs)[0].gather(1, next_actions.unsqueeze(1)).squeeze(1)
+    return rewards + gamma * not_done * next_q
+
+
+class DiscreteBCQ(OffPolicyAgent):
+    """Discrete BCQ agent, offline: `DiscreteBCQ(dataset="cartpole.h5", seed=0).learn(5_000)`.
+
+    As `BCQ` for the data (a dataset or `buffer=`, `num_steps` counts updates); `predict` takes
+    the allowed argmax and ignores `deterministic`.
+
+    Raises:
+        InputError: see `Agent` and `DiscreteBCQConfig.validate`; no dataset and no buffer; a Box
+            action space (use `BCQ`); at `learn`, a dataset that does not fit the environment.
+    """
+
+    algo: ClassVar[str] = "discrete_bcq"
+    config_class: ClassVar[type[RunConfig]] = DiscreteBCQConfig
+    action_kinds = (gym.spaces.Discrete,)
+    requires_data = True
+    config: DiscreteBCQConfig
+
+    def _build_networks(self) -> None:
+        cfg = self.config
+        self.net = DiscreteBCQNet(self.obs_dim, self.act_dim, cfg.hidden_sizes)
+        self.net_target = copy.deepcopy(self.net).requires_grad_(False)
+        self.optimizer = torch.optim.Adam(self.net.parameters(), lr=cfg.learning_rate, fused=True)
+        self.nets = {"net": self.net, "net_target": self.net_target}
+        self.optimizers = {"optimizer": self.optimizer}
+        inplace_relu(*self.nets.values())
+
+    def _policy_action(self, obs: torch.Tensor, deterministic: bool) -> np.ndarray:
+        q, logits = self.net(obs)
+        return (masked_argmax(q, logits, self.config.threshold) + int(self.action_space.start)).numpy()
+
+    def _update(self, batch: dict[str, torch.Tensor]) -> dict[str, float]:
+        """One gradient update: Huber(Q(s, a), `discrete_target`) + NLL of a under the imitation head
+        + imitation_l2 * mean(logits^2), then the soft target update. Returns train/ metrics."""
+        cfg = self.config
+        obs, actions = batch["observations"], batch["actions"]
+        target = discrete_target(batch["next_observations"], batch["rewards"], batch["not_done"], self.net,
+                                 self.net_target, cfg.gamma, cfg.threshold)
+        q, logits = self.net(obs)
+        q_taken = q.gather(1, actions.unsqueeze(1)).squeeze(1)
+        value_loss = F.smooth_l1_loss(q_taken, target)
+        imitation_loss = F.cross_entropy(logits, actions)
+        loss = value_loss + imitation_loss + cfg.imitation_l2 * logits.square().mean()
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        self.optimizer.step()
+        polyak_update(self.net_target, self.net, cfg.tau)
+        with torch.no_grad():
+            allowed = allowed_actions(logits, cfg.threshold).float().sum(1).mean()
+        return {"train/value_loss": value_loss.item(), "train/imitation_loss": imitation_loss.item(),
+                "train/q_mean": q_taken.detach().mean().item(), "train/allowed_actions": allowed.item()}

@@ -1,0 +1,317 @@
+"""The off-policy core that DDPG, TD3, SAC and the BCQs share: a replay buffer and its data source.
+
+An `OffPolicyAgent` learns from minibatches of a `ReplayBuffer`, filled one of three ways:
+
+- online (DDPG, TD3, SAC): `collect_step` steps the vector env with `explore` actions (uniformly
+  random for the first `start_steps` transitions) and stores the transitions, the true final
+  observation of an episode cut by its time limit included (docs/correctness.md item 1);
+  `utd_ratio` gradient updates follow per environment step once the buffer holds
+  `max(start_steps, batch_size)` transitions;
+- from a dataset (`dataset=PATH`, every algorithm here; BCQ only): the HDF5 file of
+  `acrl.parts.datasets`, loaded once, actions mapped to policy units; `num_steps` counts
+  gradient updates;
+- from a buffer that another agent fills (`buffer=`), as in the BCQ paper's concurrent
+  experiment; also counted in updates.
+
+A subclass provides `_build_networks`, `_update(batch)`, `_policy_action` and, to learn
+online, `explore(obs)`. Checkpoints add the update counter, the episode statistics and, with
+`save_replay_buffer`, the buffer (never in best.pt: the run loop saves that one without it).
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+
+from acrl.algos.base import Agent
+from acrl.core.config import RunConfig, in_unit_interval, positive
+from acrl.core.envs import EnvSpec, make_vec_env
+from acrl.core.errors import InputError
+from acrl.parts.buffers import ReplayBuffer
+from acrl.parts.datasets import dataset_env_id, load_dataset
+from acrl.parts.stats import EpisodeStats
+
+
+@dataclass
+class ReplayConfig(RunConfig):
+    """Settings of every agent that learns from replayed minibatches, online or from a dataset.
+
+    Attributes:
+        env_id: the environment (offline: the one used for evaluation and to check the
+            dataset's spaces; default: the dataset's `env_id` attribute).
+        total_steps: environment steps online; gradient updates offline.
+        batch_size: transitions per gradient update.
+        gamma: discount.
+        tau: soft target update weight per update.
+        iteration_steps: environment steps (offline: updates) per iteration, i.e. per row of
+            metrics.csv; an iteration also ends at each evaluation point.
+        dataset: path of an offline dataset (HDF5, D4RL keys; `acrl.parts.datasets`). When
+            set, the agent learns from it only and steps an environment only to evaluate.
+    """
+
+    env_id: str = "Pendulum-v1"
+    eval_freq: int = 5_000
+    batch_size: int = 100
+    gamma: float = 0.99
+    tau: float = 0.005
+    iteration_steps: int = 1_000
+    dataset: str | None = None
+
+    def validate(self) -> None:
+        """Raise `InputError` for values no replay agent can run with (see the attribute list)."""
+        super().validate()
+        positive(self, "batch_size", "iteration_steps")
+        in_unit_interval(self, "gamma", "tau")
+
+
+@dataclass
+class OffPolicyConfig(ReplayConfig):
+    """Settings of the agents that can also collect their own data (DDPG, TD3, SAC).
+
+    Attributes (besides ReplayConfig's):
+        learning_rate: Adam step size of the actor and the critic.
+        buffer_size: replay capacity in transitions; offline: ignored (the dataset's size).
+        start_steps: uniformly random actions until the buffer holds this many transitions,
+            and no update before.
+        utd_ratio: update-to-data ratio, gradient updates per environment step collected
+            (> 0; 1 as in the papers; fractions accumulate, 0.5 updates every other step).
+        hidden_sizes: hidden ReLU layers of the actor and the critic.
+        save_replay_buffer: store the replay buffer in latest.pt (not best.pt) so that a resume
+            continues with it; off by default (a resume refills with random steps).
+    """
+
+    learning_rate: float = 1e-3
+    buffer_size: int = 1_000_000
+    start_steps: int = 25_000
+    utd_ratio: float = 1.0
+    hidden_sizes: tuple[int, ...] = (400, 300)
+    save_replay_buffer: bool = False
+
+    def validate(self) -> None:
+        """Raise `InputError` for values an off-policy agent cannot run with (see the attribute list)."""
+        super().validate()
+        positive(self, "learning_rate", "buffer_size", "utd_ratio")
+        if self.start_steps < 0:
+            raise InputError(f"start_steps must be >= 0, got {self.start_steps}.")
+        if self.dataset is None and self.buffer_size < max(self.batch_size, self.start_steps):
+            raise InputError(f"buffer_size ({self.buffer_size}) must hold at least batch_size "
+                             f"({self.batch_size}) and start_steps ({self.start_steps}) transitions.")
+        if not self.hidden_sizes or any(h <= 0 for h in self.hidden_sizes):
+            raise InputError(f"hidden_sizes must be positive layer widths, got {list(self.hidden_sizes)}.")
+
+
+class OffPolicyAgent(Agent):
+    """Base of the replay agents; see the module docstring.
+
+    Args:
+        env, config, **hyperparameters: as `Agent`; without `env`, a dataset's `env_id`
+            attribute names the environment.
+        buffer: a `ReplayBuffer` in policy units to learn from as it is (another agent may be
+            filling it); then no dataset is read (a `dataset` in the config is only recorded)
+            and no environment is stepped but to evaluate.
+    Raises:
+        InputError: as `Agent`; an online agent of a class that `requires_data`; a buffer
+            whose shapes do not fit the environment.
+    """
+
+    config: ReplayConfig
+    requires_data: ClassVar[bool] = False
+    """True for algorithms that cannot collect their own data (BCQ): they need a dataset or buffer."""
+
+    def __init__(self, env: EnvSpec | None = None, config: RunConfig | None = None,
+                 buffer: ReplayBuffer | None = None, **hyperparameters: Any):
+        dataset = hyperparameters.get("dataset", getattr(config, "dataset", None))
+        if env is None and "env_id" not in hyperparameters and dataset is not None:
+            env = dataset_env_id(dataset)
+            if env is None:
+                raise InputError(f"{dataset} has no env_id attribute naming a registered environment; "
+                                 "pass the environment to evaluate on (--env ENV_ID).")
+        self.buffer = buffer
+        super().__init__(env, config, **hyperparameters)
+
+    def _build(self) -> None:
+        cfg = self.config
+        self._build_networks()
+        self.episode_stats = EpisodeStats()
+        self.updates = 0
+        """Gradient updates so far, the running one included (TD3's policy delay counts these)."""
+        self._owed_updates = 0.0
+        self.envs = None
+        if self.buffer is not None:
+            self._check_buffer(self.buffer)
+        if cfg.dataset is not None:
+            cfg.dataset = str(Path(cfg.dataset).resolve())  # config.yaml stays valid from any directory
+        if self.buffer is None and cfg.dataset is None:  # online: collect our own data
+            if self.requires_data:
+                raise InputError(f"{type(self).__name__} learns from a fixed dataset: pass --dataset FILE (an HDF5 "
+                                 "file with the D4RL keys, e.g. from `acrl collect`), or buffer=ReplayBuffer from "
+                                 "Python.")
+            self.envs = make_vec_env(self.env, cfg.n_envs)
+            self._obs, _ = self.envs.reset(seed=cfg.seed)
+            self.envs.action_space.seed(cfg.seed)
+            self.buffer = ReplayBuffer(cfg.buffer_size, self.obs_dim, self._action_shape)
+
+    @property
+    def step_unit(self) -> str:
+        """"step" online, "update" when learning from a dataset or a given buffer."""
+        return "step" if self.envs is not None else "update"
+
+    @property
+    def _action_shape(self) -> tuple[int, ...]:
+        return () if self.discrete else (self.act_dim,)
+
+    # ----------------------------------------------------------------- what a subclass provides
+    def _build_networks(self) -> None:
+        """Create the networks (`self.nets`) and optimizers (`self.optimizers`)."""
+        raise NotImplementedError
+
+    def _update(self, batch: dict[str, torch.Tensor]) -> dict[str, float]:
+        """The algorithm's gradient update from a minibatch (keys as `ReplayBuffer.sample`); train/ metrics."""
+        raise NotImplementedError
+
+    def explore(self, obs: np.ndarray) -> np.ndarray:
+        """Behaviour actions (n_envs, act_dim) float32 in policy units for raw observations (n_envs, obs_dim),
+        after the random start steps."""
+        raise NotImplementedError
+
+    # ----------------------------------------------------------------- data
+    def _check_buffer(self, buffer: ReplayBuffer) -> None:
+        if buffer.observations.shape[1] != self.obs_dim or buffer.actions.shape[1:] != self._action_shape:
+            raise InputError(f"the replay buffer holds observations of size {buffer.observations.shape[1]} and "
+                             f"actions of shape {buffer.actions.shape[1:]}; this environment needs {self.obs_dim} "
+                             f"and {self._action_shape}.")
+
+    def load_data(self) -> ReplayBuffer:
+        """The replay buffer, with the offline dataset loaded into it on the first call.
+
+        Box actions go from environment units to policy units [-1, 1] (`ActionAdapter.to_policy`,
+        clipped against float round-off at the bounds); Discrete actions become int64 indices
+        from 0. `terminals` become `terminated` and `timeouts` `truncated`, so only terminals
+        stop bootstrapping (docs/correctness.md item 1). A dataset whose `env_id` differs from
+        the environment only warns; the spaces are checked strictly.
+
+        Raises:
+            InputError: a missing, corrupt, empty or mismatched dataset (`acrl.parts.datasets.load_dataset`).
+        """
+        if self.buffer is None:
+            path = self.config.dataset
+            data = load_dataset(path, self.observation_space, self.action_space)
+            if len(data) == 0:
+                raise InputError(f"{path} holds no transitions.")
+            if data.attrs.get("env_id") not in (None, "unknown", self.config.env_id):
+                warnings.warn(f"{path} was collected on {data.attrs['env_id']}; this agent evaluates on "
+                              f"{self.config.env_id}.", stacklevel=2)
+            if self.discrete:
+                actions = data.actions.astype(np.int64) - int(self.action_space.start)
+            else:
+                actions = np.clip(self.action_adapter.to_policy(data.actions), -1.0, 1.0)
+            buffer = ReplayBuffer(len(data), self.obs_dim, self._action_shape)
+            buffer.add(data.observations, actions, data.rewards, data.next_observations, data.terminals,
+                       data.timeouts)
+            self.buffer = buffer
+        return self.buffer
+
+    def before_learning(self) -> None:
+        """Load and check the dataset (offline), or warn when the budget never leaves the random start steps."""
+        if self.envs is None:
+            self.load_data()
+        elif self.total_steps <= self.config.start_steps:
+            warnings.warn(f"total_steps {self.total_steps} <= start_steps {self.config.start_steps}: every action "
+                          "will be uniformly random and no gradient update will happen. Train longer or lower "
+                          "start_steps (--set start_steps=1000).", stacklevel=2)
+
+    # ----------------------------------------------------------------- collecting
+    def collect_step(self) -> None:
+        """Step the vector env once with exploration actions and store the n_envs transitions.
+
+        Uniformly random actions while the buffer holds fewer than start_steps transitions,
+        then `explore`. Ended episodes store the true final observation (`info["final_obs"]`)
+        as next_observation, with terminated and truncated kept apart (docs/correctness.md item 1).
+        """
+        if len(self.buffer) < self.config.start_steps:
+            actions = self.rng.uniform(-1.0, 1.0, (len(self._obs), self.act_dim)).astype(np.float32)
+        else:
+            actions = self.explore(self._obs)
+        next_obs, rewards, terminated, truncated, info = self.envs.step(self.action_adapter.to_env(actions))
+        real_next = next_obs
+        ended = np.flatnonzero(terminated | truncated)
+        if ended.size:
+            real_next = next_obs.copy()
+            for i in ended:
+                real_next[i] = info["final_obs"][i]
+        self.buffer.add(self._obs, actions, rewards, real_next, terminated, truncated)
+        self._obs = next_obs
+        self.num_steps += len(actions)
+        self.episode_stats.add_from_info(info)
+
+    # ----------------------------------------------------------------- learning
+    def update(self, batch: dict[str, torch.Tensor]) -> dict[str, float]:
+        """One gradient update from a minibatch (keys as `ReplayBuffer.sample`): counts it in
+        `updates`, then runs the algorithm's `_update`; returns its train/ metrics."""
+        self.updates += 1
+        return self._update(batch)
+
+    def iteration(self, max_steps: int) -> dict[str, float]:
+        """Up to `iteration_steps` (and `max_steps`) environment steps with their updates, or updates offline."""
+        cfg = self.config
+        budget = min(cfg.iteration_steps, max_steps)
+        stats: dict[str, float] = {}
+        counts: dict[str, int] = {}
+
+        def update() -> None:
+            for key, value in self.update(self.buffer.sample(cfg.batch_size, self.rng)).items():
+                stats[key] = stats.get(key, 0.0) + value
+                counts[key] = counts.get(key, 0) + 1
+
+        if self.envs is None:
+            buffer = self.load_data()
+            if len(buffer) == 0:
+                raise InputError(f"{type(self).__name__}'s replay buffer is empty; fill it before learning.")
+            for _ in range(budget):
+                update()
+            self.num_steps += budget
+        else:
+            end = self.num_steps + budget
+            while self.num_steps < end:
+                self.collect_step()
+                if len(self.buffer) >= max(cfg.start_steps, cfg.batch_size):
+                    self._owed_updates += cfg.n_envs * cfg.utd_ratio
+                    while self._owed_updates >= 1.0:
+                        update()
+                        self._owed_updates -= 1.0
+        return {key: value / counts[key] for key, value in stats.items()} | self.episode_stats.metrics()
+
+    # ----------------------------------------------------------------- checkpoints
+    def state_dict(self, replay_buffer: bool = True) -> dict[str, Any]:
+        """`Agent.state_dict`; the replay buffer too when `replay_buffer` and save_replay_buffer (online only)."""
+        state = super().state_dict()
+        if replay_buffer and self.envs is not None and self.config.save_replay_buffer:
+            state["replay_buffer"] = self.buffer.state_dict()
+        return state
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """`Agent.load_state_dict`, and the replay buffer when the checkpoint holds one.
+
+        Raises:
+            InputError: as `Agent.load_state_dict`; a saved buffer larger than buffer_size.
+        """
+        super().load_state_dict(state)
+        if "replay_buffer" in state and self.envs is not None:
+            self.buffer.load_state_dict(state["replay_buffer"])
+
+    def _extra_state(self) -> dict[str, Any]:
+        return {"updates": self.updates, "owed_updates": self._owed_updates, **self.episode_stats.state_dict()}
+
+    def _load_extra_state(self, state: dict[str, Any]) -> None:
+        self.updates = int(state["updates"])
+        self._owed_updates = float(state["owed_updates"])
+        self.episode_stats.load_state_dict(state)
+        if self.envs is not None:
+            # The environments' state is not in the checkpoint: fresh episodes, seeded from the
+            # run's seed and step so that a resume repeats exactly.
+            self._obs, _ = self.envs.reset(seed=self.config.seed + self.num_steps)

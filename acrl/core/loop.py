@@ -1,0 +1,292 @@
+"""The one run loop: every algorithm, `acrl experiment` and a sweep train through it.
+
+    with Run(agent, run_dir) as run:       # config.yaml, metrics.csv, TensorBoard, progress bar
+        while not run.done:
+            before = agent.num_steps
+            metrics = agent.iteration(run.budget())   # collect and/or update; advances num_steps
+            run.record(before, metrics, seconds)      # NaN checks, evaluation, best/latest, callbacks
+    # leaving the block: final evaluation, latest.pt, eval.json, learning_curve.png
+
+`train` drives one or several runs in lockstep (the concurrent experiment trains three agents
+on one behavioral clock) under one signal policy:
+
+- the first Ctrl-C or SIGTERM lets the current iteration finish, then each run writes
+  checkpoints/latest.pt and `train` raises KeyboardInterrupt (exit code 130 in the CLI);
+  a signal in the final iteration lets the run finish normally;
+- a second signal raises KeyboardInterrupt at once;
+- a callback that asks to stop, or an evaluation that reaches `config.target_return`, ends
+  the run normally at that step: final evaluation, eval.json and the curve.
+
+What the loop decides: when to evaluate (every `eval_freq` steps, iterations cut at those
+points where the algorithm can, and once at the end), which weights are evaluated and kept
+(`agent.snapshot()`, frozen while A3C's workers keep training), what a checkpoint holds
+(best.pt: no replay buffer), when latest.pt is written (every `checkpoint_freq` steps, at the
+end, at a stop), and that every metric and parameter is finite after every iteration.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Any, Protocol
+
+from torch import nn
+
+from acrl.core.config import RunConfig
+from acrl.core.errors import TrainingError
+from acrl.core.logging import Logger
+
+
+class Callback:
+    """Hook into a run, as Stable-Baselines3's callbacks: subclass and override what you need.
+
+    Each method may return True to stop the run after the current iteration; the run then
+    finishes normally at that step (final evaluation, latest.pt, eval.json). The default
+    methods do nothing.
+    """
+
+    def on_iteration(self, step: int, metrics: Mapping[str, float]) -> bool | None:
+        """After every iteration: `step` is the agent's num_steps (environment steps, or
+        gradient updates offline), `metrics` the row just logged (keys as in metrics.csv)."""
+        return None
+
+    def on_evaluation(self, step: int, result: Mapping[str, Any]) -> bool | None:
+        """After every evaluation: `result` as `acrl.core.evaluation.evaluate` returns it."""
+        return None
+
+
+class StopOnReturn(Callback):
+    """Stop the run once an evaluation's mean return reaches `target` (config `target_return`)."""
+
+    def __init__(self, target: float):
+        self.target = target
+
+    def on_evaluation(self, step: int, result: Mapping[str, Any]) -> bool:
+        return result["return_mean"] >= self.target
+
+
+class Trainable(Protocol):
+    """What the loop needs from an agent (`acrl.algos.base.Agent` provides all of it)."""
+
+    config: RunConfig
+    num_steps: int
+    total_steps: int
+    best_eval: dict[str, Any] | None
+    nets: dict[str, nn.Module]
+    step_unit: str
+    """"step" (environment steps) or "update" (gradient updates, offline)."""
+    checkpoint_on_failure: bool
+    """Whether latest.pt may be written after an exception (A3C: its global model is whole at
+    any moment); otherwise the last periodic checkpoint is kept."""
+
+    def iteration(self, max_steps: int) -> dict[str, float]:
+        """One unit of training of at most `max_steps` steps where the algorithm can cut it."""
+
+    def training(self) -> AbstractContextManager[None]:
+        """Held while the loop runs iterations (A3C: its worker processes run inside it)."""
+
+    def snapshot(self) -> Trainable:
+        """The agent frozen for evaluation and best.pt (itself, unless training runs elsewhere)."""
+
+    def evaluate(self) -> dict[str, Any]:
+        """Deterministic evaluation on its own environment (`acrl.core.evaluation.evaluate`)."""
+
+    def save(self, path: str | Path, replay_buffer: bool = True) -> None:
+        """Write a checkpoint; `replay_buffer=False` leaves a replay buffer out."""
+
+    def write_config(self, run_dir: Path) -> None:
+        """Write run_dir/config.yaml."""
+
+
+class Run:
+    """One agent's run, as a context manager: see the module docstring.
+
+    Args:
+        agent: what `Trainable` describes.
+        run_dir: the run directory, or None to log nowhere (no checkpoints, no final evaluation).
+        progress: show a progress bar.
+        callbacks: `Callback`s, called in order; `config.target_return` adds a `StopOnReturn`.
+        label: the progress bar's description (default: none), e.g. "bcq on imperfect".
+    """
+
+    def __init__(self, agent: Trainable, run_dir: str | Path | None = None, progress: bool = True,
+                 callbacks: Sequence[Callback] = (), label: str | None = None):
+        self.agent = agent
+        self.run_dir = Path(run_dir) if run_dir is not None else None
+        self.progress, self.label = progress, label
+        self.callbacks = list(callbacks)
+        if agent.config.target_return is not None:
+            self.callbacks.append(StopOnReturn(agent.config.target_return))
+        self.stopped = False
+        """A callback or the target return ended the run early (it still finishes normally)."""
+        self.last_eval_step: int | None = None
+        self.logger: Logger | None = None
+        self._session: contextlib.ExitStack | None = None
+
+    @property
+    def done(self) -> bool:
+        """The budget is spent or the run was stopped by a callback."""
+        return self.stopped or self.agent.num_steps >= self.agent.total_steps
+
+    def __enter__(self) -> Run:
+        agent = self.agent
+        if self.run_dir is not None:
+            agent.write_config(self.run_dir)
+        self.logger = Logger(self.run_dir, agent.total_steps, start_step=agent.num_steps, progress=self.progress,
+                             unit=agent.step_unit, label=self.label)
+        self._session = contextlib.ExitStack()
+        self._session.enter_context(agent.training())
+        return self
+
+    def budget(self) -> int:
+        """Most steps the next iteration may take: to the end of the budget or the next evaluation."""
+        agent, freq = self.agent, self.agent.config.eval_freq
+        left = agent.total_steps - agent.num_steps
+        return min(left, freq - agent.num_steps % freq) if freq else left
+
+    def record(self, before: int, metrics: dict[str, float], seconds: float) -> None:
+        """After an iteration that took the agent from step `before` in `seconds`: check, evaluate, log, save.
+
+        Raises:
+            TrainingError: a metric or a parameter is NaN or infinite; the message names the
+                step and the quantity. The last good checkpoint is kept.
+        """
+        agent, cfg = self.agent, self.agent.config
+        step = agent.num_steps
+        metrics["time/fps"] = (step - before) / max(seconds, 1e-9)
+        check_finite(agent, metrics)
+        for callback in self.callbacks:
+            self.stopped |= bool(callback.on_iteration(step, metrics))
+        eval_due = cfg.eval_freq and step // cfg.eval_freq > before // cfg.eval_freq
+        if eval_due or (self.run_dir is not None and self.done):  # the final evaluation joins the last row
+            metrics.update(self._evaluate())
+        self.logger.log(step, metrics)
+        if self.run_dir is not None and step // cfg.checkpoint_freq > before // cfg.checkpoint_freq:
+            agent.save(self.run_dir / "checkpoints" / "latest.pt")
+
+    def _evaluate(self) -> dict[str, float]:
+        agent = self.agent
+        policy = agent.snapshot()
+        result = policy.evaluate()
+        self.last_eval_step = agent.num_steps
+        if agent.best_eval is None or result["return_mean"] > agent.best_eval["return_mean"]:
+            agent.best_eval = {**result, "step": agent.num_steps}
+            if self.run_dir is not None:
+                policy.save(self.run_dir / "checkpoints" / "best.pt", replay_buffer=False)
+        for callback in self.callbacks:
+            self.stopped |= bool(callback.on_evaluation(agent.num_steps, result))
+        # return_mean, return_std and the task's episode metrics (e.g. y_displacement_mean)
+        return {f"eval/{key}": value for key, value in result.items() if type(value) is float}
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
+        agent = self.agent
+        try:
+            self._session.close()  # A3C: the workers stop here, before anything is saved
+            if self.run_dir is not None:
+                latest = self.run_dir / "checkpoints" / "latest.pt"
+                if exc_type is None and self.done:
+                    self._finish()
+                elif exc_type is None or (agent.checkpoint_on_failure and parameters_finite(agent)):
+                    agent.save(latest)  # stopped by a signal (or a failure A3C survives): resume from here
+        finally:
+            self.logger.close()
+
+    def _finish(self) -> None:
+        agent, run_dir = self.agent, self.run_dir
+        if self.last_eval_step != agent.num_steps:  # stopped by a callback between evaluations
+            self.logger.log(agent.num_steps, self._evaluate())
+        agent.save(run_dir / "checkpoints" / "latest.pt")
+        write_json_atomic(run_dir / "eval.json", {k: v for k, v in agent.best_eval.items() if k != "step"})
+        from acrl.core.plotting import plot_runs  # matplotlib loads only when a run finishes
+
+        plot_runs([run_dir], run_dir / "learning_curve.png")
+
+
+def train(runs: Sequence[Run]) -> None:
+    """Drive `runs` until each is done, one iteration of each per round, under the signal policy.
+
+    Several runs advance in lockstep: with equal budgets, eval_freq and iteration sizes their
+    agents stay on the same step (the concurrent experiment relies on it).
+
+    Raises:
+        TrainingError: from `Run.record` or an agent's iteration.
+        KeyboardInterrupt: after a first signal, once every run has saved checkpoints/latest.pt;
+            at once after a second.
+    """
+    with stop_after_iteration() as stop, contextlib.ExitStack() as stack:
+        for run in runs:
+            stack.enter_context(run)
+        while not all(run.done for run in runs):
+            for run in runs:
+                if run.done:
+                    continue
+                before, started = run.agent.num_steps, time.perf_counter()
+                metrics = run.agent.iteration(run.budget())
+                run.record(before, metrics, time.perf_counter() - started)
+            if stop and not all(run.done for run in runs):
+                break
+    if stop and not all(run.done for run in runs):  # the runs have saved latest.pt on leaving the block
+        raise KeyboardInterrupt(f"{stop[0]} at step {max(run.agent.num_steps for run in runs)}")
+
+
+def check_finite(agent: Trainable, metrics: Mapping[str, float]) -> None:
+    """Raise `TrainingError` naming the step and the quantity if a metric or parameter is not finite."""
+    for key, value in metrics.items():
+        if not math.isfinite(value):
+            raise TrainingError(f"step {agent.num_steps}: {key} is {value}; stopping. "
+                                "The last good checkpoint is kept.")
+    for net_name, net in agent.nets.items():
+        for name, param in net.named_parameters():
+            if not param.isfinite().all():
+                raise TrainingError(f"step {agent.num_steps}: parameter {net_name}.{name} is not finite; "
+                                    "stopping. The last good checkpoint is kept.")
+
+
+def parameters_finite(agent: Trainable) -> bool:
+    """Whether every parameter of every network of `agent` is finite."""
+    return all(param.isfinite().all() for net in agent.nets.values() for param in net.parameters())
+
+
+@contextlib.contextmanager
+def stop_after_iteration() -> Iterator[list[str]]:
+    """Defer Ctrl-C and SIGTERM to the end of the current training iteration.
+
+    Yields a list that the first signal appends its name to (`train` checks it after each
+    round of iterations); a second signal raises KeyboardInterrupt at once. Outside the main
+    thread, where Python cannot install signal handlers, signals keep their usual behaviour.
+    """
+    received: list[str] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield received
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        name = signal.Signals(signum).name
+        if received:
+            raise KeyboardInterrupt(f"second {name}")
+        received.append(name)
+        print(f"\nacrl: {name}: stopping at the end of this iteration (checkpoints/latest.pt is written "
+              "there); send it again to stop at once.", file=sys.stderr, flush=True)
+
+    previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield received
+    finally:
+        for s, old in previous.items():
+            signal.signal(s, old)
+
+
+def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
+    """Write `data` as indented JSON to `path` via a temp file and `os.replace`."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2) + "\n")
+    os.replace(tmp, path)

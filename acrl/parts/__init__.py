@@ -1,0 +1,1 @@
+"""Building blocks the algorithms share: networks, buffers, returns, normalisation, optimizers, datasets, statistics."""

@@ -1,0 +1,74 @@
+"""Discrete BCQ pieces with values worked out by hand: the allowed-action mask, the masked argmax,
+the Double-DQN target with the mask, and the agent on a CartPole dataset."""
+
+import numpy as np
+import pytest
+import torch
+
+from acrl import BCQ, DiscreteBCQ
+from acrl.algos.discrete_bcq import DiscreteBCQConfig, DiscreteBCQNet, allowed_actions, discrete_target, masked_argmax
+from acrl.core.errors import InputError
+from tests.unit.test_bcq import set_linear, write_dataset
+
+
+@pytest.mark.parametrize("batch", [1, 100])
+def test_module_shapes(batch):
+    obs_dim, n_actions = 5, 4
+    obs = torch.randn(batch, obs_dim)
+    net = DiscreteBCQNet(obs_dim, n_actions, (32, 32))
+    q, logits = net(obs)
+    assert q.shape == logits.shape == (batch, n_actions)
+    assert masked_argmax(q, logits, 0.3).shape == (batch,)
+    assert allowed_actions(logits, 0.3).shape == (batch, n_actions)
+    assert discrete_target(obs, torch.zeros(batch), torch.ones(batch), net, net, 0.99, 0.3).shape == (batch,)
+
+
+def test_discrete_masking_chooses_the_only_allowed_action():
+    q = torch.tensor([[5.0, 3.0, 1.0]])
+    logits = torch.tensor([[-5.0, -5.0, 0.0]])  # G ratios e^-5, e^-5, 1: only action 2 passes 0.3
+    torch.testing.assert_close(allowed_actions(logits, 0.3), torch.tensor([[False, False, True]]))
+    assert masked_argmax(q, logits, 0.3).tolist() == [2]
+    # Ratios 0.5 and 0.25 against 0.3: actions 0 and 1 allowed, 2 not.
+    logits = torch.log(torch.tensor([[0.5, 1.0, 0.25]]))
+    assert masked_argmax(torch.tensor([[1.0, 0.0, 9.0]]), logits, 0.3).tolist() == [0]
+    assert masked_argmax(torch.tensor([[1.0, 0.0, 9.0]]), logits, 0.0).tolist() == [2]  # threshold 0: DQN
+    # Values far below the authors' -1e8 mask: a disallowed action still never wins.
+    q = torch.tensor([[-1e9, -2e9, -3e9]])
+    assert masked_argmax(q, torch.tensor([[-5.0, -5.0, 0.0]]), 0.3).tolist() == [2]
+
+
+def test_allowed_actions_has_no_underflow_and_keeps_the_mode():
+    logits = torch.tensor([[0.0, -200.0, -200.5]])  # softmax ratios underflow to 0 in float32
+    assert allowed_actions(logits, 0.0).all()
+    assert allowed_actions(logits, 0.99).tolist() == [[True, False, False]]
+
+
+def test_discrete_target_double_q_with_mask():
+    net = DiscreteBCQNet(2, 3, (4,))
+    target_net = DiscreteBCQNet(2, 3, (4,))
+    for module, q_bias in ((net, [5.0, 3.0, 1.0]), (target_net, [10.0, 20.0, 30.0])):
+        set_linear(module.q[2], torch.zeros(3, 4).tolist(), q_bias)
+        set_linear(module.imitation[2], torch.zeros(3, 4).tolist(), [0.0, 0.0, -5.0])
+    # Online net: actions 0 and 1 allowed, argmax 0; the target net values action 0 at 10.
+    y = discrete_target(torch.zeros(2, 2), torch.tensor([1.0, 2.0]), torch.tensor([1.0, 0.0]), net, target_net,
+                        gamma=0.9, threshold=0.3)
+    torch.testing.assert_close(y, torch.tensor([1.0 + 0.9 * 10.0, 2.0]))
+
+
+def test_discrete_agent_from_cartpole_dataset(tmp_path):
+    write_dataset(tmp_path / "c.h5", "CartPole-v1")
+    agent = DiscreteBCQ(dataset=str(tmp_path / "c.h5"), seed=0, hidden_sizes=(8,), eval_freq=0, iteration_steps=5)
+    assert agent.config.batch_size == 64 and agent.optimizer.param_groups[0]["lr"] == 3e-4
+    agent.learn(5, progress=False)
+    action = agent.predict(np.zeros(4, np.float32))
+    assert int(action) in (0, 1)
+    assert agent.predict(np.zeros((6, 4), np.float32)).shape == (6,)
+
+
+def test_bad_input():
+    with pytest.raises(InputError, match="threshold"):
+        DiscreteBCQConfig(threshold=1.0).validate()
+    with pytest.raises(InputError, match="action space"):
+        BCQ("CartPole-v1", dataset="unused.h5")
+    with pytest.raises(InputError, match="action space"):
+        DiscreteBCQ("Pendulum-v1", dataset="unused.h5")
