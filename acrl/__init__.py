@@ -19,6 +19,7 @@ from acrl.algos.bcq import BCQ, BCQConfig
 from acrl.algos.ddpg import DDPG, DDPGConfig
 from acrl.algos.discrete_bcq import DiscreteBCQ, DiscreteBCQConfig
 from acrl.algos.ppo import PPO, PPOConfig
+from acrl.algos.sac import SAC, SACConfig
 from acrl.algos.td3 import TD3, TD3Config
 from acrl.core.errors import InputError, TrainingError
 from acrl.core.evaluation import evaluate
@@ -26,5 +27,5 @@ from acrl.core.loop import Callback
 from acrl.core.version import __version__
 
 __all__ = ["A3C", "A3CConfig", "BCQ", "BCQConfig", "DDPG", "DDPGConfig", "DiscreteBCQ", "DiscreteBCQConfig",
-           "PPO", "PPOConfig", "TD3", "TD3Config", "Agent", "Callback", "InputError",
+           "PPO", "PPOConfig", "SAC", "SACConfig", "TD3", "TD3Config", "Agent", "Callback", "InputError",
            "TrainingError", "evaluate", "load", "__version__"]

@@ -12,7 +12,7 @@ import gymnasium as gym
 import pytest
 import yaml
 
-from acrl import BCQ
+from acrl import DiscreteBCQ
 from acrl.parts.datasets import collect_transitions, save_dataset
 
 TINY = ["actor_hidden_sizes=[16]", "critic_hidden_sizes=[16]", "vae_hidden_sizes=[16]", "iteration_steps=10",
@@ -75,6 +75,7 @@ def test_train_evaluate_resume_from_a_dataset(datasets, tmp_path):
 @pytest.mark.parametrize("case", ["discrete-data-continuous-env", "continuous-data-discrete-env",
                                   "observation-size", "missing-file", "no-dataset"])
 def test_bad_input_exits_2_with_a_clear_message(case, datasets, tmp_path):
+    algo = "discrete_bcq" if case == "continuous-data-discrete-env" else "bcq"
     args, expected = {
         # CartPole's (N,) integer actions for InvertedPendulum's Box(1) (both have 4 observations).
         "discrete-data-continuous-env": (["--dataset", datasets["cartpole"], "--env", "InvertedPendulum-v5"],
@@ -89,7 +90,7 @@ def test_bad_input_exits_2_with_a_clear_message(case, datasets, tmp_path):
         "no-dataset": (["--env", "Pendulum-v1"], "BCQ learns from a fixed dataset: pass --dataset FILE"),
     }[case]
     run = tmp_path / "run"
-    result = acrl("train", "bcq", *args, "--run-dir", run, "--no-progress")
+    result = acrl("train", algo, *args, "--run-dir", run, "--no-progress")
     assert result.returncode == 2, result.stderr
     assert expected in result.stderr
     assert "Traceback" not in result.stderr and "training" not in result.stderr  # checked before it starts
@@ -109,7 +110,7 @@ def test_discrete_bcq_learns_cartpole_from_imperfect_expert_data(tmp_path):
     env.action_space.seed(0)
     data = collect_transitions(env, cartpole_expert, 3_000, seed=0, random_prob=0.3, kind="imperfect")
     save_dataset(tmp_path / "cartpole.h5", data)
-    agent = BCQ(dataset=str(tmp_path / "cartpole.h5"), seed=0, critic_hidden_sizes=(64, 64), eval_freq=0)
+    agent = DiscreteBCQ(dataset=str(tmp_path / "cartpole.h5"), seed=0, hidden_sizes=(64, 64), eval_freq=0)
     untrained = agent.evaluate(episodes=3)["return_mean"]
     agent.learn(1_500, progress=False)
     trained = agent.evaluate(episodes=5)["return_mean"]

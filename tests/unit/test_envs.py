@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from acrl.core.envs import ActionAdapter, check_spaces, env_factory
-from acrl.tasks import AntDirectional
 from acrl.core.errors import InputError
+from acrl.tasks import AntDirectional
 
 
 def test_unknown_id_suggests_close_ids():
