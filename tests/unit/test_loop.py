@@ -1,0 +1,156 @@
+"""The run loop's contract on a scripted agent: when it evaluates and checkpoints, what callbacks
+see and how they stop a run, lockstep runs, NaN checks, the progress bar's total."""
+
+import contextlib
+import json
+import math
+
+import pytest
+import torch
+from torch import nn
+
+from acrl.core.config import RunConfig
+from acrl.core.errors import TrainingError
+from acrl.core.logging import Logger
+from acrl.core.loop import Callback, Run, train
+
+
+class ScriptedAgent:
+    """A `Trainable` whose iteration takes `chunk` steps (cut at `max_steps` unless `whole`), whose
+    evaluation returns the scripted `returns` in turn, and whose checkpoints record their step."""
+
+    step_unit = "step"
+    checkpoint_on_failure = False
+
+    def __init__(self, total, eval_freq, checkpoint_freq=1000, chunk=7, whole=False, returns=None, metric=1.0):
+        self.config = RunConfig(total_steps=total, eval_freq=eval_freq, checkpoint_freq=checkpoint_freq)
+        self.num_steps, self.total_steps = 0, total
+        self.best_eval = None
+        self.nets = {"net": nn.Linear(1, 1)}
+        self.chunk, self.whole, self.metric = chunk, whole, metric
+        self.returns = iter(returns or [float(i) for i in range(100)])
+        self.saved: list[tuple[str, int, bool]] = []
+        self.evaluated: list[int] = []
+
+    def iteration(self, max_steps):
+        self.num_steps += self.chunk if self.whole else min(self.chunk, max_steps)
+        return {"train/loss": self.metric}
+
+    @contextlib.contextmanager
+    def training(self):
+        yield
+
+    def snapshot(self):
+        return self
+
+    def evaluate(self):
+        self.evaluated.append(self.num_steps)
+        return {"return_mean": next(self.returns), "return_std": 0.0, "returns": [], "deterministic": True}
+
+    def save(self, path, replay_buffer=True):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(str(self.num_steps))
+        self.saved.append((path.name, self.num_steps, replay_buffer))
+
+    def write_config(self, run_dir):
+        run_dir.mkdir(parents=True, exist_ok=True)
+
+
+class Recorder(Callback):
+    def __init__(self, stop_at=None):
+        self.iterations, self.evaluations, self.stop_at = [], [], stop_at
+
+    def on_iteration(self, step, metrics):
+        self.iterations.append((step, metrics["train/loss"]))
+        return self.stop_at is not None and step >= self.stop_at
+
+    def on_evaluation(self, step, result):
+        self.evaluations.append((step, result["return_mean"]))
+
+
+def test_evaluation_points_checkpoints_and_callbacks(tmp_path):
+    """Chunks of 7 cut at the multiples of eval_freq 10: steps 7, 10, 17, 20, 27, 30, 35; evaluations at
+    10, 20, 30 and the final 35; latest.pt when a multiple of 15 is crossed (17, 30) and at the end;
+    best.pt (without replay buffer) at each new best, here every evaluation (returns 0, 1, 2, 3)."""
+    agent, recorder = ScriptedAgent(total=35, eval_freq=10, checkpoint_freq=15), Recorder()
+    train([Run(agent, tmp_path, progress=False, callbacks=[recorder])])
+    assert [step for step, _ in recorder.iterations] == [7, 10, 17, 20, 27, 30, 35]
+    assert agent.evaluated == [10, 20, 30, 35]
+    assert recorder.evaluations == [(10, 0.0), (20, 1.0), (30, 2.0), (35, 3.0)]
+    assert agent.saved == [("best.pt", 10, False), ("latest.pt", 17, True), ("best.pt", 20, False),
+                           ("best.pt", 30, False), ("latest.pt", 30, True), ("best.pt", 35, False),
+                           ("latest.pt", 35, True)]
+    assert json.loads((tmp_path / "eval.json").read_text())["return_mean"] == 3.0
+    rows = (tmp_path / "metrics.csv").read_text().splitlines()
+    assert len(rows) == 1 + 7  # one row per iteration: the final evaluation joins the last one
+    assert (tmp_path / "learning_curve.png").exists()
+
+
+def test_whole_iterations_evaluate_when_they_cross_a_multiple(tmp_path):
+    """An agent that cannot cut its iteration (a PPO rollout of 6), budget 14, eval_freq 10: steps 6,
+    12, 18, evaluated after 12 (crossing 10); at 18 only with a run directory (the final evaluation)."""
+    agent = ScriptedAgent(total=14, eval_freq=10, chunk=6, whole=True)
+    train([Run(agent, None, progress=False)])
+    assert agent.num_steps == 18 and agent.evaluated == [12] and agent.saved == []
+    agent = ScriptedAgent(total=14, eval_freq=10, chunk=6, whole=True)
+    train([Run(agent, tmp_path, progress=False)])
+    assert agent.evaluated == [12, 18]
+
+
+def test_best_is_kept_only_on_improvement(tmp_path):
+    agent = ScriptedAgent(total=30, eval_freq=10, returns=[5.0, 2.0, 7.0])
+    train([Run(agent, tmp_path, progress=False)])
+    assert [s for name, s, _ in agent.saved if name == "best.pt"] == [10, 30]
+    assert agent.best_eval["step"] == 30 and agent.best_eval["return_mean"] == 7.0
+
+
+def test_a_callback_stops_the_run_which_then_finishes_normally(tmp_path):
+    """Stop after the iteration that reaches step 17: a final evaluation there, latest.pt, eval.json."""
+    agent = ScriptedAgent(total=100, eval_freq=10)
+    train([Run(agent, tmp_path, progress=False, callbacks=[Recorder(stop_at=15)])])
+    assert agent.num_steps == 17 and agent.evaluated == [10, 17]
+    assert agent.saved[-1] == ("latest.pt", 17, True)
+    assert (tmp_path / "eval.json").exists()
+
+
+def test_target_return_stops_at_the_first_evaluation_that_reaches_it(tmp_path):
+    agent = ScriptedAgent(total=100, eval_freq=10, returns=[1.0, 4.0, 9.0])
+    agent.config.target_return = 4.0
+    train([Run(agent, tmp_path, progress=False)])
+    assert agent.num_steps == 20 and agent.evaluated == [10, 20]
+
+
+def test_runs_in_lockstep_stay_on_the_same_step():
+    first, second = ScriptedAgent(total=25, eval_freq=10), ScriptedAgent(total=25, eval_freq=10)
+    order = []
+
+    class Order(Callback):
+        def __init__(self, name):
+            self.name = name
+
+        def on_iteration(self, step, metrics):
+            order.append((self.name, step))
+
+    train([Run(first, None, False, [Order("a")]), Run(second, None, False, [Order("b")])])
+    assert order == [(name, step) for step in (7, 10, 17, 20, 25) for name in "ab"]
+
+
+@pytest.mark.parametrize("where", ["metric", "parameter"])
+def test_non_finite_values_stop_the_run_naming_step_and_quantity(tmp_path, where):
+    agent = ScriptedAgent(total=50, eval_freq=0, metric=math.nan if where == "metric" else 1.0)
+    if where == "parameter":
+        with torch.no_grad():
+            agent.nets["net"].bias.fill_(math.inf)
+    pattern = "step 7: train/loss is nan" if where == "metric" else "step 7: parameter net.bias is not finite"
+    with pytest.raises(TrainingError, match=pattern):
+        train([Run(agent, tmp_path, progress=False)])
+    assert agent.saved == []  # the last good checkpoint is kept: nothing new is written
+
+
+def test_progress_bar_keeps_a_total_past_the_budget(capsys):
+    """A last whole rollout past the budget of 10: the bar ends at 16/16, in updates, with its label."""
+    logger = Logger(None, 10, progress=True, unit="update", label="bcq on final")
+    logger.log(16, {"time/fps": 1.0})
+    logger.close()
+    final = capsys.readouterr().err.split("\r")[-1]
+    assert final.startswith("bcq on final: 100%") and "16/16" in final and "update/s" in final
