@@ -47,7 +47,7 @@ from torch.distributions import Categorical, Distribution, Normal
 
 from acrl.algos.base import Agent
 from acrl.core.config import RunConfig, in_unit_interval, positive
-from acrl.core.envs import ActionAdapter, EnvSpec, env_factory
+from acrl.core.envs import ActionAdapter, CheckFinite, EnvSpec, env_factory
 from acrl.core.errors import InputError, TrainingError
 from acrl.parts.nets import ACTIVATIONS, CategoricalActor, GaussianActor, ValueNet, mlp
 from acrl.parts.normalization import IdentityNormalizer, ObservationNormalizer
@@ -162,7 +162,7 @@ class ActorCritic(nn.Module):
     """pi(a|s) and V(s) for A3C: separate actor and critic nets, or one trunk with two heads.
 
     Discrete actions: a Categorical over logits. Box actions: a diagonal Gaussian with a
-    state-independent log-std, std = exp(clamp(log_std, log_std_min, 2)) > 0 (checklist item 4),
+    state-independent log-std, std = exp(clamp(log_std, log_std_min, 2)) > 0 (docs/correctness.md item 4),
     in the policy's units ([-1, 1] per bounded dimension; `ActionAdapter` maps to the Box).
     Mnih et al. 2016, Sec. 5.2 and 9 (Supplementary), use one trunk with a softmax and a linear
     value output; their continuous policy had a state-dependent softplus variance.
@@ -280,7 +280,7 @@ class Rollout:
 
 
 def make_worker_env(env: EnvSpec | gym.envs.registration.EnvSpec, seed: int, rank: int) -> tuple[gym.Env, np.ndarray]:
-    """Build worker `rank`'s environment, seeded with seed + rank (checklist items 7 and 10).
+    """Build worker `rank`'s environment, seeded with seed + rank (docs/correctness.md items 7 and 10).
 
     Args:
         env: an id, env, factory, or a Gymnasium `EnvSpec` (what the parent sends, so that a
@@ -293,6 +293,7 @@ def make_worker_env(env: EnvSpec | gym.envs.registration.EnvSpec, seed: int, ran
         instance = gym.make(env)
     else:
         instance = env_factory(env)[0]()
+    instance = CheckFinite(instance, rank)  # a NaN/inf observation or reward raises TrainingError
     obs, _ = instance.reset(seed=seed + rank)
     instance.action_space.seed(seed + rank)
     return instance, obs

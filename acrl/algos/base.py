@@ -74,7 +74,7 @@ class Agent:
         self.config.validate()
         self.env = env
         probe = factory()
-        check_spaces(probe, self.algo.upper(), self.action_kinds)
+        check_spaces(probe, type(self).__name__, self.action_kinds)
         self.observation_space, self.action_space = probe.observation_space, probe.action_space
         probe.close()
         self.obs_dim = int(self.observation_space.shape[0])

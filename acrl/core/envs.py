@@ -4,13 +4,18 @@ Gymnasium 1.x API throughout: `reset(seed=...) -> (obs, info)` and
 `step(action) -> (obs, reward, terminated, truncated, info)`. Vector envs use
 `AutoresetMode.SAME_STEP`: a sub-environment that ends is reset inside the same `step`, and
 the true last observation of the episode is in `info["final_obs"]`, which is what a
-time-limit truncation must bootstrap from (DESIGN.md checklist item 1).
+time-limit truncation must bootstrap from (docs/correctness.md item 1).
+
+Every training environment is wrapped in `CheckFinite`, so a NaN or infinite observation or
+reward stops the run with a `TrainingError` before it reaches a normaliser, a replay buffer or
+a policy.
 """
 
 from __future__ import annotations
 
 import copy
 import difflib
+import math
 from collections.abc import Callable
 
 import gymnasium as gym
@@ -18,7 +23,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
 from gymnasium.wrappers.vector import RecordEpisodeStatistics
 
-from acrl.core.errors import InputError
+from acrl.core.errors import InputError, TrainingError
 
 EnvSpec = str | gym.Env | Callable[[], gym.Env]
 """What the API accepts as an environment: a registered id, an env instance, or a factory."""
@@ -82,7 +87,7 @@ class ActionAdapter:
 
     Continuous policies act in [-1, 1] per dimension; a finite Box dimension [low, high] is
     reached by clipping to [-1, 1] and rescaling, an unbounded dimension passes through. The
-    raw sample is what the algorithm stores with its log-probability (checklist item 3);
+    raw sample is what the algorithm stores with its log-probability (docs/correctness.md item 3);
     only the copy sent to the environment is clipped. Discrete actions pass through as int64.
 
     Args:
@@ -113,18 +118,91 @@ class ActionAdapter:
         return ((action - self.center) / self.half_range).astype(np.float32)
 
 
-def make_env(env: EnvSpec, seed: int | None = None) -> gym.Env:
-    """Build one environment and seed it and its action space.
+def _ordinal(n: int) -> str:
+    """1 -> "1st", 2 -> "2nd", 11 -> "11th", 120 -> "120th"."""
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
 
-    Returns the env after `reset(seed=seed)` has been called once, so its RNG is seeded.
+
+def _kind(values: np.ndarray) -> str:
+    """What the non-finite `values` are: "NaN", "infinite" or "NaN and infinite"."""
+    nan = bool(np.isnan(values).any())
+    inf = bool(np.isinf(values).any())
+    return "NaN and infinite" if nan and inf else "NaN" if nan else "infinite"
+
+
+class CheckFinite(gym.Wrapper, gym.utils.RecordConstructorArgs):
+    """Raise `TrainingError` when the environment returns a NaN or infinite observation or reward.
+
+    Checks the observation returned by `reset` and by `step` (`np.isfinite(obs).all()`, any
+    shape: a flat Box observation is (obs_dim,)) and the reward returned by `step` (as a
+    float, `math.isfinite`). Observations of a non-Box space are not checked. With a
+    same-step autoreset vector env, the true last observation of an episode is the one `step`
+    returned, so `info["final_obs"]` is checked too. The cost is one `np.isfinite(...).all()`
+    on the observation and one `math.isfinite` on the reward per step (about 1-2 µs).
+
+    Args:
+        env: the environment to check.
+        index: the environment's index in its vector env (A3C: the worker's rank), named in
+            the error.
     Raises:
-        InputError: see `env_factory`.
+        TrainingError (from `reset` and `step`): naming the environment (index and id), the
+            quantity (observation with its non-finite components, or reward), the value, and
+            the step: of the episode and over the wrapper's lifetime.
     """
-    factory, _ = env_factory(env)
-    instance = factory()
-    instance.reset(seed=seed)
-    instance.action_space.seed(seed)
-    return instance
+
+    def __init__(self, env: gym.Env, index: int = 0):
+        gym.utils.RecordConstructorArgs.__init__(self, index=index)
+        gym.Wrapper.__init__(self, env)
+        self.index = index
+        self._check_obs = isinstance(env.observation_space, gym.spaces.Box)
+        self.episode_steps = 0
+        """Steps since the last reset."""
+        self.total_steps = 0
+        """Steps over this wrapper's lifetime, across episodes."""
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        """`env.reset`, then check the first observation. Raises: TrainingError (see the class)."""
+        obs, info = self.env.reset(seed=seed, options=options)
+        self.episode_steps = 0
+        if self._check_obs and not np.isfinite(obs).all():
+            self._fail_observation(obs, f"from reset (after {self.total_steps} steps overall)")
+        return obs, info
+
+    def step(self, action):
+        """`env.step`, then check the observation and the reward. Raises: TrainingError (see the class)."""
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self.episode_steps += 1
+        self.total_steps += 1
+        if self._check_obs and not np.isfinite(obs).all():
+            self._fail_observation(obs, self._when())
+        if not math.isfinite(reward):
+            self._fail(f"{_kind(np.float64(reward))} reward ({float(reward)})", self._when(), "reward")
+        return obs, reward, terminated, truncated, info
+
+    def _when(self) -> str:
+        return f"at step {self.episode_steps} of its episode (its {_ordinal(self.total_steps)} step overall)"
+
+    def _fail_observation(self, obs: np.ndarray, when: str) -> None:
+        obs = np.asarray(obs)
+        bad = ~np.isfinite(obs)
+        where = np.argwhere(bad)
+        components = [int(i[0]) if len(i) == 1 else tuple(int(j) for j in i) for i in where[:10]]
+        more = f" and {len(where) - 10} more" if len(where) > 10 else ""
+        values = ", ".join(str(v) for v in obs[bad][:10])
+        self._fail(f"{_kind(obs[bad])} observation (components {components}{more}: {values})", when, "observation")
+
+    def _fail(self, what: str, when: str, quantity: str) -> None:
+        spec = self.env.spec
+        name = spec.id if spec is not None else type(self.env.unwrapped).__name__
+        article = "an" if what.startswith("infinite") else "a"
+        wrapper = "TransformObservation" if quantity == "observation" else "TransformReward"
+        raise TrainingError(
+            f"environment {self.index} ({name}) returned {article} {what} {when}; acrl stops before it "
+            f"reaches the normaliser or the policy. Check the environment's dynamics, or, if such values "
+            f"are expected, wrap it to replace the {quantity} (gymnasium.wrappers.{wrapper} with "
+            f"np.nan_to_num) or to end the episode there."
+        )
 
 
 def make_vec_env(env: EnvSpec, n_envs: int) -> gym.vector.VectorEnv:
@@ -132,7 +210,13 @@ def make_vec_env(env: EnvSpec, n_envs: int) -> gym.vector.VectorEnv:
 
     Seed it with `vec.reset(seed=seed)`: Gymnasium then seeds sub-environment i with seed + i.
     Episode returns and lengths appear in `info["episode"]` with the mask `info["_episode"]`.
+    Sub-environment i is wrapped in `CheckFinite(..., index=i)`.
+    Raises:
+        InputError: see `env_factory`.
+        TrainingError (from the vector env's `reset` and `step`): a sub-environment returned a
+            NaN or infinite observation or reward (see `CheckFinite`); it propagates as is.
     """
     factory, _ = env_factory(env)
-    vec = SyncVectorEnv([factory] * n_envs, autoreset_mode=AutoresetMode.SAME_STEP)
+    fns = [lambda i=i: CheckFinite(factory(), i) for i in range(n_envs)]
+    vec = SyncVectorEnv(fns, autoreset_mode=AutoresetMode.SAME_STEP)
     return RecordEpisodeStatistics(vec)

@@ -6,7 +6,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from acrl.core.envs import EnvSpec, env_factory
+from acrl.core.envs import CheckFinite, EnvSpec, env_factory
 
 
 class Predictor(Protocol):
@@ -36,8 +36,9 @@ def evaluate(agent: Predictor, env: EnvSpec, episodes: int = 10, deterministic: 
         NAME_mean, e.g. y_displacement and y_displacement_mean (m) for acrl/AntDirectional-v5.
     Raises:
         InputError: an unknown environment id (see `acrl.core.envs.env_factory`).
+        TrainingError: the environment returned a NaN or infinite observation or reward.
     """
-    instance = env_factory(env)[0]()
+    instance = CheckFinite(env_factory(env)[0]())  # a NaN observation must not reach predict
     try:
         metric_names = tuple(instance.get_wrapper_attr("episode_metrics"))
     except AttributeError:

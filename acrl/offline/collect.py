@@ -33,7 +33,7 @@ import numpy as np
 from acrl.algos import load
 from acrl.algos.base import Agent
 from acrl.algos.ddpg import DDPG
-from acrl.core.envs import env_factory
+from acrl.core.envs import CheckFinite, env_factory
 from acrl.core.errors import InputError
 from acrl.core.version import __version__
 from acrl.parts.datasets import OfflineDataset, collect_transitions, save_dataset
@@ -140,7 +140,7 @@ def collect_dataset(kind: str, out: str | Path, steps: int, env_id: str | None =
         if isinstance(agent.action_space, gym.spaces.Discrete) and noise_std > 0:
             raise InputError(f"--kind {kind} adds Gaussian noise, which needs a Box action space; for the "
                              "Discrete actions of this environment pass --noise 0 (random actions only).")
-        env = env_factory(agent.env)[0]()
+        env = CheckFinite(env_factory(agent.env)[0]())  # no NaN goes into a dataset
         env.action_space.seed(seed)
         dataset = collect_transitions(env, lambda obs: agent.predict(obs, deterministic=True), int(steps), seed,
                                       noise_std, random_prob, kind=kind, behavioral_policy=str(policy))

@@ -3,7 +3,7 @@
 The schema follows D4RL (Fu et al. 2020, "D4RL: Datasets for Deep Data-Driven Reinforcement
 Learning", https://github.com/Farama-Foundation/D4RL): one row per transition, with
 `terminals` (the MDP ended: do not bootstrap) and `timeouts` (a time limit cut the episode:
-bootstrap from `next_observations`) kept apart (DESIGN.md, correctness checklist item 1).
+bootstrap from `next_observations`) kept apart (docs/correctness.md item 1).
 
 The BCQ datasets (Fujimoto, Meger, Precup 2019, "Off-Policy Deep Reinforcement Learning without
 Exploration", Sec. 5) are all collected with `collect_transitions`: `final` and `concurrent`

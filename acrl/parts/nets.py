@@ -76,7 +76,7 @@ class GaussianActor(nn.Module):
 
     std = exp(clamp(log_std, log_std_min, log_std_max)) is positive by construction and has a
     floor, so sampling, log-probabilities and entropy stay finite at any parameter value
-    (DESIGN.md checklist item 4). Actions are raw samples in policy units; clipping to the
+    (docs/correctness.md item 4). Actions are raw samples in policy units; clipping to the
     Box happens only on the copy sent to the environment.
     """
 

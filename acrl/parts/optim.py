@@ -13,7 +13,7 @@ Why the shared optimizers exist. torch's optimizers create their state lazily, a
 `step()`. In A3C the workers step the optimizer, so each worker would create its own private
 state in its own process: the parent's optimizer stays empty, every worker runs Adam with its
 own moments and its own bias correction, and a checkpoint saves nothing. Creating the state
-before the workers start and moving it to shared memory fixes all of that (DESIGN.md, item 7).
+before the workers start and moving it to shared memory fixes all of that (docs/correctness.md item 7).
 
 How the step count stays shared. torch keeps `state["step"]` as a 0-dim float32 CPU tensor and,
 on the single-tensor code path (`foreach=False`, `capturable=False`, `fused=False`, which these
@@ -329,7 +329,7 @@ def polyak_update(target: nn.Module, source: nn.Module, tau: float) -> None:
 def hard_update(target: nn.Module, source: nn.Module) -> None:
     """Copy every parameter and buffer of `source` into `target`, exactly and in place.
 
-    Used to start a target network as an exact copy of its online network (DESIGN.md item 9;
+    Used to start a target network as an exact copy of its online network (docs/correctness.md item 9;
     Lillicrap et al. 2016, Algorithm 1: "Initialize target network Q' and mu' with weights
     theta_Q' <- theta_Q, theta_mu' <- theta_mu"). Runs under `torch.no_grad()`; `target`
     keeps its tensors and `requires_grad` flags. Shapes and dtypes: any, matching.

@@ -140,24 +140,60 @@ def test_workers_see_different_first_observations_that_repeat():
 
 
 # ------------------------------------------------------------------- model
-@pytest.mark.parametrize("shared_trunk", [False, True])
 @pytest.mark.parametrize("discrete", [True, False])
-def test_actor_critic_shapes(discrete, shared_trunk):
-    model = ActorCritic(5, 3, discrete, (16, 16), (32,), "relu", shared_trunk)
-    obs = torch.randn(7, 5)
-    dist = model.distribution(obs)
-    actions = model.sample(obs)
-    assert actions.shape == ((7,) if discrete else (7, 3))
+def test_actor_critic_shapes(discrete):
+    """Parameter counts for the sizes given, then a shared trunk whose weights are set by hand.
+
+    obs 5, 3 actions, hidden (16, 16), critic (32,); weights + biases per layer:
+      separate nets: actor 5*16+16 + 16*16+16 + 16*3+3 = 419, critic 5*32+32 + 32+1 = 225: 644
+      shared trunk:  trunk 5*16+16 + 16*16+16 = 368, policy head 16*3+3 = 51, value head 16+1 = 17: 436
+    and a Gaussian policy adds its 3 log-stds.
+    """
+    gaussian = 0 if discrete else 3
+    for shared_trunk, count in ((False, 644 + gaussian), (True, 436 + gaussian)):
+        model = ActorCritic(5, 3, discrete, (16, 16), (32,), "relu", shared_trunk)
+        assert sum(p.numel() for p in model.parameters()) == count, shared_trunk
+        obs = torch.randn(7, 5)
+        actions = model.sample(obs)
+        assert actions.shape == ((7,) if discrete else (7, 3))
+        assert [t.shape for t in model.evaluate_actions(obs, actions)] == [(7,)] * 3
+        assert model.value(obs).shape == (7,)
+
+    # obs 2, 2 actions, one shared hidden layer of 2 ReLUs: 6 + policy head 6 + value head 3 (+ 2 log-stds).
+    # Trunk h = relu(s0, s1 - 1); value V = h0 - 0.5 h1 + 0.25; policy out = (ln3/2 h0, -ln3/2 h0) + (0, ln3).
+    # s = (2, 3): h = (2, 2), V = 1.25, out = (ln3, 0).   s = (-1, 0.5): h = (0, 0), V = 0.25, out = (0, ln3).
+    model = ActorCritic(2, 2, discrete, (2,), activation="relu", shared_trunk=True)
+    assert sum(p.numel() for p in model.parameters()) == (15 if discrete else 17)
+    ln2, ln3, ln2pi = float(np.log(2.0)), float(np.log(3.0)), float(np.log(2 * np.pi))
+    with torch.no_grad():
+        for layer, weight, bias in ((model.trunk[0][0], [[1.0, 0.0], [0.0, 1.0]], [0.0, -1.0]),
+                                    (model.value_head[0], [[1.0, -0.5]], [0.25]),
+                                    (model.policy_head[0], [[ln3 / 2, 0.0], [-ln3 / 2, 0.0]], [0.0, ln3])):
+            layer.weight.copy_(torch.tensor(weight))
+            layer.bias.copy_(torch.tensor(bias))
+        if not discrete:
+            model.log_std.copy_(torch.tensor([0.0, ln2]))  # std (1, 2)
+    obs = torch.tensor([[2.0, 3.0], [-1.0, 0.5]])
+    torch.testing.assert_close(model.value(obs), torch.tensor([1.25, 0.25]))
+    if discrete:
+        # softmax(ln3, 0) = (3/4, 1/4) and softmax(0, ln3) = (1/4, 3/4); actions (0, 0).
+        torch.testing.assert_close(model.distribution(obs).logits.exp(), torch.tensor([[0.75, 0.25], [0.25, 0.75]]))
+        actions = torch.tensor([0, 0])
+        expected_log_probs = [np.log(0.75), np.log(0.25)]
+        expected_entropy = [-(0.75 * np.log(0.75) + 0.25 * np.log(0.25))] * 2
+        expected_mode = torch.tensor([0, 1])
+    else:
+        # Means (ln3, 0) and (0, ln3), std (1, 2); actions at z = (1, 1) and z = (0, 0) from the mean.
+        torch.testing.assert_close(model.distribution(obs).stddev, torch.tensor([[1.0, 2.0], [1.0, 2.0]]))
+        actions = torch.tensor([[ln3 + 1.0, 2.0], [0.0, ln3]])
+        expected_log_probs = [-0.5 * 2 - ln2 - ln2pi, -ln2 - ln2pi]  # -z.z/2 - sum log std - 2 * log sqrt(2 pi)
+        expected_entropy = [1.0 + ln2pi + ln2] * 2  # sum over dims of 1/2 + log sqrt(2 pi) + log std
+        expected_mode = torch.tensor([[ln3, 0.0], [0.0, ln3]])
     log_probs, entropy, values = model.evaluate_actions(obs, actions)
-    assert log_probs.shape == entropy.shape == values.shape == (7,)
-    torch.testing.assert_close(values, model.value(obs))
-    expected_log_probs = dist.log_prob(actions) if discrete else dist.log_prob(actions).sum(-1)
-    expected_entropy = dist.entropy() if discrete else dist.entropy().sum(-1)
-    torch.testing.assert_close(log_probs, expected_log_probs)
-    torch.testing.assert_close(entropy, expected_entropy)
-    mode = model.sample(obs, deterministic=True)
-    expected = dist.probs.argmax(-1) if discrete else dist.mean
-    torch.testing.assert_close(mode, expected, check_dtype=False)
+    torch.testing.assert_close(log_probs, torch.tensor(expected_log_probs, dtype=torch.float32))
+    torch.testing.assert_close(entropy, torch.tensor(expected_entropy, dtype=torch.float32))
+    torch.testing.assert_close(values, torch.tensor([1.25, 0.25]))
+    torch.testing.assert_close(model.sample(obs, deterministic=True), expected_mode)
 
 
 def test_gumbel_max_sampling_follows_softmax():
@@ -194,9 +230,22 @@ def test_config_rejects_bad_values(values):
 
 
 def test_config_defaults():
+    """The defaults A3CConfig documents, against their sources: Mnih et al. 2016 (t_max 5, shared
+    RMSProp, entropy 0.01); Stable-Baselines3 A2C (lr 7e-4, RMSProp alpha 0.99 and eps 1e-5,
+    max_grad_norm 0.5, MlpPolicy 64-64 tanh, separate actor and critic); one worker per core."""
+    import os
+    import sys
+
     config = A3CConfig()
     config.validate()
-    assert config.workers >= 1 and config.start_method in ("fork", "spawn")
+    assert (config.n_steps, config.optimizer, config.ent_coef) == (5, "rmsprop", 0.01)
+    assert (config.learning_rate, config.rmsprop_alpha, config.optimizer_eps, config.max_grad_norm) == (
+        7e-4, 0.99, 1e-5, 0.5)
+    assert (config.hidden_sizes, config.activation, config.shared_trunk) == ((64, 64), "tanh", False)
+    assert config.critic_hidden_sizes is None  # the critic gets hidden_sizes too: 64-64
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    assert config.workers == cores
+    assert config.start_method == ("fork" if sys.platform.startswith("linux") else "spawn")
 
 
 def test_every_preset_loads_validates_and_cites_a_source():

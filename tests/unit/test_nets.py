@@ -1,4 +1,4 @@
-"""Action distributions stay finite at extreme parameters (DESIGN.md checklist item 4)."""
+"""Action distributions stay finite at extreme parameters (docs/correctness.md item 4)."""
 
 import math
 

@@ -1,4 +1,4 @@
-"""GAE(lambda) against hand-worked values (DESIGN.md checklist items 1 and 2)."""
+"""GAE(lambda) against hand-worked values (docs/correctness.md items 1 and 2)."""
 
 import numpy as np
 import pytest
