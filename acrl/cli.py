@@ -1,12 +1,21 @@
 """`acrl` command line: a thin layer that parses into configs and calls the library.
 
-    acrl train ALGO --env ENV_ID [--seed N] [--total-steps N] [--n-envs N] [--workers N]
-               [--run-dir DIR] [--preset NAME] [--set key=value ...]
-    acrl resume RUN_DIR [--total-steps N]
+    acrl train ALGO [--env ENV_ID] [--dataset FILE] [--seed N] [--total-steps N] [--n-envs N] [--workers N]
+               [--run-dir DIR] [--preset NAME] [--set key=value ...] [--no-progress]
+    acrl resume RUN_DIR [--total-steps N] [--no-progress]
     acrl evaluate RUN_DIR [--episodes N] [--stochastic] [--seed N]
     acrl plot RUN_DIR... [--out FILE]
-    acrl collect --kind final|imitation|imperfect --env ENV_ID --steps N --out FILE [--policy RUN_DIR] [--seed N]
+    acrl collect --kind final|imitation|imperfect --out FILE --steps N [--env ENV_ID] [--policy RUN_DIR]
+                 [--seed N] [--noise STD] [--random-prob P] [--algo ddpg|td3] [--preset NAME]
+                 [--set key=value ...] [--no-progress]
     acrl experiment extrapolation|concurrent --env ENV_ID [--steps-behavioral N] [--updates N] [--seeds N ...]
+                    [--dataset-size N] [--eval-freq N] [--eval-episodes N] [--out DIR]
+                    [--behavioral-set key=value ...] [--bcq-set key=value ...] [--ddpg-set key=value ...]
+                    [--no-progress]
+
+ALGO is one of `acrl.algos.ALGORITHMS` (ppo, a3c, ddpg, td3, sac, bcq, discrete_bcq); `acrl COMMAND
+--help` describes every option. Warnings print once each, as one line `acrl: warning: MESSAGE` on
+stderr.
 
 Exit codes: 0 success, 2 bad input (one paragraph on stderr, no traceback), 1 failure during
 the run, 130 interrupted.
@@ -17,12 +26,16 @@ from __future__ import annotations
 import json
 import sys
 import time
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Literal
 
 import tyro
 
+from acrl.algos import ALGORITHMS
 from acrl.core.errors import InputError, TrainingError
 
 
@@ -30,10 +43,12 @@ from acrl.core.errors import InputError, TrainingError
 class Train:
     """Train an agent and write a run directory (config, metrics, checkpoints, curve, eval.json)."""
 
-    algo: Annotated[str, tyro.conf.Positional, tyro.conf.arg(metavar="ALGO")]
-    """Algorithm: ppo, a3c, ddpg, td3, bcq."""
+    algo: Annotated[str, tyro.conf.Positional,
+                    tyro.conf.arg(metavar="ALGO", help=f"Algorithm: {', '.join(ALGORITHMS)}.")]
+    """Algorithm (the help text lists the registered ones, `acrl.algos.ALGORITHMS`)."""
     env: str | None = None
-    """Gymnasium environment id, e.g. CartPole-v1, Ant-v5, acrl/AntDirectional-v5."""
+    """Gymnasium environment id, e.g. CartPole-v1, Ant-v5, acrl/AntDirectional-v5 (offline algorithms:
+    default the dataset's env_id)."""
     seed: int | None = None
     """Master seed (default: the preset's or 0)."""
     total_steps: int | None = None
@@ -43,7 +58,8 @@ class Train:
     workers: int | None = None
     """A3C worker processes (default: the number of cores)."""
     dataset: str | None = None
-    """Offline dataset (HDF5, D4RL keys) for offline algorithms such as bcq."""
+    """Offline dataset (HDF5, D4RL keys, e.g. from `acrl collect`): required by the offline algorithms (bcq,
+    discrete_bcq); the other replay algorithms (ddpg, td3, sac) then learn from it instead of collecting."""
     run_dir: str | None = None
     """Run directory (default: runs/ALGO-ENV-sSEED-TIME)."""
     preset: str | None = None
@@ -73,6 +89,7 @@ class Evaluate:
     run_dir: Annotated[str, tyro.conf.Positional, tyro.conf.arg(metavar="RUN_DIR")]
     """Run directory written by `acrl train` (its checkpoints/best.pt, else latest.pt)."""
     episodes: int = 10
+    """Evaluation episodes."""
     stochastic: bool = False
     """Sample actions instead of taking the mean/mode."""
     seed: int | None = None
@@ -84,7 +101,9 @@ class Plot:
     """Draw learning curves; several seeds of one config become a mean with a band."""
 
     run_dirs: Annotated[list[str], tyro.conf.Positional, tyro.conf.arg(metavar="RUN_DIR [RUN_DIR ...]")]
+    """Run directories written by `acrl train` (each with its metrics.csv)."""
     out: str = "learning_curves.png"
+    """PNG file to write (its folder must exist)."""
 
 
 @dataclass
@@ -103,6 +122,7 @@ class Collect:
     policy: str | None = None
     """Run directory of a trained agent (its checkpoints/best.pt), for imitation and imperfect."""
     seed: int = 0
+    """Seed of the behavioral agent (final) or of the environment, noise and random actions (the others)."""
     noise: float | None = None
     """Gaussian action noise std as a fraction of max_action (default: imperfect 0.3; final: the preset's 0.1)."""
     random_prob: float | None = None
@@ -137,6 +157,7 @@ class Experiment:
     eval_freq: int | None = None
     """Updates (concurrent: steps) between evaluations (default: the BCQ preset's eval_freq)."""
     eval_episodes: int = 10
+    """Episodes per evaluation (deterministic; the paper uses 10)."""
     out: str | None = None
     """Output directory (default: runs/experiment-NAME-ENV-TIME)."""
     behavioral_set: list[str] = field(default_factory=list)
@@ -170,6 +191,10 @@ def build_agent(args: Train):
 
     cls = get_algorithm(args.algo)
     if args.env is None and args.dataset is None:
+        if getattr(cls, "requires_data", False):
+            raise InputError(f"{args.algo} learns from a fixed dataset: pass --dataset FILE (an HDF5 file with the "
+                             "D4RL keys, e.g. from `acrl collect`); --env ENV_ID is then optional (default: the "
+                             "dataset's env_id) and names the environment to evaluate on.")
         raise InputError(f"--env ENV_ID is required for {args.algo} (for example --env CartPole-v1).")
     config = cls.config_class()
     for flag, value in (("dataset", args.dataset), ("workers", args.workers), ("n_envs", args.n_envs)):
@@ -254,6 +279,15 @@ def plot(args: Plot) -> None:
 
     if not args.run_dirs:
         raise InputError("acrl plot needs at least one run directory, e.g. acrl plot runs/ppo-CartPole-v1-s0-*.")
+    for path in args.run_dirs:
+        run_dir = existing_run_dir(path)
+        if not (run_dir / "metrics.csv").is_file():
+            inner = sorted(str(p.parent) for pattern in ("*/metrics.csv", "*/*/metrics.csv")
+                           for p in run_dir.glob(pattern))
+            where = (f" It holds run directories ({', '.join(inner[:3])}{', ...' if len(inner) > 3 else ''}): "
+                     "pass those instead." if inner else "")
+            raise InputError(f"{path} is not a run directory: it has no metrics.csv (`acrl train` writes one "
+                             f"when the run starts).{where}")
     print(plot_runs(args.run_dirs, args.out))
 
 
@@ -303,8 +337,34 @@ def experiment(args: Experiment) -> None:
 HANDLERS = {Train: train, Resume: resume, Evaluate: evaluate, Plot: plot, Collect: collect, Experiment: experiment}
 
 
+@contextmanager
+def one_line_warnings() -> Iterator[None]:
+    """While active, each warning prints once, as the line `acrl: warning: MESSAGE` on stderr, without
+    Python's file:line and source line; the warning filters and `warnings.showwarning` are restored after.
+
+    Once per distinct message: the same warning raised from two places (e.g. `before_learning`, called by
+    the CLI and again by `learn`) is one line.
+    """
+    shown: set[str] = set()
+
+    def show(message, category, filename, lineno, file=None, line=None) -> None:
+        text = " ".join(str(message).split())
+        if text not in shown:
+            shown.add(text)
+            print(f"acrl: warning: {text}", file=file or sys.stderr)
+
+    with warnings.catch_warnings():
+        warnings.showwarning = show
+        yield
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `acrl` console script; returns the exit code."""
+    with one_line_warnings():
+        return _run(argv)
+
+
+def _run(argv: list[str] | None) -> int:
     args = tyro.cli(Command, args=argv, prog="acrl")
     try:
         HANDLERS[type(args)](args)

@@ -58,6 +58,8 @@ class Agent:
     algo: ClassVar[str]
     config_class: ClassVar[type[RunConfig]]
     action_kinds: ClassVar[tuple[type, ...]] = (gym.spaces.Box, gym.spaces.Discrete)
+    action_space_hint: ClassVar[str] = ""
+    """Appended to the error for an action space not in `action_kinds`: what to use instead."""
     step_unit: ClassVar[str] = "step"
     """What num_steps counts: "step" (environment steps) or "update" (gradient updates, offline)."""
     checkpoint_on_failure: ClassVar[bool] = False
@@ -74,7 +76,7 @@ class Agent:
         self.config.validate()
         self.env = env
         probe = factory()
-        check_spaces(probe, type(self).__name__, self.action_kinds)
+        check_spaces(probe, type(self).__name__, self.action_kinds, self.action_space_hint)
         self.observation_space, self.action_space = probe.observation_space, probe.action_space
         probe.close()
         self.obs_dim = int(self.observation_space.shape[0])

@@ -251,6 +251,7 @@ class BCQ(OffPolicyAgent):
     algo: ClassVar[str] = "bcq"
     config_class: ClassVar[type[RunConfig]] = BCQConfig
     action_kinds = (gym.spaces.Box,)
+    action_space_hint = "For a Discrete action space use discrete BCQ (DiscreteBCQ, `acrl train discrete_bcq`)."
     requires_data = True
     config: BCQConfig
 

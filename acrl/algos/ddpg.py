@@ -40,7 +40,6 @@ from torch import nn
 
 from acrl.algos.off_policy import OffPolicyAgent, OffPolicyConfig
 from acrl.core.config import RunConfig
-from acrl.core.envs import EnvSpec
 from acrl.core.errors import InputError
 from acrl.parts.nets import DeterministicActor, QNet
 from acrl.parts.optim import hard_update, polyak_update
@@ -93,16 +92,9 @@ class DDPG(OffPolicyAgent):
     algo: ClassVar[str] = "ddpg"
     config_class: ClassVar[type[RunConfig]] = DDPGConfig
     action_kinds = (gym.spaces.Box,)
+    action_space_hint = ("It needs continuous actions: for a Discrete action space use PPO or A3C (online) or "
+                         "discrete BCQ (discrete_bcq, offline).")
     config: DDPGConfig
-
-    def __init__(self, env: EnvSpec | None = None, config: RunConfig | None = None, **hyperparameters):
-        try:
-            super().__init__(env, config, **hyperparameters)
-        except InputError as exc:
-            if "action space" not in str(exc):
-                raise
-            raise InputError(f"{exc} {self.algo.upper()} needs continuous actions: for a Discrete action "
-                             "space use PPO or A3C (online) or discrete BCQ (discrete_bcq, offline).") from None
 
     def _make_critic(self) -> nn.Module:
         """The critic: one Q(s, a) network."""

@@ -133,6 +133,7 @@ class DiscreteBCQ(OffPolicyAgent):
     algo: ClassVar[str] = "discrete_bcq"
     config_class: ClassVar[type[RunConfig]] = DiscreteBCQConfig
     action_kinds = (gym.spaces.Discrete,)
+    action_space_hint = "For a Box action space use continuous BCQ (BCQ, `acrl train bcq`)."
     requires_data = True
     config: DiscreteBCQConfig
 

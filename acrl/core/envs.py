@@ -61,11 +61,18 @@ def env_factory(env: EnvSpec) -> tuple[Callable[[], gym.Env], str]:
     raise InputError(f"env must be a Gymnasium id, a gymnasium.Env or a factory, got {type(env).__name__}.")
 
 
-def check_spaces(env: gym.Env, algo: str, action_kinds: tuple[type, ...]) -> None:
+def check_spaces(env: gym.Env, algo: str, action_kinds: tuple[type, ...], hint: str = "") -> None:
     """Check that `algo` can handle the env's spaces before any work starts.
 
     Observations must be a flat `Box`; actions one of `action_kinds` (`Box`, `Discrete`).
     A 1-D `Box` may have any bounds: see `ActionAdapter`.
+
+    Args:
+        env: the environment (only its spaces are read).
+        algo: the algorithm's name, for the message.
+        action_kinds: the action space classes the algorithm handles.
+        hint: a sentence appended to an action-space error, naming what would work instead
+            (e.g. "For a Discrete action space use discrete_bcq.").
     Raises:
         InputError: naming the space and what would work.
     """
@@ -78,8 +85,8 @@ def check_spaces(env: gym.Env, algo: str, action_kinds: tuple[type, ...]) -> Non
     if not isinstance(act_space, action_kinds) or (
         isinstance(act_space, gym.spaces.Box) and len(act_space.shape) != 1
     ):
-        kinds = " or ".join(f"a 1-D {k.__name__}" if k is gym.spaces.Box else k.__name__ for k in action_kinds)
-        raise InputError(f"{algo} supports {kinds} action space; this environment has {act_space}.")
+        kinds = " or ".join(f"a 1-D {k.__name__}" if k is gym.spaces.Box else f"a {k.__name__}" for k in action_kinds)
+        raise InputError(f"{algo} supports {kinds} action space; this environment has {act_space}. {hint}".rstrip())
 
 
 class ActionAdapter:

@@ -1,0 +1,164 @@
+"""The `acrl` command line: help texts, one-line warnings, and the bad-input messages of train and plot."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import warnings
+
+import pytest
+
+from acrl.algos import ALGORITHMS
+from acrl.cli import HANDLERS, Collect, Evaluate, Experiment, Plot, Resume, Train, main, one_line_warnings
+from tests.conftest import run_cli
+
+SUBCOMMANDS = {"train": Train, "resume": Resume, "evaluate": Evaluate, "plot": Plot, "collect": Collect,
+               "experiment": Experiment}
+
+TINY_BCQ = ["actor_hidden_sizes=[8]", "critic_hidden_sizes=[8]", "vae_hidden_sizes=[8]"]
+
+
+def help_text(capsys, sub: str) -> str:
+    with pytest.raises(SystemExit) as exit_info:
+        main([sub, "--help"])
+    assert exit_info.value.code == 0
+    return capsys.readouterr().out
+
+
+def help_entries(text: str) -> dict[str, str]:
+    """{flags or positional metavar: description without its "(default: ...)" / "(required)"} of a help text.
+
+    Entries follow a section title underlined with dashes; an entry starts at an indent of two,
+    its flags and description apart by two spaces or more, and wraps onto deeper-indented lines.
+    """
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if re.fullmatch(r"\s*-{10,}\s*", line))
+    entries: dict[str, list[str]] = {}
+    current = None
+    for line in lines[start + 1:]:
+        if re.fullmatch(r"\s*-{10,}\s*", line) or not line.strip():
+            current = None  # an underline, or the blank line that ends a section
+        elif re.match(r"  \S", line):
+            head, description = re.fullmatch(r"(\S.*?)(?:\s{2,}(.*))?", line.strip()).groups()
+            current = head
+            entries[current] = [description or ""]
+        elif re.match(r"   ", line) and current is not None:
+            entries[current].append(line.strip())
+    described = {}
+    for head, parts in entries.items():
+        description = " ".join(p for p in parts if p)
+        description = re.sub(r"\((default: [^)]*|required)\)\s*$", "", description).strip()
+        described[head] = description
+    return described
+
+
+@pytest.mark.parametrize("sub", SUBCOMMANDS)
+def test_help_describes_every_option(capsys, sub):
+    entries = help_entries(help_text(capsys, sub))
+    entries.pop("-h, --help")
+    # Every field of the subcommand's dataclass is one entry (a bool is "--x, --no-x"): the parser saw them all.
+    assert len(entries) == len(dataclasses.fields(SUBCOMMANDS[sub])), entries
+    options = [head for head in entries if head.startswith("--")]
+    assert options, entries
+    for head, description in entries.items():
+        assert len(description.split()) >= 2, f"acrl {sub} --help: {head!r} has no description ({description!r})"
+
+
+def test_train_help_lists_every_registered_algorithm(capsys):
+    text = " ".join(help_text(capsys, "train").split())
+    algo_help = text[text.index("Algorithm:"):]
+    for name in ALGORITHMS:
+        assert re.search(rf"\b{name}\b", algo_help), name
+
+
+def test_handlers_cover_every_subcommand():
+    assert set(HANDLERS) == set(SUBCOMMANDS.values())
+
+
+def test_one_line_warnings_once_per_message_and_restored(capsys):
+    original = warnings.showwarning
+    with one_line_warnings():
+        warnings.warn("something odd\n  on two lines", stacklevel=1)
+        warnings.warn("something odd\n  on two lines", stacklevel=1)  # another line of this file: same message
+        warnings.warn("another thing", stacklevel=1)
+    assert warnings.showwarning is original
+    assert capsys.readouterr().err == "acrl: warning: something odd on two lines\nacrl: warning: another thing\n"
+    assert main(["plot", "/nonexistent/acrl-run"]) == 2
+    assert warnings.showwarning is original
+
+
+def warning_lines(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if re.search(r"warning:", line, re.IGNORECASE)]
+
+
+def test_train_warning_is_one_line(tmp_path):
+    out = run_cli("train", "ddpg", "--env", "Pendulum-v1", "--total-steps", "50", "--set", "start_steps=100",
+                  "hidden_sizes=[8]", "eval_freq=0", "eval_episodes=1", "--run-dir", str(tmp_path / "D"),
+                  "--no-progress")
+    assert out.returncode == 0, out.stderr
+    lines = warning_lines(out.stderr)
+    assert len(lines) == 1, out.stderr  # before_learning runs twice (cli, learn): shown once
+    assert lines[0].startswith("acrl: warning: total_steps 50 <= start_steps 100"), out.stderr
+    assert ".py:" not in out.stderr and "UserWarning" not in out.stderr, out.stderr
+
+
+@pytest.mark.parametrize("name, extra", [("concurrent", []),
+                                         ("extrapolation", ["--updates", "20", "--dataset-size", "50"])])
+def test_experiment_warns_when_behavioral_budget_is_all_random_steps(tmp_path, name, extra):
+    out = run_cli("experiment", name, "--env", "Pendulum-v1", "--steps-behavioral", "50", *extra, "--eval-freq",
+                  "50", "--eval-episodes", "1", "--behavioral-set", "start_steps=100", "hidden_sizes=[8]",
+                  "--ddpg-set", "hidden_sizes=[8]", "--bcq-set", *TINY_BCQ, "--out", str(tmp_path / "E"),
+                  "--no-progress")
+    assert out.returncode == 0, out.stderr
+    lines = warning_lines(out.stderr)
+    assert len(lines) == 1, out.stderr
+    assert lines[0].startswith("acrl: warning: total_steps 50 <= start_steps 100"), out.stderr
+    assert ".py:" not in out.stderr and "UserWarning" not in out.stderr, out.stderr
+
+
+@pytest.mark.parametrize("algo", ["bcq", "discrete_bcq"])
+def test_offline_algorithm_without_env_or_dataset_asks_for_a_dataset(capsys, tmp_path, algo):
+    assert main(["train", algo, "--run-dir", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert f"acrl: error: {algo} learns from a fixed dataset: pass --dataset FILE" in err
+    assert "--env ENV_ID is required" not in err
+    assert not (tmp_path / "run").exists()
+
+
+def test_online_algorithm_without_env_asks_for_env(capsys, tmp_path):
+    assert main(["train", "ppo", "--run-dir", str(tmp_path / "run")]) == 2
+    assert "--env ENV_ID is required for ppo" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("algo, env, other", [("bcq", "CartPole-v1", "discrete_bcq"),
+                                              ("discrete_bcq", "Pendulum-v1", "bcq")])
+def test_wrong_action_space_names_the_other_bcq(capsys, tmp_path, algo, env, other):
+    assert main(["train", algo, "--dataset", str(tmp_path / "x.h5"), "--env", env,
+                 "--run-dir", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("acrl: error: ") and err.count("\n") == 1, err
+    assert "action space" in err and f"`acrl train {other}`" in err, err
+    assert not (tmp_path / "run").exists()
+
+
+def test_plot_missing_directory(capsys, tmp_path):
+    assert main(["plot", str(tmp_path / "nope"), "--out", str(tmp_path / "c.png")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"acrl: error: no run directory {tmp_path / 'nope'}"), err
+    assert not (tmp_path / "c.png").exists()
+
+
+def test_plot_directory_without_metrics(capsys, tmp_path):
+    (tmp_path / "empty").mkdir()
+    assert main(["plot", str(tmp_path / "empty"), "--out", str(tmp_path / "c.png")]) == 2
+    err = capsys.readouterr().err
+    assert f"{tmp_path / 'empty'} is not a run directory: it has no metrics.csv" in err, err
+    # A folder of runs (such as runs/ or an experiment's output) names the run directories in it.
+    (tmp_path / "runs" / "a").mkdir(parents=True)
+    (tmp_path / "runs" / "a" / "metrics.csv").write_text("step,eval/return_mean\n")
+    assert main(["plot", str(tmp_path / "runs"), "--out", str(tmp_path / "c.png")]) == 2
+    err = capsys.readouterr().err
+    assert "has no metrics.csv" in err and str(tmp_path / "runs" / "a") in err, err
+    # A run directory that has not evaluated yet: the library's message.
+    assert main(["plot", str(tmp_path / "runs" / "a"), "--out", str(tmp_path / "c.png")]) == 2
+    assert "has logged 'eval/return_mean' yet" in capsys.readouterr().err
