@@ -36,7 +36,6 @@ from torch import nn
 from acrl.algos.ddpg import td_target
 from acrl.algos.off_policy import OffPolicyAgent, OffPolicyConfig
 from acrl.core.config import RunConfig, positive
-from acrl.core.envs import EnvSpec
 from acrl.core.errors import InputError
 from acrl.parts.nets import TwinQ, mlp
 from acrl.parts.optim import hard_update, polyak_update
@@ -140,16 +139,9 @@ class SAC(OffPolicyAgent):
     algo: ClassVar[str] = "sac"
     config_class: ClassVar[type[RunConfig]] = SACConfig
     action_kinds = (gym.spaces.Box,)
+    action_space_hint = ("It needs continuous actions: for a Discrete action space use PPO or A3C (online) or "
+                         "discrete BCQ (discrete_bcq, offline).")
     config: SACConfig
-
-    def __init__(self, env: EnvSpec | None = None, config: RunConfig | None = None, **hyperparameters):
-        try:
-            super().__init__(env, config, **hyperparameters)
-        except InputError as exc:
-            if "action space" not in str(exc):
-                raise
-            raise InputError(f"{exc} SAC needs continuous actions: for a Discrete action space use PPO "
-                             "or A3C (online) or discrete_bcq (offline).") from None
 
     def _build_networks(self) -> None:
         cfg = self.config
@@ -204,8 +196,9 @@ class SAC(OffPolicyAgent):
         """
         return -(self.temperature.log_alpha * (log_pi + self.target_entropy).detach()).mean()
 
-    def update(self, batch: dict[str, torch.Tensor]) -> dict[str, float]:
-        """One gradient update of the critics, the actor, alpha (when tuned) and the target critics.
+    def _update(self, batch: dict[str, torch.Tensor]) -> dict[str, float]:
+        """One gradient update (`OffPolicyAgent.update` counts it) of the critics, the actor, alpha
+        (when tuned) and the target critics, from a replay batch (keys as `ReplayBuffer.sample`).
 
         All use alpha as it was at the start of the update. Keys: train/value_loss, train/q_mean,
         train/policy_loss, train/entropy (-mean log pi), train/ent_coef, and train/ent_coef_loss

@@ -38,7 +38,8 @@ def fix_tiny_nets(agent, q_scales):
     actor = agent.actor_target.net
     set_linear(actor[0], [[0.0, 0.0, 0.0]], [0.0])
     set_linear(actor[2], [[0.0]], [math.atanh(0.5)])
-    nets = [agent.critic_target.q1_net, agent.critic_target.q2_net] if isinstance(agent, TD3) else [agent.critic_target.q_net]
+    twin = isinstance(agent, TD3)
+    nets = [agent.critic_target.q1_net, agent.critic_target.q2_net] if twin else [agent.critic_target.q_net]
     for net, scale in zip(nets, q_scales):
         set_linear(net[0], [[1.0, 0.0, 0.0, 2.0]], [0.0])
         set_linear(net[2], [[scale]], [0.5])

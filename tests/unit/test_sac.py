@@ -134,6 +134,7 @@ def test_target_critic_starts_as_exact_copy_then_moves_by_tau():
         agent.collect_step()
     before = [t.detach().clone() for t, _ in pairs]
     agent.update(agent.buffer.sample(16, agent.rng))
+    assert agent.updates == 1
     for (target, source), old in zip(pairs, before):
         torch.testing.assert_close(target, 0.995 * old + 0.005 * source.detach())
 
