@@ -9,23 +9,31 @@ config, checkpoints, logging, evaluation, environments, errors), `acrl.parts` (n
 buffers, returns, normalisation, optimizers, datasets), `acrl.tasks` (registered task
 variants), `acrl.algos` (one file per algorithm and the registry), `acrl.offline` (the BCQ
 paper's data collection and experiments), then this module and the CLI.
+
+Every algorithm in `acrl.algos.ALGORITHMS` is importable from here with its config (`acrl.SAC`,
+`acrl.SACConfig`), loaded on first use, so a new algorithm needs no line in this file.
 """
 
+from importlib import import_module
+from typing import Any
+
 from acrl import tasks  # noqa: F401  (registers acrl/AntDirectional-v5)
-from acrl.algos import load
-from acrl.algos.a3c import A3C, A3CConfig
+from acrl.algos import ALGORITHMS, load
 from acrl.algos.base import Agent
-from acrl.algos.bcq import BCQ, BCQConfig
-from acrl.algos.ddpg import DDPG, DDPGConfig
-from acrl.algos.discrete_bcq import DiscreteBCQ, DiscreteBCQConfig
-from acrl.algos.ppo import PPO, PPOConfig
-from acrl.algos.sac import SAC, SACConfig
-from acrl.algos.td3 import TD3, TD3Config
 from acrl.core.errors import InputError, TrainingError
 from acrl.core.evaluation import evaluate
 from acrl.core.loop import Callback
 from acrl.core.version import __version__
 
-__all__ = ["A3C", "A3CConfig", "BCQ", "BCQConfig", "DDPG", "DDPGConfig", "DiscreteBCQ", "DiscreteBCQConfig",
-           "PPO", "PPOConfig", "SAC", "SACConfig", "TD3", "TD3Config", "Agent", "Callback", "InputError",
-           "TrainingError", "evaluate", "load", "__version__"]
+_ALGORITHM_NAMES = {name: module for module, cls in ALGORITHMS.values() for name in (cls, f"{cls}Config")}
+"""Class name ("SAC", "SACConfig") -> the module that defines it."""
+
+
+def __getattr__(name: str) -> Any:
+    """`acrl.PPO`, `acrl.PPOConfig`, ...: an algorithm class or its config, imported on first use (PEP 562)."""
+    if name in _ALGORITHM_NAMES:
+        return getattr(import_module(_ALGORITHM_NAMES[name]), name)
+    raise AttributeError(f"module 'acrl' has no attribute {name!r}")
+
+
+__all__ = [*_ALGORITHM_NAMES, "Agent", "Callback", "InputError", "TrainingError", "evaluate", "load", "__version__"]
