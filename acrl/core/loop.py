@@ -56,7 +56,8 @@ class Callback:
 
     def on_iteration(self, step: int, metrics: Mapping[str, float]) -> bool | None:
         """After every iteration: `step` is the agent's num_steps (environment steps, or
-        gradient updates offline), `metrics` the row just logged (keys as in metrics.csv)."""
+        gradient updates offline), `metrics` the iteration's train/, rollout/ and time/ values
+        (keys as in metrics.csv; an evaluation at this step follows, see `on_evaluation`)."""
         return None
 
     def on_evaluation(self, step: int, result: Mapping[str, Any]) -> bool | None:
@@ -144,7 +145,11 @@ class Run:
         self.logger = Logger(self.run_dir, agent.total_steps, start_step=agent.num_steps, progress=self.progress,
                              unit=agent.step_unit, label=self.label)
         self._session = contextlib.ExitStack()
-        self._session.enter_context(agent.training())
+        try:
+            self._session.enter_context(agent.training())
+        except BaseException:
+            self.logger.close()
+            raise
         return self
 
     def budget(self) -> int:
@@ -208,7 +213,8 @@ class Run:
         write_json_atomic(run_dir / "eval.json", {k: v for k, v in agent.best_eval.items() if k != "step"})
         from acrl.core.plotting import plot_runs  # matplotlib loads only when a run finishes
 
-        plot_runs([run_dir], run_dir / "learning_curve.png")
+        x_label = "gradient updates" if agent.step_unit == "update" else "environment steps"
+        plot_runs([run_dir], run_dir / "learning_curve.png", x_label=x_label)
 
 
 def train(runs: Sequence[Run]) -> None:
