@@ -6,6 +6,7 @@ The failing workers come from `a3c_test_envs` (next to this file): environments 
 SIGKILL their own process, at a given step.
 """
 
+import csv
 import multiprocessing
 import os
 import signal
@@ -96,6 +97,10 @@ def test_run_dir_shared_normalizer_checkpoint_and_resume(tmp_path):
     for name in ("config.yaml", "metrics.csv", "eval.json", "learning_curve.png", "checkpoints/latest.pt",
                  "checkpoints/best.pt"):
         assert (run / name).exists(), name
+    rows = list(csv.DictReader((run / "metrics.csv").open()))
+    steps = [int(row["step"]) for row in rows]
+    assert steps == sorted(set(steps)) and steps[-1] == 600  # one row per step: the final evaluation joins the last
+    assert rows[-1]["eval/return_mean"] and rows[-1]["train/value_loss"]
 
     loaded = acrl.load(run / "checkpoints" / "latest.pt")
     assert isinstance(loaded, A3C) and loaded.num_steps == 600
