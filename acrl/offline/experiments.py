@@ -441,5 +441,5 @@ def run_concurrent_experiment(env_id: str, out_dir: str | Path, steps: int | Non
 
 
 __all__ = ["KINDS", "run_concurrent", "run_concurrent_experiment", "run_extrapolation", "episode_returns",
-           "buffer_dataset", "experiment_defaults", "extrapolation_markdown", "concurrent_markdown",
+           "experiment_defaults", "extrapolation_markdown", "concurrent_markdown",
            "plot_extrapolation", "plot_concurrent"]

@@ -8,6 +8,7 @@ What is here:
 - `polyak_update` and `hard_update`: soft and exact in-place updates of target networks
   (Lillicrap et al. 2016; Fujimoto et al. 2019).
 - `clip_grad_norm`: global gradient-norm clipping with fewer small ops than torch's (Pascanu et al. 2013).
+- `anneal_learning_rate`: linear learning-rate decay to 0 (PPO and A3C).
 
 Why the shared optimizers exist. torch's optimizers create their state lazily, at the first
 `step()`. In A3C the workers step the optimizer, so each worker would create its own private
@@ -33,12 +34,7 @@ from torch import nn
 
 from acrl.core.errors import InputError
 
-__all__ = [
-    "SharedAdam",
-    "SharedRMSprop",
-    "hard_update",
-    "polyak_update",
-]
+__all__ = ["SharedAdam", "SharedRMSprop", "anneal_learning_rate", "clip_grad_norm", "hard_update", "polyak_update"]
 
 
 def _check_number(name: str, value: Any, low: float, high: float = math.inf, *,
