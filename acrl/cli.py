@@ -1,9 +1,9 @@
 """`acrl` command line: a thin layer that parses into configs and calls the library.
 
     acrl train ALGO [--env ENV_ID] [--dataset FILE] [--seed N] [--total-steps N] [--n-envs N] [--workers N]
-               [--run-dir DIR] [--preset NAME] [--set key=value ...] [--no-progress]
-    acrl resume RUN_DIR [--total-steps N] [--no-progress]
-    acrl evaluate RUN_DIR [--episodes N] [--stochastic] [--seed N]
+               [--run-dir DIR] [--preset NAME] [--set key=value ...] [--device DEV] [--no-progress]
+    acrl resume RUN_DIR [--total-steps N] [--device DEV] [--no-progress]
+    acrl evaluate RUN_DIR [--episodes N] [--stochastic] [--seed N] [--device DEV]
     acrl plot RUN_DIR... [--out FILE]
     acrl collect --kind final|imitation|imperfect --out FILE --steps N [--env ENV_ID] [--policy RUN_DIR]
                  [--seed N] [--noise STD] [--random-prob P] [--algo ddpg|td3] [--preset NAME]
@@ -66,6 +66,8 @@ class Train:
     """Named preset from acrl/presets/ALGO.yaml (default: 'default' for this env if it exists)."""
     set: list[str] = field(default_factory=list)
     """Hyperparameter overrides as key=value (YAML values), e.g. --set clip_range=0.1 n_epochs=5."""
+    device: str | None = None
+    """auto (CUDA when available, else the CPU; the default), cpu, cuda or cuda:N; config.yaml records the one used."""
     progress: bool = True
     """Show the progress bar."""
 
@@ -78,6 +80,8 @@ class Resume:
     """Run directory written by `acrl train` (holds checkpoints/latest.pt)."""
     total_steps: int | None = None
     """New budget (default: the run's own)."""
+    device: str | None = None
+    """auto, cpu, cuda or cuda:N (default: the device the run used)."""
     progress: bool = True
     """Show the progress bar."""
 
@@ -94,6 +98,8 @@ class Evaluate:
     """Sample actions instead of taking the mean/mode."""
     seed: int | None = None
     """Seed of the evaluation env (default: the run's seed + 10000, as during training)."""
+    device: str | None = None
+    """auto, cpu, cuda or cuda:N (default: the device the run used); --device cpu reads any checkpoint."""
 
 
 @dataclass
@@ -209,7 +215,7 @@ def build_agent(args: Train):
     values, preset = preset_values(args.algo, env_id, args.preset)
     config = update_config(config, values, f"preset {preset!r}")
     config = update_config(config, parse_set_options(args.set), "--set")
-    flags = {"seed": args.seed, "total_steps": args.total_steps, "n_envs": args.n_envs,
+    flags = {"seed": args.seed, "total_steps": args.total_steps, "n_envs": args.n_envs, "device": args.device,
              "workers": args.workers, "dataset": args.dataset, "preset": preset}
     config = update_config(config, {k: v for k, v in flags.items() if v is not None}, "command line")
     return cls(args.env, config=config)
@@ -240,7 +246,7 @@ def resume(args: Resume) -> None:
     from acrl.algos import load
 
     run_dir = existing_run_dir(args.run_dir)
-    agent = load(run_dir / "checkpoints" / "latest.pt")
+    agent = load(run_dir / "checkpoints" / "latest.pt", device=args.device)
     budget = args.total_steps if args.total_steps is not None else agent.total_steps
     if budget <= agent.num_steps:
         raise InputError(f"the run is at step {agent.num_steps} of its budget {agent.total_steps}; nothing to "
@@ -268,7 +274,7 @@ def evaluate(args: Evaluate) -> None:
     if not path.exists() and (checkpoints / "latest.pt").exists():
         path = checkpoints / "latest.pt"
         print(f"no best.pt yet; evaluating {path}", file=sys.stderr)
-    agent = load(path)
+    agent = load(path, device=args.device)
     seed = args.seed if args.seed is not None else agent.config.seed + EVAL_SEED_OFFSET
     result = run_evaluation(agent, agent.env, args.episodes, deterministic=not args.stochastic, seed=seed)
     print(json.dumps(result))

@@ -37,15 +37,16 @@ def get_algorithm(name: str) -> type:
     return getattr(import_module(module), cls)
 
 
-def load(path: str | Path, env: EnvSpec | None = None):
+def load(path: str | Path, env: EnvSpec | None = None, device: str | None = None):
     """Rebuild whichever agent a checkpoint holds (`Agent.load` of the class its `algo` names).
 
     Args:
         path: a checkpoint written by `Agent.save` (a run's checkpoints/best.pt or latest.pt).
         env: the environment, needed only for custom envs that are not registered ids.
+        device: "auto", "cpu", "cuda" or "cuda:N" (default: the device it was trained on).
     Raises:
         InputError: a missing, corrupt or mismatched checkpoint, or an unknown algorithm.
     """
     from acrl.core.checkpoint import load_checkpoint
 
-    return get_algorithm(load_checkpoint(path)["algo"]).load(path, env)
+    return get_algorithm(load_checkpoint(path)["algo"]).load(path, env, device)

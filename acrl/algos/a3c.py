@@ -549,6 +549,7 @@ class A3C(Agent):
     algo = "a3c"
     config_class = A3CConfig
     config: A3CConfig
+    cpu_only_reason = "its global model and optimizer live in shared CPU memory for the Hogwild workers"
     checkpoint_on_failure = True  # the global model is whole at any moment (Hogwild)
 
     def _build(self) -> None:
@@ -572,8 +573,8 @@ class A3C(Agent):
         self._workers: list[Any] = []
         self._error_pipes: list[Any] = []
 
-    def _policy_action(self, obs: torch.Tensor, deterministic: bool) -> np.ndarray:
-        return self.model.sample(obs, deterministic).numpy()
+    def _policy_action(self, obs: torch.Tensor, deterministic: bool) -> torch.Tensor:
+        return self.model.sample(obs, deterministic)
 
     def snapshot(self) -> A3C:
         """A frozen copy of the agent (global model and normaliser deep-copied) for evaluation and

@@ -26,6 +26,7 @@ from torch import nn
 
 from acrl.core.checkpoint import load_checkpoint, rng_state, save_checkpoint, set_rng_state
 from acrl.core.config import RunConfig, update_config
+from acrl.core.devices import resolve_device
 from acrl.core.envs import ActionAdapter, EnvSpec, check_spaces, env_factory
 from acrl.core.errors import InputError
 from acrl.core.evaluation import evaluate
@@ -64,6 +65,8 @@ class Agent:
     """What num_steps counts: "step" (environment steps) or "update" (gradient updates, offline)."""
     checkpoint_on_failure: ClassVar[bool] = False
     """Whether the run loop may write latest.pt after an exception (see `acrl.core.loop.Trainable`)."""
+    cpu_only_reason: ClassVar[str | None] = None
+    """Why the algorithm runs on the CPU whatever `device` says (A3C), or None: it trains on any device."""
 
     def __init__(self, env: EnvSpec | None = None, config: RunConfig | None = None, **hyperparameters: Any):
         if env is None:
@@ -74,6 +77,8 @@ class Agent:
             values["env_id"] = name
         self.config = update_config(config or self.config_class(), values, origin=type(self).__name__)
         self.config.validate()
+        self.device = self._device()
+        self.config.device = str(self.device)  # what was used, for config.yaml: "cpu" or "cuda:0"
         self.env = env
         probe = factory()
         check_spaces(probe, type(self).__name__, self.action_kinds, self.action_space_hint)
@@ -93,6 +98,23 @@ class Agent:
         self.optimizers: dict[str, torch.optim.Optimizer] = {}
         self.obs_normalizer: ObservationNormalizer | IdentityNormalizer = IdentityNormalizer()
         self._build()
+        for net in self.nets.values():  # in place: the optimizers keep their parameters
+            net.to(self.device)
+
+    def _device(self) -> torch.device:
+        """The config's device, resolved on this machine (`acrl.core.devices.resolve_device`).
+
+        Raises:
+            InputError: a device this machine lacks or an unknown string; CUDA for an
+                algorithm with a `cpu_only_reason`.
+        """
+        spec = self.config.device
+        if self.cpu_only_reason is None:
+            return resolve_device(spec)
+        if spec not in ("auto", "cpu"):
+            raise InputError(f"{type(self).__name__} runs on the CPU by design ({self.cpu_only_reason}); got device "
+                             f"{spec!r}. Use --device cpu (or auto, which picks the CPU for it).")
+        return torch.device("cpu")
 
     # ----------------------------------------------------------------- what an algorithm provides
     def _build(self) -> None:
@@ -108,8 +130,9 @@ class Agent:
         """
         raise NotImplementedError
 
-    def _policy_action(self, obs: torch.Tensor, deterministic: bool) -> np.ndarray:
-        """Normalised obs (B, obs_dim) float32 -> raw policy actions (B, act_dim) or (B,)."""
+    def _policy_action(self, obs: torch.Tensor, deterministic: bool) -> torch.Tensor:
+        """Normalised obs (B, obs_dim) float32 on the agent's device -> raw policy actions (B, act_dim)
+        float32 or (B,) int64, on the same device."""
         raise NotImplementedError
 
     def _extra_state(self) -> dict[str, Any]:
@@ -138,9 +161,9 @@ class Agent:
         if batch.ndim != 2 or batch.shape[1] != self.obs_dim:
             raise InputError(f"predict expects observations of shape ({self.obs_dim},) or (B, {self.obs_dim}), "
                              f"got {obs.shape}.")
-        x = self.obs_normalizer(batch)
+        x = self.obs_normalizer(batch).to(self.device)
         with torch.no_grad():
-            raw = self._policy_action(x, deterministic)
+            raw = self._policy_action(x, deterministic).cpu().numpy()
         action = self.action_adapter.to_env(raw)
         return action[0] if single else action
 
@@ -258,13 +281,18 @@ class Agent:
         save_checkpoint(path, self.algo, self.config.to_dict(), self.state_dict(replay_buffer), rng_state(self.rng))
 
     @classmethod
-    def load(cls, path: str | Path, env: EnvSpec | None = None) -> Agent:
+    def load(cls, path: str | Path, env: EnvSpec | None = None, device: str | None = None) -> Agent:
         """Rebuild an agent from a checkpoint, normaliser and RNG states included.
+
+        Checkpoints are device-free: every tensor is read onto the CPU, then moved to the
+        agent's device, so a checkpoint written on a GPU loads on a CPU-only machine.
 
         Args:
             path: a checkpoint file written by `save`.
             env: the environment, needed only for custom envs that are not registered ids
                 (default: the checkpoint's `env_id`).
+            device: where to put the agent, as a config's `device` (default: the device it was
+                trained on, recorded in its config; pass "cpu" on a machine without that GPU).
         Raises:
             InputError: a missing, corrupt or mismatched checkpoint (see `load_checkpoint`), or
                 one of another algorithm (`acrl.load` rebuilds any).
@@ -274,6 +302,8 @@ class Agent:
             raise InputError(f"{path} is a {payload['algo']} checkpoint, not {cls.algo}; "
                              f"load it with acrl.load or the {payload['algo'].upper()} class.")
         config = update_config(cls.config_class(), payload["config"], origin=str(path))
+        if device is not None:
+            config.device = device
         if env is None and config.env_id not in gym.registry:
             raise InputError(f"{path} was trained on the custom environment {config.env_id!r}, which is not a "
                              "registered id: pass it explicitly, e.g. load(path, env=make_my_env).")

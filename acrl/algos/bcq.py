@@ -34,7 +34,6 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import gymnasium as gym
-import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -138,7 +137,7 @@ class VAE(nn.Module):
 
     def sample_latent(self, n: int) -> torch.Tensor:
         """(n, latent_dim) float32 latents from N(0, 1) clamped to [-0.5, 0.5] (torch's global RNG)."""
-        return torch.randn(n, self.latent_dim).clamp(-LATENT_CLIP, LATENT_CLIP)
+        return torch.randn(n, self.latent_dim, device=self.decoder[0].weight.device).clamp(-LATENT_CLIP, LATENT_CLIP)
 
     def decode(self, obs: torch.Tensor, z: torch.Tensor | None = None) -> torch.Tensor:
         """obs (B, obs_dim) [, z (B, latent_dim)] -> actions (B, act_dim) in [-1, 1]; z defaults to `sample_latent`."""
@@ -275,8 +274,8 @@ class BCQ(OffPolicyAgent):
         self.optimizers = {"vae": self.vae_optimizer, "actor": self.actor_optimizer, "critic": self.critic_optimizer}
         inplace_relu(*self.nets.values())
 
-    def _policy_action(self, obs: torch.Tensor, deterministic: bool) -> np.ndarray:
-        return select_continuous(obs, self.vae, self.actor, self.critic, self.config.n_select_samples).numpy()
+    def _policy_action(self, obs: torch.Tensor, deterministic: bool) -> torch.Tensor:
+        return select_continuous(obs, self.vae, self.actor, self.critic, self.config.n_select_samples)
 
     def _update(self, batch: dict[str, torch.Tensor]) -> dict[str, float]:
         """One gradient update of every network from a batch (keys as `ReplayBuffer.sample`).

@@ -121,16 +121,16 @@ class DDPG(OffPolicyAgent):
         self.optimizers = {"actor": self.actor_optimizer, "critic": self.critic_optimizer}
 
     # ----------------------------------------------------------------- acting
-    def _policy_action(self, obs: torch.Tensor, deterministic: bool) -> np.ndarray:
+    def _policy_action(self, obs: torch.Tensor, deterministic: bool) -> torch.Tensor:
         actions = self.actor(obs)
         if not deterministic:
             actions = (actions + self.config.expl_noise * torch.randn_like(actions)).clamp(-1.0, 1.0)
-        return actions.numpy()
+        return actions
 
     @torch.no_grad()
     def explore(self, obs: np.ndarray) -> np.ndarray:
         """mu(s) + N(0, expl_noise) clipped to [-1, 1], (n_envs, act_dim) float32 in policy units."""
-        actions = self.actor(torch.as_tensor(obs, dtype=torch.float32)).numpy()
+        actions = self.actor(torch.as_tensor(obs, dtype=torch.float32, device=self.device)).cpu().numpy()
         noise = self.rng.normal(0.0, self.config.expl_noise, actions.shape)
         return np.clip(actions + noise, -1.0, 1.0).astype(np.float32)
 

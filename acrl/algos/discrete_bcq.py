@@ -146,9 +146,9 @@ class DiscreteBCQ(OffPolicyAgent):
         self.optimizers = {"optimizer": self.optimizer}
         inplace_relu(*self.nets.values())
 
-    def _policy_action(self, obs: torch.Tensor, deterministic: bool) -> np.ndarray:
+    def _policy_action(self, obs: torch.Tensor, deterministic: bool) -> torch.Tensor:
         q, logits = self.net(obs)
-        return (masked_argmax(q, logits, self.config.threshold) + int(self.action_space.start)).numpy()
+        return masked_argmax(q, logits, self.config.threshold) + int(self.action_space.start)
 
     def _update(self, batch: dict[str, torch.Tensor]) -> dict[str, float]:
         """One gradient update: Huber(Q(s, a), `discrete_target`) + NLL of a under the imitation head

@@ -154,7 +154,7 @@ class OffPolicyAgent(Agent):
             self.envs = make_vec_env(self.env, cfg.n_envs)
             self._obs, _ = self.envs.reset(seed=cfg.seed)
             self.envs.action_space.seed(cfg.seed)
-            self.buffer = ReplayBuffer(cfg.buffer_size, self.obs_dim, self._action_shape)
+            self.buffer = ReplayBuffer(cfg.buffer_size, self.obs_dim, self._action_shape, self.device)
 
     @property
     def step_unit(self) -> str:
@@ -181,6 +181,9 @@ class OffPolicyAgent(Agent):
 
     # ----------------------------------------------------------------- data
     def _check_buffer(self, buffer: ReplayBuffer) -> None:
+        if buffer.device != self.device:
+            raise InputError(f"the replay buffer lives on {buffer.device}, this agent on {self.device}; give both "
+                             "the same device.")
         if buffer.observations.shape[1] != self.obs_dim or buffer.actions.shape[1:] != self._action_shape:
             raise InputError(f"the replay buffer holds observations of size {buffer.observations.shape[1]} and "
                              f"actions of shape {buffer.actions.shape[1:]}; this environment needs {self.obs_dim} "
@@ -210,7 +213,7 @@ class OffPolicyAgent(Agent):
                 actions = data.actions.astype(np.int64) - int(self.action_space.start)
             else:
                 actions = np.clip(self.action_adapter.to_policy(data.actions), -1.0, 1.0)
-            buffer = ReplayBuffer(len(data), self.obs_dim, self._action_shape)
+            buffer = ReplayBuffer(len(data), self.obs_dim, self._action_shape, self.device)
             buffer.add(data.observations, actions, data.rewards, data.next_observations, data.terminals,
                        data.timeouts)
             self.buffer = buffer

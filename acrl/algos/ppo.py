@@ -146,8 +146,8 @@ class PPO(Agent):
         self.buffer = RolloutBuffer(cfg.n_steps, cfg.n_envs, self.obs_dim, () if self.discrete else (self.act_dim,))
         self.episode_stats = EpisodeStats()
 
-    def _policy_action(self, obs: torch.Tensor, deterministic: bool) -> np.ndarray:
-        return self.actor.sample(obs, deterministic)[0].numpy()
+    def _policy_action(self, obs: torch.Tensor, deterministic: bool) -> torch.Tensor:
+        return self.actor.sample(obs, deterministic)[0]
 
     @torch.no_grad()
     def collect(self) -> None:
@@ -156,15 +156,15 @@ class PPO(Agent):
         Truncated steps bootstrap from V(final observation) (`info["final_obs"]`),
         terminated ones from nothing (docs/correctness.md items 1 and 2).
         """
-        cfg, buf = self.config, self.buffer
+        cfg, buf, device = self.config, self.buffer, self.device
         truncation_values = np.zeros_like(buf.next_values)
         for t in range(cfg.n_steps):
             obs = self.obs_normalizer(self._obs, update=True)
-            actions, log_probs = self.actor.sample(obs)
-            raw = actions.numpy()
+            actions, log_probs = self.actor.sample(obs.to(device))
+            raw = actions.cpu().numpy()
             buf.observations[t] = obs.numpy()
             buf.actions[t] = raw
-            buf.log_probs[t] = log_probs.numpy()
+            buf.log_probs[t] = log_probs.cpu().numpy()
             self._obs, rewards, terminated, truncated, info = self.envs.step(self.action_adapter.to_env(raw))
             if self.reward_scaler is not None:
                 rewards = self.reward_scaler(rewards, terminated | truncated)
@@ -173,13 +173,13 @@ class PPO(Agent):
             buf.truncated[t] = truncated
             if truncated.any():
                 final = np.stack([info["final_obs"][i] for i in np.flatnonzero(truncated)])
-                truncation_values[t, truncated] = self.critic(self.obs_normalizer(final)).numpy()
+                truncation_values[t, truncated] = self.critic(self.obs_normalizer(final).to(device)).cpu().numpy()
             self.episode_stats.add_from_info(info)
         # V(s_t) for the whole rollout in one batched forward pass (the critic does not change
         # while collecting; these are the observations exactly as the policy saw them).
-        buf.values[:] = self.critic(torch.from_numpy(buf.observations)).numpy()
+        buf.values[:] = self.critic(torch.from_numpy(buf.observations).to(device)).cpu().numpy()
         buf.next_values[:-1] = buf.values[1:]
-        buf.next_values[-1] = self.critic(self.obs_normalizer(self._obs)).numpy()
+        buf.next_values[-1] = self.critic(self.obs_normalizer(self._obs).to(device)).cpu().numpy()
         buf.next_values[buf.truncated] = truncation_values[buf.truncated]
         buf.advantages, buf.returns = gae(buf.rewards, buf.values, buf.next_values, buf.terminated,
                                           buf.truncated, cfg.gamma, cfg.gae_lambda)
@@ -193,7 +193,7 @@ class PPO(Agent):
                                  self.total_steps)
         # One row of statistics per minibatch, kept as tensors and averaged once at the end.
         stats: list[torch.Tensor] = []
-        for batch in self.buffer.minibatches(cfg.batch_size, self.rng, cfg.n_epochs):
+        for batch in self.buffer.minibatches(cfg.batch_size, self.rng, cfg.n_epochs, self.device):
             log_probs, entropy = self.actor.log_prob_entropy(batch["observations"], batch["actions"])
             log_ratio = log_probs - batch["log_probs"]
             ratio = log_ratio.exp()

@@ -167,13 +167,13 @@ class SAC(OffPolicyAgent):
             self.optimizers["temperature"] = self.alpha_optimizer
 
     # ----------------------------------------------------------------- acting
-    def _policy_action(self, obs: torch.Tensor, deterministic: bool) -> np.ndarray:
-        return self.actor.sample(obs, deterministic)[0].numpy()
+    def _policy_action(self, obs: torch.Tensor, deterministic: bool) -> torch.Tensor:
+        return self.actor.sample(obs, deterministic)[0]
 
     @torch.no_grad()
     def explore(self, obs: np.ndarray) -> np.ndarray:
         """a ~ pi(.|s): (n_envs, act_dim) float32 in [-1, 1] for raw observations (n_envs, obs_dim)."""
-        return self.actor.sample(torch.as_tensor(obs, dtype=torch.float32))[0].numpy()
+        return self.actor.sample(torch.as_tensor(obs, dtype=torch.float32, device=self.device))[0].cpu().numpy()
 
     # ----------------------------------------------------------------- learning
     @torch.no_grad()

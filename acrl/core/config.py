@@ -37,6 +37,9 @@ class RunConfig:
         eval_episodes: episodes per evaluation, deterministic actions.
         checkpoint_freq: write `checkpoints/latest.pt` every this many steps.
         torch_threads: `torch.set_num_threads` for the training process.
+        device: "auto" (CUDA when available, else the CPU), "cpu", "cuda" or "cuda:N"; the
+            agent records the device it resolved to ("cpu", "cuda:0"), so config.yaml says
+            what was used (`acrl.core.devices`).
         target_return: end the run early (normally, with its final evaluation) once an
             evaluation's mean return reaches this (None: train for the whole budget).
         preset: name of the preset the values came from, recorded for `config.yaml`.
@@ -50,6 +53,7 @@ class RunConfig:
     eval_episodes: int = 10
     checkpoint_freq: int = 50_000
     torch_threads: int = 1
+    device: str = "auto"
     target_return: float | None = None
     preset: str = ""
 

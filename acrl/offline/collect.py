@@ -184,11 +184,10 @@ def buffer_dataset(agent: DDPG, kind: str, behavioral_policy: str, seed: int) ->
     Actions go back to environment units; attrs as `collect_dataset` documents them, with the
     agent's expl_noise as noise_std.
     """
-    buffer, n = agent.buffer, len(agent.buffer)
-    actions = agent.action_adapter.to_env(buffer.actions[:n]).astype(np.float32)
+    data = {key: value.numpy() for key, value in agent.buffer.state_dict().items() if key not in ("position", "size")}
+    actions = agent.action_adapter.to_env(data["actions"]).astype(np.float32)
     attrs = {"env_id": agent.config.env_id, "kind": kind, "behavioral_policy": behavioral_policy, "seed": int(seed),
              "noise_std": float(agent.config.expl_noise), "random_prob": 0.0, "algo": agent.algo,
              "acrl_version": __version__}
-    return OfflineDataset(buffer.observations[:n].copy(), actions, buffer.rewards[:n].copy(),
-                          buffer.next_observations[:n].copy(), buffer.terminated[:n].copy(),
-                          buffer.truncated[:n].copy(), attrs)
+    return OfflineDataset(data["observations"], actions, data["rewards"], data["next_observations"],
+                          data["terminated"], data["truncated"], attrs)

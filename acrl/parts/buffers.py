@@ -41,49 +41,57 @@ class RolloutBuffer:
         self.returns = np.zeros(shape, dtype=np.float32)
         self.n_steps, self.n_envs = n_steps, n_envs
 
-    def minibatches(self, batch_size: int, rng: np.random.Generator,
-                    n_epochs: int = 1) -> Iterator[dict[str, torch.Tensor]]:
+    def minibatches(self, batch_size: int, rng: np.random.Generator, n_epochs: int = 1,
+                    device: torch.device | str = "cpu") -> Iterator[dict[str, torch.Tensor]]:
         """Yield `n_epochs` passes over the T * N samples in minibatches, each a dict of tensors (B, ...).
 
         Each pass shuffles the samples and cuts them into consecutive minibatches of `batch_size`
         (the last one shorter when batch_size does not divide T * N). Keys: observations, actions,
-        log_probs, values, advantages, returns. When one minibatch holds the whole rollout
+        log_probs, values, advantages, returns. The rollout goes to `device` once per call, and
+        the minibatches are cut there. When one minibatch holds the whole rollout
         (batch_size >= T * N), each pass yields it unshuffled, since the order inside a minibatch
-        does not change an update: views of the buffer's arrays, valid until the next rollout.
+        does not change an update: on the CPU, views of the buffer's arrays, valid until the
+        next rollout.
         """
         size = self.n_steps * self.n_envs
-        flat = {key: torch.from_numpy(getattr(self, key).reshape(size, *getattr(self, key).shape[2:]))
+        flat = {key: torch.from_numpy(getattr(self, key).reshape(size, *getattr(self, key).shape[2:])).to(device)
                 for key in ("observations", "actions", "log_probs", "values", "advantages", "returns")}
         for _ in range(n_epochs):
             if batch_size >= size:
                 yield dict(flat)
                 continue
-            order = torch.from_numpy(rng.permutation(size))
+            order = torch.from_numpy(rng.permutation(size)).to(device)
             shuffled = {key: value[order] for key, value in flat.items()}
             for start in range(0, size, batch_size):
                 yield {key: value[start:start + batch_size] for key, value in shuffled.items()}
 
 
 class ReplayBuffer:
-    """Ring buffer of transitions for off-policy learning (Lin 1992; Mnih et al. 2015).
+    """Ring buffer of transitions for off-policy learning (Lin 1992; Mnih et al. 2015), on a device.
 
-    Stores observations and next_observations (capacity, obs_dim), actions (capacity,
-    act_dim) float32 in policy units (or (capacity,) int64), rewards (capacity,), and
-    terminated / truncated (capacity,) bool. `sample` returns `not_done = 1 - terminated`:
-    a transition cut by a time limit still bootstraps.
+    Stores torch tensors on `device`: observations and next_observations (capacity, obs_dim)
+    float32, actions (capacity, act_dim) float32 in policy units (or (capacity,) int64),
+    rewards (capacity,) float32, and terminated / truncated (capacity,) bool. `sample` gathers a
+    batch on the device, so no transition is copied from the host (only the batch's indices).
+    It returns `not_done = 1 - terminated`: a transition cut by a time limit still bootstraps.
 
     Args:
         capacity: the most transitions kept; older ones are overwritten.
         obs_dim: observation size; action_shape: (act_dim,) or () for Discrete.
+        device: where the transitions live (the agent's device).
     """
 
-    def __init__(self, capacity: int, obs_dim: int, action_shape: tuple[int, ...]):
-        self.observations = np.zeros((capacity, obs_dim), dtype=np.float32)
-        self.next_observations = np.zeros((capacity, obs_dim), dtype=np.float32)
-        self.actions = np.zeros((capacity, *action_shape), dtype=np.int64 if action_shape == () else np.float32)
-        self.rewards = np.zeros(capacity, dtype=np.float32)
-        self.terminated = np.zeros(capacity, dtype=bool)
-        self.truncated = np.zeros(capacity, dtype=bool)
+    _KEYS = ("observations", "actions", "rewards", "next_observations", "terminated", "truncated")
+
+    def __init__(self, capacity: int, obs_dim: int, action_shape: tuple[int, ...], device: torch.device | str = "cpu"):
+        self.device = torch.device(device)
+        zeros = lambda *shape, dtype=torch.float32: torch.zeros(shape, dtype=dtype, device=self.device)  # noqa: E731
+        self.observations = zeros(capacity, obs_dim)
+        self.next_observations = zeros(capacity, obs_dim)
+        self.actions = zeros(capacity, *action_shape, dtype=torch.int64 if action_shape == () else torch.float32)
+        self.rewards = zeros(capacity)
+        self.terminated = zeros(capacity, dtype=torch.bool)
+        self.truncated = zeros(capacity, dtype=torch.bool)
         self.capacity, self.position, self.size = capacity, 0, 0
 
     def __len__(self) -> int:
@@ -91,26 +99,22 @@ class ReplayBuffer:
 
     def add(self, obs: np.ndarray, action: np.ndarray, reward: np.ndarray, next_obs: np.ndarray,
             terminated: np.ndarray, truncated: np.ndarray) -> None:
-        """Append a batch of B transitions (leading dimension B on every argument)."""
-        index = (self.position + np.arange(len(reward))) % self.capacity
-        self.observations[index] = obs
-        self.actions[index] = action
-        self.rewards[index] = reward
-        self.next_observations[index] = next_obs
-        self.terminated[index] = terminated
-        self.truncated[index] = truncated
-        self.position = int((self.position + len(reward)) % self.capacity)
-        self.size = min(self.size + len(reward), self.capacity)
-
-    _KEYS = ("observations", "actions", "rewards", "next_observations", "terminated", "truncated")
+        """Append a batch of B transitions (numpy arrays or tensors, leading dimension B on every argument)."""
+        n = len(reward)
+        index = torch.from_numpy((self.position + np.arange(n)) % self.capacity).to(self.device)
+        for key, value in zip(self._KEYS, (obs, action, reward, next_obs, terminated, truncated), strict=True):
+            target = getattr(self, key)
+            target[index] = torch.as_tensor(np.asarray(value), dtype=target.dtype).to(self.device)
+        self.position = int((self.position + n) % self.capacity)
+        self.size = min(self.size + n, self.capacity)
 
     def state_dict(self) -> dict[str, torch.Tensor | int]:
-        """The filled part as tensors (copies), with position and size: what `load_state_dict` restores."""
-        return {**{key: torch.from_numpy(getattr(self, key)[:self.size].copy()) for key in self._KEYS},
+        """The filled part as CPU tensors (copies), with position and size: what `load_state_dict` restores."""
+        return {**{key: getattr(self, key)[:self.size].cpu().clone() for key in self._KEYS},
                 "position": self.position, "size": self.size}
 
     def load_state_dict(self, state: dict[str, torch.Tensor | int]) -> None:
-        """Restore `state_dict` output into this buffer.
+        """Restore `state_dict` output (from any device) into this buffer.
 
         Raises:
             InputError: the state holds more transitions than this buffer's capacity, or
@@ -121,21 +125,21 @@ class ReplayBuffer:
             raise InputError(f"the saved replay buffer holds {size} transitions, more than this buffer's capacity "
                              f"{self.capacity} (buffer_size).")
         for key in self._KEYS:
-            saved = state[key].numpy()
-            if saved.shape[1:] != getattr(self, key).shape[1:]:
-                raise InputError(f"the saved replay buffer's {key} have shape {saved.shape[1:]}, this buffer's "
-                                 f"{getattr(self, key).shape[1:]}.")
-            getattr(self, key)[:size] = saved
+            saved, target = state[key], getattr(self, key)
+            if saved.shape[1:] != target.shape[1:]:
+                raise InputError(f"the saved replay buffer's {key} have shape {tuple(saved.shape[1:])}, this "
+                                 f"buffer's {tuple(target.shape[1:])}.")
+            target[:size] = saved.to(self.device)
         self.position, self.size = int(state["position"]) % self.capacity, size
 
     def sample(self, batch_size: int, rng: np.random.Generator) -> dict[str, torch.Tensor]:
-        """Uniform sample with replacement: dict of tensors observations (B, obs_dim),
-        actions, rewards (B,), next_observations (B, obs_dim), not_done (B,) float32."""
-        index = rng.integers(0, self.size, size=batch_size)
+        """Uniform sample with replacement (indices from `rng`): dict of tensors on the buffer's device,
+        observations (B, obs_dim), actions, rewards (B,), next_observations (B, obs_dim), not_done (B,) float32."""
+        index = torch.from_numpy(rng.integers(0, self.size, size=batch_size)).to(self.device)
         return {
-            "observations": torch.from_numpy(self.observations[index]),
-            "actions": torch.from_numpy(self.actions[index]),
-            "rewards": torch.from_numpy(self.rewards[index]),
-            "next_observations": torch.from_numpy(self.next_observations[index]),
-            "not_done": torch.from_numpy(1.0 - self.terminated[index].astype(np.float32)),
+            "observations": self.observations[index],
+            "actions": self.actions[index],
+            "rewards": self.rewards[index],
+            "next_observations": self.next_observations[index],
+            "not_done": 1.0 - self.terminated[index].float(),
         }

@@ -146,7 +146,7 @@ def test_truncated_step_stores_the_true_final_observation():
     env = gym.make("Pendulum-v1")
     env.reset(seed=3)
     for t in range(200):
-        next_obs, *_ = env.step(agent.action_adapter.to_env(buf.actions[t]))
+        next_obs, *_ = env.step(agent.action_adapter.to_env(buf.actions[t].numpy()))
         np.testing.assert_allclose(buf.next_observations[t], next_obs, rtol=1e-6, atol=1e-6)
     # the stored next state of step 199 is the episode's last, not the next episode's first
     assert not np.allclose(buf.next_observations[199], buf.observations[200])
