@@ -249,8 +249,9 @@ def resume(args: Resume) -> None:
     agent = load(run_dir / "checkpoints" / "latest.pt", device=args.device)
     budget = args.total_steps if args.total_steps is not None else agent.total_steps
     if budget <= agent.num_steps:
+        given = f"--total-steps {args.total_steps} does not go beyond it. " if args.total_steps is not None else ""
         raise InputError(f"the run is at step {agent.num_steps} of its budget {agent.total_steps}; nothing to "
-                         f"resume. Pass --total-steps N with N > {agent.num_steps} to train further.")
+                         f"resume. {given}Pass --total-steps N with N > {agent.num_steps} to train further.")
     print(f"resuming {agent.algo} on {agent.config.env_id} at step {agent.num_steps}", file=sys.stderr)
     agent.learn(total_steps=args.total_steps, run_dir=run_dir, progress=args.progress)
     report(run_dir)

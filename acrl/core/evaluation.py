@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 import numpy as np
+import torch
 
 from acrl.core.envs import CheckFinite, EnvSpec, env_factory
 
@@ -21,7 +22,9 @@ def evaluate(agent: Predictor, env: EnvSpec, episodes: int = 10, deterministic: 
 
     `agent.predict` never updates observation statistics, so evaluation leaves a trained
     agent unchanged. The environment is reset with `seed` once, then continues its own RNG,
-    so the episodes differ from each other but repeat for the same seed.
+    so the episodes differ from each other but repeat for the same seed; torch's generator is
+    seeded from `seed` too, on a forked state, so a policy that samples inside `predict` (BCQ's
+    candidates, stochastic actions) repeats as well and training's random stream is untouched.
 
     Args:
         agent: an acrl agent (or any object with `predict`).
@@ -43,8 +46,27 @@ def evaluate(agent: Predictor, env: EnvSpec, episodes: int = 10, deterministic: 
         metric_names = tuple(instance.get_wrapper_attr("episode_metrics"))
     except AttributeError:
         metric_names = ()
-    returns, lengths = [], []
     metrics: dict[str, list[float]] = {name: [] for name in metric_names}
+    # Policies that sample inside predict (BCQ's candidate actions, stochastic evaluation) draw from
+    # torch's generator: seeded here from `seed` on a forked state, so an evaluation repeats and
+    # leaves the training run's random stream untouched.
+    devices = [torch.cuda.current_device()] if torch.cuda.is_available() else []
+    with torch.random.fork_rng(devices=devices):
+        if seed is not None:
+            torch.manual_seed(seed)
+        returns, lengths = _episodes(agent, instance, episodes, deterministic, seed, metrics)
+    instance.close()
+    result = {"return_mean": float(np.mean(returns)), "return_std": float(np.std(returns)),
+              "returns": returns, "lengths": lengths, "deterministic": deterministic}
+    for name, values in metrics.items():
+        result[f"{name}_mean"] = float(np.mean(values))
+        result[name] = values
+    return result
+
+
+def _episodes(agent: Predictor, instance: Any, episodes: int, deterministic: bool, seed: int | None,
+              metrics: dict[str, list[float]]) -> tuple[list[float], list[int]]:
+    returns, lengths = [], []
     obs, _ = instance.reset(seed=seed)
     for _ in range(episodes):
         total, length, done, info = 0.0, 0, False, {}
@@ -56,13 +78,7 @@ def evaluate(agent: Predictor, env: EnvSpec, episodes: int = 10, deterministic: 
             done = terminated or truncated
         returns.append(total)
         lengths.append(length)
-        for name in metric_names:
-            metrics[name].append(float(info[name]))
+        for name, values in metrics.items():
+            values.append(float(info[name]))
         obs, _ = instance.reset()
-    instance.close()
-    result = {"return_mean": float(np.mean(returns)), "return_std": float(np.std(returns)),
-              "returns": returns, "lengths": lengths, "deterministic": deterministic}
-    for name, values in metrics.items():
-        result[f"{name}_mean"] = float(np.mean(values))
-        result[name] = values
-    return result
+    return returns, lengths

@@ -46,6 +46,7 @@ class Logger:
                 self._rewrite()
             from torch.utils.tensorboard import SummaryWriter
             self.writer = SummaryWriter(str(run_dir), purge_step=start_step or None)
+        self.rate_label = "fps" if unit == "step" else f"{unit}s/s"
         self.bar = tqdm(total=total_steps, initial=start_step, disable=not progress, unit=unit, desc=label,
                         dynamic_ncols=True, leave=True)
         self.step = start_step
@@ -70,7 +71,7 @@ class Logger:
             self.bar.total = step
         self.bar.update(step - self.step)
         self.step = step
-        shown = {"fps": metrics.get("time/fps"), "return": metrics.get("rollout/ep_return_mean"),
+        shown = {self.rate_label: metrics.get("time/fps"), "return": metrics.get("rollout/ep_return_mean"),
                  "eval": metrics.get("eval/return_mean")}
         self.bar.set_postfix({k: f"{v:.4g}" for k, v in shown.items() if v is not None}, refresh=False)
 

@@ -274,3 +274,14 @@ def test_inplace_relu_changes_no_value_or_gradient(tmp_path):
         params.append([p.detach().clone() for net in agent.nets.values() for p in net.parameters()])
     for a, b in zip(*params, strict=True):
         assert torch.equal(a, b)
+
+
+def test_evaluation_repeats_and_leaves_the_training_random_stream_alone(tmp_path):
+    """BCQ samples its candidate actions inside predict: evaluation seeds torch from its own seed on a
+    forked state, so two evaluations agree and torch's generator is where it was before."""
+    write_dataset(tmp_path / "d.h5")
+    agent = BCQ(dataset=str(tmp_path / "d.h5"), seed=0, eval_episodes=2, **SMALL)
+    before = torch.get_rng_state()
+    first, second = agent.evaluate(), agent.evaluate()
+    assert first["returns"] == second["returns"]
+    assert torch.equal(torch.get_rng_state(), before)
