@@ -101,10 +101,12 @@ class ReplayBuffer:
             terminated: np.ndarray, truncated: np.ndarray) -> None:
         """Append a batch of B transitions (numpy arrays or tensors, leading dimension B on every argument)."""
         n = len(reward)
-        index = torch.from_numpy((self.position + np.arange(n)) % self.capacity).to(self.device)
+        start = self.position
+        # A slice while the batch does not wrap around the end (every step but one per lap), else indices.
+        where = slice(start, start + n) if start + n <= self.capacity else (start + np.arange(n)) % self.capacity
         for key, value in zip(self._KEYS, (obs, action, reward, next_obs, terminated, truncated), strict=True):
             target = getattr(self, key)
-            target[index] = torch.as_tensor(np.asarray(value), dtype=target.dtype).to(self.device)
+            target[where] = torch.as_tensor(value, dtype=target.dtype, device=self.device)
         self.position = int((self.position + n) % self.capacity)
         self.size = min(self.size + n, self.capacity)
 

@@ -135,6 +135,23 @@ def test_replay_buffer_not_done_uses_terminated_only():
     torch.testing.assert_close(batch["not_done"], torch.tensor([0.0, 1.0, 1.0, 0.0]))
 
 
+def test_replay_buffer_wraps_around_and_round_trips():
+    """Capacity 5: 4 transitions (rewards 0-3), then 3 (rewards 4-6) overwrite slots 4, 0, 1."""
+    buffer = ReplayBuffer(5, 1, (1,))
+    buffer.add(np.zeros((4, 1)), np.zeros((4, 1)), np.arange(4.0), np.zeros((4, 1)), np.zeros(4, bool),
+               np.zeros(4, bool))
+    buffer.add(np.zeros((3, 1)), np.zeros((3, 1)), np.arange(4.0, 7.0), np.zeros((3, 1)), np.zeros(3, bool),
+               np.ones(3, bool))
+    assert buffer.rewards.tolist() == [5.0, 6.0, 2.0, 3.0, 4.0]
+    assert buffer.truncated.tolist() == [True, True, False, False, True]
+    assert (buffer.position, len(buffer)) == (2, 5)
+    copy = ReplayBuffer(5, 1, (1,))
+    copy.load_state_dict(buffer.state_dict())
+    assert copy.rewards.tolist() == buffer.rewards.tolist() and (copy.position, len(copy)) == (2, 5)
+    with pytest.raises(InputError, match="more than this buffer's capacity 3"):
+        ReplayBuffer(3, 1, (1,)).load_state_dict(buffer.state_dict())
+
+
 def test_truncated_step_stores_the_true_final_observation():
     agent = DDPG("Pendulum-v1", seed=3, hidden_sizes=(8, 8), start_steps=1_000)
     for _ in range(201):  # one 200-step episode, truncated, then the first step of the next
