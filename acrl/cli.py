@@ -176,6 +176,41 @@ class Experiment:
     """Show the progress bar."""
 
 
+@dataclass
+class Sweep:
+    """Run a grid of ordinary runs on Ray (all cores here, or a cluster) and write its table and figure."""
+
+    algo: Annotated[str | None, tyro.conf.Positional, tyro.conf.arg(metavar="[ALGO]")] = None
+    """Algorithm (or the sweep file's `algo`)."""
+    file: str | None = None
+    """Sweep file (YAML: algo, env, seeds, total_steps, preset, dataset, set; see the README); flags win."""
+    env: list[str] = field(default_factory=list)
+    """Environment ids, an axis of the grid."""
+    seeds: list[int] = field(default_factory=list)
+    """Seeds (default: the file's, else 0)."""
+    total_steps: int | None = None
+    """Each run's budget."""
+    preset: str | None = None
+    """Preset name of acrl/presets/ALGO.yaml."""
+    dataset: list[str] = field(default_factory=list)
+    """Offline datasets, an axis of the grid."""
+    set: list[str] = field(default_factory=list)
+    """key=value (the same in every run) or key=[v1, v2] (an axis); a list-valued field's axis is a list of
+    lists, e.g. hidden_sizes=[[64,64],[256,256]]."""
+    out: str | None = None
+    """Sweep directory (default: runs/sweep-ALGO-ENV-HASH of the grid, so rerunning the command resumes it)."""
+    address: str | None = None
+    """Ray cluster: auto (the one `ray start` runs here) or HOST:PORT (default: a local instance, one run per core)."""
+    cpus_per_run: float = 1.0
+    """CPUs reserved per run (also its torch threads)."""
+    gpus_per_run: float = 0.0
+    """GPUs reserved per run (> 0: runs train on CUDA)."""
+    retries: int = 3
+    """Times a run whose worker or node died is restarted from its latest checkpoint."""
+    progress: bool = True
+    """Show the progress bar over runs."""
+
+
 Command = (
     Annotated[Train, tyro.conf.subcommand("train")]
     | Annotated[Resume, tyro.conf.subcommand("resume")]
@@ -183,42 +218,23 @@ Command = (
     | Annotated[Plot, tyro.conf.subcommand("plot")]
     | Annotated[Collect, tyro.conf.subcommand("collect")]
     | Annotated[Experiment, tyro.conf.subcommand("experiment")]
+    | Annotated[Sweep, tyro.conf.subcommand("sweep")]
 )
 
 
 def build_agent(args: Train):
-    """Config precedence: algorithm defaults < preset < --set < explicit flags. Validates everything.
+    """The agent `acrl train` trains (`acrl.algos.make_config`: defaults < preset < --set < flags).
 
     Raises:
         InputError: unknown algorithm, env, preset or key, or a bad value.
     """
-    from acrl.algos import get_algorithm
-    from acrl.core.config import parse_set_options, preset_values, update_config
+    from acrl.algos import make_config
+    from acrl.core.config import parse_set_options
 
-    cls = get_algorithm(args.algo)
-    if args.env is None and args.dataset is None:
-        if getattr(cls, "requires_data", False):
-            raise InputError(f"{args.algo} learns from a fixed dataset: pass --dataset FILE (an HDF5 file with the "
-                             "D4RL keys, e.g. from `acrl collect`); --env ENV_ID is then optional (default: the "
-                             "dataset's env_id) and names the environment to evaluate on.")
-        raise InputError(f"--env ENV_ID is required for {args.algo} (for example --env CartPole-v1).")
-    config = cls.config_class()
-    for flag, value in (("dataset", args.dataset), ("workers", args.workers), ("n_envs", args.n_envs)):
-        if value is not None and not hasattr(config, flag):
-            raise InputError(f"--{flag.replace('_', '-')} does not apply to {args.algo}: it has no {flag} "
-                             f"setting (see `acrl train --help` for which algorithms take it).")
-    env_id = args.env or config.env_id
-    if args.env is None and args.dataset is not None:  # the preset of the dataset's own environment
-        from acrl.parts.datasets import dataset_env_id
-
-        env_id = dataset_env_id(args.dataset) or env_id
-    values, preset = preset_values(args.algo, env_id, args.preset)
-    config = update_config(config, values, f"preset {preset!r}")
-    config = update_config(config, parse_set_options(args.set), "--set")
-    flags = {"seed": args.seed, "total_steps": args.total_steps, "n_envs": args.n_envs, "device": args.device,
-             "workers": args.workers, "dataset": args.dataset, "preset": preset}
-    config = update_config(config, {k: v for k, v in flags.items() if v is not None}, "command line")
-    return cls(args.env, config=config)
+    cls, config = make_config(args.algo, args.env, args.preset, parse_set_options(args.set), seed=args.seed,
+                              total_steps=args.total_steps, n_envs=args.n_envs, device=args.device,
+                              workers=args.workers, dataset=args.dataset)
+    return cls(args.env or config.env_id, config=config)
 
 
 def train(args: Train) -> None:
@@ -341,7 +357,39 @@ def experiment(args: Experiment) -> None:
         print(f"table: {out / 'concurrent.json'}; figure: {out / 'concurrent.png'}", file=sys.stderr)
 
 
-HANDLERS = {Train: train, Resume: resume, Evaluate: evaluate, Plot: plot, Collect: collect, Experiment: experiment}
+def sweep(args: Sweep) -> None:
+    """Print the sweep's Markdown table on stdout; where the files are on stderr."""
+    from acrl.core.config import parse_set_options
+    from acrl.sweep.executor import ClusterOptions
+    from acrl.sweep.grid import SweepSpec, run_sweep
+    from acrl.sweep.results import markdown
+
+    if args.file is None and args.algo is None:
+        raise InputError("acrl sweep needs ALGO or --file SWEEP.yaml (for example: acrl sweep ppo --env CartPole-v1 "
+                         "--seeds 0 1 2 --set 'learning_rate=[3e-4, 1e-3]').")
+    spec = SweepSpec.from_file(args.file) if args.file else SweepSpec(args.algo)
+    if args.algo is not None:
+        spec.algo = args.algo
+    if args.env:
+        spec.envs = list(args.env)
+    if args.seeds:
+        spec.seeds = list(args.seeds)
+    if args.dataset:
+        spec.datasets = [str(Path(d).resolve()) for d in args.dataset]
+    spec.values.update(parse_set_options(args.set))
+    spec.total_steps = args.total_steps if args.total_steps is not None else spec.total_steps
+    spec.preset = args.preset if args.preset is not None else spec.preset
+    options = ClusterOptions(address=args.address, cpus_per_job=args.cpus_per_run, gpus_per_job=args.gpus_per_run,
+                             retries=args.retries)
+    out = Path(args.out) if args.out else spec.default_dir()
+    print(f"sweep of {spec.algo} -> {out}", file=sys.stderr)
+    summary = run_sweep(spec, out, options, progress=args.progress)
+    print(markdown(summary))
+    print(f"table: {out / 'results.md'} ({out / 'results.json'}); figure: {out / 'curves.png'}", file=sys.stderr)
+
+
+HANDLERS = {Train: train, Resume: resume, Evaluate: evaluate, Plot: plot, Collect: collect, Experiment: experiment,
+            Sweep: sweep}
 
 
 @contextmanager

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from importlib import import_module
 from pathlib import Path
+from typing import Any
 
+from acrl.core.config import RunConfig
 from acrl.core.envs import EnvSpec
 from acrl.core.errors import InputError
 
@@ -35,6 +37,54 @@ def get_algorithm(name: str) -> type:
         raise InputError(f"unknown algorithm {name!r}; choose one of {', '.join(ALGORITHMS)}.")
     module, cls = ALGORITHMS[name]
     return getattr(import_module(module), cls)
+
+
+def make_config(algo: str, env_id: str | None = None, preset: str | None = None,
+                overrides: dict[str, Any] | None = None, **flags: Any) -> tuple[type, RunConfig]:
+    """The agent class and full config of a run, as `acrl train` and `acrl sweep` build them.
+
+    Precedence: the algorithm's defaults < the preset (`preset`, else the environment's
+    `default` if it has one) < `overrides` (what `--set` gives) < `flags` (explicit options
+    such as seed, total_steps, n_envs, workers, dataset, device; None values are ignored).
+    The config is validated; the environment and action space are checked when the agent is
+    built from it (`cls(env_id, config=config)`).
+
+    Args:
+        algo: a name in `ALGORITHMS`.
+        env_id: the environment id (offline algorithms: default the dataset's `env_id`).
+        preset: a preset name in acrl/presets/ALGO.yaml for this environment.
+        overrides: config field -> value (YAML types).
+        **flags: config fields set last.
+    Raises:
+        InputError: an unknown algorithm, preset or key, a bad value, no env for an online
+            algorithm or no dataset for an offline one, a flag the algorithm has no field for.
+    """
+    from acrl.core.config import preset_values, update_config
+
+    cls = get_algorithm(algo)
+    flags = {k: v for k, v in flags.items() if v is not None}
+    dataset = flags.get("dataset")
+    if env_id is None and dataset is None:
+        if getattr(cls, "requires_data", False):
+            raise InputError(f"{algo} learns from a fixed dataset: pass --dataset FILE (an HDF5 file with the "
+                             "D4RL keys, e.g. from `acrl collect`); --env ENV_ID is then optional (default: the "
+                             "dataset's env_id) and names the environment to evaluate on.")
+        raise InputError(f"--env ENV_ID is required for {algo} (for example --env CartPole-v1).")
+    config = cls.config_class()
+    for flag in ("dataset", "workers", "n_envs"):
+        if flag in flags and not hasattr(config, flag):
+            raise InputError(f"--{flag.replace('_', '-')} does not apply to {algo}: it has no {flag} "
+                             f"setting (see `acrl train --help` for which algorithms take it).")
+    if env_id is None:  # the preset of the dataset's own environment
+        from acrl.parts.datasets import dataset_env_id
+
+        env_id = dataset_env_id(dataset) or config.env_id
+    values, preset = preset_values(algo, env_id, preset)
+    config = update_config(config, values, f"preset {preset!r}")
+    config = update_config(config, overrides or {}, "--set")
+    config = update_config(config, {"env_id": env_id, "preset": preset, **flags}, "command line")
+    config.validate()
+    return cls, config
 
 
 def load(path: str | Path, env: EnvSpec | None = None, device: str | None = None):

@@ -158,13 +158,20 @@ def parse_set_options(options: list[str]) -> dict[str, Any]:
         except yaml.YAMLError:
             raise InputError(f"--set {option!r}: the value is not valid YAML; quote strings and write lists "
                              "as [64, 64].") from None
-        if isinstance(value, str):  # YAML 1.1 reads 3e-4 (no dot) as a string; Python reads it as a number
-            try:
-                value = float(value)
-            except ValueError:
-                pass
-        values[key.strip()] = value
+        values[key.strip()] = _numbers(value)
     return values
+
+
+def _numbers(value: Any) -> Any:
+    """YAML 1.1 reads 3e-4 (no dot) as a string; read it as Python does, inside lists too."""
+    if isinstance(value, list):
+        return [_numbers(v) for v in value]
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            pass
+    return value
 
 
 def load_presets(algo: str) -> dict[str, dict[str, dict[str, Any]]]:

@@ -64,6 +64,10 @@ class Callback:
         """After every evaluation: `result` as `acrl.core.evaluation.evaluate` returns it."""
         return None
 
+    def on_checkpoint(self, step: int, path: Path) -> None:
+        """After checkpoints/latest.pt is written at `step` (periodically, at a stop, at the end;
+        a sweep ships the run directory to the driver here). Its return value is ignored."""
+
 
 class StopOnReturn(Callback):
     """Stop the run once an evaluation's mean return reaches `target` (config `target_return`)."""
@@ -176,7 +180,7 @@ class Run:
             metrics.update(self._evaluate())
         self.logger.log(step, metrics)
         if self.run_dir is not None and step // cfg.checkpoint_freq > before // cfg.checkpoint_freq:
-            agent.save(self.run_dir / "checkpoints" / "latest.pt")
+            self._save_latest()
 
     def _evaluate(self) -> dict[str, float]:
         agent = self.agent
@@ -197,19 +201,24 @@ class Run:
         try:
             self._session.close()  # A3C: the workers stop here, before anything is saved
             if self.run_dir is not None:
-                latest = self.run_dir / "checkpoints" / "latest.pt"
                 if exc_type is None and self.done:
                     self._finish()
                 elif exc_type is None or (agent.checkpoint_on_failure and parameters_finite(agent)):
-                    agent.save(latest)  # stopped by a signal (or a failure A3C survives): resume from here
+                    self._save_latest()  # stopped by a signal (or a failure A3C survives): resume from here
         finally:
             self.logger.close()
+
+    def _save_latest(self) -> None:
+        path = self.run_dir / "checkpoints" / "latest.pt"
+        self.agent.save(path)
+        for callback in self.callbacks:
+            callback.on_checkpoint(self.agent.num_steps, path)
 
     def _finish(self) -> None:
         agent, run_dir = self.agent, self.run_dir
         if self.last_eval_step != agent.num_steps:  # stopped by a callback between evaluations
             self.logger.log(agent.num_steps, self._evaluate())
-        agent.save(run_dir / "checkpoints" / "latest.pt")
+        self._save_latest()
         write_json_atomic(run_dir / "eval.json", {k: v for k, v in agent.best_eval.items() if k != "step"})
         from acrl.core.plotting import plot_runs  # matplotlib loads only when a run finishes
 

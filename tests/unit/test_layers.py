@@ -1,7 +1,7 @@
 """The package's layers: a module imports only from its own layer or lower ones.
 
-core (0) < parts, tasks (1) < algos (2) < offline (3) < the top: acrl/__init__.py,
-acrl/__main__.py, acrl/cli.py (4). Every import counts: `import x` and `from x import y`, at
+core (0) < parts, tasks (1) < algos (2) < sweep (3) < offline (4) < the top: acrl/__init__.py,
+acrl/__main__.py, acrl/cli.py (5). Every import counts: `import x` and `from x import y`, at
 module level or inside a function, absolute or relative. Below the top, no module imports the
 package root (`import acrl`, `from acrl import ...`), which would pull in every layer.
 """
@@ -11,9 +11,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = "acrl"
-SUBPACKAGE_LAYERS = {"core": 0, "parts": 1, "tasks": 1, "algos": 2, "offline": 3}
+SUBPACKAGE_LAYERS = {"core": 0, "parts": 1, "tasks": 1, "algos": 2, "sweep": 3, "offline": 4}
 TOP_MODULES = {"__init__", "__main__", "cli"}
-TOP = 4
+TOP = 5
 
 
 def module_name(path: str) -> str:
@@ -100,7 +100,7 @@ def test_the_checker_reports_upward_root_and_relative_imports():
     )
     assert layer_violations("acrl/core/x.py", source) == [
         "acrl/core/x.py:3 imports acrl.algos.ppo (layer 0 imports layer 2)",
-        "acrl/core/x.py:5 imports acrl.offline.collect (layer 0 imports layer 3)",
+        "acrl/core/x.py:5 imports acrl.offline.collect (layer 0 imports layer 4)",
         "acrl/core/x.py:6 imports acrl (the package root, from inside the package)",
         "acrl/core/x.py:7 imports acrl.parts (layer 0 imports layer 1)",
     ]
@@ -111,4 +111,4 @@ def test_the_checker_reports_upward_root_and_relative_imports():
     assert layer_violations("acrl/algos/w.py", "import acrl\n") == [
         "acrl/algos/w.py:1 imports acrl (the package root, from inside the package)"]
     assert layer_violations("acrl/algos/__init__.py", "from .ppo import PPO\nfrom ..offline import collect\n") == [
-        "acrl/algos/__init__.py:2 imports acrl.offline (layer 2 imports layer 3)"]
+        "acrl/algos/__init__.py:2 imports acrl.offline (layer 2 imports layer 4)"]

@@ -1,0 +1,157 @@
+"""A sweep's results: one table and one figure over seeds, with rliable's statistics.
+
+Per configuration (the runs of a sweep that differ only in the seed): the final evaluation of
+each run (its last `eval/return_mean`, deterministic, `eval_episodes` episodes), and over seeds
+their mean, standard deviation and interquartile mean (IQM: the mean of the middle 50% of runs),
+with 95% percentile-bootstrap confidence intervals of the mean and the IQM (Agarwal et al. 2021,
+"Deep RL at the Edge of the Statistical Precipice", NeurIPS; their `rliable` library, 2,000
+resamples, a fixed random state so the table repeats). The figure has a panel per environment
+and per configuration the IQM learning curve with its 95% bootstrap band, on the evaluation steps
+every seed has reached.
+
+Written to SWEEP_DIR/results.json, results.md and curves.png; `acrl plot SWEEP_DIR` rewrites them.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from acrl.core.errors import InputError
+from acrl.core.loop import write_json_atomic
+from acrl.core.plotting import read_curve
+from acrl.sweep.executor import is_done, require
+
+BOOTSTRAP_REPS = 2_000
+
+
+def interval_estimates(scores: dict[str, np.ndarray]) -> dict[str, dict[str, Any]]:
+    """Mean and IQM with 95% bootstrap CIs for each name's scores.
+
+    Args:
+        scores: name -> float array (n_runs,) or (n_runs, n_points): one value per run, or a curve.
+    Returns:
+        name -> {"mean", "iqm": point estimates (float or list), "mean_ci", "iqm_ci": [low, high]
+        (each a float or a list over points)}.
+    """
+    rly = require("rliable.library", "the sweep's statistics")
+    metrics = require("rliable.metrics", "the sweep's statistics")
+
+    def aggregate(x: np.ndarray) -> np.ndarray:  # x: (n_runs, 1 task[, points]) -> [means..., iqms...]
+        if x.ndim == 2:
+            return np.array([metrics.aggregate_mean(x), metrics.aggregate_iqm(x)])
+        return np.concatenate([x.mean(axis=(0, 1)), [metrics.aggregate_iqm(x[..., i]) for i in range(x.shape[-1])]])
+
+    score_dict = {name: np.asarray(v, dtype=float).reshape(len(v), 1, *np.shape(v)[1:]) for name, v in scores.items()}
+    with warnings.catch_warnings():  # arch deprecates the random_state that rliable passes on
+        warnings.simplefilter("ignore", FutureWarning)
+        points, intervals = rly.get_interval_estimates(score_dict, aggregate, reps=BOOTSTRAP_REPS,
+                                                       random_state=np.random.RandomState(0))
+    out = {}
+    for name in scores:  # (2 * points,) estimates and (2 bounds, 2 * points) intervals -> mean, iqm halves
+        (mean, iqm), ci = np.split(points[name], 2), np.split(intervals[name], 2, axis=1)
+        scalar = np.ndim(scores[name]) == 1
+        value = (lambda a: float(a[0])) if scalar else (lambda a: a.tolist())
+        out[name] = {"mean": value(mean), "iqm": value(iqm), "mean_ci": [value(ci[0][0]), value(ci[0][1])],
+                     "iqm_ci": [value(ci[1][0]), value(ci[1][1])]}
+    return out
+
+
+def summarize(sweep_dir: str | Path) -> dict[str, Any]:
+    """Write results.json, results.md and curves.png of a sweep directory; return the JSON.
+
+    Raises:
+        InputError: not a sweep directory, or no run with an evaluation yet.
+    """
+    from acrl.sweep.grid import sweep_runs
+
+    sweep_dir = Path(sweep_dir)
+    runs = sweep_runs(sweep_dir)
+    finals: dict[str, dict[str, float]] = defaultdict(dict)
+    curves: dict[str, list[tuple[np.ndarray, np.ndarray]]] = defaultdict(list)
+    panels: dict[str, list[str]] = defaultdict(list)
+    for name, group, panel in runs:
+        if not is_done(sweep_dir, name):
+            continue
+        steps, values = read_curve(sweep_dir / name)
+        if len(values):
+            finals[group][name] = float(values[-1])
+            curves[group].append((steps, values))
+            if group not in panels[panel]:
+                panels[panel].append(group)
+    if not finals:
+        raise InputError(f"no run of the sweep in {sweep_dir} has finished yet; nothing to summarise.")
+    stats = interval_estimates({group: np.array(list(v.values())) for group, v in finals.items()})
+    rows = []
+    for group, per_run in finals.items():
+        values = np.array(list(per_run.values()))
+        rows.append({"config": group, "seeds": len(values), "mean": float(values.mean()), "std": float(values.std()),
+                     "iqm": stats[group]["iqm"], "mean_ci": stats[group]["mean_ci"], "iqm_ci": stats[group]["iqm_ci"],
+                     "final": per_run})
+    summary = {"sweep_dir": str(sweep_dir), "runs": len(runs), "finished": sum(r["seeds"] for r in rows),
+               "statistic": "final evaluation (last eval/return_mean) over seeds; 95% percentile-bootstrap CIs "
+                            f"(rliable, {BOOTSTRAP_REPS} resamples)",
+               "date": time.strftime("%Y-%m-%d"), "table": rows}
+    write_json_atomic(sweep_dir / "results.json", summary)
+    (sweep_dir / "results.md").write_text(markdown(summary))
+    plot_curves(curves, panels, sweep_dir / "curves.png")
+    return summary
+
+
+def markdown(summary: dict[str, Any]) -> str:
+    """The results table as Markdown: a row per configuration."""
+    lines = [f"Final evaluation over seeds, {summary['finished']} of {summary['runs']} runs finished; "
+             f"{summary['statistic']}.", "",
+             "| configuration | seeds | mean ± std | mean 95% CI | IQM | IQM 95% CI |",
+             "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    for r in summary["table"]:
+        lines.append(f"| {r['config']} | {r['seeds']} | {r['mean']:.1f} ± {r['std']:.1f} | "
+                     f"[{r['mean_ci'][0]:.1f}, {r['mean_ci'][1]:.1f}] | {r['iqm']:.1f} | "
+                     f"[{r['iqm_ci'][0]:.1f}, {r['iqm_ci'][1]:.1f}] |")
+    return "\n".join(lines) + "\n"
+
+
+def plot_curves(curves: dict[str, list[tuple[np.ndarray, np.ndarray]]], panels: dict[str, list[str]],
+                out: Path) -> Path:
+    """IQM learning curve with a 95% bootstrap band per configuration, a panel per environment.
+
+    Args:
+        curves: configuration -> [(steps, eval returns) per run].
+        panels: panel title (the environment) -> its configurations.
+        out: the PNG to write (atomically).
+    Each configuration uses the evaluation steps its runs share (the shortest run's).
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    bands = {}
+    for group, runs in curves.items():
+        length = min(len(steps) for steps, _ in runs)
+        bands[group] = (runs[0][0][:length], np.stack([values[:length] for _, values in runs]))
+    stats = interval_estimates({group: values for group, (_, values) in bands.items()})
+    fig, axes = plt.subplots(1, len(panels), figsize=(6.5 * len(panels), 4.2), squeeze=False)
+    for ax, (panel, groups) in zip(axes[0], panels.items()):
+        for group in groups:
+            steps, values = bands[group]
+            low, high = stats[group]["iqm_ci"]
+            label = group.removeprefix(f"{panel}-")
+            line, = ax.plot(steps, stats[group]["iqm"], label=f"{label} ({len(values)} seeds)")
+            ax.fill_between(steps, low, high, color=line.get_color(), alpha=0.2)
+        ax.set_title(panel or "sweep")
+        ax.set_xlabel("steps")
+        ax.set_ylabel("evaluation return (IQM, 95% CI)")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    tmp = out.with_name(out.stem + ".tmp.png")
+    fig.savefig(tmp, dpi=110)
+    plt.close(fig)
+    tmp.replace(out)
+    return out

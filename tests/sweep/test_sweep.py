@@ -1,0 +1,195 @@
+"""acrl sweep on one local Ray instance shared by this module (2 CPUs, its traffic on loopback)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import logging
+import os
+import signal
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from acrl.core.errors import InputError
+from acrl.core.loop import Callback
+from acrl.sweep.executor import ClusterOptions, Job, require, run_job_here, run_jobs
+from acrl.sweep.grid import SweepSpec, expand, run_sweep, train_run
+from tests.conftest import run_cli
+
+ray = pytest.importorskip("ray")
+
+TINY = {"n_steps": 64, "n_envs": 2, "n_epochs": 2, "batch_size": 64, "eval_freq": 256, "eval_episodes": 2,
+        "checkpoint_freq": 256}
+"""PPO on CartPole at a size that trains 512 steps in about a second."""
+
+
+@pytest.fixture(scope="module", autouse=True)
+def local_ray():
+    ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.ERROR, log_to_driver=False)
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the workers need not import tests/
+    yield
+    ray.shutdown()
+
+
+def steps_of(run_dir: Path) -> list[int]:
+    with (run_dir / "metrics.csv").open() as f:
+        return [int(row["step"]) for row in csv.DictReader(f)]
+
+
+def test_grid_of_2_seeds_and_2_learning_rates_writes_4_runs_a_table_and_a_figure_and_a_rerun_trains_nothing(tmp_path):
+    spec = SweepSpec("ppo", ["CartPole-v1"], [0, 1], {"learning_rate": [3e-4, 1e-3], **TINY}, total_steps=512)
+    summary = run_sweep(spec, tmp_path, progress=False)
+
+    names = sorted(p.name for p in tmp_path.iterdir() if p.is_dir())
+    assert names == ["CartPole-v1-learning_rate=0.0003-s0", "CartPole-v1-learning_rate=0.0003-s1",
+                     "CartPole-v1-learning_rate=0.001-s0", "CartPole-v1-learning_rate=0.001-s1"]
+    for name in names:  # each an ordinary run directory, at its budget, with the grid's value
+        run = tmp_path / name
+        assert {"config.yaml", "metrics.csv", "eval.json", "job.json"} <= {p.name for p in run.iterdir()}
+        assert (run / "checkpoints" / "latest.pt").is_file()
+        assert steps_of(run) == [128 * k for k in range(1, 5)]
+        assert ("learning_rate: 0.001" in (run / "config.yaml").read_text()) == ("0.001" in name)
+    rows = {row["config"]: row for row in summary["table"]}
+    assert sorted(rows) == ["CartPole-v1-learning_rate=0.0003", "CartPole-v1-learning_rate=0.001"]
+    for config, row in rows.items():  # the statistics from each run's last evaluation, by the formulas
+        finals = []
+        for seed in (0, 1):
+            with (tmp_path / f"{config}-s{seed}" / "metrics.csv").open() as f:
+                finals.append(float([r for r in csv.DictReader(f) if r.get("eval/return_mean")][-1]
+                                    ["eval/return_mean"]))
+        assert row["seeds"] == 2
+        assert row["mean"] == pytest.approx(np.mean(finals)) and row["std"] == pytest.approx(np.std(finals))
+        assert row["iqm"] == pytest.approx(np.mean(finals))  # the IQM of two values trims nothing
+        assert min(finals) <= row["mean_ci"][0] <= row["mean_ci"][1] <= max(finals)
+    assert (tmp_path / "results.md").read_text().count("| CartPole-v1-learning_rate=") == 2
+    assert json.loads((tmp_path / "results.json").read_text())["table"] == summary["table"]
+    assert (tmp_path / "curves.png").stat().st_size > 10_000
+
+    before = {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*") if p.is_file() and p.parent != tmp_path}
+    run_sweep(spec, tmp_path, progress=False)  # the same sweep again: nothing trains, nothing is rewritten
+    assert {p: p.stat().st_mtime_ns for p in before} == before
+
+
+class KillOnce(Callback):
+    """SIGKILLs its own process once, two iterations after the first latest.pt (marker: a file)."""
+
+    def __init__(self, marker: str):
+        self.marker, self.checkpointed_at = Path(marker), None
+
+    def on_checkpoint(self, step, path):
+        self.checkpointed_at = self.checkpointed_at or step
+
+    def on_iteration(self, step, metrics):
+        if self.checkpointed_at and step >= self.checkpointed_at + 256 and not self.marker.exists():
+            self.marker.write_text(str(step))
+            os.kill(os.getpid(), signal.SIGKILL)
+
+
+def test_a_killed_run_process_is_retried_from_its_checkpoint_without_gap_or_duplicate_rows(tmp_path):
+    marker = tmp_path / "killed"
+    kwargs = {"algo": "ppo", "env_id": "CartPole-v1", "preset": None, "overrides": {**TINY, "checkpoint_freq": 512},
+              "flags": {"seed": 0, "total_steps": 2048, "torch_threads": 1, "device": "cpu"},
+              "callbacks": [KillOnce(str(marker))]}
+    results = run_jobs([Job("killed-run", train_run, kwargs)], tmp_path / "sweep", ClusterOptions(), progress=False)
+
+    assert int(marker.read_text()) == 512 + 256  # it died past its checkpoint at 512
+    run = tmp_path / "sweep" / "killed-run"
+    assert steps_of(run) == [128 * k for k in range(1, 17)]  # rows after 512 were dropped and redone once
+    assert results["killed-run"]["steps"] == 2048
+    attempts = json.loads((run / "job.json").read_text())["attempts"]
+    assert attempts[0] == "lost: WorkerCrashedError" and len(attempts) == 2
+
+
+class Collect:
+    """A sink that writes shipped files under the driver's root, as the Sink actor does."""
+
+    def __init__(self, root: Path):
+        self.root, self.calls = root, 0
+
+    def __call__(self, files):
+        from acrl.sweep.executor import write_files
+
+        self.calls += 1
+        write_files(self.root, files)
+
+
+def test_a_job_on_another_machine_ships_its_run_directory_to_the_driver(tmp_path):
+    driver, node = tmp_path / "driver", tmp_path / "node"
+    sink = Collect(driver)
+    job = Job("run", train_run, {"algo": "ppo", "env_id": "CartPole-v1", "preset": None, "overrides": TINY,
+                                 "flags": {"seed": 0, "total_steps": 512, "device": "cpu"}})
+    outcome = run_job_here(job, node, files={}, sink=sink)
+
+    assert outcome["status"] == "done" and outcome["result"]["steps"] == 512
+    shipped = sorted(str(p.relative_to(driver)) for p in driver.rglob("*") if p.is_file())
+    made = sorted(str(p.relative_to(node)) for p in node.rglob("*") if p.is_file())
+    assert shipped == made and "run/eval.json" in shipped and "run/checkpoints/latest.pt" in shipped
+    assert sink.calls >= 3  # two periodic checkpoints (256, 512) and the end
+    assert (driver / "run" / "metrics.csv").read_bytes() == (node / "run" / "metrics.csv").read_bytes()
+
+
+def test_resume_on_another_machine_starts_from_the_files_the_driver_sent(tmp_path):
+    driver, node = tmp_path / "driver", tmp_path / "node"
+    kwargs = {"algo": "ppo", "env_id": "CartPole-v1", "preset": None, "overrides": TINY,
+              "flags": {"seed": 0, "total_steps": 256, "device": "cpu"}}
+    run_job_here(Job("run", train_run, kwargs), driver)  # the driver holds a run at 256 of its first budget
+    from acrl.sweep.executor import read_files
+
+    files = read_files(driver, [driver / "run"])
+    kwargs["flags"]["total_steps"] = 256
+    outcome = run_job_here(Job("run", train_run, kwargs), node, files=files, sink=Collect(driver))
+    assert outcome["result"]["steps"] == 256  # finished already: loaded from the shipped checkpoint, not retrained
+    assert steps_of(node / "run") == [128, 256]
+
+
+@pytest.mark.parametrize("values, message", [
+    ({"learning_rat": [1e-3]}, "unknown hyperparameter 'learning_rat'"),
+    ({"learning_rate": []}, "empty list"),
+    ({"clip_range": ["a", "b"]}, "clip_range must be a number"),
+])
+def test_a_bad_grid_is_refused_before_anything_starts(tmp_path, values, message):
+    with pytest.raises(InputError, match=message):
+        run_sweep(SweepSpec("ppo", ["CartPole-v1"], [0], values), tmp_path / "s", progress=False)
+    assert not (tmp_path / "s").exists()
+
+
+def test_list_valued_fields_take_a_list_of_lists_as_an_axis_and_a_list_as_one_value():
+    spec = SweepSpec("ppo", ["CartPole-v1"], [0], {"hidden_sizes": [[64, 64], [32]], **TINY})
+    assert [run.name for run in expand(spec, ClusterOptions())] == ["CartPole-v1-hidden_sizes=64x64-s0",
+                                                                     "CartPole-v1-hidden_sizes=32-s0"]
+    one = expand(SweepSpec("ppo", ["CartPole-v1"], [0], {"hidden_sizes": [64, 64], **TINY}), ClusterOptions())
+    assert [run.overrides["hidden_sizes"] for run in one] == [[64, 64]]
+
+
+def test_resources_larger_than_any_node_and_an_address_that_does_not_answer_are_refused(tmp_path):
+    spec = SweepSpec("ppo", ["CartPole-v1"], [0], TINY, total_steps=256)
+    with pytest.raises(InputError, match="each run asks for 64 CPU .* largest node of the cluster has 2 CPU"):
+        run_sweep(spec, tmp_path / "big", ClusterOptions(cpus_per_job=64), progress=False)
+
+
+def test_the_cli_refuses_a_sweep_without_an_algorithm_an_unknown_env_and_a_dead_address(tmp_path):
+    result = run_cli("sweep", "--env", "CartPole-v1", cwd=tmp_path)
+    assert result.returncode == 2 and "needs ALGO or --file" in result.stderr
+    result = run_cli("sweep", "ppo", "--env", "NoSuchEnv-v0", "--out", "s", cwd=tmp_path)
+    assert result.returncode == 2 and "NoSuchEnv-v0" in result.stderr and not (tmp_path / "s").exists()
+    result = run_cli("sweep", "ppo", "--env", "CartPole-v1", "--address", "127.0.0.1:9", "--out", "s", cwd=tmp_path)
+    assert result.returncode == 2 and "no Ray cluster answers at 127.0.0.1:9" in result.stderr
+
+
+def test_a_sweep_file_gives_the_grid_and_unknown_keys_are_named(tmp_path):
+    path = tmp_path / "grid.yaml"
+    path.write_text("algo: ppo\nenv: CartPole-v1\nseeds: [0, 1]\ntotal_steps: 512\nset:\n  gae_lambda: [0.9, 0.95]\n")
+    spec = SweepSpec.from_file(path)
+    assert (spec.algo, spec.envs, spec.seeds, spec.total_steps) == ("ppo", ["CartPole-v1"], [0, 1], 512)
+    assert len(expand(spec, ClusterOptions())) == 4
+    path.write_text("algo: ppo\nenvs: [CartPole-v1]\n")
+    with pytest.raises(InputError, match="unknown key.*envs"):
+        SweepSpec.from_file(path)
+
+
+def test_a_missing_extra_names_what_to_install():
+    with pytest.raises(InputError, match=r"install acrl's ray extra: pip install -e '\.\[ray\]'"):
+        require("acrl_no_such_module", "acrl sweep")
