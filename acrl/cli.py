@@ -211,6 +211,48 @@ class Sweep:
     """Show the progress bar over runs."""
 
 
+@dataclass
+class Tune:
+    """Search hyperparameters with Optuna (TPE, pruning on evaluations); trials run in parallel on Ray."""
+
+    algo: Annotated[str, tyro.conf.Positional, tyro.conf.arg(metavar="ALGO")]
+    """Algorithm."""
+    env: str
+    """Environment id."""
+    trials: int
+    """Trials to finish (complete, pruned or failed)."""
+    space: list[str] = field(default_factory=list)
+    """KEY=SPEC with SPEC loguniform:LOW:HIGH, uniform:LOW:HIGH, int:LOW:HIGH or categorical:A,B,C."""
+    file: str | None = None
+    """YAML with `space:` (KEY: SPEC) and optionally `set:` (KEY: value); flags add to it."""
+    total_steps: int | None = None
+    """Each trial's budget."""
+    seed: int = 0
+    """Each trial's seed, and the sampler's."""
+    preset: str | None = None
+    """Preset the trials start from."""
+    set: list[str] = field(default_factory=list)
+    """Fixed key=value of every trial."""
+    pruner: str = "median"
+    """median, asha (successive halving) or none."""
+    startup_trials: int = 5
+    """Random trials before TPE starts (the median pruner waits for as many)."""
+    parallel: int | None = None
+    """Trials at once (default: as many as the cluster's CPUs allow)."""
+    out: str | None = None
+    """Tune directory (default: runs/tune-ALGO-ENV-HASH; rerunning the command continues the study)."""
+    address: str | None = None
+    """Ray cluster: auto or HOST:PORT (default: a local instance)."""
+    cpus_per_run: float = 1.0
+    """CPUs per trial."""
+    gpus_per_run: float = 0.0
+    """GPUs per trial."""
+    retries: int = 3
+    """Restarts of a trial whose worker or node died."""
+    progress: bool = True
+    """A line per finished trial."""
+
+
 Command = (
     Annotated[Train, tyro.conf.subcommand("train")]
     | Annotated[Resume, tyro.conf.subcommand("resume")]
@@ -219,6 +261,7 @@ Command = (
     | Annotated[Collect, tyro.conf.subcommand("collect")]
     | Annotated[Experiment, tyro.conf.subcommand("experiment")]
     | Annotated[Sweep, tyro.conf.subcommand("sweep")]
+    | Annotated[Tune, tyro.conf.subcommand("tune")]
 )
 
 
@@ -388,8 +431,39 @@ def sweep(args: Sweep) -> None:
     print(f"table: {out / 'results.md'} ({out / 'results.json'}); figure: {out / 'curves.png'}", file=sys.stderr)
 
 
+def tune(args: Tune) -> None:
+    """Print the best trial and the preset entry on stdout; where the files are on stderr."""
+    import yaml
+
+    from acrl.core.config import parse_set_options
+    from acrl.sweep.executor import ClusterOptions
+    from acrl.sweep.tune import parse_space, run_tune
+
+    space, fixed = {}, {}
+    if args.file:
+        try:
+            data = yaml.safe_load(Path(args.file).read_text()) or {}
+        except (OSError, yaml.YAMLError) as exc:
+            raise InputError(f"cannot read {args.file}: {exc}") from None
+        if not isinstance(data, dict) or set(data) - {"space", "set"}:
+            raise InputError(f"{args.file} must be a YAML mapping with `space:` (KEY: SPEC) and optionally `set:`.")
+        space, fixed = dict(data.get("space") or {}), dict(data.get("set") or {})
+    options = ClusterOptions(address=args.address, cpus_per_job=args.cpus_per_run, gpus_per_job=args.gpus_per_run,
+                             retries=args.retries)
+    space = parse_space([f"{key}={spec}" for key, spec in space.items()] + args.space)
+    summary = run_tune(args.algo, args.env, args.trials, space, args.out, args.total_steps,
+                       args.seed, args.preset, {**fixed, **parse_set_options(args.set)}, args.pruner,
+                       args.startup_trials, args.parallel, options, args.progress)
+    print(json.dumps(summary["best"]))
+    print(yaml.safe_dump(summary["preset"], sort_keys=False), end="")
+    out = Path(summary["out"])
+    print(f"study: {out / 'trials.md'} ({out / 'trials.json'}); figure: {out / 'study.png'}; preset entry: "
+          f"{out / 'preset.yaml'} (add it to acrl/presets/{args.algo}.yaml and train with --preset tuned)",
+          file=sys.stderr)
+
+
 HANDLERS = {Train: train, Resume: resume, Evaluate: evaluate, Plot: plot, Collect: collect, Experiment: experiment,
-            Sweep: sweep}
+            Sweep: sweep, Tune: tune}
 
 
 @contextmanager

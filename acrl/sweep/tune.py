@@ -1,0 +1,389 @@
+"""Hyperparameter search (`acrl tune`): Optuna's TPE sampler and pruner, trials as Ray tasks.
+
+The anchor is rl-baselines3-zoo's Optuna setup (`python train.py --optimize`): each trial is a
+training run with sampled hyperparameters and one seed; its evaluations during training are
+reported as intermediate values so the pruner can stop bad trials early (median: below the median
+of earlier trials at the same step; ASHA: Optuna's asynchronous successive halving); the
+objective is the trial's final evaluation (its last `eval/return_mean`), maximised.
+
+Search space, per key (`--space KEY=SPEC`, or a file's `space:` mapping of KEY: SPEC):
+
+    learning_rate=loguniform:1e-5:1e-2   # log-uniform float in [low, high]
+    clip_range=uniform:0.1:0.3           # uniform float
+    n_epochs=int:3:30                    # integer in [low, high]
+    batch_size=categorical:32,64,128     # one of the values (read as YAML)
+
+Each trial is an ordinary run directory `TUNE_DIR/trial-NNN` trained by the sweep's machinery
+(`acrl.sweep.executor`: any core or node, files shipped home, retries from checkpoints), so a
+trial can be evaluated, resumed and plotted like any run. The study lives in
+`TUNE_DIR/study.journal` (Optuna's journal storage, written by an actor on the driver's node):
+rerunning the same command continues it, resuming trials that were running. At the end:
+trials.md / trials.json (every trial: state, value, parameters), study.png (objective per trial
+with the best so far, and every trial's evaluations with pruned ones dashed) and preset.yaml,
+the best configuration as a preset entry whose `source` names the study.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from acrl.core.errors import InputError
+from acrl.core.loop import Callback, write_json_atomic
+from acrl.sweep.executor import Cluster, ClusterOptions, Job, require
+
+KINDS = ("loguniform", "uniform", "int", "categorical")
+PRUNERS = ("median", "asha", "none")
+
+
+@dataclass(frozen=True)
+class Dimension:
+    """One key's search range: kind in `KINDS`; low and high for the numeric kinds, choices for categorical."""
+
+    kind: str
+    low: float | None = None
+    high: float | None = None
+    choices: tuple[Any, ...] = ()
+
+    @classmethod
+    def parse(cls, key: str, spec: str) -> Dimension:
+        """Read `kind:low:high` or `categorical:a,b,c`.
+
+        Raises:
+            InputError: an unknown kind, missing or non-numeric bounds, low >= high, a
+                non-positive loguniform bound, non-integer int bounds, or no choices.
+        """
+        kind, _, rest = str(spec).partition(":")
+        example = f"{key}=loguniform:1e-5:1e-2, {key}=uniform:0.1:0.3, {key}=int:3:30 or {key}=categorical:32,64"
+        if kind not in KINDS:
+            raise InputError(f"search space {key}={spec!r}: unknown kind {kind!r}; choose {', '.join(KINDS)}, "
+                             f"e.g. {example}.")
+        if kind == "categorical":
+            choices = tuple(yaml.safe_load(v) for v in rest.split(",") if v.strip())
+            if not choices:
+                raise InputError(f"search space {key}={spec!r}: categorical needs values, e.g. "
+                                 f"{key}=categorical:32,64.")
+            return cls(kind, choices=choices)
+        bounds = rest.split(":")
+        try:
+            low, high = (float(b) for b in bounds)
+        except ValueError:
+            raise InputError(f"search space {key}={spec!r}: {kind} needs two numbers LOW:HIGH, e.g. "
+                             f"{example}.") from None
+        if not low < high:
+            raise InputError(f"search space {key}={spec!r}: low must be below high.")
+        if kind == "loguniform" and low <= 0:
+            raise InputError(f"search space {key}={spec!r}: loguniform bounds must be > 0.")
+        if kind == "int" and not (low.is_integer() and high.is_integer()):
+            raise InputError(f"search space {key}={spec!r}: int bounds must be integers.")
+        return cls(kind, low, high)
+
+    def corners(self) -> list[Any]:
+        """The values at the edges of the range (every choice of a categorical), for validation."""
+        if self.kind == "categorical":
+            return list(self.choices)
+        return [int(self.low), int(self.high)] if self.kind == "int" else [self.low, self.high]
+
+    def suggest(self, trial: Any, key: str) -> Any:
+        """Optuna's suggestion for `key` on `trial`."""
+        if self.kind == "categorical":
+            return trial.suggest_categorical(key, list(self.choices))
+        if self.kind == "int":
+            return trial.suggest_int(key, int(self.low), int(self.high))
+        return trial.suggest_float(key, self.low, self.high, log=self.kind == "loguniform")
+
+
+def parse_space(options: list[str]) -> dict[str, Dimension]:
+    """`KEY=SPEC` strings as Dimensions (a later KEY replaces an earlier one).
+
+    Raises:
+        InputError: an option without `=`, a malformed SPEC (`Dimension.parse`), an empty space.
+    """
+    space = {}
+    for option in options:
+        key, sep, spec = option.partition("=")
+        if not sep or not key:
+            raise InputError(f"--space expects KEY=SPEC (e.g. learning_rate=loguniform:1e-5:1e-2), got {option!r}.")
+        space[key.strip()] = Dimension.parse(key.strip(), spec.strip())
+    if not space:
+        raise InputError("the search space is empty: give --space KEY=SPEC (e.g. learning_rate=loguniform:1e-5:1e-2).")
+    return space
+
+
+class Study:
+    """A Ray actor on the driver's node that owns the Optuna study (journal file on the driver's disk).
+
+    Args:
+        path: the journal file.
+        seed: the TPE sampler's seed.
+        pruner: one of `PRUNERS`.
+        startup_trials: trials sampled at random (and never pruned against) before TPE and pruning start.
+        space: {key: Dimension}.
+    """
+
+    def __init__(self, path: str, seed: int, pruner: str, startup_trials: int, space: dict[str, Dimension]):
+        import optuna
+
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        storage = optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(path))
+        pruners = {"median": optuna.pruners.MedianPruner(n_startup_trials=startup_trials),
+                   "asha": optuna.pruners.SuccessiveHalvingPruner(),
+                   "none": optuna.pruners.NopPruner()}
+        self.study = optuna.create_study(
+            study_name="acrl", storage=storage, direction="maximize", load_if_exists=True,
+            sampler=optuna.samplers.TPESampler(n_startup_trials=startup_trials, seed=seed, multivariate=True),
+            pruner=pruners[pruner])
+        self.space = space
+        self.open: dict[int, Any] = {}
+
+    def running(self) -> list[tuple[int, dict[str, Any]]]:
+        """(number, params) of trials left RUNNING by an interrupted driver, to resume."""
+        import optuna
+
+        found = []
+        for frozen in self.study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
+            self.open[frozen.number] = optuna.trial.Trial(self.study, frozen._trial_id)  # Optuna has no public way back
+            found.append((frozen.number, frozen.params))
+        return found
+
+    def ask(self) -> tuple[int, dict[str, Any]]:
+        trial = self.study.ask()
+        params = {key: dim.suggest(trial, key) for key, dim in self.space.items()}
+        self.open[trial.number] = trial
+        return trial.number, params
+
+    def report(self, number: int, step: int, value: float) -> bool:
+        """Record an intermediate evaluation; returns whether the pruner stops the trial."""
+        trial = self.open[number]
+        trial.report(value, step)
+        return trial.should_prune()
+
+    def tell(self, number: int, value: float | None, pruned: bool) -> None:
+        import optuna
+
+        state = (optuna.trial.TrialState.PRUNED if pruned else
+                 optuna.trial.TrialState.COMPLETE if value is not None else optuna.trial.TrialState.FAIL)
+        self.study.tell(number, value if state == optuna.trial.TrialState.COMPLETE else None, state=state)
+        self.open.pop(number, None)
+
+    def counts(self) -> dict[str, int]:
+        """Trials by state name (COMPLETE, PRUNED, FAIL, RUNNING)."""
+        out: dict[str, int] = {}
+        for frozen in self.study.get_trials(deepcopy=False):
+            out[frozen.state.name] = out.get(frozen.state.name, 0) + 1
+        return out
+
+    def trials(self) -> list[dict[str, Any]]:
+        """Every trial as JSON: number, state, value, params, intermediate {step: value}."""
+        return [{"number": t.number, "state": t.state.name, "value": t.value, "params": t.params,
+                 "intermediate": {int(k): v for k, v in t.intermediate_values.items()}}
+                for t in self.study.get_trials(deepcopy=False)]
+
+
+class ReportToStudy(Callback):
+    """Reports each evaluation to the study actor; stops the run when the pruner says so."""
+
+    def __init__(self, study: Any, number: int):
+        self.study, self.number, self.pruned = study, number, False
+
+    def on_evaluation(self, step: int, result: dict[str, Any]) -> bool:
+        import ray
+
+        self.pruned = bool(ray.get(self.study.report.remote(self.number, step, float(result["return_mean"]))))
+        return self.pruned
+
+
+def tune_trial(root: Path, run_dir: Path, callbacks: list[Any], study: Any, number: int,
+               **run: Any) -> dict[str, Any]:
+    """A trial's job: `acrl.sweep.grid.train_run` with its evaluations reported to the study.
+
+    Returns:
+        {"steps", "best", "final": the last evaluation's mean return, "pruned": bool}.
+    """
+    from acrl.core.plotting import read_curve
+    from acrl.sweep.grid import train_run
+
+    reporter = ReportToStudy(study, number)
+    result = train_run(root, run_dir, [*callbacks, reporter], **run)
+    _, values = read_curve(run_dir)
+    return {**result, "final": float(values[-1]), "pruned": reporter.pruned}
+
+
+def run_tune(algo: str, env_id: str, trials: int, space: dict[str, Dimension], out: str | Path | None = None,
+             total_steps: int | None = None, seed: int = 0, preset: str | None = None,
+             overrides: dict[str, Any] | None = None, pruner: str = "median", startup_trials: int = 5,
+             parallel: int | None = None, options: ClusterOptions | None = None,
+             progress: bool = True) -> dict[str, Any]:
+    """Search `space` with `trials` trials of `algo` on `env_id`; write the study's files.
+
+    Args:
+        algo, env_id, preset: what each trial trains (as `acrl train`).
+        trials: trials to finish (complete, pruned or failed); a rerun continues toward the same number.
+        space: {config key: Dimension}.
+        out: the tune directory (default runs/tune-ALGO-ENV-HASH of the arguments).
+        total_steps, seed, overrides: each trial's budget, seed and fixed `--set` values.
+        pruner: "median", "asha" or "none".
+        startup_trials: random trials before TPE; the median pruner waits for as many.
+        parallel: trials at once (default: as many as the cluster's CPUs allow).
+        options: `ClusterOptions`.
+        progress: a line per finished trial.
+    Returns:
+        {"best": {"number", "value", "params"}, "trials": [...], "preset": the preset entry}.
+    Raises:
+        InputError: a bad space, key, value, pruner or trial count, before anything starts.
+        KeyboardInterrupt: Ctrl-C, once the running trials have checkpointed.
+    """
+    from acrl.algos import get_algorithm, make_config
+
+    require("optuna", "acrl tune")
+    options = options or ClusterOptions()
+    options.validate()
+    overrides = dict(overrides or {})
+    if trials < 1 or startup_trials < 0 or (parallel is not None and parallel < 1):
+        raise InputError(f"--trials and --parallel must be >= 1 and --startup-trials >= 0, got {trials}, {parallel} "
+                         f"and {startup_trials}.")
+    if pruner not in PRUNERS:
+        raise InputError(f"unknown pruner {pruner!r}; choose {', '.join(PRUNERS)}.")
+    fields = get_algorithm(algo).config_class()
+    threads = max(1, int(options.cpus_per_job))
+    flags = {"seed": seed, "total_steps": total_steps, "device": "cuda" if options.gpus_per_job > 0 else "cpu",
+             **{k: threads for k in ("torch_threads", "workers") if hasattr(fields, k)}}
+    corners = {key: dim.corners() for key, dim in space.items()}
+    for i in range(max(map(len, corners.values()))):  # the low edges together, the high ones, each choice
+        point = {key: values[min(i, len(values) - 1)] for key, values in corners.items()}
+        cls, config = make_config(algo, env_id, preset, {**overrides, **point}, **flags)
+    cls(config.env_id, config=config).before_learning()  # the environment and its spaces
+    if not config.eval_freq:
+        raise InputError("tuning needs evaluations during training (the objective and the pruner read them): "
+                         "set eval_freq > 0.")
+    record = {"kind": "tune", "algo": algo, "env_id": env_id, "space": {k: vars(d) for k, d in space.items()},
+              "total_steps": total_steps, "seed": seed, "preset": preset, "set": overrides, "pruner": pruner,
+              "startup_trials": startup_trials}
+    digest = hashlib.sha256(yaml.safe_dump(record, sort_keys=True).encode()).hexdigest()[:8]
+    out = Path(out) if out is not None else Path("runs") / f"tune-{algo}-{env_id.replace('/', '_')}-{digest}"
+    existing = out / "tune.yaml"
+    if existing.exists() and yaml.safe_load(existing.read_text()) != yaml.safe_load(yaml.safe_dump(record)):
+        raise InputError(f"{out} holds another search (its tune.yaml differs); rerun that search's own command to "
+                         "continue it, or choose another --out.")
+
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    with Cluster(out, options) as cluster:
+        out.mkdir(parents=True, exist_ok=True)
+        existing.write_text(yaml.safe_dump(record, sort_keys=False))
+        pinned = NodeAffinitySchedulingStrategy(node_id=cluster.driver_node, soft=False)
+        study = ray.remote(num_cpus=0, scheduling_strategy=pinned)(Study).remote(
+            str((out / "study.journal").resolve()), seed, pruner, startup_trials, space)
+        if parallel is None:
+            parallel = max(1, int(ray.cluster_resources().get("CPU", 1) // options.cpus_per_job))
+        run = {"algo": algo, "env_id": env_id, "preset": preset}
+
+        def submit(number: int, params: dict[str, Any]) -> None:
+            cluster.submit(Job(f"trial-{number:03d}", tune_trial,
+                               {"study": study, "number": number, **run, "overrides": {**overrides, **params},
+                                "flags": flags}))
+
+        def finished() -> int:
+            counts = ray.get(study.counts.remote())  # failed trials count too: a search never asks forever
+            return counts.get("COMPLETE", 0) + counts.get("PRUNED", 0) + counts.get("FAIL", 0)
+
+        for number, params in ray.get(study.running.remote()):  # interrupted last time: resume them
+            submit(number, params)
+        while len(cluster.running) < min(parallel, trials - finished()):
+            submit(*ray.get(study.ask.remote()))
+        try:
+            for job, outcome in cluster.results():
+                number = int(job.name.removeprefix("trial-"))
+                failed = isinstance(outcome, BaseException)
+                ray.get(study.tell.remote(number, None if failed else outcome["final"],
+                                          not failed and outcome["pruned"]))
+                if progress:
+                    state = f"failed: {outcome}" if failed else (f"{'pruned at' if outcome['pruned'] else 'final'} "
+                                                                 f"{outcome['final']:.4g} (step {outcome['steps']})")
+                    print(f"trial {number}: {state}", file=sys.stderr, flush=True)
+                while len(cluster.running) < min(parallel, trials - finished()):
+                    submit(*ray.get(study.ask.remote()))
+        except KeyboardInterrupt:
+            print("\nacrl: stopping the search: each running trial writes checkpoints/latest.pt (Ctrl-C again kills "
+                  "them now); rerun the same command to continue it.", file=sys.stderr, flush=True)
+            cluster.stop()
+            raise
+        all_trials = ray.get(study.trials.remote())
+    return write_study(out, record, all_trials)
+
+
+def write_study(out: Path, record: dict[str, Any], trials: list[dict[str, Any]]) -> dict[str, Any]:
+    """trials.json, trials.md, study.png and preset.yaml of a finished search; returns trials.json's content.
+
+    Raises:
+        InputError: no trial completed (nothing to recommend).
+    """
+    complete = [t for t in trials if t["state"] == "COMPLETE"]
+    if not complete:
+        raise InputError(f"no trial of the search in {out} completed (all pruned or failed); widen the space, raise "
+                         "--trials or use --pruner none.")
+    best = max(complete, key=lambda t: t["value"])
+    date = time.strftime("%Y-%m-%d")
+    source = (f"acrl tune {record['algo']} --env {record['env_id']}: Optuna TPE study {out / 'study.journal'} "
+              f"({len(trials)} trials, {record['pruner']} pruner, seed {record['seed']}, {record['total_steps']} steps "
+              f"per trial), best trial {best['number']} with final evaluation {best['value']:.4g}, {date}")
+    preset = {record["env_id"]: {"tuned": {**record["set"], **best["params"], "source": source}}}
+    (out / "preset.yaml").write_text(yaml.safe_dump(preset, sort_keys=False))
+    summary = {"out": str(out), "best": {k: best[k] for k in ("number", "value", "params")}, "preset": preset,
+               "trials": trials, "date": date}
+    write_json_atomic(out / "trials.json", summary)
+    keys = list(record["space"])
+    lines = [f"Best: trial {best['number']}, final evaluation {best['value']:.4g}.", "",
+             "| trial | state | final evaluation | " + " | ".join(keys) + " |",
+             "| ---: | --- | ---: |" + " ---: |" * len(keys)]
+    for t in sorted(trials, key=lambda t: -(t["value"] if t["value"] is not None else float("-inf"))):
+        value = f"{t['value']:.4g}" if t["value"] is not None else "-"
+        lines.append(f"| {t['number']} | {t['state'].lower()} | {value} | "
+                     + " | ".join(f"{t['params'].get(k, '-'):.4g}" if isinstance(t["params"].get(k), float)
+                                  else str(t["params"].get(k, "-")) for k in keys) + " |")
+    (out / "trials.md").write_text("\n".join(lines) + "\n")
+    plot_study(trials, out / "study.png")
+    return summary
+
+
+def plot_study(trials: list[dict[str, Any]], out: Path) -> Path:
+    """Left: each finished trial's objective and the best so far; right: every trial's evaluations
+    against steps (pruned trials dashed). Written atomically."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (history, curves) = plt.subplots(1, 2, figsize=(12, 4.2))
+    done = sorted((t for t in trials if t["state"] == "COMPLETE"), key=lambda t: t["number"])
+    history.scatter([t["number"] for t in done], [t["value"] for t in done], s=18, label="complete")
+    best, running = [], float("-inf")
+    for t in done:
+        running = max(running, t["value"])
+        best.append(running)
+    history.step([t["number"] for t in done], best, where="post", color="tab:red", label="best so far")
+    history.set_xlabel("trial")
+    history.set_ylabel("final evaluation return")
+    history.legend(fontsize=8)
+    history.grid(alpha=0.3)
+    for t in trials:
+        if t["intermediate"]:
+            steps, values = zip(*sorted(t["intermediate"].items()))
+            curves.plot(steps, values, ls="--" if t["state"] == "PRUNED" else "-", lw=1,
+                        color="grey" if t["state"] == "PRUNED" else None)
+    curves.set_xlabel("steps")
+    curves.set_ylabel("evaluation return (pruned: dashed)")
+    curves.grid(alpha=0.3)
+    fig.tight_layout()
+    tmp = out.with_name(out.stem + ".tmp.png")
+    fig.savefig(tmp, dpi=110)
+    plt.close(fig)
+    tmp.replace(out)
+    return out

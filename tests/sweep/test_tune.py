@@ -1,0 +1,100 @@
+"""acrl tune: the search space, the study's pruning, and a small search on one shared local Ray instance."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+import yaml
+
+from acrl.core.errors import InputError
+from acrl.sweep.tune import Dimension, Study, parse_space, run_tune
+from tests.conftest import run_cli
+from tests.sweep.test_sweep import TINY
+
+ray = pytest.importorskip("ray")
+pytest.importorskip("optuna")
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.ERROR, log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+def test_the_space_reads_each_kind():
+    space = parse_space(["learning_rate=loguniform:1e-5:1e-2", "clip_range=uniform:0.1:0.3", "n_epochs=int:3:30",
+                         "batch_size=categorical:32,64,128"])
+    assert space == {"learning_rate": Dimension("loguniform", 1e-5, 1e-2),
+                     "clip_range": Dimension("uniform", 0.1, 0.3), "n_epochs": Dimension("int", 3, 30),
+                     "batch_size": Dimension("categorical", choices=(32, 64, 128))}
+
+
+@pytest.mark.parametrize("option, message", [
+    ("learning_rate=log:1e-5:1e-2", "unknown kind 'log'"),
+    ("learning_rate=loguniform:1e-5", "needs two numbers LOW:HIGH"),
+    ("learning_rate=loguniform:0:1", "loguniform bounds must be > 0"),
+    ("clip_range=uniform:0.3:0.1", "low must be below high"),
+    ("n_epochs=int:3:7.5", "int bounds must be integers"),
+    ("batch_size=categorical:", "categorical needs values"),
+    ("learning_rate", "expects KEY=SPEC"),
+])
+def test_a_malformed_space_is_refused(option, message):
+    with pytest.raises(InputError, match=message):
+        parse_space([option])
+
+
+def test_the_median_pruner_stops_a_trial_below_the_median_of_earlier_ones_at_the_same_step(tmp_path):
+    study = Study(str(tmp_path / "study.journal"), seed=0, pruner="median", startup_trials=1,
+                  space={"learning_rate": Dimension("loguniform", 1e-4, 1e-2)})
+    first, params = study.ask()
+    assert 1e-4 <= params["learning_rate"] <= 1e-2
+    assert not study.report(first, 100, 50.0) and not study.report(first, 200, 80.0)
+    study.tell(first, 80.0, pruned=False)
+    second, _ = study.ask()
+    assert not study.report(second, 100, 60.0)  # above trial 0's 50 at step 100
+    assert study.report(second, 200, 10.0)  # below trial 0's 80 at step 200: pruned
+    study.tell(second, None, pruned=True)
+    assert study.counts() == {"COMPLETE": 1, "PRUNED": 1}
+    reopened = Study(str(tmp_path / "study.journal"), 0, "median", 1, {})  # the journal keeps the study
+    assert [t["state"] for t in reopened.trials()] == ["COMPLETE", "PRUNED"]
+
+
+def test_a_search_of_4_trials_writes_its_table_figure_and_best_preset_and_a_rerun_adds_none(tmp_path, local_ray):
+    space = parse_space(["learning_rate=loguniform:1e-4:3e-3", "n_epochs=int:1:3"])
+    summary = run_tune("ppo", "CartPole-v1", 4, space, tmp_path, total_steps=512, overrides=TINY, startup_trials=2,
+                       progress=False)
+
+    trials = summary["trials"]
+    assert sorted(t["number"] for t in trials) == [0, 1, 2, 3]
+    assert all(t["state"] in ("COMPLETE", "PRUNED") for t in trials)
+    for t in trials:  # each trial is a run directory trained with its sampled values
+        config = yaml.safe_load((tmp_path / f"trial-{t['number']:03d}" / "config.yaml").read_text())["config"]
+        assert config["learning_rate"] == pytest.approx(t["params"]["learning_rate"])
+        assert config["n_epochs"] == t["params"]["n_epochs"]
+        assert sorted(t["intermediate"]) == [256, 512][:len(t["intermediate"])]
+    complete = [t for t in trials if t["state"] == "COMPLETE"]
+    best = max(complete, key=lambda t: t["value"])
+    assert summary["best"]["number"] == best["number"]
+    preset = yaml.safe_load((tmp_path / "preset.yaml").read_text())["CartPole-v1"]["tuned"]
+    assert preset["learning_rate"] == best["params"]["learning_rate"] and preset["n_steps"] == TINY["n_steps"]
+    assert "study.journal" in preset["source"] and f"best trial {best['number']}" in preset["source"]
+    assert (tmp_path / "trials.md").read_text().count("\n| ") == 2 + 4  # header, rule and 4 trials
+    assert (tmp_path / "study.png").stat().st_size > 10_000
+
+    again = run_tune("ppo", "CartPole-v1", 4, space, tmp_path, total_steps=512, overrides=TINY, startup_trials=2,
+                     progress=False)
+    assert len(again["trials"]) == 4
+    assert json.loads((tmp_path / "trials.json").read_text())["best"] == summary["best"]
+
+
+def test_the_cli_refuses_a_malformed_space_and_an_unknown_key_before_starting(tmp_path):
+    result = run_cli("tune", "ppo", "--env", "CartPole-v1", "--trials", "2", "--space", "learning_rate=log:1:2",
+                     "--out", "t", cwd=tmp_path)
+    assert result.returncode == 2 and "unknown kind 'log'" in result.stderr
+    result = run_cli("tune", "ppo", "--env", "CartPole-v1", "--trials", "2", "--space", "learnin_rate=uniform:0:1",
+                     "--out", "t", cwd=tmp_path)
+    assert result.returncode == 2 and "unknown hyperparameter 'learnin_rate'" in result.stderr
+    assert not (tmp_path / "t").exists()
