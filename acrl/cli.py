@@ -4,7 +4,7 @@
                [--run-dir DIR] [--preset NAME] [--set key=value ...] [--device DEV] [--no-progress]
     acrl resume RUN_DIR [--total-steps N] [--device DEV] [--no-progress]
     acrl evaluate RUN_DIR [--episodes N] [--stochastic] [--seed N] [--device DEV]
-    acrl plot RUN_DIR... [--out FILE]
+    acrl plot RUN_DIR... [--out FILE]        (or one SWEEP_DIR: its table and figure again)
     acrl collect --kind final|imitation|imperfect --out FILE --steps N [--env ENV_ID] [--policy RUN_DIR]
                  [--seed N] [--noise STD] [--random-prob P] [--algo ddpg|td3] [--preset NAME]
                  [--set key=value ...] [--no-progress]
@@ -12,6 +12,12 @@
                     [--dataset-size N] [--eval-freq N] [--eval-episodes N] [--out DIR]
                     [--behavioral-set key=value ...] [--bcq-set key=value ...] [--ddpg-set key=value ...]
                     [--no-progress]
+    acrl sweep [ALGO] [--file SWEEP.yaml] [--env ENV ...] [--seeds N ...] [--total-steps N] [--preset NAME]
+               [--dataset FILE ...] [--set key=value|key=[v1,v2] ...] [--out DIR] [--address auto|HOST:PORT]
+               [--cpus-per-run C] [--gpus-per-run G] [--retries N] [--no-progress]
+    acrl tune ALGO --env ENV --trials N [--space KEY=SPEC ...] [--file SPACE.yaml] [--total-steps N] [--seed N]
+              [--set key=value ...] [--pruner median|asha|none] [--startup-trials N] [--parallel N] [--out DIR]
+              [--address auto|HOST:PORT] [--cpus-per-run C] [--gpus-per-run G] [--retries N]
 
 ALGO is one of `acrl.algos.ALGORITHMS` (ppo, a3c, ddpg, td3, sac, bcq, discrete_bcq); `acrl COMMAND
 --help` describes every option. Warnings print once each, as one line `acrl: warning: MESSAGE` on
@@ -104,10 +110,11 @@ class Evaluate:
 
 @dataclass
 class Plot:
-    """Draw learning curves; several seeds of one config become a mean with a band."""
+    """Draw learning curves; several seeds of one config become a mean with a band. Given a sweep
+    directory, rewrite its table and figure (results.md, results.json, curves.png)."""
 
     run_dirs: Annotated[list[str], tyro.conf.Positional, tyro.conf.arg(metavar="RUN_DIR [RUN_DIR ...]")]
-    """Run directories written by `acrl train` (each with its metrics.csv)."""
+    """Run directories written by `acrl train` (each with its metrics.csv), or one `acrl sweep` directory."""
     out: str = "learning_curves.png"
     """PNG file to write (its folder must exist)."""
 
@@ -165,7 +172,7 @@ class Experiment:
     eval_episodes: int = 10
     """Episodes per evaluation (deterministic; the paper uses 10)."""
     out: str | None = None
-    """Output directory (default: runs/experiment-NAME-ENV-TIME)."""
+    """Output directory (default: runs/experiment-NAME-ENV-TIME); the same command with the same --out resumes it."""
     behavioral_set: list[str] = field(default_factory=list)
     """Behavioral DDPG hyperparameters as key=value."""
     bcq_set: list[str] = field(default_factory=list)
@@ -216,9 +223,9 @@ class Tune:
     """Search hyperparameters with Optuna (TPE, pruning on evaluations); trials run in parallel on Ray."""
 
     algo: Annotated[str, tyro.conf.Positional, tyro.conf.arg(metavar="ALGO")]
-    """Algorithm."""
+    """Algorithm whose config the space samples."""
     env: str
-    """Environment id."""
+    """Environment id of every trial."""
     trials: int
     """Trials to finish (complete, pruned or failed)."""
     space: list[str] = field(default_factory=list)
@@ -345,6 +352,13 @@ def plot(args: Plot) -> None:
 
     if not args.run_dirs:
         raise InputError("acrl plot needs at least one run directory, e.g. acrl plot runs/ppo-CartPole-v1-s0-*.")
+    if len(args.run_dirs) == 1 and (Path(args.run_dirs[0]) / "sweep.yaml").is_file():
+        from acrl.sweep.results import markdown, summarize
+
+        sweep_dir = Path(args.run_dirs[0])
+        print(markdown(summarize(sweep_dir)))
+        print(f"table: {sweep_dir / 'results.md'}; figure: {sweep_dir / 'curves.png'}", file=sys.stderr)
+        return
     for path in args.run_dirs:
         run_dir = existing_run_dir(path)
         if not (run_dir / "metrics.csv").is_file():

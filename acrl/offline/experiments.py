@@ -22,12 +22,17 @@ paper's Figure 2: a panel per buffer, evaluation return against updates (concurr
 the behavioral agent's time steps) for BCQ and DDPG, the behavioral policy as a dashed line.
 
 Every agent runs in its own acrl run directory (config.yaml, metrics.csv, checkpoints, eval.json,
-learning_curve.png), so `acrl evaluate` and `acrl plot` work on each of them.
+learning_curve.png), so `acrl evaluate` and `acrl plot` work on each of them. Both experiments run
+as jobs on Ray (`acrl.sweep.executor`), in parallel where they can: the concurrent runs of every
+seed, then the datasets (s{seed}/data-KIND/KIND.h5), then the offline runs (s{seed}/KIND/AGENT);
+the final buffer is s{seed}/concurrent/final.h5.
 """
 
 from __future__ import annotations
 
+import shutil
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,18 +42,24 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
+import yaml  # noqa: E402
 
 from acrl.core.config import RunConfig, preset_values, update_config  # noqa: E402
 from acrl.core.envs import env_factory  # noqa: E402
 from acrl.core.errors import InputError  # noqa: E402
-from acrl.core.loop import Run, train, write_json_atomic  # noqa: E402
+from acrl.core.loop import Callback, Run, train, write_json_atomic  # noqa: E402
 from acrl.core.plotting import read_curve  # noqa: E402
 from acrl.core.version import __version__  # noqa: E402
 from acrl.offline.collect import buffer_dataset, collect_dataset  # noqa: E402
-from acrl.parts.datasets import OfflineDataset, load_dataset, save_dataset  # noqa: E402
+from acrl.parts.datasets import OfflineDataset, save_dataset  # noqa: E402
+from acrl.sweep.executor import ClusterOptions, Job, run_jobs  # noqa: E402
+from acrl.sweep.grid import train_run  # noqa: E402
 
 KINDS = ("final", "concurrent", "imitation", "imperfect")
 """The buffers of the paper's Figure 2, in its order."""
+
+OVERRIDES = ("behavioral_overrides", "bcq_overrides", "ddpg_overrides")
+"""The keyword arguments that carry each agent's config fields."""
 
 ITERATION_STEPS = 1_000
 """Behavioral steps per round of the concurrent run (and its learners' updates): one metrics row each."""
@@ -88,6 +99,28 @@ def _check_out(out_dir: Path) -> None:
         raise InputError(f"{out_dir} already holds files; choose another --out (experiments never overwrite).")
 
 
+def _record(out_dir: Path, settings: dict[str, Any]) -> Callable[[], None]:
+    """Check that `out_dir` is new or holds the same experiment (whose finished jobs a rerun skips);
+    return the function that writes out_dir/experiment.yaml once Ray is up.
+
+    Raises:
+        InputError: `out_dir` holds files of something else.
+    """
+    path = out_dir / "experiment.yaml"
+    text = yaml.safe_dump(settings, sort_keys=False)
+    if path.exists() and yaml.safe_load(path.read_text()) != yaml.safe_load(text):
+        raise InputError(f"{out_dir} holds another experiment (its experiment.yaml differs); rerun its own command "
+                         "to resume it, or choose another --out.")
+    if not path.exists():
+        _check_out(out_dir)
+
+    def write() -> None:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+    return write
+
+
 def episode_returns(data: OfflineDataset) -> np.ndarray:
     """Undiscounted returns (float64) of the complete episodes in a dataset, in order.
 
@@ -106,10 +139,45 @@ def episode_returns(data: OfflineDataset) -> np.ndarray:
 # --------------------------------------------------------------------------------------------
 
 
+def concurrent_agents(env_id: str, steps: int | None, seed: int, eval_freq: int | None, eval_episodes: int,
+                      final_dataset: Path, behavioral_overrides: dict[str, Any] | None = None,
+                      bcq_overrides: dict[str, Any] | None = None,
+                      ddpg_overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The three agents of `run_concurrent` (its arguments), built and checked: {"behavioral": DDPG,
+    "ddpg": DDPG and "bcq": BCQ on the behavioral agent's buffer}. The experiments build them on
+    the driver first, so bad input, and the behavioral agent's warnings, come before any job.
+
+    Raises:
+        InputError: an unknown environment, a Discrete or unbounded action space, a bad override,
+            a non-positive budget.
+    """
+    from acrl.algos.bcq import BCQ
+    from acrl.algos.ddpg import DDPG
+
+    defaults = experiment_defaults(env_id)
+    steps = defaults["steps_behavioral"] if steps is None else int(steps)
+    eval_freq = defaults["eval_freq"] if eval_freq is None else int(eval_freq)
+    if steps < 1 or eval_freq < 1 or eval_episodes < 1:
+        raise InputError(f"steps, eval_freq and eval_episodes must be >= 1, got {steps}, {eval_freq}, {eval_episodes}.")
+    common = {"eval_freq": eval_freq, "eval_episodes": eval_episodes, "iteration_steps": ITERATION_STEPS}
+    behavioral_cfg = _config("ddpg", env_id, behavioral_overrides or {}, {"seed": seed, "total_steps": steps, **common})
+    behavioral_cfg = update_config(behavioral_cfg, {"buffer_size": max(steps, behavioral_cfg.start_steps,
+                                                                       behavioral_cfg.batch_size)}, "experiment")
+    bcq_cfg = _config("bcq", env_id, bcq_overrides or {},
+                      {"seed": seed + 2, "total_steps": steps, "dataset": str(final_dataset), **common})
+    ddpg_values = {"gamma": bcq_cfg.gamma, **(ddpg_overrides or {})}
+    ddpg_cfg = _config("ddpg", env_id, ddpg_values, {"seed": seed + 1, "total_steps": steps, "dataset": None,
+                                                     **common})
+    behavioral = DDPG(env_id, config=behavioral_cfg)
+    return {"behavioral": behavioral, "ddpg": DDPG(env_id, config=ddpg_cfg, buffer=behavioral.buffer),
+            "bcq": BCQ(env_id, config=bcq_cfg, buffer=behavioral.buffer)}
+
+
 def run_concurrent(env_id: str, out_dir: str | Path, steps: int | None = None, seed: int = 0,
                    eval_freq: int | None = None, eval_episodes: int = 10, final_dataset: str | Path | None = None,
                    behavioral_overrides: dict[str, Any] | None = None, bcq_overrides: dict[str, Any] | None = None,
-                   ddpg_overrides: dict[str, Any] | None = None, progress: bool = True) -> dict[str, Any]:
+                   ddpg_overrides: dict[str, Any] | None = None, progress: bool = True,
+                   callbacks: Sequence[Callback] = ()) -> dict[str, Any]:
     """The concurrent experiment (Fujimoto et al. 2019, Sec. 3 and Figure 2 "concurrent").
 
     A behavioral DDPG (the env's DDPG preset; its replay buffer keeps every transition) trains
@@ -133,6 +201,7 @@ def run_concurrent(env_id: str, out_dir: str | Path, steps: int | None = None, s
         final_dataset: where to write the final buffer (default out_dir/final.h5).
         behavioral_overrides, bcq_overrides, ddpg_overrides: config fields per agent.
         progress: progress bar of the behavioral run.
+        callbacks: `acrl.core.loop.Callback`s of each of the three runs (a sweep's file shipping).
     Returns:
         JSON-ready dict: env_id, seed, steps, eval_freq, curves {behavioral, ddpg, bcq: [[step,
         return_mean], ...]}, final {name: last evaluation}, best {name: best evaluation},
@@ -142,34 +211,17 @@ def run_concurrent(env_id: str, out_dir: str | Path, steps: int | None = None, s
         InputError: an unknown environment, a Discrete or unbounded action space, a bad override,
             a non-positive budget, or an out_dir that already holds files.
     """
-    from acrl.algos.bcq import BCQ
-    from acrl.algos.ddpg import DDPG
-
     out_dir = Path(out_dir)
     _check_out(out_dir)
-    defaults = experiment_defaults(env_id)
-    steps = defaults["steps_behavioral"] if steps is None else int(steps)
-    eval_freq = defaults["eval_freq"] if eval_freq is None else int(eval_freq)
-    if steps < 1 or eval_freq < 1 or eval_episodes < 1:
-        raise InputError(f"steps, eval_freq and eval_episodes must be >= 1, got {steps}, {eval_freq}, {eval_episodes}.")
     final_dataset = Path(final_dataset or out_dir / "final.h5").resolve()
-    common = {"eval_freq": eval_freq, "eval_episodes": eval_episodes, "iteration_steps": ITERATION_STEPS}
-    behavioral_cfg = _config("ddpg", env_id, behavioral_overrides or {}, {"seed": seed, "total_steps": steps, **common})
-    behavioral_cfg = update_config(behavioral_cfg, {"buffer_size": max(steps, behavioral_cfg.start_steps,
-                                                                       behavioral_cfg.batch_size)}, "experiment")
-    bcq_cfg = _config("bcq", env_id, bcq_overrides or {},
-                      {"seed": seed + 2, "total_steps": steps, "dataset": str(final_dataset), **common})
-    ddpg_values = {"gamma": bcq_cfg.gamma, **(ddpg_overrides or {})}
-    ddpg_cfg = _config("ddpg", env_id, ddpg_values, {"seed": seed + 1, "total_steps": steps, "dataset": None,
-                                                     **common})
-
-    behavioral = DDPG(env_id, config=behavioral_cfg)
-    learner = DDPG(env_id, config=ddpg_cfg, buffer=behavioral.buffer)
-    bcq = BCQ(env_id, config=bcq_cfg, buffer=behavioral.buffer)
-    agents = {"behavioral": behavioral, "ddpg": learner, "bcq": bcq}
-    torch.set_num_threads(behavioral_cfg.torch_threads)  # as Agent.learn does; oversubscribed threads crawl
+    agents = concurrent_agents(env_id, steps, seed, eval_freq, eval_episodes, final_dataset, behavioral_overrides,
+                               bcq_overrides, ddpg_overrides)
+    behavioral = agents["behavioral"]
+    steps, eval_freq = behavioral.config.total_steps, behavioral.config.eval_freq
+    torch.set_num_threads(behavioral.config.torch_threads)  # as Agent.learn does; oversubscribed threads crawl
     behavioral.before_learning()
-    runs = [Run(agent, out_dir / name, progress, label=f"concurrent {name}") for name, agent in agents.items()]
+    runs = [Run(agent, out_dir / name, progress, callbacks, label=f"concurrent {name}")
+            for name, agent in agents.items()]
     train(runs)  # lockstep: each round, the behavioral agent's steps, then as many updates of each learner
     data = buffer_dataset(behavioral, "final", str(out_dir / "behavioral"), seed)
     save_dataset(final_dataset, data)
@@ -191,17 +243,29 @@ def run_concurrent(env_id: str, out_dir: str | Path, steps: int | None = None, s
 # --------------------------------------------------------------------------------------------
 
 
-def _train_offline(algo: str, env_id: str, dataset: Path, run_dir: Path, updates: int, seed: int,
-                   common: dict[str, Any], overrides: dict[str, Any], progress: bool) -> dict[str, Any]:
-    from acrl.algos import get_algorithm
+def _fresh(path: Path) -> Path:
+    """Remove what an interrupted attempt left at `path` (a job that restarts from scratch)."""
+    if path.is_dir():
+        shutil.rmtree(path)
+    elif path.exists():
+        path.unlink()
+    return path
 
-    config = _config(algo, env_id, overrides, {"seed": seed, "total_steps": updates, "dataset": str(dataset),
-                                               **common})
-    agent = get_algorithm(algo)(env_id, config=config)
-    agent.learn(run_dir=run_dir, progress=progress, label=f"{algo} on {dataset.stem}")
-    curve = _curve(run_dir)
-    return {"curve": curve, "final": curve[-1][1], "best": float(agent.best_eval["return_mean"]),
-            "run_dir": str(run_dir)}
+
+def concurrent_job(root: Path, job_dir: Path, callbacks: list[Callback], **kwargs: Any) -> dict[str, Any]:
+    """An experiment's job: `run_concurrent` into `job_dir` (from scratch), the final buffer as job_dir/final.h5."""
+    return run_concurrent(out_dir=_fresh(job_dir), final_dataset=job_dir / "final.h5", callbacks=callbacks,
+                          progress=False, **kwargs)
+
+
+def collect_job(root: Path, job_dir: Path, callbacks: list[Callback], kind: str, steps: int, policy: str,
+                seed: int) -> dict[str, Any]:
+    """An experiment's job: `collect_dataset` of `kind` from `policy` (a checkpoint relative to the root)
+    into job_dir/KIND.h5; returns the mean return of the dataset's complete episodes."""
+    _fresh(job_dir).mkdir(parents=True)
+    data = collect_dataset(kind, job_dir / f"{kind}.h5", steps, policy=root / policy, seed=seed)
+    returns = episode_returns(data)
+    return {"data_episode_return": float(returns.mean()) if len(returns) else None}
 
 
 def _curve(run_dir: Path) -> list[list[float]]:
@@ -214,7 +278,8 @@ def run_extrapolation(env_id: str, out_dir: str | Path, steps_behavioral: int | 
                       updates: int | None = None, seeds: list[int] | tuple[int, ...] = (0,),
                       dataset_size: int | None = None, eval_freq: int | None = None, eval_episodes: int = 10,
                       behavioral_overrides: dict[str, Any] | None = None, bcq_overrides: dict[str, Any] | None = None,
-                      ddpg_overrides: dict[str, Any] | None = None, progress: bool = True) -> dict[str, Any]:
+                      ddpg_overrides: dict[str, Any] | None = None, progress: bool = True,
+                      options: ClusterOptions | None = None) -> dict[str, Any]:
     """The paper's Figure 2 experiment on one environment; writes extrapolation.{json,md,png}.
 
     Per seed: `run_concurrent` (the behavioral DDPG run with its concurrent DDPG and BCQ
@@ -226,7 +291,8 @@ def run_extrapolation(env_id: str, out_dir: str | Path, steps_behavioral: int | 
 
     Args:
         env_id: a registered environment with a bounded Box action space.
-        out_dir: new or empty directory for everything (s{seed}/... run directories and datasets).
+        out_dir: the directory for everything (s{seed}/... run directories and datasets): new,
+            empty, or holding this same experiment, whose finished jobs a rerun skips.
         steps_behavioral: behavioral environment steps (default: the DDPG preset's total_steps).
         updates: gradient updates of each offline agent (default: the BCQ preset's total_steps).
         seeds: one full experiment per seed.
@@ -235,17 +301,19 @@ def run_extrapolation(env_id: str, out_dir: str | Path, steps_behavioral: int | 
         eval_freq: updates (concurrent: steps) between evaluations (default: the BCQ preset's).
         eval_episodes: episodes per evaluation (deterministic; the paper uses 10).
         behavioral_overrides, bcq_overrides, ddpg_overrides: config fields per agent.
-        progress: progress bars.
+        progress: a progress bar over each stage's jobs.
+        options: where the jobs run (`acrl.sweep.executor`; default: a local Ray instance, one
+            job per core). A rerun of the same experiment into the same out_dir skips finished jobs.
     Returns:
         the JSON written to extrapolation.json: settings, per-kind per-seed results (curves,
         final and best evaluations, behavioral return, data episode return) and the summary
         rows of the table.
     Raises:
-        InputError: as `run_concurrent`; no seeds; an out_dir that already holds files.
+        InputError: as `run_concurrent`; no seeds; an out_dir that holds something else; Ray missing.
     """
 
-    out_dir = Path(out_dir)
-    _check_out(out_dir)
+    out_dir = Path(out_dir).resolve()
+    options = options or ClusterOptions()
     if not seeds:
         raise InputError("--seeds needs at least one seed.")
     env_factory(env_id)  # an unknown id fails here, before any work
@@ -257,40 +325,61 @@ def run_extrapolation(env_id: str, out_dir: str | Path, steps_behavioral: int | 
     if min(steps_behavioral, updates, eval_freq, dataset_size, eval_episodes) < 1:
         raise InputError("steps_behavioral, updates, eval_freq, dataset_size and eval_episodes must be >= 1.")
     common = {"eval_freq": eval_freq, "eval_episodes": eval_episodes}
+    on_start = _record(out_dir, {"experiment": "extrapolation", "env_id": env_id, "seeds": list(seeds),
+                                 "steps_behavioral": steps_behavioral, "updates": updates, "dataset_size": dataset_size,
+                                 **common, "behavioral_overrides": behavioral_overrides or {},
+                                 "bcq_overrides": bcq_overrides or {}, "ddpg_overrides": ddpg_overrides or {}})
+    concurrent_agents(env_id, steps_behavioral, seeds[0], eval_freq, eval_episodes, out_dir / "final.h5",
+                      behavioral_overrides, bcq_overrides, ddpg_overrides)["behavioral"].before_learning()
     bcq_overrides = dict(bcq_overrides or {})
     ddpg_offline = {"gamma": _config("bcq", env_id, bcq_overrides, {}).gamma, **(ddpg_overrides or {})}
     started = time.monotonic()
+    # Three stages of jobs on Ray, each in parallel over seeds (and buffers and agents): the
+    # concurrent runs, then the datasets their behavioral policies collect, then the offline runs.
+    concurrent = run_jobs([Job(f"s{seed}/concurrent", concurrent_job, {
+        "env_id": env_id, "steps": steps_behavioral, "seed": seed, "eval_freq": eval_freq,
+        "eval_episodes": eval_episodes, "behavioral_overrides": behavioral_overrides, "bcq_overrides": bcq_overrides,
+        "ddpg_overrides": ddpg_overrides}) for seed in seeds], out_dir, options, progress, on_start=on_start)
+    policy = "s{seed}/concurrent/behavioral/checkpoints/best.pt"
+    collected = run_jobs([Job(f"s{seed}/data-{kind}", collect_job, {"kind": kind, "steps": dataset_size,
+                                                                  "policy": policy.format(seed=seed), "seed": seed},
+                              inputs=(policy.format(seed=seed),))
+                          for seed in seeds for kind in ("imitation", "imperfect")], out_dir, options, progress)
+    datasets = {"final": "s{seed}/concurrent/final.h5", "imitation": "s{seed}/data-imitation/imitation.h5",
+                "imperfect": "s{seed}/data-imperfect/imperfect.h5"}
+    offline = {"bcq": bcq_overrides, "ddpg": ddpg_offline}
+    jobs = []
+    for seed in seeds:
+        for kind, dataset in datasets.items():
+            for algo, overrides in offline.items():
+                flags = {"seed": seed, "total_steps": updates, "dataset": str(out_dir / dataset.format(seed=seed))}
+                jobs.append(Job(f"s{seed}/{kind}/{algo}", train_run, {
+                    "algo": algo, "env_id": env_id, "preset": None, "overrides": {**overrides, **common},
+                    "flags": flags}, inputs=(dataset.format(seed=seed),)))
+    trained = run_jobs(jobs, out_dir, options, progress)
+
     results: dict[str, dict[str, list[dict[str, Any]]]] = {kind: {"bcq": [], "ddpg": [], "behavioral": []}
                                                              for kind in KINDS}
     for seed in seeds:
-        root = out_dir / f"s{seed}"
-        concurrent = run_concurrent(env_id, root / "concurrent", steps_behavioral, seed, eval_freq, eval_episodes,
-                                    root / "final.h5", behavioral_overrides, bcq_overrides, ddpg_overrides,
-                                    progress)
-        policy_dir = concurrent["run_dirs"]["behavioral"]
-        behavioral_best = concurrent["best"]["behavioral"]
-        results["concurrent"]["behavioral"].append({"return": concurrent["final"]["behavioral"],
-                                                    "curve": concurrent["curves"]["behavioral"],
-                                                    "data_episode_return": concurrent["data_episode_return"]})
+        c = concurrent[f"s{seed}/concurrent"]
+        results["concurrent"]["behavioral"].append({"return": c["final"]["behavioral"],
+                                                    "curve": c["curves"]["behavioral"],
+                                                    "data_episode_return": c["data_episode_return"]})
         for name in ("bcq", "ddpg"):
-            results["concurrent"][name].append({"curve": concurrent["curves"][name],
-                                                "final": concurrent["final"][name],
-                                                "best": concurrent["best"][name],
-                                                "run_dir": concurrent["run_dirs"][name]})
-        datasets = {"final": root / "final.h5"}
+            results["concurrent"][name].append({"curve": c["curves"][name], "final": c["final"][name],
+                                                "best": c["best"][name], "run_dir": c["run_dirs"][name]})
+        results["final"]["behavioral"].append({"return": c["final"]["behavioral"],
+                                               "data_episode_return": c["data_episode_return"]})
         for kind in ("imitation", "imperfect"):
-            datasets[kind] = root / f"{kind}.h5"
-            collect_dataset(kind, datasets[kind], dataset_size, policy=policy_dir, seed=seed)
-        for kind, path in datasets.items():
-            returns = episode_returns(load_dataset(path))
-            behavioral_return = concurrent["final"]["behavioral"] if kind == "final" else behavioral_best
-            results[kind]["behavioral"].append({"return": behavioral_return,
-                                                "data_episode_return": float(returns.mean()) if len(returns)
-                                                else None})
-            results[kind]["bcq"].append(_train_offline("bcq", env_id, path, root / kind / "bcq", updates, seed, common,
-                                                       bcq_overrides, progress))
-            results[kind]["ddpg"].append(_train_offline("ddpg", env_id, path, root / kind / "ddpg", updates, seed,
-                                                        common, ddpg_offline, progress))
+            results[kind]["behavioral"].append({"return": c["best"]["behavioral"],
+                                                **collected[f"s{seed}/data-{kind}"]})
+        for kind in datasets:
+            for algo in offline:
+                run_dir = out_dir / f"s{seed}" / kind / algo
+                curve = _curve(run_dir)
+                results[kind][algo].append({"curve": curve, "final": curve[-1][1],
+                                            "best": trained[f"s{seed}/{kind}/{algo}"]["best"],
+                                            "run_dir": str(run_dir)})
     summary = {"env_id": env_id, "seeds": list(seeds), "steps_behavioral": steps_behavioral, "updates": updates,
                "dataset_size": dataset_size, "eval_freq": eval_freq, "eval_episodes": eval_episodes,
                "wall_clock_s": round(time.monotonic() - started, 1), "acrl_version": __version__,
@@ -422,18 +511,27 @@ def plot_concurrent(results: list[dict[str, Any]], out: str | Path) -> Path:
 
 
 def run_concurrent_experiment(env_id: str, out_dir: str | Path, steps: int | None = None,
-                              seeds: list[int] | tuple[int, ...] = (0,), **kwargs: Any) -> list[dict[str, Any]]:
-    """`run_concurrent` for each seed into out_dir/s{seed}; writes concurrent.{json,md,png} in out_dir.
+                              seeds: list[int] | tuple[int, ...] = (0,), options: ClusterOptions | None = None,
+                              progress: bool = True, **kwargs: Any) -> list[dict[str, Any]]:
+    """`run_concurrent` for each seed into out_dir/s{seed}, the seeds in parallel as Ray jobs
+    (`acrl.sweep.executor`); writes concurrent.{json,md,png} in out_dir.
 
-    kwargs go to `run_concurrent` (eval_freq, eval_episodes, *_overrides, progress).
+    kwargs go to `run_concurrent` (eval_freq, eval_episodes, *_overrides). A rerun into the same
+    out_dir skips the seeds that finished.
     Raises:
-        InputError: as `run_concurrent`; no seeds.
+        InputError: as `run_concurrent`; no seeds; an out_dir that holds something else; Ray missing.
     """
-    out_dir = Path(out_dir)
-    _check_out(out_dir)
+    out_dir = Path(out_dir).resolve()
     if not seeds:
         raise InputError("--seeds needs at least one seed.")
-    results = [run_concurrent(env_id, out_dir / f"s{seed}", steps, seed, **kwargs) for seed in seeds]
+    env_factory(env_id)  # an unknown id fails here, before any work
+    concurrent_agents(env_id, steps, seeds[0], kwargs.get("eval_freq"), kwargs.get("eval_episodes", 10),
+                      out_dir / "final.h5", *(kwargs.get(k) for k in OVERRIDES))["behavioral"].before_learning()
+    on_start = _record(out_dir, {"experiment": "concurrent", "env_id": env_id, "steps": steps, "seeds": list(seeds),
+                                 **kwargs})
+    done = run_jobs([Job(f"s{seed}", concurrent_job, {"env_id": env_id, "steps": steps, "seed": seed, **kwargs})
+                     for seed in seeds], out_dir, options or ClusterOptions(), progress, on_start=on_start)
+    results = [done[f"s{seed}"] for seed in seeds]
     write_json_atomic(out_dir / "concurrent.json", {"acrl_version": __version__, "runs": results})
     (out_dir / "concurrent.md").write_text(concurrent_markdown(results))
     plot_concurrent(results, out_dir / "concurrent.png")

@@ -20,11 +20,12 @@ def test_extrapolation_writes_table_figure_and_runs(tmp_path):
     out = tmp_path / "exp"
     summary = run_extrapolation("Pendulum-v1", out, steps_behavioral=300, updates=150, seeds=[0], dataset_size=250,
                                 eval_freq=150, eval_episodes=1, progress=False, **TINY_NETS)
-    assert {p.name for p in out.iterdir()} >= {"extrapolation.json", "extrapolation.md", "extrapolation.png", "s0"}
+    assert {p.name for p in out.iterdir()} == {"extrapolation.json", "extrapolation.md", "extrapolation.png", "s0",
+                                               "experiment.yaml"}
     assert json.loads((out / "extrapolation.json").read_text())["table"] == summary["table"]
     assert [row["buffer"] for row in summary["table"]] == list(KINDS)
-    assert len(load_dataset(out / "s0" / "final.h5")) == 300  # every behavioral transition
-    assert len(load_dataset(out / "s0" / "imperfect.h5")) == 250
+    assert len(load_dataset(out / "s0" / "concurrent" / "final.h5")) == 300  # every behavioral transition
+    assert len(load_dataset(out / "s0" / "data-imperfect" / "imperfect.h5")) == 250
     results = summary["results"]
     for kind in ("final", "imitation", "imperfect"):
         curve = results[kind]["bcq"][0]["curve"]
@@ -49,7 +50,8 @@ def test_concurrent_learners_learn_from_the_behavioral_buffer_without_acting(tmp
             "--bcq-set", "actor_hidden_sizes=[16]", "critic_hidden_sizes=[16]", "vae_hidden_sizes=[16]"]
     assert main(argv) == 0
     assert "| BCQ (same buffer) |" in capsys.readouterr().out
-    assert {p.name for p in out.iterdir()} == {"concurrent.json", "concurrent.md", "concurrent.png", "s1"}
+    assert {p.name for p in out.iterdir()} == {"concurrent.json", "concurrent.md", "concurrent.png", "s1",
+                                               "experiment.yaml"}
     result = json.loads((out / "concurrent.json").read_text())["runs"][0]
     bcq = load(f"{result['run_dirs']['bcq']}/checkpoints/latest.pt")
     ddpg = load(f"{result['run_dirs']['ddpg']}/checkpoints/latest.pt")

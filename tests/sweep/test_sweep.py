@@ -68,6 +68,13 @@ def test_grid_of_2_seeds_and_2_learning_rates_writes_4_runs_a_table_and_a_figure
     assert json.loads((tmp_path / "results.json").read_text())["table"] == summary["table"]
     assert (tmp_path / "curves.png").stat().st_size > 10_000
 
+    table = (tmp_path / "results.md").read_text()
+    for name in ("results.md", "results.json", "curves.png"):
+        (tmp_path / name).unlink()
+    result = run_cli("plot", str(tmp_path))  # draws the table and figure again from the run directories
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "results.md").read_text() == table and (tmp_path / "curves.png").is_file()
+
     before = {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*") if p.is_file() and p.parent != tmp_path}
     run_sweep(spec, tmp_path, progress=False)  # the same sweep again: nothing trains, nothing is rewritten
     assert {p: p.stat().st_mtime_ns for p in before} == before
