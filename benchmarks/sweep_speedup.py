@@ -1,19 +1,22 @@
 """A grid of PPO CartPole runs: `acrl sweep` on every core against the same runs one after another.
 
-Both sides train the same runs (the CartPole preset, seeds 0..N-1, --steps each) in the same
+Every side trains the same runs (the CartPole preset, seeds 0..N-1, --steps each) in the same
 invocation, on an otherwise idle machine:
 
-- one after another: `Agent.learn` of each run in this process, as a shell loop of `acrl train`
-  would (without its repeated interpreter start, which favours this side);
+- a shell loop: `acrl train` once per run, one after another, what a user types without a sweep
+  tool (each run pays its interpreter start and imports);
+- in-process: `Agent.learn` of each run one after another in this process (no start-up at all,
+  the strictest baseline);
 - sweep: `acrl.sweep.grid.run_sweep` with its defaults (a local Ray instance, one run per core),
   everything included: starting Ray, the worker processes, their imports, shutting Ray down.
 
-Speed-up = sequential wall-clock / sweep wall-clock. Ray's overhead per run, start to first
+Speed-up = sequential wall-clock / sweep wall-clock, against each baseline. Ray's overhead per run, start to first
 step, is measured on the sweep's first wave of runs: from the sweep's start to the moment each
 run's config.yaml is written (the agent is built, the first iteration begins), less the same
-interval for an in-process run (building the agent).
+interval for an in-process run (building the agent). The last row compares a run's own duration
+alone (in-process) and beside another (in the sweep): what two runs on two cores cost each other.
 
-    python benchmarks/sweep_speedup.py                  # 4 runs of 50k steps
+    python benchmarks/sweep_speedup.py                  # 4 runs of 200k steps, median of 3 repeats
     python benchmarks/sweep_speedup.py --runs 8 --steps 100000
 
 Prints a table and writes benchmarks/results/sweep_speedup.json.
@@ -25,6 +28,7 @@ import argparse
 import json
 import os
 import platform
+import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -49,45 +53,71 @@ def sequential(root: Path, seeds: list[int], steps: int) -> tuple[float, float]:
     return time.perf_counter() - started, sum(to_first) / len(to_first)
 
 
-def sweep(root: Path, seeds: list[int], steps: int) -> tuple[float, list[float]]:
-    """(wall-clock s of the sweep, s from its start to each run's config.yaml, in order)."""
+def shell_loop(root: Path, seeds: list[int], steps: int) -> float:
+    """Wall-clock s of `acrl train` run once per seed, one after another."""
+    import subprocess
+    import sys
+
+    started = time.perf_counter()
+    for seed in seeds:
+        subprocess.run([sys.executable, "-m", "acrl", "train", "ppo", "--env", "CartPole-v1", "--seed", str(seed),
+                        "--total-steps", str(steps), "--device", "cpu", "--run-dir", str(root / f"s{seed}"),
+                        "--no-progress"], check=True, capture_output=True)
+    return time.perf_counter() - started
+
+
+def sweep(root: Path, seeds: list[int], steps: int) -> tuple[float, list[float], list[float]]:
+    """(wall-clock s of the sweep, s from its start to each run's config.yaml, in order, and each
+    run's own duration, config.yaml to eval.json)."""
     from acrl.sweep.grid import SweepSpec, run_sweep
 
     begin = time.time()
     started = time.perf_counter()
     run_sweep(SweepSpec("ppo", ["CartPole-v1"], seeds, {}, total_steps=steps), root, progress=False)
     wall = time.perf_counter() - started
-    return wall, sorted((root / f"CartPole-v1-s{seed}" / "config.yaml").stat().st_mtime - begin for seed in seeds)
+    runs = [root / f"CartPole-v1-s{seed}" for seed in seeds]
+    durations = [(r / "eval.json").stat().st_mtime - (r / "config.yaml").stat().st_mtime for r in runs]
+    return wall, sorted((r / "config.yaml").stat().st_mtime - begin for r in runs), durations
+
+
+def measure(seeds: list[int], steps: int, cores: int) -> dict[str, float]:
+    """One repeat: the three ways, one after another."""
+    with tempfile.TemporaryDirectory() as tmp:
+        loop_wall = shell_loop(Path(tmp) / "loop", seeds, steps)
+        seq_wall, seq_first = sequential(Path(tmp) / "sequential", seeds, steps)
+        sweep_wall, sweep_first, sweep_runs = sweep(Path(tmp) / "sweep", seeds, steps)
+    first_wave = sweep_first[:cores]
+    return {"shell_loop_wall_s": loop_wall, "in_process_wall_s": seq_wall, "sweep_wall_s": sweep_wall,
+            "speedup_over_shell_loop": loop_wall / sweep_wall, "speedup_over_in_process": seq_wall / sweep_wall,
+            "ray_overhead_per_run_s": sum(first_wave) / len(first_wave) - seq_first,
+            "run_s_alone": seq_wall / len(seeds), "run_s_in_sweep": sum(sweep_runs) / len(sweep_runs)}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=4)
-    parser.add_argument("--steps", type=int, default=50_000)
+    parser.add_argument("--steps", type=int, default=200_000)
+    parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     seeds = list(range(args.runs))
     cores, load = os.cpu_count(), os.getloadavg()[0]
-    with tempfile.TemporaryDirectory() as tmp:
-        seq_wall, seq_first = sequential(Path(tmp) / "sequential", seeds, args.steps)
-        sweep_wall, sweep_first = sweep(Path(tmp) / "sweep", seeds, args.steps)
-    first_wave = sweep_first[:cores]
-    result = {
-        "date": time.strftime("%Y-%m-%d"), "machine": f"{platform.processor() or platform.machine()}, {cores} cores",
-        "load_average_before": load, "runs": args.runs, "steps_per_run": args.steps,
-        "sequential_wall_s": round(seq_wall, 2), "sweep_wall_s": round(sweep_wall, 2),
-        "speedup": round(seq_wall / sweep_wall, 2),
-        "in_process_start_to_first_step_s": round(seq_first, 2),
-        "sweep_start_to_first_step_s": [round(t, 2) for t in sweep_first],
-        "ray_overhead_per_run_s": round(sum(first_wave) / len(first_wave) - seq_first, 2),
-    }
+    repeats = [measure(seeds, args.steps, cores) for _ in range(args.repeats)]
+    median = {key: round(statistics.median(r[key] for r in repeats), 2) for key in repeats[0]}
+    result = {"date": time.strftime("%Y-%m-%d"), "machine": f"{platform.machine()}, {cores} cores",
+              "load_average_before": load, "runs": args.runs, "steps_per_run": args.steps,
+              "median": median, "repeats": [{k: round(v, 2) for k, v in r.items()} for r in repeats]}
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "sweep_speedup.json").write_text(json.dumps(result, indent=2) + "\n")
-    print(f"| {args.runs} PPO CartPole runs x {args.steps} steps, {cores} cores | wall-clock s |")
+    print(f"| {args.runs} PPO CartPole runs x {args.steps} steps, {cores} cores, median of {args.repeats} | |")
     print("| --- | ---: |")
-    print(f"| one after another | {seq_wall:.1f} |")
-    print(f"| acrl sweep (Ray, one run per core) | {sweep_wall:.1f} |")
-    print(f"| speed-up | {seq_wall / sweep_wall:.2f}x |")
-    print(f"| Ray overhead per run, start to first step | {result['ray_overhead_per_run_s']:.2f} |")
+    print(f"| one after another: `acrl train` in a shell loop | {median['shell_loop_wall_s']:.1f} s |")
+    print(f"| one after another: `Agent.learn` in one process | {median['in_process_wall_s']:.1f} s |")
+    print(f"| acrl sweep (Ray, one run per core) | {median['sweep_wall_s']:.1f} s |")
+    print(f"| speed-up over the shell loop / the in-process loop | {median['speedup_over_shell_loop']:.2f}x / "
+          f"{median['speedup_over_in_process']:.2f}x |")
+    print(f"| Ray overhead per run, start to first step | {median['ray_overhead_per_run_s']:.2f} s |")
+    print(f"| one run alone / beside another in the sweep | {median['run_s_alone']:.1f} s / "
+          f"{median['run_s_in_sweep']:.1f} s |")
 
 
 if __name__ == "__main__":

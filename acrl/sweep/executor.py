@@ -226,8 +226,8 @@ class Cluster:
 
             self.driver_node = ray.get_runtime_context().get_node_id()
             self.driver_ip = ray.util.get_node_ip_address()
-            pinned = NodeAffinitySchedulingStrategy(node_id=self.driver_node, soft=False)
-            self.sink = ray.remote(num_cpus=0, scheduling_strategy=pinned)(Sink).remote(str(self.root))
+            self.pinned = NodeAffinitySchedulingStrategy(node_id=self.driver_node, soft=False)
+            self.sink = None  # started with the first job that may land on another machine
             self.task = ray.remote(num_cpus=self.options.cpus_per_job, num_gpus=self.options.gpus_per_job,
                                    max_retries=0)(_task)
         except BaseException:
@@ -282,6 +282,8 @@ class Cluster:
 
         files, current = {}, None
         if not self._one_machine():  # bundles for a task that may land on another machine
+            if self.sink is None:
+                self.sink = ray.remote(num_cpus=0, scheduling_strategy=self.pinned)(Sink).remote(str(self.root))
             for path in job.inputs:
                 if path not in self.input_refs:
                     self.input_refs[path] = ray.put(read_files(self.root, [self._abs(path)]))
@@ -329,6 +331,9 @@ class Cluster:
                                                  f"giving up (last: {exc})")
                     continue
                 except rex.RayTaskError as exc:
+                    if isinstance(exc.as_instanceof_cause(), SubmittedForOneMachine):
+                        self.submit(job)  # now with its files and a sink: not an attempt of the job's own
+                        continue
                     yield job, exc.as_instanceof_cause()
                     continue
                 self.attempts[job.name].append(outcome["node"])
@@ -371,6 +376,10 @@ class Cluster:
             self.started_ray = False
 
 
+class SubmittedForOneMachine(RuntimeError):
+    """A job submitted while every node was the driver's machine landed on another one (it joined since)."""
+
+
 class Sink:
     """A Ray actor on the driver's node: writes shipped files into the driver's sweep directory."""
 
@@ -389,6 +398,9 @@ def _task(job: Job, root: str, driver_ip: str, sink: Any, inputs: dict[str, Any]
     node = ray.get_runtime_context().get_node_id()
     if ray.util.get_node_ip_address() == driver_ip:
         return {**run_job_here(job, Path(root)), "node": node}
+    if sink is None:
+        raise SubmittedForOneMachine(f"{job.name} landed on {ray.util.get_node_ip_address()}, a machine that joined "
+                                     "after it was submitted; it is submitted again with its files")
     files: dict[str, bytes] = {}
     for ref in [*inputs.values(), *([current] if current is not None else [])]:
         files.update(ray.get(ref))

@@ -41,11 +41,14 @@ def interval_estimates(scores: dict[str, np.ndarray]) -> dict[str, dict[str, Any
     """
     rly = require("rliable.library", "the sweep's statistics")
     metrics = require("rliable.metrics", "the sweep's statistics")
+    import scipy.stats
 
     def aggregate(x: np.ndarray) -> np.ndarray:  # x: (n_runs, 1 task[, points]) -> [means..., iqms...]
         if x.ndim == 2:
             return np.array([metrics.aggregate_mean(x), metrics.aggregate_iqm(x)])
-        return np.concatenate([x.mean(axis=(0, 1)), [metrics.aggregate_iqm(x[..., i]) for i in range(x.shape[-1])]])
+        # per point, what metrics.aggregate_iqm computes over runs and tasks (scipy's 25% trimmed mean), at once
+        runs_tasks = x.reshape(-1, x.shape[-1])
+        return np.concatenate([runs_tasks.mean(axis=0), scipy.stats.trim_mean(runs_tasks, 0.25, axis=0)])
 
     score_dict = {name: np.asarray(v, dtype=float).reshape(len(v), 1, *np.shape(v)[1:]) for name, v in scores.items()}
     with warnings.catch_warnings():  # arch deprecates the random_state that rliable passes on

@@ -200,3 +200,15 @@ def test_a_sweep_file_gives_the_grid_and_unknown_keys_are_named(tmp_path):
 def test_a_missing_extra_names_what_to_install():
     with pytest.raises(InputError, match=r"install acrl's ray extra: pip install -e '\.\[ray\]'"):
         require("acrl_no_such_module", "acrl sweep")
+
+
+def test_interval_estimates_of_a_curve_take_the_iqm_of_each_point():
+    from acrl.sweep.results import interval_estimates
+
+    curve = np.array([[1.0, 10.0], [2.0, 40.0], [3.0, 20.0], [100.0, 30.0]])  # 4 runs x 2 points
+    stats = interval_estimates({"c": curve, "final": curve[:, 1]})["c"]
+    assert stats["iqm"] == pytest.approx([2.5, 25.0])  # the middle two runs of each point
+    assert stats["mean"] == pytest.approx([26.5, 25.0])
+    assert interval_estimates({"final": curve[:, 1]})["final"]["iqm"] == pytest.approx(25.0)
+    low, high = stats["iqm_ci"]
+    assert all(lo <= point <= hi for lo, point, hi in zip(low, stats["iqm"], high))
