@@ -352,15 +352,13 @@ class Cluster:
         refs = list(self.running)
         for ref in refs:
             ray.cancel(ref, force=False)
+        pending = refs
         try:
-            ray.wait(refs, num_returns=len(refs), timeout=self.options.stop_timeout)
+            pending = ray.wait(refs, num_returns=len(refs), timeout=self.options.stop_timeout)[1]
         except KeyboardInterrupt:
             pass
-        for ref in refs:
-            try:
-                ray.cancel(ref, force=True)
-            except Exception:  # noqa: BLE001 - a task that ended meanwhile cannot be cancelled
-                pass
+        for ref in pending:  # only those still running: cancelling a finished task confuses Ray's bookkeeping
+            ray.cancel(ref, force=True)
         self.running.clear()
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:

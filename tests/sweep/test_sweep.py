@@ -7,7 +7,9 @@ import json
 import logging
 import os
 import signal
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +19,7 @@ from acrl.core.errors import InputError
 from acrl.core.loop import Callback
 from acrl.sweep.executor import ClusterOptions, Job, require, run_job_here, run_jobs
 from acrl.sweep.grid import SweepSpec, expand, run_sweep, train_run
-from tests.conftest import run_cli
+from tests.conftest import ROOT, run_cli
 
 ray = pytest.importorskip("ray")
 
@@ -212,3 +214,44 @@ def test_interval_estimates_of_a_curve_take_the_iqm_of_each_point():
     assert interval_estimates({"final": curve[:, 1]})["final"]["iqm"] == pytest.approx(25.0)
     low, high = stats["iqm_ci"]
     assert all(lo <= point <= hi for lo, point, hi in zip(low, stats["iqm"], high))
+
+
+def session_processes(sid: int) -> list[str]:
+    """Command lines of the live processes in session `sid` (zombies excluded)."""
+    out = subprocess.run(["ps", "-eo", "sid=,stat=,args="], capture_output=True, text=True).stdout
+    return [line for line in out.splitlines() if line.split()[0] == str(sid) and not line.split()[1].startswith("Z")]
+
+
+def test_ctrl_c_checkpoints_every_running_run_and_leaves_no_process(tmp_path):
+    out = tmp_path / "sweep"
+    overrides = [f"{k}={v}" for k, v in {**TINY, "checkpoint_freq": 10**7}.items()]  # latest.pt only at the stop
+    proc = subprocess.Popen([sys.executable, "-m", "acrl", "sweep", "ppo", "--env", "CartPole-v1", "--seeds", "0", "1",
+                             "--total-steps", str(10**7), "--set", *overrides, "--out", str(out), "--no-progress"],
+                            env={**os.environ, "PYTHONPATH": str(ROOT)}, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        runs = [out / f"CartPole-v1-s{seed}" for seed in (0, 1)]
+        deadline = time.monotonic() + 120
+        while not all((r / "metrics.csv").is_file() and len(steps_of(r)) >= 2 for r in runs):
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.2)
+        os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does: the whole process group
+        _, stderr = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, stderr
+    assert "stopping the sweep" in stderr
+    for run in runs:  # each stopped at an iteration boundary with its checkpoint, not counted as done
+        assert (run / "checkpoints" / "latest.pt").is_file() and not (run / "job.json").exists()
+        assert 0 < steps_of(run)[-1] < 10**7
+    assert wait_for(lambda: not session_processes(proc.pid), timeout=15), session_processes(proc.pid)
+
+
+def wait_for(predicate, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.2)
+    return True
