@@ -13,7 +13,8 @@ How a job runs (`Cluster.submit`, then `Cluster.results`):
 - On the driver's machine (same IP address) the task writes straight into the sweep directory.
   On another machine it writes the same paths on its own disk, and after every checkpoint
   (`Callback.on_checkpoint`) and at its end it ships the files that changed to a `Sink` actor
-  pinned to the driver's node, which writes them into the driver's sweep directory atomically.
+  pinned to the driver's node (started once the cluster has a second machine), which writes them
+  into the driver's sweep directory atomically.
   Its inputs (datasets, an unfinished run's checkpoint) travel the other way through Ray's
   object store. So the driver always holds every job's latest checkpoint, whatever the
   filesystem.
@@ -305,7 +306,8 @@ class Cluster:
     def results(self) -> Iterator[tuple[Job, dict[str, Any] | BaseException]]:
         """Yield (job, outcome) as jobs end: outcome is the job's result dict (also written to
         job.json), or the exception of a job that failed for good. Retries jobs whose process
-        or node died. Jobs interrupted by `stop` are not yielded."""
+        or node died, and jobs whose worker was interrupted other than by `stop`. Jobs
+        interrupted by `stop` are not yielded."""
         import ray
         from ray import exceptions as rex
 
@@ -341,6 +343,8 @@ class Cluster:
                     write_json_atomic(self.root / job.name / "job.json",
                                       {"result": outcome["result"], "attempts": self.attempts[job.name]})
                     yield job, outcome["result"]
+                else:  # its worker was signalled, not by `stop`: it checkpointed, so it continues from there
+                    self.submit(job)
 
     def stop(self) -> None:
         """Cancel the running jobs so that each checkpoints; wait up to `stop_timeout`, then kill.

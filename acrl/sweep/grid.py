@@ -102,10 +102,9 @@ def _as_list(value: Any, name: str) -> list[Any]:
 
 @dataclass(frozen=True)
 class RunSpec:
-    """One run of a sweep: its directory name, its configuration's name, and how to build it."""
+    """One run of a sweep: its directory name and how to build it (`acrl.algos.make_config`'s arguments)."""
 
     name: str
-    group: str
     algo: str
     env_id: str | None
     preset: str | None
@@ -194,7 +193,7 @@ def expand(spec: SweepSpec, options: ClusterOptions) -> list[RunSpec]:
             if (config.env_id, dataset) not in checked:  # the environment, its spaces and the dataset
                 cls(config.env_id, config=config).before_learning()
                 checked.add((config.env_id, dataset))
-            runs.append(RunSpec(f"{group}-s{seed}", group, spec.algo, env_id, spec.preset, overrides, flags))
+            runs.append(RunSpec(f"{group}-s{seed}", spec.algo, env_id, spec.preset, overrides, flags))
     return runs
 
 
