@@ -19,7 +19,7 @@
               [--set key=value ...] [--pruner median|asha|none] [--startup-trials N] [--parallel N] [--out DIR]
               [--address auto|HOST:PORT] [--cpus-per-run C] [--gpus-per-run G] [--retries N]
 
-ALGO is one of `acrl.algos.ALGORITHMS` (ppo, a3c, ddpg, td3, sac, bcq, discrete_bcq); `acrl COMMAND
+ALGO is one of `acrl.algos.ALGORITHMS` (ppo, a3c, ddpg, td3, sac, bcq, discrete_bcq, bc); `acrl COMMAND
 --help` describes every option. Warnings print once each, as one line `acrl: warning: MESSAGE` on
 stderr.
 
@@ -65,7 +65,7 @@ class Train:
     """A3C worker processes (default: the number of cores)."""
     dataset: str | None = None
     """Offline dataset (HDF5, D4RL keys, e.g. from `acrl collect`): required by the offline algorithms (bcq,
-    discrete_bcq); the other replay algorithms (ddpg, td3, sac) then learn from it instead of collecting."""
+    discrete_bcq, bc); the other replay algorithms (ddpg, td3, sac) then learn from it instead of collecting."""
     run_dir: str | None = None
     """Run directory (default: runs/ALGO-ENV-sSEED-TIME)."""
     preset: str | None = None

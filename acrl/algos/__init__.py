@@ -23,6 +23,7 @@ ALGORITHMS = {
     "sac": ("acrl.algos.sac", "SAC"),
     "bcq": ("acrl.algos.bcq", "BCQ"),
     "discrete_bcq": ("acrl.algos.discrete_bcq", "DiscreteBCQ"),
+    "bc": ("acrl.algos.bc", "BC"),
 }
 """CLI name (also the checkpoint's `algo`) -> (module, class). Modules import lazily so `acrl --help` stays fast."""
 

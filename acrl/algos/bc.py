@@ -1,0 +1,90 @@
+"""Behavioral cloning (BC): offline, a regression of the dataset's actions on its observations.
+
+The BCQ paper's imitation baseline (Fujimoto, Meger, Precup 2019, "Off-Policy Deep
+Reinforcement Learning without Exploration", ICML, Sec. 5 and Figure 2): a deterministic policy
+pi(s) = tanh(net(s)) trained by supervised learning on the (s, a) pairs of a fixed dataset,
+
+    loss = mean over the batch of || pi(s) - a ||^2        (a in policy units [-1, 1])
+
+with no reward, no value function and no environment interaction but to evaluate. It can only
+be as good as the data's actions on average, which is the point of comparing it with BCQ: near
+the behavioral policy on noise-free (imitation) data, below it on imperfect data.
+
+It learns through the off-policy core's dataset path (`acrl.algos.off_policy`): the dataset's
+environment-unit actions are mapped to policy units when loading, `num_steps` counts gradient
+updates, and `predict` maps the policy's actions back to the environment's bounds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import gymnasium as gym
+import torch
+
+from acrl.algos.off_policy import OffPolicyAgent, ReplayConfig
+from acrl.core.config import RunConfig, positive
+from acrl.core.errors import InputError
+from acrl.parts.nets import DeterministicActor, inplace_relu
+
+
+@dataclass
+class BCConfig(ReplayConfig):
+    """BC hyperparameters: the DDPG actor of the BCQ paper's experiments (400-300 ReLU, tanh
+    output), Adam 1e-3, batch 100 (Fujimoto et al. 2019, Supp. D).
+
+    Attributes (besides ReplayConfig's; its gamma and tau are unused, BC has no value or target):
+        learning_rate: Adam step size.
+        hidden_sizes: hidden ReLU layers of the policy.
+    """
+
+    learning_rate: float = 1e-3
+    hidden_sizes: tuple[int, ...] = (400, 300)
+
+    def validate(self) -> None:
+        """Raise `InputError` for a non-positive learning rate or layer width."""
+        super().validate()
+        positive(self, "learning_rate")
+        if not self.hidden_sizes or any(h <= 0 for h in self.hidden_sizes):
+            raise InputError(f"hidden_sizes must be positive layer widths, got {list(self.hidden_sizes)}.")
+
+
+class BC(OffPolicyAgent):
+    """BC agent, offline: `BC(dataset="imitation.h5", seed=0).learn(50_000)`; `num_steps` counts updates.
+
+    Raises:
+        InputError: see `Agent` and `BCConfig.validate`; no dataset; a Discrete action space or
+            an unbounded Box (the tanh policy needs finite bounds); at `learn`, a dataset that is
+            missing, corrupt or does not fit the environment.
+    """
+
+    algo: ClassVar[str] = "bc"
+    config_class: ClassVar[type[RunConfig]] = BCConfig
+    action_kinds = (gym.spaces.Box,)
+    action_space_hint = "BC here regresses continuous actions; for a Discrete action space use discrete_bcq."
+    requires_data = True
+    config: BCConfig
+
+    def _build_networks(self) -> None:
+        cfg = self.config
+        if not self.action_space.is_bounded():
+            raise InputError(f"BC's tanh policy acts in [-1, 1] and needs finite action bounds; this environment "
+                             f"has {self.action_space}. Wrap it with gymnasium.wrappers.ClipAction.")
+        self.actor = DeterministicActor(self.obs_dim, self.act_dim, cfg.hidden_sizes)
+        self.actor_optimizer = torch.optim.Adam(self.actor.parameters(), lr=cfg.learning_rate, fused=True)
+        self.nets = {"actor": self.actor}
+        self.optimizers = {"actor": self.actor_optimizer}
+        inplace_relu(self.actor)
+
+    def _policy_action(self, obs: torch.Tensor, deterministic: bool) -> torch.Tensor:
+        return self.actor(obs)
+
+    def _update(self, batch: dict[str, torch.Tensor]) -> dict[str, float]:
+        """One Adam step on the mean squared error between pi(s) and the batch's actions, both
+        (B, act_dim) float32 in policy units. Returns {"train/bc_loss": the loss before the step}."""
+        loss = (self.actor(batch["observations"]) - batch["actions"]).square().sum(dim=1).mean()
+        self.actor_optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        self.actor_optimizer.step()
+        return {"train/bc_loss": loss.item()}
