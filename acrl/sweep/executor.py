@@ -245,7 +245,7 @@ class Cluster:
             main = threading.current_thread() is threading.main_thread()
             previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
             try:
-                ray.init(num_cpus=os.cpu_count(), **quiet)
+                ray.init(address="local", num_cpus=os.cpu_count(), **quiet)  # never a cluster RAY_ADDRESS names
             finally:
                 if main:
                     signal.signal(signal.SIGINT, previous)
@@ -436,6 +436,9 @@ def run_jobs(jobs: list[Job], root: str | Path, options: ClusterOptions, progres
     results = {job.name: json.loads((root / job.name / "job.json").read_text())["result"]
                for job in jobs if is_done(root, job.name)}
     todo = [job for job in jobs if job.name not in results]
+    if results and progress:
+        print(f"{len(results)} of {len(jobs)} runs finished before; running the other {len(todo)} (the interrupted "
+              "ones continue from their checkpoints)", file=sys.stderr)
     if not todo:
         if on_start is not None:
             on_start()

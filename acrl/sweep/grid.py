@@ -16,8 +16,9 @@ A sweep file (YAML; every key but `algo` optional, flags given on the command li
 Each run is an ordinary run directory `SWEEP_DIR/ENV[-DATASET][-KEY=VALUE...]-sSEED` (config.yaml,
 metrics.csv, checkpoints, eval.json), so `acrl evaluate`, `acrl resume` and `acrl plot` work on it;
 runs that differ only in the seed are one configuration of the results table
-(`acrl.sweep.results`). `SWEEP_DIR/sweep.yaml` records the grid, so a rerun of the same command
-skips finished runs and resumes the others from their latest checkpoints.
+(`acrl.sweep.results`). `SWEEP_DIR/sweep.yaml` records the grid in this file format, so a rerun
+of the same command (or `acrl sweep --file SWEEP_DIR/sweep.yaml`) skips finished runs and resumes
+the others from their latest checkpoints.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import typing
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -82,7 +83,9 @@ class SweepSpec:
                    datasets=[str(Path(d).resolve()) if d else None for d in _as_list(data.get("dataset"), "dataset")])
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The spec in the sweep-file format (what `from_file` reads, what SWEEP_DIR/sweep.yaml holds)."""
+        return {"algo": self.algo, "env": self.envs, "seeds": self.seeds, "total_steps": self.total_steps,
+                "preset": self.preset, "dataset": self.datasets, "set": self.values}
 
     def default_dir(self) -> Path:
         """runs/sweep-ALGO-ENV-HASH: the same grid gives the same directory, so rerunning resumes."""
@@ -244,7 +247,7 @@ def run_sweep(spec: SweepSpec, out: str | Path | None = None, options: ClusterOp
     options.validate()
     runs = expand(spec, options)
     out = Path(out) if out is not None else spec.default_dir()
-    record = {"kind": "sweep", **spec.to_dict()}
+    record = spec.to_dict()
     existing = out / "sweep.yaml"
     if existing.exists() and yaml.safe_load(existing.read_text()) != record:
         raise InputError(f"{out} holds another sweep (its sweep.yaml differs from this grid); rerun that "
@@ -272,8 +275,6 @@ def sweep_runs(sweep_dir: Path) -> list[tuple[str, str, str]]:
     path = sweep_dir / "sweep.yaml"
     if not path.is_file():
         raise InputError(f"{sweep_dir} is not a sweep directory: it has no sweep.yaml (`acrl sweep` writes one).")
-    record = yaml.safe_load(path.read_text())
-    record.pop("kind", None)
-    spec = SweepSpec(**record)
+    spec = SweepSpec.from_file(path)
     return [(f"{group}-s{seed}", group, env_id or Path(dataset or spec.algo).stem)
             for group, env_id, dataset, _ in configurations(spec) for seed in spec.seeds]

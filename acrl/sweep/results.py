@@ -108,8 +108,7 @@ def summarize(sweep_dir: str | Path) -> dict[str, Any]:
 
 def markdown(summary: dict[str, Any]) -> str:
     """The results table as Markdown: a row per configuration."""
-    lines = [f"Final evaluation over seeds, {summary['finished']} of {summary['runs']} runs finished; "
-             f"{summary['statistic']}.", "",
+    lines = [f"{summary['finished']} of {summary['runs']} runs finished; {summary['statistic']}.", "",
              "| configuration | seeds | mean ± std | mean 95% CI | IQM | IQM 95% CI |",
              "| --- | ---: | ---: | ---: | ---: | ---: |"]
     for r in summary["table"]:

@@ -28,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import sys
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -135,9 +136,12 @@ class Study:
         pruners = {"median": optuna.pruners.MedianPruner(n_startup_trials=startup_trials),
                    "asha": optuna.pruners.SuccessiveHalvingPruner(),
                    "none": optuna.pruners.NopPruner()}
+        # A continued study seeds its sampler past the trials it has, so it does not draw them again.
+        existing = len(optuna.load_study(study_name="acrl", storage=storage).trials) if storage.get_all_studies() else 0
         self.study = optuna.create_study(
             study_name="acrl", storage=storage, direction="maximize", load_if_exists=True,
-            sampler=optuna.samplers.TPESampler(n_startup_trials=startup_trials, seed=seed, multivariate=True),
+            sampler=optuna.samplers.TPESampler(n_startup_trials=startup_trials, seed=seed + existing,
+                                               multivariate=True),
             pruner=pruners[pruner])
         self.space = space
         self.open: dict[int, Any] = {}
@@ -240,17 +244,23 @@ def run_tune(algo: str, env_id: str, trials: int, space: dict[str, Dimension], o
         KeyboardInterrupt: Ctrl-C, once the running trials have checkpointed.
     """
     from acrl.algos import get_algorithm, make_config
+    from acrl.core.config import update_config
 
     require("optuna", "acrl tune")
     options = options or ClusterOptions()
     options.validate()
     overrides = dict(overrides or {})
     if trials < 1 or startup_trials < 0 or (parallel is not None and parallel < 1):
-        raise InputError(f"--trials and --parallel must be >= 1 and --startup-trials >= 0, got {trials}, {parallel} "
-                         f"and {startup_trials}.")
+        raise InputError(f"--trials and --parallel must be >= 1 and --startup-trials >= 0, got --trials {trials}, "
+                         f"--parallel {parallel if parallel is not None else '(default)'} and --startup-trials "
+                         f"{startup_trials}.")
+    if startup_trials >= trials:
+        warnings.warn(f"--startup-trials {startup_trials} >= --trials {trials}: every trial is sampled at random "
+                      "and none is pruned; TPE starts after the startup trials.", stacklevel=2)
     if pruner not in PRUNERS:
         raise InputError(f"unknown pruner {pruner!r}; choose {', '.join(PRUNERS)}.")
     fields = get_algorithm(algo).config_class()
+    update_config(fields, {key: None for key in space if not hasattr(fields, key)}, "--space")  # names the key
     threads = max(1, int(options.cpus_per_job))
     flags = {"seed": seed, "total_steps": total_steps, "device": "cuda" if options.gpus_per_job > 0 else "cpu",
              **{k: threads for k in ("torch_threads", "workers") if hasattr(fields, k)}}
@@ -275,6 +285,8 @@ def run_tune(algo: str, env_id: str, trials: int, space: dict[str, Dimension], o
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+    if progress:
+        print(f"search of {algo} on {env_id} -> {out}", file=sys.stderr)
     with Cluster(out, options) as cluster:
         out.mkdir(parents=True, exist_ok=True)
         existing.write_text(yaml.safe_dump(record, sort_keys=False))
@@ -360,6 +372,7 @@ def plot_study(trials: list[dict[str, Any]], out: Path) -> Path:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
 
     fig, (history, curves) = plt.subplots(1, 2, figsize=(12, 4.2))
     done = sorted((t for t in trials if t["state"] == "COMPLETE"), key=lambda t: t["number"])
@@ -370,13 +383,14 @@ def plot_study(trials: list[dict[str, Any]], out: Path) -> Path:
         best.append(running)
     history.step([t["number"] for t in done], best, where="post", color="tab:red", label="best so far")
     history.set_xlabel("trial")
+    history.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
     history.set_ylabel("final evaluation return")
     history.legend(fontsize=8)
     history.grid(alpha=0.3)
     for t in trials:
         if t["intermediate"]:
             steps, values = zip(*sorted(t["intermediate"].items()))
-            curves.plot(steps, values, ls="--" if t["state"] == "PRUNED" else "-", lw=1,
+            curves.plot(steps, values, ls="--" if t["state"] == "PRUNED" else "-", lw=1, marker="o", ms=3,
                         color="grey" if t["state"] == "PRUNED" else None)
     curves.set_xlabel("steps")
     curves.set_ylabel("evaluation return (pruned: dashed)")

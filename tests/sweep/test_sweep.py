@@ -78,7 +78,13 @@ def test_grid_of_2_seeds_and_2_learning_rates_writes_4_runs_a_table_and_a_figure
     assert (tmp_path / "results.md").read_text() == table and (tmp_path / "curves.png").is_file()
 
     before = {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*") if p.is_file() and p.parent != tmp_path}
-    run_sweep(spec, tmp_path, progress=False)  # the same sweep again: nothing trains, nothing is rewritten
+    # The same sweep again, from its own sweep.yaml, with RAY_ADDRESS naming a cluster that is not there:
+    # a plain sweep starts its own local Ray, and it trains nothing and rewrites nothing.
+    again = subprocess.run([sys.executable, "-m", "acrl", "sweep", "--file", str(tmp_path / "sweep.yaml"), "--out",
+                            str(tmp_path)], env={**os.environ, "PYTHONPATH": str(ROOT), "RAY_ADDRESS": "127.0.0.1:9"},
+                           capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr
+    assert "4 of 4 runs finished before" in again.stderr
     assert {p: p.stat().st_mtime_ns for p in before} == before
 
 

@@ -88,6 +88,10 @@ def test_a_search_of_4_trials_writes_its_table_figure_and_best_preset_and_a_reru
                      progress=False)
     assert len(again["trials"]) == 4
     assert json.loads((tmp_path / "trials.json").read_text())["best"] == summary["best"]
+    more = run_tune("ppo", "CartPole-v1", 5, space, tmp_path, total_steps=512, overrides=TINY, startup_trials=2,
+                    progress=False)  # continued: one trial more, not a repeat of an earlier one
+    params = {t["number"]: t["params"] for t in more["trials"]}
+    assert len(params) == 5 and all(params[4] != params[n] for n in range(4))
 
 
 def test_the_cli_refuses_a_malformed_space_and_an_unknown_key_before_starting(tmp_path):
