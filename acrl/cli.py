@@ -183,8 +183,29 @@ class Experiment:
     """Show the progress bar."""
 
 
+@dataclass(kw_only=True)
+class OnRay:
+    """Where the runs of a sweep or a search execute (`acrl.sweep.executor.ClusterOptions`)."""
+
+    address: str | None = None
+    """Ray cluster: auto (the one `ray start` runs here) or HOST:PORT (default: a local instance, one run per core)."""
+    cpus_per_run: float = 1.0
+    """CPUs reserved per run (also its torch threads)."""
+    gpus_per_run: float = 0.0
+    """GPUs reserved per run (> 0: runs train on CUDA)."""
+    retries: int = 3
+    """Times a run whose worker or node died is restarted from its latest checkpoint."""
+
+    def options(self):
+        """These settings as `ClusterOptions`."""
+        from acrl.sweep.executor import ClusterOptions
+
+        return ClusterOptions(address=self.address, cpus_per_job=self.cpus_per_run, gpus_per_job=self.gpus_per_run,
+                              retries=self.retries)
+
+
 @dataclass
-class Sweep:
+class Sweep(OnRay):
     """Run a grid of ordinary runs on Ray (all cores here, or a cluster) and write its table and figure."""
 
     algo: Annotated[str | None, tyro.conf.Positional, tyro.conf.arg(metavar="[ALGO]")] = None
@@ -206,20 +227,12 @@ class Sweep:
     lists, e.g. hidden_sizes=[[64,64],[256,256]]."""
     out: str | None = None
     """Sweep directory (default: runs/sweep-ALGO-ENV-HASH of the grid, so rerunning the command resumes it)."""
-    address: str | None = None
-    """Ray cluster: auto (the one `ray start` runs here) or HOST:PORT (default: a local instance, one run per core)."""
-    cpus_per_run: float = 1.0
-    """CPUs reserved per run (also its torch threads)."""
-    gpus_per_run: float = 0.0
-    """GPUs reserved per run (> 0: runs train on CUDA)."""
-    retries: int = 3
-    """Times a run whose worker or node died is restarted from its latest checkpoint."""
     progress: bool = True
     """Show the progress bar over runs."""
 
 
 @dataclass
-class Tune:
+class Tune(OnRay):
     """Search hyperparameters with Optuna (TPE, pruning on evaluations); trials run in parallel on Ray."""
 
     algo: Annotated[str, tyro.conf.Positional, tyro.conf.arg(metavar="ALGO")]
@@ -248,14 +261,6 @@ class Tune:
     """Trials at once (default: as many as the cluster's CPUs allow)."""
     out: str | None = None
     """Tune directory (default: runs/tune-ALGO-ENV-HASH; rerunning the command continues the study)."""
-    address: str | None = None
-    """Ray cluster: auto or HOST:PORT (default: a local instance)."""
-    cpus_per_run: float = 1.0
-    """CPUs per trial."""
-    gpus_per_run: float = 0.0
-    """GPUs per trial."""
-    retries: int = 3
-    """Restarts of a trial whose worker or node died."""
     progress: bool = True
     """A line per finished trial."""
 
@@ -417,7 +422,6 @@ def experiment(args: Experiment) -> None:
 def sweep(args: Sweep) -> None:
     """Print the sweep's Markdown table on stdout; where the files are on stderr."""
     from acrl.core.config import parse_set_options
-    from acrl.sweep.executor import ClusterOptions
     from acrl.sweep.grid import SweepSpec, run_sweep
     from acrl.sweep.results import markdown
 
@@ -436,11 +440,9 @@ def sweep(args: Sweep) -> None:
     spec.values.update(parse_set_options(args.set))
     spec.total_steps = args.total_steps if args.total_steps is not None else spec.total_steps
     spec.preset = args.preset if args.preset is not None else spec.preset
-    options = ClusterOptions(address=args.address, cpus_per_job=args.cpus_per_run, gpus_per_job=args.gpus_per_run,
-                             retries=args.retries)
     out = Path(args.out) if args.out else spec.default_dir()
     print(f"sweep of {spec.algo} -> {out}", file=sys.stderr)
-    summary = run_sweep(spec, out, options, progress=args.progress)
+    summary = run_sweep(spec, out, args.options(), progress=args.progress)
     print(markdown(summary))
     print(f"table: {out / 'results.md'} ({out / 'results.json'}); figure: {out / 'curves.png'}", file=sys.stderr)
 
@@ -450,7 +452,6 @@ def tune(args: Tune) -> None:
     import yaml
 
     from acrl.core.config import parse_set_options
-    from acrl.sweep.executor import ClusterOptions
     from acrl.sweep.tune import parse_space, run_tune
 
     space, fixed = {}, {}
@@ -462,12 +463,10 @@ def tune(args: Tune) -> None:
         if not isinstance(data, dict) or set(data) - {"space", "set"}:
             raise InputError(f"{args.file} must be a YAML mapping with `space:` (KEY: SPEC) and optionally `set:`.")
         space, fixed = dict(data.get("space") or {}), dict(data.get("set") or {})
-    options = ClusterOptions(address=args.address, cpus_per_job=args.cpus_per_run, gpus_per_job=args.gpus_per_run,
-                             retries=args.retries)
     space = parse_space([f"{key}={spec}" for key, spec in space.items()] + args.space)
     summary = run_tune(args.algo, args.env, args.trials, space, args.out, args.total_steps,
                        args.seed, args.preset, {**fixed, **parse_set_options(args.set)}, args.pruner,
-                       args.startup_trials, args.parallel, options, args.progress)
+                       args.startup_trials, args.parallel, args.options(), args.progress)
     print(json.dumps(summary["best"]))
     print(yaml.safe_dump(summary["preset"], sort_keys=False), end="")
     out = Path(summary["out"])

@@ -94,6 +94,11 @@ def plot_runs(run_dirs: list[str | Path], out: str | Path, key: str = "eval/retu
     ax.set_ylabel(key)
     ax.grid(alpha=0.3)
     ax.legend()
+    return save_figure(fig, out)
+
+
+def save_figure(fig: plt.Figure, out: str | Path) -> Path:
+    """Lay out `fig`, write it as a PNG (110 dpi) atomically (temp file, then rename), close it; returns the path."""
     fig.tight_layout()
     out = Path(out)
     tmp = out.with_name(out.stem + ".tmp.png")

@@ -24,7 +24,7 @@ import numpy as np
 
 from acrl.core.errors import InputError
 from acrl.core.loop import write_json_atomic
-from acrl.core.plotting import read_curve
+from acrl.core.plotting import plt, read_curve, save_figure
 from acrl.sweep.executor import is_done, require
 
 BOOTSTRAP_REPS = 2_000
@@ -128,11 +128,6 @@ def plot_curves(curves: dict[str, list[tuple[np.ndarray, np.ndarray]]], panels: 
         out: the PNG to write (atomically).
     Each configuration uses the evaluation steps its runs share (the shortest run's).
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     bands = {}
     for group, runs in curves.items():
         length = min(len(steps) for steps, _ in runs)
@@ -151,9 +146,4 @@ def plot_curves(curves: dict[str, list[tuple[np.ndarray, np.ndarray]]], panels: 
         ax.set_ylabel("evaluation return (IQM, 95% CI)")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
-    fig.tight_layout()
-    tmp = out.with_name(out.stem + ".tmp.png")
-    fig.savefig(tmp, dpi=110)
-    plt.close(fig)
-    tmp.replace(out)
-    return out
+    return save_figure(fig, out)

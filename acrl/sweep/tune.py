@@ -368,11 +368,9 @@ def write_study(out: Path, record: dict[str, Any], trials: list[dict[str, Any]])
 def plot_study(trials: list[dict[str, Any]], out: Path) -> Path:
     """Left: each finished trial's objective and the best so far; right: every trial's evaluations
     against steps (pruned trials dashed). Written atomically."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     import matplotlib.ticker
+
+    from acrl.core.plotting import plt, save_figure  # matplotlib with the Agg backend
 
     fig, (history, curves) = plt.subplots(1, 2, figsize=(12, 4.2))
     done = sorted((t for t in trials if t["state"] == "COMPLETE"), key=lambda t: t["number"])
@@ -395,9 +393,4 @@ def plot_study(trials: list[dict[str, Any]], out: Path) -> Path:
     curves.set_xlabel("steps")
     curves.set_ylabel("evaluation return (pruned: dashed)")
     curves.grid(alpha=0.3)
-    fig.tight_layout()
-    tmp = out.with_name(out.stem + ".tmp.png")
-    fig.savefig(tmp, dpi=110)
-    plt.close(fig)
-    tmp.replace(out)
-    return out
+    return save_figure(fig, out)
