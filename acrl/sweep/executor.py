@@ -34,7 +34,6 @@ import os
 import signal
 import socket
 import sys
-import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -106,6 +105,10 @@ class ClusterOptions:
                              f"{self.gpus_per_job}.")
         if self.retries < 0:
             raise InputError(f"--retries must be >= 0, got {self.retries}.")
+        if self.address is None and self.cpus_per_job > os.cpu_count():  # said before Ray starts
+            raise InputError(f"each run asks for {self.cpus_per_job:g} CPU, but this machine, where the local Ray "
+                             f"instance runs, has {os.cpu_count()}; lower --cpus-per-run or join a cluster with "
+                             "--address.")
 
 
 def is_done(root: Path, name: str) -> bool:
@@ -219,9 +222,9 @@ class Cluster:
 
     def __enter__(self) -> Cluster:
         ray = require("ray", "acrl sweep")
-        if not ray.is_initialized():
-            self._connect(ray)
         try:
+            if not ray.is_initialized():
+                self._connect(ray)
             self._check_resources(ray)
             from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
@@ -240,16 +243,15 @@ class Cluster:
         address = self.options.address
         quiet = {"include_dashboard": False, "logging_level": logging.ERROR, "log_to_driver": False}
         if address is None:
-            # Ray's own processes (GCS, raylet) inherit an ignored SIGINT, so a Ctrl-C in the terminal
-            # reaches only this driver, which then stops the runs in order (`stop`) and shuts Ray down.
-            main = threading.current_thread() is threading.main_thread()
-            previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
+            # Ray's own processes (GCS, raylet, and the workers they start) inherit SIGINT blocked, so a
+            # Ctrl-C in the terminal reaches only this driver, which then stops the runs in order (`stop`)
+            # and shuts Ray down. A Ctrl-C during start-up waits until init returns, then stops it all.
+            self.started_ray = True  # from here on, leaving shuts down whatever init started
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
             try:
                 ray.init(address="local", num_cpus=os.cpu_count(), **quiet)  # never a cluster RAY_ADDRESS names
             finally:
-                if main:
-                    signal.signal(signal.SIGINT, previous)
-            self.started_ray = True
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
             return
         if address != "auto":
             host, _, port = address.rpartition(":")

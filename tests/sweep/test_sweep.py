@@ -182,6 +182,8 @@ def test_list_valued_fields_take_a_list_of_lists_as_an_axis_and_a_list_as_one_va
 def test_resources_larger_than_any_node_and_an_address_that_does_not_answer_are_refused(tmp_path):
     spec = SweepSpec("ppo", ["CartPole-v1"], [0], TINY, total_steps=256)
     with pytest.raises(InputError, match="each run asks for 64 CPU .* largest node of the cluster has 2 CPU"):
+        run_sweep(spec, tmp_path / "big", ClusterOptions(cpus_per_job=64, address="auto"), progress=False)
+    with pytest.raises(InputError, match="each run asks for 64 CPU, but this machine"):  # local: before Ray starts
         run_sweep(spec, tmp_path / "big", ClusterOptions(cpus_per_job=64), progress=False)
 
 
