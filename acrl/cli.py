@@ -441,7 +441,6 @@ def sweep(args: Sweep) -> None:
     spec.total_steps = args.total_steps if args.total_steps is not None else spec.total_steps
     spec.preset = args.preset if args.preset is not None else spec.preset
     out = Path(args.out) if args.out else spec.default_dir()
-    print(f"sweep of {spec.algo} -> {out}", file=sys.stderr)
     summary = run_sweep(spec, out, args.options(), progress=args.progress)
     print(markdown(summary))
     print(f"table: {out / 'results.md'} ({out / 'results.json'}); figure: {out / 'curves.png'}", file=sys.stderr)

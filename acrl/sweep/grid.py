@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import sys
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -253,7 +254,9 @@ def run_sweep(spec: SweepSpec, out: str | Path | None = None, options: ClusterOp
         raise InputError(f"{out} holds another sweep (its sweep.yaml differs from this grid); rerun that "
                          "sweep's own command to resume it, or choose another --out.")
 
-    def write_record() -> None:
+    def write_record() -> None:  # once the grid is valid and Ray is up
+        if progress:
+            print(f"sweep of {spec.algo}: {len(runs)} runs -> {out}", file=sys.stderr)
         out.mkdir(parents=True, exist_ok=True)
         existing.write_text(yaml.safe_dump(record, sort_keys=False))
 

@@ -285,9 +285,9 @@ def run_tune(algo: str, env_id: str, trials: int, space: dict[str, Dimension], o
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    if progress:
-        print(f"search of {algo} on {env_id} -> {out}", file=sys.stderr)
     with Cluster(out, options) as cluster:
+        if progress:
+            print(f"search of {algo} on {env_id}: {trials} trials -> {out}", file=sys.stderr)
         out.mkdir(parents=True, exist_ok=True)
         existing.write_text(yaml.safe_dump(record, sort_keys=False))
         pinned = NodeAffinitySchedulingStrategy(node_id=cluster.driver_node, soft=False)

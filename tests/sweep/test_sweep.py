@@ -192,6 +192,7 @@ def test_the_cli_refuses_a_sweep_without_an_algorithm_an_unknown_env_and_a_dead_
     assert result.returncode == 2 and "needs ALGO or --file" in result.stderr
     result = run_cli("sweep", "ppo", "--env", "NoSuchEnv-v0", "--out", "s", cwd=tmp_path)
     assert result.returncode == 2 and "NoSuchEnv-v0" in result.stderr and not (tmp_path / "s").exists()
+    assert " -> " not in result.stderr  # no sweep directory announced for a sweep that never starts
     result = run_cli("sweep", "ppo", "--env", "CartPole-v1", "--address", "127.0.0.1:9", "--out", "s", cwd=tmp_path)
     assert result.returncode == 2 and "no Ray cluster answers at 127.0.0.1:9" in result.stderr
 
