@@ -41,7 +41,7 @@ def get_algorithm(name: str) -> type:
 
 
 def make_config(algo: str, env_id: str | None = None, preset: str | None = None,
-                overrides: dict[str, Any] | None = None, **flags: Any) -> tuple[type, RunConfig]:
+                overrides: dict[str, Any] | None = None, origin: str = "--set", **flags: Any) -> tuple[type, RunConfig]:
     """The agent class and full config of a run, as `acrl train` and `acrl sweep` build them.
 
     Precedence: the algorithm's defaults < the preset (`preset`, else the environment's
@@ -55,6 +55,7 @@ def make_config(algo: str, env_id: str | None = None, preset: str | None = None,
         env_id: the environment id (offline algorithms: default the dataset's `env_id`).
         preset: a preset name in acrl/presets/ALGO.yaml for this environment.
         overrides: config field -> value (YAML types).
+        origin: where `overrides` come from, named in error messages (e.g. "--bcq-set").
         **flags: config fields set last.
     Raises:
         InputError: an unknown algorithm, preset or key, a bad value, no env for an online
@@ -82,7 +83,7 @@ def make_config(algo: str, env_id: str | None = None, preset: str | None = None,
         env_id = dataset_env_id(dataset) or config.env_id
     values, preset = preset_values(algo, env_id, preset)
     config = update_config(config, values, f"preset {preset!r}")
-    config = update_config(config, overrides or {}, "--set")
+    config = update_config(config, overrides or {}, origin)
     config = update_config(config, {"env_id": env_id, "preset": preset, **flags}, "command line")
     config.validate()
     return cls, config

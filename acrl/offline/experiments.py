@@ -70,17 +70,11 @@ ITERATION_STEPS = 1_000
 # --------------------------------------------------------------------------------------------
 
 
-def _config(algo: str, env_id: str, overrides: dict[str, Any], fixed: dict[str, Any]) -> RunConfig:
+def _config(algo: str, env_id: str, overrides: dict[str, Any], origin: str, fixed: dict[str, Any]) -> RunConfig:
     """algorithm defaults < the env's `default` preset < user overrides < `fixed` (the experiment's own)."""
-    from acrl.algos import get_algorithm
+    from acrl.algos import make_config
 
-    cls = get_algorithm(algo)
-    values, preset = preset_values(algo, env_id, None)
-    config = update_config(cls.config_class(), values, f"{algo} preset {preset!r}")
-    config = update_config(config, overrides, f"--{'ddpg' if algo == 'ddpg' else algo}-set")
-    config = update_config(config, {"env_id": env_id, "preset": preset, **fixed}, "experiment")
-    config.validate()
-    return config
+    return make_config(algo, env_id, None, overrides, origin, **fixed)[1]
 
 
 def experiment_defaults(env_id: str) -> dict[str, int]:
@@ -160,14 +154,14 @@ def concurrent_agents(env_id: str, steps: int | None, seed: int, eval_freq: int 
     if steps < 1 or eval_freq < 1 or eval_episodes < 1:
         raise InputError(f"steps, eval_freq and eval_episodes must be >= 1, got {steps}, {eval_freq}, {eval_episodes}.")
     common = {"eval_freq": eval_freq, "eval_episodes": eval_episodes, "iteration_steps": ITERATION_STEPS}
-    behavioral_cfg = _config("ddpg", env_id, behavioral_overrides or {}, {"seed": seed, "total_steps": steps, **common})
+    behavioral_cfg = _config("ddpg", env_id, behavioral_overrides or {}, "--behavioral-set",
+                             {"seed": seed, "total_steps": steps, **common})
     behavioral_cfg = update_config(behavioral_cfg, {"buffer_size": max(steps, behavioral_cfg.start_steps,
                                                                        behavioral_cfg.batch_size)}, "experiment")
-    bcq_cfg = _config("bcq", env_id, bcq_overrides or {},
+    bcq_cfg = _config("bcq", env_id, bcq_overrides or {}, "--bcq-set",
                       {"seed": seed + 2, "total_steps": steps, "dataset": str(final_dataset), **common})
     ddpg_values = {"gamma": bcq_cfg.gamma, **(ddpg_overrides or {})}
-    ddpg_cfg = _config("ddpg", env_id, ddpg_values, {"seed": seed + 1, "total_steps": steps, "dataset": None,
-                                                     **common})
+    ddpg_cfg = _config("ddpg", env_id, ddpg_values, "--ddpg-set", {"seed": seed + 1, "total_steps": steps, **common})
     behavioral = DDPG(env_id, config=behavioral_cfg)
     return {"behavioral": behavioral, "ddpg": DDPG(env_id, config=ddpg_cfg, buffer=behavioral.buffer),
             "bcq": BCQ(env_id, config=bcq_cfg, buffer=behavioral.buffer)}
@@ -332,7 +326,7 @@ def run_extrapolation(env_id: str, out_dir: str | Path, steps_behavioral: int | 
     concurrent_agents(env_id, steps_behavioral, seeds[0], eval_freq, eval_episodes, out_dir / "final.h5",
                       behavioral_overrides, bcq_overrides, ddpg_overrides)["behavioral"].before_learning()
     bcq_overrides = dict(bcq_overrides or {})
-    ddpg_offline = {"gamma": _config("bcq", env_id, bcq_overrides, {}).gamma, **(ddpg_overrides or {})}
+    ddpg_offline = {"gamma": _config("bcq", env_id, bcq_overrides, "--bcq-set", {}).gamma, **(ddpg_overrides or {})}
     started = time.monotonic()
     # Three stages of jobs on Ray, each in parallel over seeds (and buffers and agents): the
     # concurrent runs, then the datasets their behavioral policies collect, then the offline runs.

@@ -111,6 +111,15 @@ class ClusterOptions:
                              "--address.")
 
 
+    def run_settings(self, config: Any, given: dict[str, Any]) -> dict[str, Any]:
+        """Config fields each run takes from its reservation, where `config` has them and `given`
+        (the user's values) does not set them: torch_threads (and A3C's workers) = the CPUs per
+        job, device = "cuda" with GPUs per job, else "cpu"."""
+        threads = max(1, int(self.cpus_per_job))
+        settings = {"torch_threads": threads, "workers": threads, "device": "cuda" if self.gpus_per_job > 0 else "cpu"}
+        return {k: v for k, v in settings.items() if hasattr(config, k) and k not in given}
+
+
 def is_done(root: Path, name: str) -> bool:
     """Whether the driver has recorded `name` as finished (root/name/job.json)."""
     return (root / name / "job.json").is_file()

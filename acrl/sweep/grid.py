@@ -184,15 +184,12 @@ def expand(spec: SweepSpec, options: ClusterOptions) -> list[RunSpec]:
 
     if len(set(spec.seeds)) != len(spec.seeds) or not all(isinstance(s, int) for s in spec.seeds):
         raise InputError(f"seeds must be distinct integers, got {spec.seeds}.")
-    threads = max(1, int(options.cpus_per_job))
-    device = "cuda" if options.gpus_per_job > 0 else "cpu"
     fields = get_algorithm(spec.algo).config_class()
     runs, checked = [], set()
     for group, env_id, dataset, overrides in configurations(spec):
         for seed in spec.seeds:
             flags = {"seed": seed, "total_steps": spec.total_steps, "dataset": dataset}
-            flags.update({k: v for k, v in {"torch_threads": threads, "workers": threads, "device": device}.items()
-                          if hasattr(fields, k) and k not in overrides})
+            flags.update(options.run_settings(fields, overrides))
             cls, config = make_config(spec.algo, env_id, spec.preset, overrides, **flags)
             if (config.env_id, dataset) not in checked:  # the environment, its spaces and the dataset
                 cls(config.env_id, config=config).before_learning()

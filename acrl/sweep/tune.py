@@ -261,9 +261,7 @@ def run_tune(algo: str, env_id: str, trials: int, space: dict[str, Dimension], o
         raise InputError(f"unknown pruner {pruner!r}; choose {', '.join(PRUNERS)}.")
     fields = get_algorithm(algo).config_class()
     update_config(fields, {key: None for key in space if not hasattr(fields, key)}, "--space")  # names the key
-    threads = max(1, int(options.cpus_per_job))
-    flags = {"seed": seed, "total_steps": total_steps, "device": "cuda" if options.gpus_per_job > 0 else "cpu",
-             **{k: threads for k in ("torch_threads", "workers") if hasattr(fields, k)}}
+    flags = {"seed": seed, "total_steps": total_steps, **options.run_settings(fields, {**overrides, **space})}
     corners = {key: dim.corners() for key, dim in space.items()}
     for i in range(max(map(len, corners.values()))):  # the low edges together, the high ones, each choice
         point = {key: values[min(i, len(values) - 1)] for key, values in corners.items()}

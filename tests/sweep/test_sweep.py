@@ -147,17 +147,19 @@ def test_a_job_on_another_machine_ships_its_run_directory_to_the_driver(tmp_path
 
 
 def test_resume_on_another_machine_starts_from_the_files_the_driver_sent(tmp_path):
+    from acrl.sweep.executor import read_files
+
     driver, node = tmp_path / "driver", tmp_path / "node"
     kwargs = {"algo": "ppo", "env_id": "CartPole-v1", "preset": None, "overrides": TINY,
               "flags": {"seed": 0, "total_steps": 256, "device": "cpu"}}
-    run_job_here(Job("run", train_run, kwargs), driver)  # the driver holds a run at 256 of its first budget
-    from acrl.sweep.executor import read_files
-
-    files = read_files(driver, [driver / "run"])
-    kwargs["flags"]["total_steps"] = 256
-    outcome = run_job_here(Job("run", train_run, kwargs), node, files=files, sink=Collect(driver))
-    assert outcome["result"]["steps"] == 256  # finished already: loaded from the shipped checkpoint, not retrained
-    assert steps_of(node / "run") == [128, 256]
+    run_job_here(Job("run", train_run, kwargs), driver)  # the driver holds a finished run
+    events = sorted(p.name for p in (driver / "run").glob("events.out.tfevents.*"))
+    outcome = run_job_here(Job("run", train_run, kwargs), node, files=read_files(driver, [driver / "run"]),
+                           sink=Collect(driver))
+    assert outcome["result"]["steps"] == 256
+    # Loaded from the shipped checkpoint and not trained again: a run trained on the node would have
+    # written an event file of its own beside the driver's.
+    assert sorted(p.name for p in (node / "run").glob("events.out.tfevents.*")) == events
 
 
 @pytest.mark.parametrize("values, message", [
