@@ -1,5 +1,5 @@
-"""acrl's BCQ against d3rlpy's on the same data: gradient updates per second, and the evaluation
-return after the same number of updates (Hopper-v5 final / imperfect / imitation datasets).
+"""acrl's BCQ against d3rlpy's on the same data: the evaluation return after the same number of
+updates (Hopper-v5 final / imperfect / imitation datasets). Speed: benchmarks/update_roofline.py.
 
 d3rlpy (Seno & Imai 2022, "d3rlpy: An Offline Deep Reinforcement Learning Library", JMLR) pins
 gymnasium==1.0.0 and acrl needs >= 1.1, so d3rlpy runs in a venv of its own,
@@ -12,13 +12,9 @@ Both libraries run the paper's settings (Fujimoto et al. 2019, Supp. D): actor a
 gamma 0.99, tau 0.005, lambda 0.75, phi 0.05, 10 sampled actions in the target and when acting.
 d3rlpy's own defaults differ (256-256 encoders, n_action_samples=100); `--d3rlpy-defaults`
 runs d3rlpy as shipped instead, for reference. Both use `--threads` torch threads (default 1).
-Timing covers the training loop only (dataset loading, network construction and evaluation
-excluded): acrl's `BCQ.learn` without evaluation, d3rlpy's `fit` with a no-op logger. Both wall
-time and the process's CPU time are recorded; the ratio uses CPU time, which a busy machine
-disturbs much less than wall time (with one torch thread, CPU time is the work done).
+Each run's training time (acrl's `BCQ.learn` without evaluation, d3rlpy's `fit` with a no-op
+logger) and updates/s are recorded beside its return.
 
-    # updates/s on a small random Hopper-v5 dataset (minutes):
-    python benchmarks/bcq_vs_d3rlpy.py --speed-only --speed-updates 300
     # the full comparison on the paper's datasets, made first with `acrl collect` into DIR
     # (final.h5, imperfect.h5, imitation.h5), 3 seeds (days of CPU at the paper's sizes):
     python benchmarks/bcq_vs_d3rlpy.py --datasets DIR --updates 300000 --seeds 0 1 2
@@ -91,13 +87,12 @@ def d3rlpy_worker(spec: dict) -> dict:
             beta=p["kl_weight"], action_scaler=scaler)
     algo = config.create(device="cpu:0")
     algo.build_with_dataset(dataset)
-    started, cpu_started = time.perf_counter(), time.process_time()
+    started = time.perf_counter()
     algo.fit(dataset, n_steps=spec["updates"], n_steps_per_epoch=spec["updates"], show_progress=False,
              logger_adapter=NoopAdapterFactory(), save_interval=10**9)
-    elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu_started
+    elapsed = time.perf_counter() - started
     result = {"library": "d3rlpy", "version": d3rlpy.__version__, "updates": spec["updates"],
-              "train_seconds": elapsed, "updates_per_s": spec["updates"] / elapsed, "cpu_seconds": cpu,
-              "updates_per_cpu_s": spec["updates"] / cpu}
+              "train_seconds": elapsed, "updates_per_s": spec["updates"] / elapsed}
     if spec["eval_episodes"]:
         returns = []
         obs, _ = env.reset(seed=spec["eval_seed"])
@@ -173,28 +168,15 @@ def run_acrl(h5: Path, env_id: str, seed: int, updates: int, threads: int, eval_
                 checkpoint_freq=10**9, **PAPER)
     agent.load_data()
     torch.set_num_threads(threads)
-    started, cpu_started = time.perf_counter(), time.process_time()
+    started = time.perf_counter()
     agent.learn(updates, progress=False)
-    elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu_started
+    elapsed = time.perf_counter() - started
     result = {"library": "acrl", "version": acrl.__version__, "updates": updates, "train_seconds": elapsed,
-              "updates_per_s": updates / elapsed, "cpu_seconds": cpu, "updates_per_cpu_s": updates / cpu}
+              "updates_per_s": updates / elapsed}
     if eval_episodes:
         evaluation = agent.evaluate(eval_episodes)
         result.update(return_mean=evaluation["return_mean"], returns=evaluation["returns"])
     return result
-
-
-def random_dataset(env_id: str, steps: int, out: Path) -> Path:
-    """`steps` transitions of a uniformly random policy: for timing, where the data's quality is irrelevant."""
-    import gymnasium as gym
-
-    from acrl.parts.datasets import collect_transitions, save_dataset
-
-    env = gym.make(env_id)
-    env.action_space.seed(0)
-    save_dataset(out, collect_transitions(env, lambda obs: env.action_space.sample(), steps, 0, kind="random",
-                                          behavioral_policy="uniform"))
-    return out
 
 
 def collect(env_id: str, out: Path, behavioral_steps: int, dataset_steps: int, seed: int) -> Path:
@@ -210,19 +192,10 @@ def collect(env_id: str, out: Path, behavioral_steps: int, dataset_steps: int, s
 
 
 def markdown(summary: dict) -> str:
-    """The summary as markdown tables: updates/s per run with the median ratio, then returns per dataset and seed."""
+    """The summary as a markdown table: returns (and updates/s) per dataset and seed."""
     lines = [f"### BCQ: acrl vs d3rlpy {summary.get('d3rlpy_version', '')} on {summary['env_id']}", "",
              f"{summary['machine']}; {summary['threads']} torch thread(s); settings: "
              f"{'d3rlpy defaults for d3rlpy' if summary['d3rlpy_defaults'] else 'the paper (both)'}.", ""]
-    speed = summary.get("speed")
-    if speed:
-        lines += ["| library | updates | wall s | updates/s (wall) | CPU s | updates per CPU s |",
-                  "| --- | ---: | ---: | ---: | ---: | ---: |"]
-        for r in speed["runs"]:
-            lines.append(f"| {r['library']} | {r['updates']} | {r['train_seconds']:.1f} | {r['updates_per_s']:.2f} | "
-                         f"{r['cpu_seconds']:.1f} | {r['updates_per_cpu_s']:.2f} |")
-        lines += ["", f"acrl / d3rlpy updates per CPU second: **{speed['ratio']:.2f}x** (median over the pairs; "
-                  f"wall-clock: {speed['wall_ratio']:.2f}x).", ""]
     if summary.get("returns"):
         lines += ["| dataset | seed | acrl return | d3rlpy return | acrl updates/s | d3rlpy updates/s |",
                   "| --- | ---: | ---: | ---: | ---: | ---: |"]
@@ -238,11 +211,8 @@ def main(argv: list[str] | None = None) -> int:
     """Command line (see the module docstring); returns the exit code (1 when d3rlpy cannot be set up)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--env", default="Hopper-v5")
-    parser.add_argument("--speed-only", action="store_true", help="only measure updates/s on a random dataset")
-    parser.add_argument("--speed-updates", type=int, default=300, help="updates per speed measurement")
-    parser.add_argument("--speed-repeats", type=int, default=2, help="alternating acrl/d3rlpy measurements")
-    parser.add_argument("--speed-dataset-steps", type=int, default=20_000)
-    parser.add_argument("--datasets", type=Path, help="directory with final.h5, imperfect.h5, imitation.h5")
+    parser.add_argument("--datasets", type=Path, required=True,
+                        help="directory with final.h5, imperfect.h5, imitation.h5")
     parser.add_argument("--collect", action="store_true", help="collect the datasets first (into --datasets)")
     parser.add_argument("--behavioral-steps", type=int, default=1_000_000)
     parser.add_argument("--dataset-steps", type=int, default=1_000_000)
@@ -271,46 +241,23 @@ def main(argv: list[str] | None = None) -> int:
                      "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores",
                      "command": " ".join([Path(sys.argv[0]).name, *(argv if argv is not None else sys.argv[1:])])}
 
-    # Speed: alternate the two libraries so that a change of machine load hits both.
-    h5 = SCRATCH / f"random-{args.env}-{args.speed_dataset_steps}.h5"
-    if not h5.exists():
-        random_dataset(args.env, args.speed_dataset_steps, h5)
-    npz = h5.with_suffix(".npz")
-    to_npz(h5, npz)
-    runs = []
-    for repeat in range(args.speed_repeats):
-        runs.append(run_acrl(h5, args.env, repeat, args.speed_updates, args.threads, 0))
-        runs.append(run_d3rlpy(python, {**spec, "npz": str(npz), "seed": repeat, "updates": args.speed_updates,
-                                        "eval_episodes": 0, "eval_seed": 0}))
-        print(f"speed {repeat}: acrl {runs[-2]['updates_per_cpu_s']:.2f}, d3rlpy {runs[-1]['updates_per_cpu_s']:.2f} "
-              "updates per CPU second", file=sys.stderr)
-    pairs = list(zip(runs[::2], runs[1::2], strict=True))
-    cpu_ratios = sorted(a["updates_per_cpu_s"] / d["updates_per_cpu_s"] for a, d in pairs)
-    wall_ratios = sorted(a["updates_per_s"] / d["updates_per_s"] for a, d in pairs)
-    summary["speed"] = {"runs": runs, "ratio": cpu_ratios[len(pairs) // 2], "wall_ratio": wall_ratios[len(pairs) // 2]}
-    summary["d3rlpy_version"] = runs[1]["version"]
-
-    if not args.speed_only:
-        if args.datasets is None:
-            print("bcq_vs_d3rlpy: returns need --datasets DIR (with --collect to make them); measured speed only.",
-                  file=sys.stderr)
-        else:
-            if args.collect:
-                collect(args.env, args.datasets, args.behavioral_steps, args.dataset_steps, args.seeds[0])
-            summary["returns"] = []
-            for kind in args.kinds:
-                h5 = args.datasets / f"{kind}.h5"
-                npz = SCRATCH / f"{kind}.npz"
-                to_npz(h5, npz)
-                for seed in args.seeds:
-                    eval_seed = seed + 10_000
-                    row = {"kind": kind, "seed": seed,
-                           "acrl": run_acrl(h5, args.env, seed, args.updates, args.threads, args.eval_episodes),
-                           "d3rlpy": run_d3rlpy(python, {**spec, "npz": str(npz), "seed": seed, "updates": args.updates,
-                                                         "eval_episodes": args.eval_episodes, "eval_seed": eval_seed})}
-                    summary["returns"].append(row)
-                    print(f"{kind} seed {seed}: acrl {row['acrl']['return_mean']:.1f}, "
-                          f"d3rlpy {row['d3rlpy']['return_mean']:.1f}", file=sys.stderr)
+    if args.collect:
+        collect(args.env, args.datasets, args.behavioral_steps, args.dataset_steps, args.seeds[0])
+    summary["returns"] = []
+    for kind in args.kinds:
+        h5 = args.datasets / f"{kind}.h5"
+        npz = SCRATCH / f"{kind}.npz"
+        to_npz(h5, npz)
+        for seed in args.seeds:
+            eval_seed = seed + 10_000
+            row = {"kind": kind, "seed": seed,
+                   "acrl": run_acrl(h5, args.env, seed, args.updates, args.threads, args.eval_episodes),
+                   "d3rlpy": run_d3rlpy(python, {**spec, "npz": str(npz), "seed": seed, "updates": args.updates,
+                                                 "eval_episodes": args.eval_episodes, "eval_seed": eval_seed})}
+            summary["returns"].append(row)
+            summary["d3rlpy_version"] = row["d3rlpy"]["version"]
+            print(f"{kind} seed {seed}: acrl {row['acrl']['return_mean']:.1f}, "
+                  f"d3rlpy {row['d3rlpy']['return_mean']:.1f}", file=sys.stderr)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.with_suffix(".json").write_text(json.dumps(summary, indent=2) + "\n")
     text = markdown(summary)

@@ -3,6 +3,13 @@
 All modules take float32 observations of shape (B, obs_dim) and work in the policy's action
 units: [-1, 1] per bounded dimension for continuous actions (`acrl.core.envs.ActionAdapter` maps
 them to the environment's Box), action indices for Discrete spaces.
+
+Every fully connected layer is a `Linear`: `nn.Linear` with the same parameters and state-dict
+keys, whose large float32 CPU matrix products go through oneDNN instead of the BLAS (MKL) that
+`torch.mm` calls. On the AMD EPYC (Zen 5) of acrl's 2-core machine MKL runs float32 products at
+about 100 GFLOP/s per thread and oneDNN at about 220, with the same IEEE float32 arithmetic
+(`benchmarks/update_roofline.py`); below `ONEDNN_MIN_MACS` oneDNN's fixed ~12 us per call loses,
+so small products (PPO's and A3C's 64-wide nets, batch-1 acting) stay on `torch.nn.functional.linear`.
 """
 
 from __future__ import annotations
@@ -15,6 +22,57 @@ from torch.distributions import Categorical, Normal
 
 ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU}
 _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
+
+ONEDNN_MIN_MACS = 1 << 21
+"""A layer whose product has fewer multiply-adds (rows x in x out; its two gradient products have
+as many) uses torch's own linear: about where oneDNN's fixed per-call cost is repaid, e.g.
+100 x 17 x 750 (`benchmarks/update_roofline.py`)."""
+
+_ONEDNN = torch.backends.mkldnn.is_available() and hasattr(torch.ops.mkldnn, "_linear_pointwise")
+
+
+def _onednn_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+    """x @ weight.T (+ bias) by oneDNN, no autograd: x (M, K), weight (N, K), any strides -> (M, N)."""
+    return torch.ops.mkldnn._linear_pointwise(x, weight, bias, "none", [], "")
+
+
+class _OneDNNLinear(torch.autograd.Function):
+    """y = x W^T + b and its gradients, each product by oneDNN: dL/dx = g W, dL/dW = g^T x,
+    dL/db = g summed over rows (only those autograd asks for)."""
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+        ctx.save_for_backward(x, weight)
+        return _onednn_linear(x, weight, bias)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
+        x, weight = ctx.saved_tensors
+        need_x, need_weight, need_bias = ctx.needs_input_grad
+        return (_onednn_linear(grad, weight.t()) if need_x else None,
+                _onednn_linear(grad.t(), x.t()) if need_weight else None,
+                grad.sum(0) if need_bias else None)
+
+
+class Linear(nn.Linear):
+    """`nn.Linear` (same parameters, initialisation and state-dict keys) whose large float32 CPU
+    products, forward and backward, run through oneDNN (see the module docstring).
+
+    input (B, in_features) float32 -> (B, out_features). oneDNN is used for 2-D float32 CPU
+    inputs with B * in_features * out_features >= `ONEDNN_MIN_MACS`; everything else (other
+    ranks, dtypes, devices, small layers) is `torch.nn.functional.linear`. Results agree with
+    torch's to float32 round-off (the sums run in another order); each path is deterministic
+    for a given thread count.
+    """
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        weight, bias = self.weight, self.bias
+        if not (_ONEDNN and x.dim() == 2 and x.device.type == "cpu" and x.dtype == weight.dtype == torch.float32
+                and x.shape[0] * weight.shape[0] * weight.shape[1] >= ONEDNN_MIN_MACS):
+            return torch.nn.functional.linear(x, weight, bias)
+        if torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad):
+            return _OneDNNLinear.apply(x, weight, bias)
+        return _onednn_linear(x, weight, bias)
 
 
 def mlp(in_dim: int, hidden_sizes: tuple[int, ...], out_dim: int, activation: str = "tanh",
@@ -30,8 +88,8 @@ def mlp(in_dim: int, hidden_sizes: tuple[int, ...], out_dim: int, activation: st
     layers: list[nn.Module] = []
     sizes = (in_dim, *hidden_sizes)
     for a, b in zip(sizes[:-1], sizes[1:]):
-        layers += [_init(nn.Linear(a, b), math.sqrt(2)), ACTIVATIONS[activation]()]
-    layers.append(_init(nn.Linear(sizes[-1], out_dim), output_gain))
+        layers += [_init(Linear(a, b), math.sqrt(2)), ACTIVATIONS[activation]()]
+    layers.append(_init(Linear(sizes[-1], out_dim), output_gain))
     return nn.Sequential(*layers)
 
 

@@ -285,3 +285,24 @@ def test_evaluation_repeats_and_leaves_the_training_random_stream_alone(tmp_path
     first, second = agent.evaluate(), agent.evaluate()
     assert first["returns"] == second["returns"]
     assert torch.equal(torch.get_rng_state(), before)
+
+
+def test_onednn_products_leave_the_update_unchanged(monkeypatch):
+    """At the paper's sizes (where the products run on oneDNN) a fixed-seed run's losses are torch's own
+    within float32 round-off (benchmarks/update_roofline.py measures the speed)."""
+    from acrl.parts import nets
+
+    rng = np.random.default_rng(0)
+    buffer = ReplayBuffer(1000, 11, (3,))
+    buffer.add(rng.normal(size=(1000, 11)), rng.uniform(-1, 1, (1000, 3)), rng.normal(size=1000),
+               rng.normal(size=(1000, 11)), rng.random(1000) < 0.05, np.zeros(1000, bool))
+    losses = {}
+    for onednn in (True, False):
+        monkeypatch.setattr(nets, "_ONEDNN", onednn and nets._ONEDNN)
+        agent = BCQ("Hopper-v5", buffer=buffer, seed=0, eval_freq=0)  # 750-750 VAE, 400-300 nets, batch 100
+        torch.manual_seed(0)
+        losses[onednn] = [agent.update(buffer.sample(100, ArangeRng())) for _ in range(3)]
+    for with_onednn, without in zip(losses[True], losses[False], strict=True):
+        assert with_onednn.keys() == without.keys()
+        for key in with_onednn:
+            assert with_onednn[key] == pytest.approx(without[key], rel=1e-4, abs=1e-6), key

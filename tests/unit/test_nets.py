@@ -1,10 +1,12 @@
-"""Action distributions stay finite at extreme parameters (docs/correctness.md item 4)."""
+"""Action distributions stay finite at extreme parameters (docs/correctness.md item 4); the oneDNN-backed
+Linear computes the textbook product and gradients."""
 
 import math
 
 import pytest
 import torch
 
+from acrl.parts import nets
 from acrl.parts.nets import CategoricalActor, GaussianActor, TwinQ, mlp
 
 
@@ -58,3 +60,53 @@ def test_twin_q_shapes_and_q1():
     assert q1.shape == q2.shape == (5,)
     torch.testing.assert_close(q.q1(obs, act), q1)
     assert not torch.equal(q1, q2)
+
+
+def _onednn_calls(fn):
+    """The number of oneDNN products `fn()` runs."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Count(TorchDispatchMode):
+        calls = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if func is torch.ops.mkldnn._linear_pointwise.default:
+                Count.calls += 1
+            return func(*args, **(kwargs or {}))
+
+    with Count():
+        fn()
+    return Count.calls
+
+
+@pytest.mark.skipif(not nets._ONEDNN, reason="this torch has no oneDNN")
+def test_large_linear_runs_on_onednn_with_the_textbook_gradients():
+    torch.manual_seed(0)
+    layer = nets.Linear(750, 600)
+    x = torch.randn(100, 750, requires_grad=True)
+    upstream = torch.randn(100, 600)
+
+    def step():
+        layer(x).mul(upstream).sum().backward()  # dL/dy = upstream
+
+    assert 100 * 750 * 600 >= nets.ONEDNN_MIN_MACS
+    assert _onednn_calls(step) == 3  # y = x W^T + b, dL/dx = g W, dL/dW = g^T x
+    x64, w64, g64 = x.detach().double(), layer.weight.detach().double(), upstream.double()
+    expected = x64 @ w64.T + layer.bias.detach().double()
+    torch.testing.assert_close(layer(x).detach().double(), expected, rtol=1e-5, atol=1e-4)
+    torch.testing.assert_close(x.grad.double(), g64 @ w64, rtol=1e-5, atol=1e-4)
+    torch.testing.assert_close(layer.weight.grad.double(), g64.T @ x64, rtol=1e-5, atol=1e-3)
+    torch.testing.assert_close(layer.bias.grad.double(), g64.sum(0), rtol=1e-5, atol=1e-4)
+
+
+def test_small_or_gradient_free_linears_and_the_state_dict():
+    small = nets.Linear(4, 8)
+    assert _onednn_calls(lambda: small(torch.randn(1, 4)).sum().backward()) == 0  # below ONEDNN_MIN_MACS
+    large = nets.Linear(750, 600)
+    x = torch.randn(100, 750)
+    with torch.no_grad():
+        expected = 1 if nets._ONEDNN else 0
+        assert _onednn_calls(lambda: large(x)) == expected  # no autograd node, the same product
+    plain = torch.nn.Linear(750, 600)
+    plain.load_state_dict(large.state_dict())  # checkpoints are nn.Linear's
+    torch.testing.assert_close(plain(x), large(x), rtol=1e-5, atol=1e-4)

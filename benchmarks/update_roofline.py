@@ -1,0 +1,304 @@
+"""The off-policy update at the hardware's limit: BCQ, TD3 and SAC gradient updates per second at
+the papers' sizes on Hopper-v5 shapes, against the matrix-multiplication roofline and against
+d3rlpy on the same arrays, all measured side by side in one run.
+
+What is measured, per torch thread count (--threads, default 1 and 2):
+
+- acrl: `Agent.learn` from a random Hopper-v5-shaped replay buffer (observation 11, action 3,
+  100,000 transitions), no evaluation, after a warm-up; median updates/s of --repeats runs.
+- The roofline: every matrix product of one update is recorded (a `TorchDispatchMode` over
+  `aten.mm`, `aten.addmm` and oneDNN's `mkldnn._linear_pointwise`), which gives its FLOPs
+  (2 M K N) from the layer shapes; each distinct shape is then timed alone, warm, on the same
+  thread count. Two rooflines: `torch.mm` at those shapes (the BLAS torch calls, MKL; the
+  issue's definition) and the faster of `torch.mm` and oneDNN per shape (the best product this
+  torch can run here). "% of roofline" = the products' time at that rate / the update's time.
+- d3rlpy (its own venv, as in bcq_vs_d3rlpy.py): BCQ, TD3 and SAC with the same sizes and batch
+  on the same arrays (an .npz), `fit` with a no-op logger, median updates/s of --repeats runs.
+
+Sizes: BCQ (Fujimoto et al. 2019, Supp. D): VAE 750-750, actor and critics 400-300, batch 100,
+10 sampled actions per next state; TD3 (Fujimoto et al. 2018, Appendix C): 400-300, batch 100,
+policy delay 2; SAC (Haarnoja et al. 2018, Table 1): 256-256, batch 256.
+
+    ./run bench update_roofline                       # about 10 minutes on 2 cores
+    ./run bench update_roofline --algos bcq --threads 1 --repeats 1 --no-d3rlpy
+
+Results: benchmarks/results/update_roofline.{json,md}. Run it on an idle machine (`uptime`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+RESULTS = ROOT / "results"
+SCRATCH = RESULTS / "tmp" / "update_roofline"
+OBS_DIM, ACT_DIM, N_TRANSITIONS = 11, 3, 100_000  # Hopper-v5's shapes
+SIZES = {
+    "bcq": {"batch_size": 100, "actor_hidden_sizes": [400, 300], "critic_hidden_sizes": [400, 300],
+            "vae_hidden_sizes": [750, 750], "n_action_samples": 10, "learning_rate": 1e-3},
+    "td3": {"batch_size": 100, "hidden_sizes": [400, 300], "learning_rate": 1e-3, "policy_delay": 2},
+    "sac": {"batch_size": 256, "hidden_sizes": [256, 256], "learning_rate": 3e-4},
+}
+UPDATES = {"bcq": 200, "td3": 1000, "sac": 600}
+"""Timed updates per repeat: a few seconds each at acrl's speed."""
+
+
+# ------------------------------------------------------------------------------------ d3rlpy side
+# Runs under benchmarks/.venv-d3rlpy/bin/python: imports only d3rlpy, torch and numpy.
+
+
+def d3rlpy_worker(spec: dict) -> dict:
+    """d3rlpy's `spec["algo"]` at SIZES on spec["npz"]: updates/s of `fit` after a warm-up."""
+    import d3rlpy
+    import numpy as np
+    import torch
+    from d3rlpy.logging import NoopAdapterFactory
+    from d3rlpy.models import VectorEncoderFactory
+
+    torch.set_num_threads(spec["threads"])
+    d3rlpy.seed(0)
+    arrays = np.load(spec["npz"])
+    dataset = d3rlpy.dataset.MDPDataset(arrays["observations"], arrays["actions"], arrays["rewards"],
+                                        arrays["terminals"], arrays["timeouts"],
+                                        action_space=d3rlpy.ActionSpace.CONTINUOUS)
+    s = spec["sizes"]
+    if spec["algo"] == "bcq":
+        config = d3rlpy.algos.BCQConfig(
+            actor_encoder_factory=VectorEncoderFactory(s["actor_hidden_sizes"]),
+            critic_encoder_factory=VectorEncoderFactory(s["critic_hidden_sizes"]),
+            imitator_encoder_factory=VectorEncoderFactory(s["vae_hidden_sizes"]),
+            actor_learning_rate=s["learning_rate"], critic_learning_rate=s["learning_rate"],
+            imitator_learning_rate=s["learning_rate"], batch_size=s["batch_size"], lam=0.75,
+            action_flexibility=0.05, n_action_samples=s["n_action_samples"], beta=0.5)
+    else:
+        encoder = VectorEncoderFactory(s["hidden_sizes"])
+        common = {"actor_encoder_factory": encoder, "critic_encoder_factory": encoder,
+                  "actor_learning_rate": s["learning_rate"], "critic_learning_rate": s["learning_rate"],
+                  "batch_size": s["batch_size"]}
+        config = (d3rlpy.algos.TD3Config(update_actor_interval=s["policy_delay"], **common) if spec["algo"] == "td3"
+                  else d3rlpy.algos.SACConfig(temp_learning_rate=s["learning_rate"], **common))
+    algo = config.create(device="cpu:0")
+    algo.build_with_dataset(dataset)
+
+    def fit(n: int) -> None:
+        algo.fit(dataset, n_steps=n, n_steps_per_epoch=n, show_progress=False, logger_adapter=NoopAdapterFactory(),
+                 save_interval=10**9)
+
+    fit(spec["warmup"])
+    rates = []
+    for _ in range(spec["repeats"]):
+        started = time.perf_counter()
+        fit(spec["updates"])
+        rates.append(spec["updates"] / (time.perf_counter() - started))
+    return {"version": d3rlpy.__version__, "updates_per_s": rates}
+
+
+# ------------------------------------------------------------------------------------ acrl side
+
+
+def random_arrays(seed: int = 0) -> dict:
+    """N_TRANSITIONS random Hopper-shaped transitions (float32; 1% terminals, the last row a timeout)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    terminals = rng.random(N_TRANSITIONS) < 0.01
+    timeouts = np.zeros(N_TRANSITIONS, bool)
+    timeouts[-1] = not terminals[-1]
+    observations = rng.normal(size=(N_TRANSITIONS + 1, OBS_DIM)).astype(np.float32)
+    return {"observations": observations[:-1], "next_observations": observations[1:],
+            "actions": rng.uniform(-1, 1, (N_TRANSITIONS, ACT_DIM)).astype(np.float32),
+            "rewards": rng.normal(size=N_TRANSITIONS).astype(np.float32), "terminals": terminals,
+            "timeouts": timeouts}
+
+
+def acrl_agent(algo: str, arrays: dict, threads: int):
+    """An acrl agent of `algo` at SIZES on `threads` torch threads learning from a replay buffer
+    holding `arrays`, no evaluation."""
+    import torch
+
+    import acrl
+    from acrl.parts.buffers import ReplayBuffer
+
+    buffer = ReplayBuffer(N_TRANSITIONS, OBS_DIM, (ACT_DIM,), torch.device("cpu"))
+    buffer.add(arrays["observations"], arrays["actions"], arrays["rewards"], arrays["next_observations"],
+               arrays["terminals"], arrays["timeouts"])
+    cls = {"bcq": acrl.BCQ, "td3": acrl.TD3, "sac": acrl.SAC}[algo]
+    return cls("Hopper-v5", buffer=buffer, seed=0, eval_freq=0, torch_threads=threads, **SIZES[algo])
+
+
+def acrl_rates(agent, updates: int, repeats: int) -> list[float]:
+    """updates/s of `agent.learn` over `updates` more updates, `repeats` times, after a warm-up."""
+    agent.learn(agent.num_steps + 20, progress=False)
+    rates = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        agent.learn(agent.num_steps + updates, progress=False)
+        rates.append(updates / (time.perf_counter() - started))
+    return rates
+
+
+def recorded_products(agent) -> list[tuple[int, int, int]]:
+    """(M, K, N) of every matrix product in one `agent.update`, in order (forward and backward)."""
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    aten, onednn = torch.ops.aten, torch.ops.mkldnn._linear_pointwise.default
+
+    class Recorder(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.products = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if func is aten.mm.default:
+                (m, k), (_, n) = args[0].shape, args[1].shape
+                self.products.append((m, k, n))
+            elif func is aten.addmm.default:
+                (m, k), (_, n) = args[1].shape, args[2].shape
+                self.products.append((m, k, n))
+            elif func is onednn:  # x (M, K) @ weight (N, K).T
+                (m, k), (n, _) = args[0].shape, args[1].shape
+                self.products.append((m, k, n))
+            elif func in (aten.bmm.default, aten.baddbmm.default, aten.matmul.default):
+                raise NotImplementedError(f"the roofline does not count {func}")
+            return func(*args, **(kwargs or {}))
+
+    batch = agent.buffer.sample(agent.config.batch_size, agent.rng)
+    recorder = Recorder()
+    with recorder:
+        agent.update(batch)
+    return recorder.products
+
+
+def product_seconds(shape: tuple[int, int, int], repeats: int = 15) -> dict[str, float]:
+    """Median seconds of one (M, K) x (K, N) float32 product, warm: torch.mm and oneDNN."""
+    import torch
+
+    m, k, n = shape
+    a, b, weight = torch.randn(m, k), torch.randn(k, n), torch.randn(n, k)
+    kernels = {"mm": lambda: torch.mm(a, b),
+               "onednn": lambda: torch.ops.mkldnn._linear_pointwise(a, weight, None, "none", [], "")}
+    seconds = {}
+    for name, kernel in kernels.items():
+        for _ in range(3):
+            kernel()
+        times = []
+        for _ in range(repeats):
+            started = time.perf_counter()
+            kernel()
+            times.append(time.perf_counter() - started)
+        seconds[name] = statistics.median(times)
+    return seconds
+
+
+def roofline(products: list[tuple[int, int, int]]) -> dict:
+    """The products' FLOPs and their time at torch.mm's rate and at the best kernel's, per shape."""
+    timed = {shape: product_seconds(shape) for shape in set(products)}
+    mm = sum(timed[s]["mm"] for s in products)
+    best = sum(min(timed[s].values()) for s in products)
+    flops = sum(2 * m * k * n for m, k, n in products)
+    return {"products": len(products), "gflop": flops / 1e9, "mm_seconds": mm, "best_seconds": best,
+            "mm_gflops": flops / mm / 1e9, "best_gflops": flops / best / 1e9}
+
+
+# ------------------------------------------------------------------------------------ the run
+
+
+def markdown(summary: dict) -> str:
+    """The summary as one markdown table per thread count."""
+    lines = [f"### Off-policy updates/s against the roofline and d3rlpy {summary.get('d3rlpy_version', '')}", "",
+             f"{summary['machine']}; {summary['date']}; median of {summary['repeats']} runs each; "
+             f"`{summary['command']}`.", ""]
+    for threads, rows in summary["threads"].items():
+        lines += [f"{threads} torch thread(s):", "",
+                  "| algorithm | GFLOP/update | acrl updates/s | roofline (torch.mm) | % of it | "
+                  "roofline (best kernel) | % of it | d3rlpy updates/s | acrl / d3rlpy |",
+                  "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+        for algo, r in rows.items():
+            roof = r["roofline"]
+            d3 = r.get("d3rlpy")
+            lines.append(f"| {algo.upper()} | {roof['gflop']:.2f} | {r['acrl']:.1f} | {1 / roof['mm_seconds']:.1f} | "
+                         f"{r['acrl'] * roof['mm_seconds']:.0%} | {1 / roof['best_seconds']:.1f} | "
+                         f"{r['acrl'] * roof['best_seconds']:.0%} | " +
+                         (f"{d3:.1f} | **{r['acrl'] / d3:.2f}x** |" if d3 else "| |"))
+        lines.append("")
+    if len(summary["threads"]) > 1:
+        one, *more = list(summary["threads"])
+        for threads in more:
+            ratios = ", ".join(f"{algo.upper()} {summary['threads'][threads][algo]['acrl'] / r['acrl']:.2f}x"
+                               for algo, r in summary["threads"][one].items())
+            lines += [f"acrl {threads} threads against {one}: {ratios}.", ""]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line (see the module docstring); returns the exit code."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--algos", nargs="+", default=list(SIZES), choices=list(SIZES))
+    parser.add_argument("--threads", nargs="+", type=int, default=[1, 2])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--no-d3rlpy", action="store_true", help="acrl and the roofline only")
+    parser.add_argument("--out", type=Path, default=RESULTS / "update_roofline")
+    parser.add_argument("--d3rlpy-worker", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.d3rlpy_worker:
+        print(json.dumps(d3rlpy_worker(json.loads(args.d3rlpy_worker))))
+        return 0
+
+    import numpy as np
+    import torch
+
+    python = None
+    if not args.no_d3rlpy:
+        from bcq_vs_d3rlpy import ensure_venv
+
+        python = ensure_venv()
+    SCRATCH.mkdir(parents=True, exist_ok=True)
+    arrays = random_arrays()
+    npz = SCRATCH / "hopper-random.npz"
+    np.savez(npz, **arrays)
+    command = " ".join(["./run bench update_roofline", *(argv if argv is not None else sys.argv[1:])])
+    summary: dict = {"date": time.strftime("%Y-%m-%d"), "repeats": args.repeats, "torch": torch.__version__,
+                     "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores",
+                     "command": command,
+                     "sizes": SIZES, "threads": {}}
+    for threads in args.threads:
+        rows = {}
+        for algo in args.algos:
+            agent = acrl_agent(algo, arrays, threads)  # sets torch's thread count (the roofline's too)
+            rates = acrl_rates(agent, UPDATES[algo], args.repeats)
+            row = {"acrl": statistics.median(rates), "acrl_runs": rates, "roofline": roofline(recorded_products(agent))}
+            if python is not None:
+                spec = {"algo": algo, "sizes": SIZES[algo], "threads": threads, "npz": str(npz), "warmup": 20,
+                        "updates": UPDATES[algo], "repeats": args.repeats}
+                done = subprocess.run([str(python), __file__, "--d3rlpy-worker", json.dumps(spec)],
+                                      capture_output=True, text=True)
+                if done.returncode:
+                    raise RuntimeError(f"d3rlpy worker failed:\n{done.stderr[-4000:]}")
+                result = json.loads(done.stdout.strip().splitlines()[-1])
+                summary["d3rlpy_version"] = result["version"]
+                row.update(d3rlpy=statistics.median(result["updates_per_s"]), d3rlpy_runs=result["updates_per_s"])
+            rows[algo] = row
+            roof = row["roofline"]
+            print(f"{threads} thread(s) {algo}: acrl {row['acrl']:.1f}/s, roofline {1 / roof['mm_seconds']:.1f} "
+                  f"(torch.mm) {1 / roof['best_seconds']:.1f} (best), d3rlpy {row.get('d3rlpy', 0):.1f}/s",
+                  file=sys.stderr)
+        summary["threads"][str(threads)] = rows
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.with_suffix(".json").write_text(json.dumps(summary, indent=2) + "\n")
+    text = markdown(summary)
+    args.out.with_suffix(".md").write_text(text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
