@@ -11,7 +11,7 @@
     acrl experiment extrapolation|concurrent --env ENV_ID [--steps-behavioral N] [--updates N] [--seeds N ...]
                     [--dataset-size N] [--eval-freq N] [--eval-episodes N] [--out DIR]
                     [--behavioral-set key=value ...] [--bcq-set key=value ...] [--ddpg-set key=value ...]
-                    [--no-progress]
+                    [--bc-set key=value ...] [--no-progress]
     acrl sweep [ALGO] [--file SWEEP.yaml] [--env ENV ...] [--seeds N ...] [--total-steps N] [--preset NAME]
                [--dataset FILE ...] [--set key=value|key=[v1,v2] ...] [--out DIR] [--address auto|HOST:PORT]
                [--cpus-per-run C] [--gpus-per-run G] [--retries N] [--no-progress]
@@ -155,8 +155,8 @@ class Experiment:
     """Run a BCQ paper experiment (Fujimoto et al. 2019, Figure 2); prints its table, writes JSON and a figure."""
 
     name: tyro.conf.Positional[Literal["extrapolation", "concurrent"]]
-    """extrapolation (final, concurrent, imitation and imperfect buffers: behavioral policy, BCQ and
-    offline DDPG) or concurrent (BCQ and DDPG learning from a behavioral DDPG's growing buffer)."""
+    """extrapolation (final, concurrent, imitation and imperfect buffers: behavioral policy, BCQ,
+    off-policy DDPG and BC) or concurrent (BCQ, DDPG and BC learning from a behavioral DDPG's growing buffer)."""
     env: str
     """Environment id with a bounded Box action space, e.g. Pendulum-v1, Hopper-v5."""
     steps_behavioral: int | None = None
@@ -179,6 +179,8 @@ class Experiment:
     """BCQ hyperparameters as key=value, e.g. --bcq-set vae_hidden_sizes=[64,64]."""
     ddpg_set: list[str] = field(default_factory=list)
     """Hyperparameters of the DDPG that learns from the data (offline / concurrent) as key=value."""
+    bc_set: list[str] = field(default_factory=list)
+    """Behavioral cloning hyperparameters as key=value, e.g. --bc-set hidden_sizes=[64,64]."""
     progress: bool = True
     """Show the progress bar."""
 
@@ -405,7 +407,8 @@ def experiment(args: Experiment) -> None:
                          "update per behavioral step (--steps-behavioral).")
     out = Path(args.out or f"runs/experiment-{args.name}-{args.env.replace('/', '_')}-{time.strftime('%Y%m%d-%H%M%S')}")
     overrides = {"behavioral_overrides": parse_set_options(args.behavioral_set),
-                 "bcq_overrides": parse_set_options(args.bcq_set), "ddpg_overrides": parse_set_options(args.ddpg_set)}
+                 "bcq_overrides": parse_set_options(args.bcq_set), "ddpg_overrides": parse_set_options(args.ddpg_set),
+                 "bc_overrides": parse_set_options(args.bc_set)}
     print(f"experiment {args.name} on {args.env} -> {out}", file=sys.stderr)
     if args.name == "extrapolation":
         summary = run_extrapolation(args.env, out, args.steps_behavioral, args.updates, args.seeds, args.dataset_size,

@@ -14,8 +14,10 @@ An `OffPolicyAgent` learns from minibatches of a `ReplayBuffer`, filled one of t
   experiment; also counted in updates.
 
 A subclass provides `_build_networks`, `_update(batch)`, `_policy_action` and, to learn
-online, `explore(obs)`. Checkpoints add the update counter, the episode statistics and, with
-`save_replay_buffer`, the buffer (never in best.pt: the run loop saves that one without it).
+online, `explore(obs)`. An agent with a critic (`nets["critic"]`, whose `q1` is the estimate)
+also reports its value estimates at every evaluation (`evaluate`). Checkpoints add the update
+counter, the episode statistics and, with `save_replay_buffer`, the buffer (never in best.pt:
+the run loop saves that one without it).
 """
 
 from __future__ import annotations
@@ -28,10 +30,11 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
-from acrl.algos.base import Agent
+from acrl.algos.base import EVAL_SEED_OFFSET, Agent
 from acrl.core.config import RunConfig, in_unit_interval, positive
 from acrl.core.envs import EnvSpec, make_vec_env
 from acrl.core.errors import InputError
+from acrl.core.evaluation import evaluate
 from acrl.parts.buffers import ReplayBuffer
 from acrl.parts.datasets import dataset_env_id, load_dataset
 from acrl.parts.stats import EpisodeStats
@@ -289,6 +292,44 @@ class OffPolicyAgent(Agent):
                         self._owed_updates -= 1.0
         return {key: value / counts[key] for key, value in stats.items()} | self.episode_stats.metrics()
 
+    # ----------------------------------------------------------------- evaluation
+    def evaluate(self, episodes: int | None = None, deterministic: bool = True) -> dict[str, Any]:
+        """`Agent.evaluate`, with the discounted return and, for an agent with a critic, its value estimates.
+
+        The extrapolation error of Fujimoto et al. 2019 (Sec. 3 and 5, Figure 2's value plots) is
+        the gap between what the critic believes and what the policy gets. Besides `Agent.evaluate`'s
+        keys (undiscounted returns), the result holds
+            discounted_return_mean: the Monte-Carlo value, sum_t gamma^t r_t of each evaluation
+                episode from its first state, averaged (`acrl.core.evaluation.evaluate`);
+        and, when `nets` has a "critic" (DDPG, TD3, SAC, BCQ; not BC or discrete BCQ):
+            q_initial_mean: Q1(s_0, a_0) at the same episodes' first states and the actions the
+                policy took there, averaged: the critic's estimate of discounted_return_mean;
+            q_data_mean, q_policy_mean: when the replay buffer or dataset is loaded, the mean of
+                Q1(s, a) over up to 1,000 of its (s, a) pairs (evenly spaced through it) and of
+                Q1(s, pi(s)) on the same states with the policy's own actions.
+        The policy's sampling draws from torch's generator seeded from the evaluation seed, on a
+        forked state, so training's random stream is untouched.
+        """
+        recorder = _StepRecorder(self)
+        seed = self.config.seed + EVAL_SEED_OFFSET
+        result = evaluate(recorder, self.env, episodes or self.config.eval_episodes, deterministic, seed=seed,
+                          gamma=self.config.gamma)
+        if "critic" not in self.nets:
+            return result
+        firsts = np.cumsum([0, *result["lengths"][:-1]])
+        obs = self.obs_normalizer(np.stack(recorder.observations)[firsts]).to(self.device)
+        actions = np.clip(self.action_adapter.to_policy(np.stack(recorder.actions)[firsts]), -1.0, 1.0)
+        critic = self.nets["critic"]
+        with torch.no_grad(), torch.random.fork_rng(devices=[self.device] if self.device.type == "cuda" else []):
+            torch.manual_seed(seed)
+            result["q_initial_mean"] = critic.q1(obs, torch.as_tensor(actions, device=self.device)).mean().item()
+            if self.buffer is not None and len(self.buffer):
+                index = torch.linspace(0, len(self.buffer) - 1, min(1_000, len(self.buffer)), device=self.device).long()
+                states = self.buffer.observations[index]
+                result["q_data_mean"] = critic.q1(states, self.buffer.actions[index]).mean().item()
+                result["q_policy_mean"] = critic.q1(states, self._policy_action(states, True)).mean().item()
+        return result
+
     # ----------------------------------------------------------------- checkpoints
     def state_dict(self, replay_buffer: bool = True) -> dict[str, Any]:
         """`Agent.state_dict`; the replay buffer too when `replay_buffer` and save_replay_buffer (online only)."""
@@ -318,3 +359,17 @@ class OffPolicyAgent(Agent):
             # The environments' state is not in the checkpoint: fresh episodes, seeded from the
             # run's seed and step so that a resume repeats exactly.
             self._obs, _ = self.envs.reset(seed=self.config.seed + self.num_steps)
+
+
+class _StepRecorder:
+    """A predictor that keeps every observation it was given and the action its agent returned
+    (environment units), so that `OffPolicyAgent.evaluate` can read each episode's first step."""
+
+    def __init__(self, agent: OffPolicyAgent):
+        self.agent, self.observations, self.actions = agent, [], []
+
+    def predict(self, obs: np.ndarray, deterministic: bool = True) -> np.ndarray:
+        action = self.agent.predict(obs, deterministic)
+        self.observations.append(np.asarray(obs, dtype=np.float32))
+        self.actions.append(np.asarray(action, dtype=np.float32))
+        return action

@@ -159,8 +159,8 @@ class SAC(OffPolicyAgent):
         self.target_entropy = float(-self.act_dim if cfg.target_entropy is None else cfg.target_entropy)
         self.nets = {"actor": self.actor, "critic": self.critic, "critic_target": self.critic_target,
                      "temperature": self.temperature}
-        self.actor_optimizer = torch.optim.Adam(self.actor.parameters(), lr=cfg.learning_rate, foreach=True)
-        self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), lr=cfg.learning_rate, foreach=True)
+        self.actor_optimizer = torch.optim.Adam(self.actor.parameters(), lr=cfg.learning_rate, fused=True)
+        self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), lr=cfg.learning_rate, fused=True)
         self.optimizers = {"actor": self.actor_optimizer, "critic": self.critic_optimizer}
         if self.auto_alpha:
             self.alpha_optimizer = torch.optim.Adam(self.temperature.parameters(), lr=cfg.learning_rate)

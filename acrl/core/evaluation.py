@@ -17,8 +17,8 @@ class Predictor(Protocol):
 
 
 def evaluate(agent: Predictor, env: EnvSpec, episodes: int = 10, deterministic: bool = True,
-             seed: int | None = None) -> dict[str, Any]:
-    """Run `episodes` full episodes and report their undiscounted returns.
+             seed: int | None = None, gamma: float | None = None) -> dict[str, Any]:
+    """Run `episodes` full episodes and report their undiscounted (and discounted) returns.
 
     `agent.predict` never updates observation statistics, so evaluation leaves a trained
     agent unchanged. The environment is reset with `seed` once, then continues its own RNG,
@@ -32,11 +32,15 @@ def evaluate(agent: Predictor, env: EnvSpec, episodes: int = 10, deterministic: 
         episodes: number of episodes, >= 1.
         deterministic: the policy's mode/mean action (default) or sampled actions.
         seed: seed for the first reset.
+        gamma: a discount in [0, 1] to also report each episode's discounted return from its
+            first state, sum_t gamma^t r_t: the Monte-Carlo value that a critic's estimate at
+            that state is compared with (Fujimoto et al. 2019, Sec. 5 and Figure 2).
     Returns:
         JSON-ready dict: return_mean, return_std, returns (list), lengths (list),
-        deterministic; and for each name in the task's `episode_metrics` (an attribute of a
-        wrapper, see `acrl.tasks`), NAME (the value in the last step's info, per episode) and
-        NAME_mean, e.g. y_displacement and y_displacement_mean (m) for acrl/AntDirectional-v5.
+        deterministic; with gamma, discounted_returns (list) and discounted_return_mean; for
+        each name in the task's `episode_metrics` (an attribute of a wrapper, see `acrl.tasks`),
+        NAME (the value in the last step's info, per episode) and NAME_mean, e.g. y_displacement
+        and y_displacement_mean (m) for acrl/AntDirectional-v5.
     Raises:
         InputError: an unknown environment id (see `acrl.core.envs.env_factory`).
         TrainingError: the environment returned a NaN or infinite observation or reward.
@@ -54,10 +58,13 @@ def evaluate(agent: Predictor, env: EnvSpec, episodes: int = 10, deterministic: 
     with torch.random.fork_rng(devices=devices):
         if seed is not None:
             torch.manual_seed(seed)
-        returns, lengths = _episodes(agent, instance, episodes, deterministic, seed, metrics)
+        returns, discounted, lengths = _episodes(agent, instance, episodes, deterministic, seed, metrics,
+                                                 1.0 if gamma is None else gamma)
     instance.close()
     result = {"return_mean": float(np.mean(returns)), "return_std": float(np.std(returns)),
               "returns": returns, "lengths": lengths, "deterministic": deterministic}
+    if gamma is not None:
+        result.update(discounted_return_mean=float(np.mean(discounted)), discounted_returns=discounted)
     for name, values in metrics.items():
         result[f"{name}_mean"] = float(np.mean(values))
         result[name] = values
@@ -65,20 +72,22 @@ def evaluate(agent: Predictor, env: EnvSpec, episodes: int = 10, deterministic: 
 
 
 def _episodes(agent: Predictor, instance: Any, episodes: int, deterministic: bool, seed: int | None,
-              metrics: dict[str, list[float]]) -> tuple[list[float], list[int]]:
-    returns, lengths = [], []
+              metrics: dict[str, list[float]], gamma: float) -> tuple[list[float], list[float], list[int]]:
+    returns, discounted_returns, lengths = [], [], []
     obs, _ = instance.reset(seed=seed)
     for _ in range(episodes):
-        total, length, done, info = 0.0, 0, False, {}
+        total, discounted, length, done, info = 0.0, 0.0, 0, False, {}
         while not done:
             action = agent.predict(obs, deterministic=deterministic)
             obs, reward, terminated, truncated, info = instance.step(action)
             total += float(reward)
+            discounted += gamma**length * float(reward)
             length += 1
             done = terminated or truncated
         returns.append(total)
+        discounted_returns.append(discounted)
         lengths.append(length)
         for name, values in metrics.items():
             values.append(float(info[name]))
         obs, _ = instance.reset()
-    return returns, lengths
+    return returns, discounted_returns, lengths

@@ -5,8 +5,8 @@ Fujimoto, Meger, Precup 2019, "Off-Policy Deep Reinforcement Learning without Ex
 and Sec. 5 (Figure 2: BCQ against offline DDPG on four buffers of the same behavioral DDPG):
 
 - concurrent: the behavioral DDPG trains online (Gaussian exploration); from its growing replay
-  buffer an off-policy DDPG and BCQ learn at the same time, one update each per environment
-  step, never acting themselves (`run_concurrent`, `acrl experiment concurrent`).
+  buffer an off-policy DDPG, BCQ and behavioral cloning (BC) learn at the same time, one update
+  each per environment step, never acting themselves (`run_concurrent`, `acrl experiment concurrent`).
 - final: all transitions of that behavioral run (its buffer at the end).
 - imitation: the trained behavioral policy acting without noise.
 - imperfect: the trained policy with N(0, 0.3) action noise and a uniformly random action with
@@ -15,11 +15,14 @@ and Sec. 5 (Figure 2: BCQ against offline DDPG on four buffers of the same behav
 `run_extrapolation` (`acrl experiment extrapolation`) runs the concurrent experiment (which is
 also the behavioral run: its buffer becomes the final dataset and its best checkpoint the policy
 for imitation and imperfect), collects the two other datasets with `acrl.offline.collect`, and trains
-BCQ and offline DDPG on each for the same number of updates. It writes one table (markdown and
-JSON: the behavioral policy's return, the mean episode return in each dataset, BCQ's and
-DDPG's final and best evaluations, mean and std over seeds) and one figure in the layout of the
-paper's Figure 2: a panel per buffer, evaluation return against updates (concurrent: against
-the behavioral agent's time steps) for BCQ and DDPG, the behavioral policy as a dashed line.
+BCQ, offline DDPG and BC on each for the same number of updates. It writes the tables (markdown
+and JSON): per agent and buffer the final evaluation's mean ± std over seeds with its IQM and
+95% bootstrap CI (rliable, as `acrl sweep`), and the value estimates, the critic's Q at the
+evaluation episodes' first steps against their true discounted return (the extrapolation error
+as a number; `OffPolicyAgent.evaluate`); and one figure in the layout of the paper's Figure 2:
+a column per buffer, evaluation return against updates (concurrent: against the behavioral
+agent's time steps) for BCQ, DDPG and BC with the behavioral policy dashed, and below it the
+estimated value of BCQ and DDPG (solid) against the true value (dashed).
 
 Every agent runs in its own acrl run directory (config.yaml, metrics.csv, checkpoints, eval.json,
 learning_curve.png), so `acrl evaluate` and `acrl plot` work on each of them. Both experiments run
@@ -48,7 +51,7 @@ from acrl.core.config import RunConfig, preset_values, update_config  # noqa: E4
 from acrl.core.envs import env_factory  # noqa: E402
 from acrl.core.errors import InputError  # noqa: E402
 from acrl.core.loop import Callback, Run, train, write_json_atomic  # noqa: E402
-from acrl.core.plotting import read_curve  # noqa: E402
+from acrl.core.plotting import read_curve, save_figure  # noqa: E402
 from acrl.core.version import __version__  # noqa: E402
 from acrl.offline.collect import buffer_dataset, collect_dataset  # noqa: E402
 from acrl.parts.datasets import OfflineDataset, save_dataset  # noqa: E402
@@ -58,8 +61,14 @@ from acrl.sweep.grid import train_run  # noqa: E402
 KINDS = ("final", "concurrent", "imitation", "imperfect")
 """The buffers of the paper's Figure 2, in its order."""
 
-OVERRIDES = ("behavioral_overrides", "bcq_overrides", "ddpg_overrides")
+OVERRIDES = ("behavioral_overrides", "bcq_overrides", "ddpg_overrides", "bc_overrides")
 """The keyword arguments that carry each agent's config fields."""
+
+LEARNERS = {"bcq": "BCQ", "ddpg": "DDPG (off-policy)", "bc": "BC"}
+"""The agents that learn from each buffer, with their labels in tables and figures."""
+
+VALUE_KEYS = ("q_initial_mean", "discounted_return_mean", "q_data_mean", "q_policy_mean")
+"""The value estimates of `OffPolicyAgent.evaluate` that the experiments keep as curves."""
 
 ITERATION_STEPS = 1_000
 """Behavioral steps per round of the concurrent run (and its learners' updates): one metrics row each."""
@@ -135,16 +144,17 @@ def episode_returns(data: OfflineDataset) -> np.ndarray:
 
 def concurrent_agents(env_id: str, steps: int | None, seed: int, eval_freq: int | None, eval_episodes: int,
                       final_dataset: Path, behavioral_overrides: dict[str, Any] | None = None,
-                      bcq_overrides: dict[str, Any] | None = None,
-                      ddpg_overrides: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The three agents of `run_concurrent` (its arguments), built and checked: {"behavioral": DDPG,
-    "ddpg": DDPG and "bcq": BCQ on the behavioral agent's buffer}. The experiments build them on
-    the driver first, so bad input, and the behavioral agent's warnings, come before any job.
+                      bcq_overrides: dict[str, Any] | None = None, ddpg_overrides: dict[str, Any] | None = None,
+                      bc_overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The four agents of `run_concurrent` (its arguments), built and checked: {"behavioral": DDPG,
+    and on the behavioral agent's buffer "bcq": BCQ, "ddpg": DDPG, "bc": BC}. The experiments build
+    them on the driver first, so bad input, and the behavioral agent's warnings, come before any job.
 
     Raises:
         InputError: an unknown environment, a Discrete or unbounded action space, a bad override,
             a non-positive budget.
     """
+    from acrl.algos.bc import BC
     from acrl.algos.bcq import BCQ
     from acrl.algos.ddpg import DDPG
 
@@ -162,45 +172,48 @@ def concurrent_agents(env_id: str, steps: int | None, seed: int, eval_freq: int 
                       {"seed": seed + 2, "total_steps": steps, "dataset": str(final_dataset), **common})
     ddpg_values = {"gamma": bcq_cfg.gamma, **(ddpg_overrides or {})}
     ddpg_cfg = _config("ddpg", env_id, ddpg_values, "--ddpg-set", {"seed": seed + 1, "total_steps": steps, **common})
+    bc_cfg = _config("bc", env_id, bc_overrides or {}, "--bc-set", {"seed": seed + 3, "total_steps": steps, **common})
     behavioral = DDPG(env_id, config=behavioral_cfg)
     return {"behavioral": behavioral, "ddpg": DDPG(env_id, config=ddpg_cfg, buffer=behavioral.buffer),
-            "bcq": BCQ(env_id, config=bcq_cfg, buffer=behavioral.buffer)}
+            "bcq": BCQ(env_id, config=bcq_cfg, buffer=behavioral.buffer),
+            "bc": BC(env_id, config=bc_cfg, buffer=behavioral.buffer)}
 
 
 def run_concurrent(env_id: str, out_dir: str | Path, steps: int | None = None, seed: int = 0,
                    eval_freq: int | None = None, eval_episodes: int = 10, final_dataset: str | Path | None = None,
                    behavioral_overrides: dict[str, Any] | None = None, bcq_overrides: dict[str, Any] | None = None,
-                   ddpg_overrides: dict[str, Any] | None = None, progress: bool = True,
-                   callbacks: Sequence[Callback] = ()) -> dict[str, Any]:
+                   ddpg_overrides: dict[str, Any] | None = None, bc_overrides: dict[str, Any] | None = None,
+                   progress: bool = True, callbacks: Sequence[Callback] = ()) -> dict[str, Any]:
     """The concurrent experiment (Fujimoto et al. 2019, Sec. 3 and Figure 2 "concurrent").
 
     A behavioral DDPG (the env's DDPG preset; its replay buffer keeps every transition) trains
     online for `steps` environment steps. An off-policy DDPG (same preset, gamma aligned with
-    BCQ's) and BCQ (the env's BCQ preset) learn from the behavioral agent's buffer as it grows,
-    never acting: one update each per behavioral step. The three train through the run loop in
-    lockstep (`acrl.core.loop.train`): each round the behavioral agent takes one iteration of
-    `iteration_steps` steps (1,000), then each learner takes as many updates from the buffer
-    as it now is, so the learners' update count is the behavioral step count and all three are
-    evaluated at the same steps, every `eval_freq` (deterministic, `eval_episodes` episodes, env
-    seeded apart). At the end the buffer is written as the `final` dataset.
+    BCQ's), BCQ (the env's BCQ preset) and BC (the env's BC preset) learn from the behavioral
+    agent's buffer as it grows, never acting: one update each per behavioral step. The four
+    train through the run loop in lockstep (`acrl.core.loop.train`): each round the behavioral
+    agent takes one iteration of `iteration_steps` steps (1,000), then each learner takes as
+    many updates from the buffer as it now is, so the learners' update count is the behavioral
+    step count and all four are evaluated at the same steps, every `eval_freq` (deterministic,
+    `eval_episodes` episodes, env seeded apart). At the end the buffer is written as the `final`
+    dataset.
 
     Args:
         env_id: a registered environment with a bounded Box action space.
-        out_dir: directory for the three run directories behavioral/, ddpg/, bcq/ (must be new
+        out_dir: directory for the run directories behavioral/, ddpg/, bcq/, bc/ (must be new
             or empty) and, by default, final.h5.
         steps: behavioral environment steps (default: the DDPG preset's total_steps).
-        seed: the behavioral agent's seed; the DDPG learner gets seed + 1, BCQ seed + 2.
+        seed: the behavioral agent's seed; the DDPG learner gets seed + 1, BCQ seed + 2, BC seed + 3.
         eval_freq: environment steps between evaluations (default: the BCQ preset's eval_freq).
         eval_episodes: episodes per evaluation.
         final_dataset: where to write the final buffer (default out_dir/final.h5).
-        behavioral_overrides, bcq_overrides, ddpg_overrides: config fields per agent.
+        behavioral_overrides, bcq_overrides, ddpg_overrides, bc_overrides: config fields per agent.
         progress: progress bar of the behavioral run.
-        callbacks: `acrl.core.loop.Callback`s of each of the three runs (a sweep's file shipping).
+        callbacks: `acrl.core.loop.Callback`s of each of the four runs (a sweep's file shipping).
     Returns:
-        JSON-ready dict: env_id, seed, steps, eval_freq, curves {behavioral, ddpg, bcq: [[step,
-        return_mean], ...]}, final {name: last evaluation}, best {name: best evaluation},
-        run_dirs {name: path}, final_dataset (path), data_episode_return (mean over the
-        buffer's complete episodes).
+        JSON-ready dict: env_id, seed, steps, eval_freq, curves {behavioral, ddpg, bcq, bc: [[step,
+        return_mean], ...]}, values {name: {VALUE_KEYS entry: [[step, value], ...]}}, final {name:
+        last evaluation}, best {name: best evaluation}, run_dirs {name: path}, final_dataset
+        (path), data_episode_return (mean over the buffer's complete episodes).
     Raises:
         InputError: an unknown environment, a Discrete or unbounded action space, a bad override,
             a non-positive budget, or an out_dir that already holds files.
@@ -209,7 +222,7 @@ def run_concurrent(env_id: str, out_dir: str | Path, steps: int | None = None, s
     _check_out(out_dir)
     final_dataset = Path(final_dataset or out_dir / "final.h5").resolve()
     agents = concurrent_agents(env_id, steps, seed, eval_freq, eval_episodes, final_dataset, behavioral_overrides,
-                               bcq_overrides, ddpg_overrides)
+                               bcq_overrides, ddpg_overrides, bc_overrides)
     behavioral = agents["behavioral"]
     steps, eval_freq = behavioral.config.total_steps, behavioral.config.eval_freq
     torch.set_num_threads(behavioral.config.torch_threads)  # as Agent.learn does; oversubscribed threads crawl
@@ -224,6 +237,7 @@ def run_concurrent(env_id: str, out_dir: str | Path, steps: int | None = None, s
     return {
         "env_id": env_id, "seed": seed, "steps": steps, "eval_freq": eval_freq,
         "curves": curves,
+        "values": {name: _value_curves(out_dir / name) for name in agents},
         "final": {name: curve[-1][1] for name, curve in curves.items()},
         "best": {name: agent.best_eval["return_mean"] for name, agent in agents.items()},
         "run_dirs": {name: str(out_dir / name) for name in agents},
@@ -262,26 +276,31 @@ def collect_job(root: Path, job_dir: Path, callbacks: list[Callback], kind: str,
     return {"data_episode_return": float(returns.mean()) if len(returns) else None}
 
 
-def _curve(run_dir: Path) -> list[list[float]]:
-    """[[step, eval/return_mean], ...] of a finished run directory."""
-    steps, values = read_curve(run_dir)
+def _curve(run_dir: Path, key: str = "eval/return_mean") -> list[list[float]]:
+    """[[step, value of `key`], ...] of a finished run directory (empty when it never logged `key`)."""
+    steps, values = read_curve(run_dir, key)
     return [[int(s), float(v)] for s, v in zip(steps, values, strict=True)]
+
+
+def _value_curves(run_dir: Path) -> dict[str, list[list[float]]]:
+    """{key: [[step, value], ...]} of the VALUE_KEYS evaluations in a finished run directory."""
+    return {key: _curve(run_dir, f"eval/{key}") for key in VALUE_KEYS}
 
 
 def run_extrapolation(env_id: str, out_dir: str | Path, steps_behavioral: int | None = None,
                       updates: int | None = None, seeds: list[int] | tuple[int, ...] = (0,),
                       dataset_size: int | None = None, eval_freq: int | None = None, eval_episodes: int = 10,
                       behavioral_overrides: dict[str, Any] | None = None, bcq_overrides: dict[str, Any] | None = None,
-                      ddpg_overrides: dict[str, Any] | None = None, progress: bool = True,
-                      options: ClusterOptions | None = None) -> dict[str, Any]:
+                      ddpg_overrides: dict[str, Any] | None = None, bc_overrides: dict[str, Any] | None = None,
+                      progress: bool = True, options: ClusterOptions | None = None) -> dict[str, Any]:
     """The paper's Figure 2 experiment on one environment; writes extrapolation.{json,md,png}.
 
-    Per seed: `run_concurrent` (the behavioral DDPG run with its concurrent DDPG and BCQ
+    Per seed: `run_concurrent` (the behavioral DDPG run with its concurrent DDPG, BCQ and BC
     learners; its buffer is the final dataset), then imitation and imperfect datasets of
-    `dataset_size` transitions from the behavioral run's best checkpoint (`acrl.offline.collect`), then
-    BCQ and offline DDPG trained for `updates` gradient updates on each of final, imitation and
-    imperfect. The offline DDPG uses the DDPG preset with BCQ's gamma, the paper's "same data,
-    same settings" baseline.
+    `dataset_size` transitions from the behavioral run's best checkpoint (`acrl.offline.collect`),
+    then BCQ, offline DDPG and BC trained for `updates` gradient updates on each of final,
+    imitation and imperfect. The offline DDPG uses the DDPG preset with BCQ's gamma, the paper's
+    "same data, same settings" baseline.
 
     Args:
         env_id: a registered environment with a bounded Box action space.
@@ -294,14 +313,14 @@ def run_extrapolation(env_id: str, out_dir: str | Path, steps_behavioral: int | 
             steps_behavioral, the size of the final buffer, as in the paper).
         eval_freq: updates (concurrent: steps) between evaluations (default: the BCQ preset's).
         eval_episodes: episodes per evaluation (deterministic; the paper uses 10).
-        behavioral_overrides, bcq_overrides, ddpg_overrides: config fields per agent.
+        behavioral_overrides, bcq_overrides, ddpg_overrides, bc_overrides: config fields per agent.
         progress: a progress bar over each stage's jobs.
         options: where the jobs run (`acrl.sweep.executor`; default: a local Ray instance, one
             job per core). A rerun of the same experiment into the same out_dir skips finished jobs.
     Returns:
-        the JSON written to extrapolation.json: settings, per-kind per-seed results (curves,
-        final and best evaluations, behavioral return, data episode return) and the summary
-        rows of the table.
+        the JSON written to extrapolation.json: settings, results[kind][agent] (per seed: the
+        return curve, final and best evaluations, value-estimate curves, run directory; the
+        behavioral entries: its return and the data's episode return) and the table rows.
     Raises:
         InputError: as `run_concurrent`; no seeds; an out_dir that holds something else; Ray missing.
     """
@@ -319,21 +338,21 @@ def run_extrapolation(env_id: str, out_dir: str | Path, steps_behavioral: int | 
     if min(steps_behavioral, updates, eval_freq, dataset_size, eval_episodes) < 1:
         raise InputError("steps_behavioral, updates, eval_freq, dataset_size and eval_episodes must be >= 1.")
     common = {"eval_freq": eval_freq, "eval_episodes": eval_episodes}
+    overrides = {"behavioral_overrides": behavioral_overrides or {}, "bcq_overrides": bcq_overrides or {},
+                 "ddpg_overrides": ddpg_overrides or {}, "bc_overrides": bc_overrides or {}}
     on_start = _record(out_dir, {"experiment": "extrapolation", "env_id": env_id, "seeds": list(seeds),
                                  "steps_behavioral": steps_behavioral, "updates": updates, "dataset_size": dataset_size,
-                                 **common, "behavioral_overrides": behavioral_overrides or {},
-                                 "bcq_overrides": bcq_overrides or {}, "ddpg_overrides": ddpg_overrides or {}})
+                                 **common, **overrides})
     concurrent_agents(env_id, steps_behavioral, seeds[0], eval_freq, eval_episodes, out_dir / "final.h5",
-                      behavioral_overrides, bcq_overrides, ddpg_overrides)["behavioral"].before_learning()
-    bcq_overrides = dict(bcq_overrides or {})
-    ddpg_offline = {"gamma": _config("bcq", env_id, bcq_overrides, "--bcq-set", {}).gamma, **(ddpg_overrides or {})}
+                      **overrides)["behavioral"].before_learning()
+    ddpg_offline = {"gamma": _config("bcq", env_id, overrides["bcq_overrides"], "--bcq-set", {}).gamma,
+                    **overrides["ddpg_overrides"]}
     started = time.monotonic()
     # Three stages of jobs on Ray, each in parallel over seeds (and buffers and agents): the
     # concurrent runs, then the datasets their behavioral policies collect, then the offline runs.
     concurrent = run_jobs([Job(f"s{seed}/concurrent", concurrent_job, {
         "env_id": env_id, "steps": steps_behavioral, "seed": seed, "eval_freq": eval_freq,
-        "eval_episodes": eval_episodes, "behavioral_overrides": behavioral_overrides, "bcq_overrides": bcq_overrides,
-        "ddpg_overrides": ddpg_overrides}) for seed in seeds], out_dir, options, progress, on_start=on_start)
+        "eval_episodes": eval_episodes, **overrides}) for seed in seeds], out_dir, options, progress, on_start=on_start)
     policy = "s{seed}/concurrent/behavioral/checkpoints/best.pt"
     collected = run_jobs([Job(f"s{seed}/data-{kind}", collect_job, {"kind": kind, "steps": dataset_size,
                                                                   "policy": policy.format(seed=seed), "seed": seed},
@@ -341,27 +360,28 @@ def run_extrapolation(env_id: str, out_dir: str | Path, steps_behavioral: int | 
                           for seed in seeds for kind in ("imitation", "imperfect")], out_dir, options, progress)
     datasets = {"final": "s{seed}/concurrent/final.h5", "imitation": "s{seed}/data-imitation/imitation.h5",
                 "imperfect": "s{seed}/data-imperfect/imperfect.h5"}
-    offline = {"bcq": bcq_overrides, "ddpg": ddpg_offline}
+    offline = {"bcq": overrides["bcq_overrides"], "ddpg": ddpg_offline, "bc": overrides["bc_overrides"]}
     jobs = []
     for seed in seeds:
         for kind, dataset in datasets.items():
-            for algo, overrides in offline.items():
+            for algo, values in offline.items():
                 flags = {"seed": seed, "total_steps": updates, "dataset": str(out_dir / dataset.format(seed=seed))}
                 jobs.append(Job(f"s{seed}/{kind}/{algo}", train_run, {
-                    "algo": algo, "env_id": env_id, "preset": None, "overrides": {**overrides, **common},
+                    "algo": algo, "env_id": env_id, "preset": None, "overrides": {**values, **common},
                     "flags": flags}, inputs=(dataset.format(seed=seed),)))
     trained = run_jobs(jobs, out_dir, options, progress)
 
-    results: dict[str, dict[str, list[dict[str, Any]]]] = {kind: {"bcq": [], "ddpg": [], "behavioral": []}
-                                                             for kind in KINDS}
+    results: dict[str, dict[str, list[dict[str, Any]]]] = {
+        kind: {"behavioral": [], **{algo: [] for algo in LEARNERS}} for kind in KINDS}
     for seed in seeds:
         c = concurrent[f"s{seed}/concurrent"]
         results["concurrent"]["behavioral"].append({"return": c["final"]["behavioral"],
                                                     "curve": c["curves"]["behavioral"],
                                                     "data_episode_return": c["data_episode_return"]})
-        for name in ("bcq", "ddpg"):
-            results["concurrent"][name].append({"curve": c["curves"][name], "final": c["final"][name],
-                                                "best": c["best"][name], "run_dir": c["run_dirs"][name]})
+        for algo in LEARNERS:
+            results["concurrent"][algo].append({"curve": c["curves"][algo], "final": c["final"][algo],
+                                                "best": c["best"][algo], "values": c["values"][algo],
+                                                "run_dir": c["run_dirs"][algo]})
         results["final"]["behavioral"].append({"return": c["final"]["behavioral"],
                                                "data_episode_return": c["data_episode_return"]})
         for kind in ("imitation", "imperfect"):
@@ -373,11 +393,11 @@ def run_extrapolation(env_id: str, out_dir: str | Path, steps_behavioral: int | 
                 curve = _curve(run_dir)
                 results[kind][algo].append({"curve": curve, "final": curve[-1][1],
                                             "best": trained[f"s{seed}/{kind}/{algo}"]["best"],
-                                            "run_dir": str(run_dir)})
+                                            "values": _value_curves(run_dir), "run_dir": str(run_dir)})
     summary = {"env_id": env_id, "seeds": list(seeds), "steps_behavioral": steps_behavioral, "updates": updates,
                "dataset_size": dataset_size, "eval_freq": eval_freq, "eval_episodes": eval_episodes,
                "wall_clock_s": round(time.monotonic() - started, 1), "acrl_version": __version__,
-               "results": results, "table": _table_rows(results)}
+               "results": results, "table": _table(results)}
     write_json_atomic(out_dir / "extrapolation.json", summary)
     (out_dir / "extrapolation.md").write_text(extrapolation_markdown(summary))
     plot_extrapolation(summary, out_dir / "extrapolation.png")
@@ -389,18 +409,33 @@ def _mean_std(values: list[float | None]) -> list[float] | None:
     return [float(np.mean(values)), float(np.std(values))] if values else None
 
 
-def _table_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
-    rows = []
+def _last(curve: list[list[float]]) -> float | None:
+    return curve[-1][1] if curve else None
+
+
+def _table(results: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """table[agent][kind]: the final evaluation over seeds as mean ± std ("final"), its IQM with 95%
+    bootstrap CI ("iqm", "iqm_ci"; `acrl.sweep.results.interval_estimates`), the best evaluation
+    ("best"); for the learners with a critic the last value estimates ("q_initial": Q(s_0, a_0),
+    "true_value": the discounted return it estimates, "q_data", "q_policy"); for the behavioral
+    policy "return" and the data's episode return ("data_episodes")."""
+    from acrl.sweep.results import interval_estimates
+
+    table: dict[str, dict[str, Any]] = {"behavioral": {}, **{algo: {} for algo in LEARNERS}}
     for kind in KINDS:
         r = results[kind]
-        rows.append({"buffer": kind,
-                     "behavioral": _mean_std([b["return"] for b in r["behavioral"]]),
-                     "data_episodes": _mean_std([b["data_episode_return"] for b in r["behavioral"]]),
-                     "bcq_final": _mean_std([x["final"] for x in r["bcq"]]),
-                     "ddpg_final": _mean_std([x["final"] for x in r["ddpg"]]),
-                     "bcq_best": _mean_std([x["best"] for x in r["bcq"]]),
-                     "ddpg_best": _mean_std([x["best"] for x in r["ddpg"]])})
-    return rows
+        table["behavioral"][kind] = {"return": _mean_std([b["return"] for b in r["behavioral"]]),
+                                     "data_episodes": _mean_std([b["data_episode_return"] for b in r["behavioral"]])}
+        for algo in LEARNERS:
+            runs = r[algo]
+            estimate = interval_estimates({algo: np.array([x["final"] for x in runs])})[algo]
+            cell = {"final": _mean_std([x["final"] for x in runs]), "iqm": estimate["iqm"],
+                    "iqm_ci": estimate["iqm_ci"], "best": _mean_std([x["best"] for x in runs])}
+            for name, key in (("q_initial", "q_initial_mean"), ("true_value", "discounted_return_mean"),
+                              ("q_data", "q_data_mean"), ("q_policy", "q_policy_mean")):
+                cell[name] = _mean_std([_last(x["values"][key]) for x in runs])
+            table[algo][kind] = cell
+    return table
 
 
 def _cell(value: list[float] | None) -> str:
@@ -411,21 +446,30 @@ def _cell(value: list[float] | None) -> str:
 
 
 def extrapolation_markdown(summary: dict[str, Any]) -> str:
-    """The table of `run_extrapolation` as markdown (mean ± std over seeds)."""
-    lines = [f"### BCQ vs offline DDPG on {summary['env_id']} (Fujimoto et al. 2019, Figure 2)", "",
+    """The tables of `run_extrapolation` as markdown: returns (mean ± std over seeds, IQM [95% CI])
+    and value estimates (the critic's Q against the true discounted return)."""
+    table = summary["table"]
+    header = ["| | " + " | ".join(kind for kind in KINDS) + " |", "| --- |" + " ---: |" * len(KINDS)]
+    lines = [f"### BCQ, offline DDPG and BC on {summary['env_id']} (Fujimoto et al. 2019, Figure 2)", "",
              f"Seeds {summary['seeds']}; behavioral DDPG {summary['steps_behavioral']} steps; imitation/imperfect "
              f"{summary['dataset_size']} transitions; {summary['updates']} updates per offline agent (concurrent: one "
              f"per behavioral step); evaluation: {summary['eval_episodes']} deterministic episodes every "
              f"{summary['eval_freq']}.", "",
-             "| buffer | behavioral policy | dataset episodes | BCQ final | DDPG final | BCQ best | DDPG best |",
-             "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
-    for row in summary["table"]:
-        lines.append(f"| {row['buffer']} | {_cell(row['behavioral'])} | {_cell(row['data_episodes'])} | "
-                     f"{_cell(row['bcq_final'])} | {_cell(row['ddpg_final'])} | {_cell(row['bcq_best'])} | "
-                     f"{_cell(row['ddpg_best'])} |")
+             "Final evaluation return, mean ± std over seeds, and IQM [95% bootstrap CI]:", "", *header,
+             "| behavioral policy | " + " | ".join(_cell(table["behavioral"][k]["return"]) for k in KINDS) + " |"]
+    for algo, label in LEARNERS.items():
+        cells = [f"{_cell(c['final'])} ({c['iqm']:.1f} [{c['iqm_ci'][0]:.1f}, {c['iqm_ci'][1]:.1f}])"
+                 for c in (table[algo][k] for k in KINDS)]
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    lines += ["| dataset episodes | " + " | ".join(_cell(table["behavioral"][k]["data_episodes"]) for k in KINDS)
+              + " |", "", "Value estimates at the last evaluation: the critic's Q(s0, a0) at the evaluation episodes' "
+              "first steps / their true discounted return (mean over seeds):", "", *header]
+    for algo in ("bcq", "ddpg"):
+        cells = [f"{_cell(c['q_initial'])} / {_cell(c['true_value'])}" for c in (table[algo][k] for k in KINDS)]
+        lines.append(f"| {LEARNERS[algo]} | " + " | ".join(cells) + " |")
     lines += ["", "behavioral policy: the noise-free DDPG (final, concurrent: at the end of its run; imitation, "
               "imperfect: its best checkpoint, which collected them). dataset episodes: mean return of the "
-              "complete episodes stored in the buffer. final: last evaluation; best: best evaluation.", ""]
+              "complete episodes stored in the buffer. final: last evaluation.", ""]
     return "\n".join(lines)
 
 
@@ -437,35 +481,46 @@ def _band(curves: list[list[list[float]]]) -> tuple[np.ndarray, np.ndarray, np.n
     return steps, values.mean(0), values.std(0)
 
 
+COLORS = {"bcq": "tab:red", "ddpg": "tab:blue", "bc": "tab:green"}
+
+
 def plot_extrapolation(summary: dict[str, Any], out: str | Path) -> Path:
-    """Figure 2's layout: one panel per buffer, BCQ and DDPG evaluation return (mean, band of one
-    std over seeds) against updates, the behavioral policy dashed. Returns the PNG path."""
-    fig, axes = plt.subplots(1, len(KINDS), figsize=(4.2 * len(KINDS), 3.6))
-    for ax, kind in zip(axes, KINDS, strict=True):
+    """Figure 2's layout, a column per buffer. Top: BCQ, DDPG and BC evaluation return (mean, band
+    of one std over seeds) against updates, the behavioral policy dashed. Bottom: the value
+    estimates of BCQ and DDPG, Q(s0, a0) solid against the true discounted return dashed (symlog
+    scale: a diverging critic stays on the plot). Returns the PNG path."""
+    fig, axes = plt.subplots(2, len(KINDS), figsize=(4.2 * len(KINDS), 6.8), sharex="col")
+    for column, kind in enumerate(KINDS):
         r = summary["results"][kind]
-        for name, label, color in (("bcq", "BCQ", "tab:red"), ("ddpg", "DDPG (offline)", "tab:blue")):
-            curves = [x["curve"] for x in r[name] if x["curve"]]
+        top, bottom = axes[0, column], axes[1, column]
+        for algo, label in LEARNERS.items():
+            curves = [x["curve"] for x in r[algo] if x["curve"]]
             if curves:
                 steps, mean, std = _band(curves)
-                ax.plot(steps, mean, color=color, label=label, marker="o", ms=3)
-                ax.fill_between(steps, mean - std, mean + std, color=color, alpha=0.2)
+                top.plot(steps, mean, color=COLORS[algo], label=label, marker="o", ms=3)
+                top.fill_between(steps, mean - std, mean + std, color=COLORS[algo], alpha=0.2)
+            for key, style, suffix in (("q_initial_mean", "-", "estimate"), ("discounted_return_mean", "--", "true")):
+                curves = [x["values"][key] for x in r[algo] if x["values"][key]]
+                if curves and algo != "bc":
+                    steps, mean, _ = _band(curves)
+                    bottom.plot(steps, mean, style, color=COLORS[algo], label=f"{label} {suffix}")
         if kind == "concurrent":
             curves = [b["curve"] for b in r["behavioral"] if b.get("curve")]
             if curves:
                 steps, mean, _ = _band(curves)
-                ax.plot(steps, mean, "k--", label="behavioral")
+                top.plot(steps, mean, "k--", label="behavioral")
         elif r["behavioral"]:
-            ax.axhline(np.mean([b["return"] for b in r["behavioral"]]), color="k", ls="--", label="behavioral")
-        ax.set_title(f"{kind.capitalize()} buffer")
-        ax.set_xlabel("time steps" if kind == "concurrent" else "updates")
-        ax.grid(alpha=0.3)
-    axes[0].set_ylabel(f"average return ({summary['env_id']})")
-    axes[0].legend(fontsize=8)
-    fig.tight_layout()
-    out = Path(out)
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return out
+            top.axhline(np.mean([b["return"] for b in r["behavioral"]]), color="k", ls="--", label="behavioral")
+        top.set_title(f"{kind.capitalize()} buffer")
+        bottom.set_yscale("symlog")
+        bottom.set_xlabel("time steps" if kind == "concurrent" else "updates")
+        for ax in (top, bottom):
+            ax.grid(alpha=0.3)
+    axes[0, 0].set_ylabel(f"average return ({summary['env_id']})")
+    axes[1, 0].set_ylabel("value at the first state")
+    axes[0, 0].legend(fontsize=8)
+    axes[1, 0].legend(fontsize=7)
+    return save_figure(fig, out)
 
 
 def concurrent_markdown(results: list[dict[str, Any]]) -> str:
@@ -475,33 +530,27 @@ def concurrent_markdown(results: list[dict[str, Any]]) -> str:
              f"Seeds {[r['seed'] for r in results]}; {results[0]['steps']} behavioral steps, one update per step "
              "for each agent.", "", "| agent | final | best |", "| --- | ---: | ---: |"]
     for name, label in (("behavioral", "behavioral DDPG (online)"), ("ddpg", "DDPG (off-policy, same buffer)"),
-                        ("bcq", "BCQ (same buffer)")):
+                        ("bcq", "BCQ (same buffer)"), ("bc", "BC (same buffer)")):
         lines.append(f"| {label} | {_cell(_mean_std([r['final'][name] for r in results]))} | "
                      f"{_cell(_mean_std([r['best'][name] for r in results]))} |")
     return "\n".join(lines + [""])
 
 
 def plot_concurrent(results: list[dict[str, Any]], out: str | Path) -> Path:
-    """Evaluation return of the three agents against behavioral time steps (mean and std band)."""
+    """Evaluation return of the four agents against behavioral time steps (mean and std band)."""
     fig, ax = plt.subplots(figsize=(6, 4))
-    for name, label, style in (("behavioral", "behavioral DDPG", "k--"), ("ddpg", "DDPG (off-policy)", "tab:blue"),
-                               ("bcq", "BCQ", "tab:red")):
-        steps, mean, std = _band([r["curves"][name] for r in results])
-        if style == "k--":
-            ax.plot(steps, mean, style, label=label)
-        else:
-            ax.plot(steps, mean, color=style, label=label)
-            ax.fill_between(steps, mean - std, mean + std, color=style, alpha=0.2)
+    steps, mean, _ = _band([r["curves"]["behavioral"] for r in results])
+    ax.plot(steps, mean, "k--", label="behavioral DDPG")
+    for algo, label in LEARNERS.items():
+        steps, mean, std = _band([r["curves"][algo] for r in results])
+        ax.plot(steps, mean, color=COLORS[algo], label=label)
+        ax.fill_between(steps, mean - std, mean + std, color=COLORS[algo], alpha=0.2)
     ax.set_xlabel("time steps")
     ax.set_ylabel(f"average return ({results[0]['env_id']})")
     ax.set_title("Concurrent")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    out = Path(out)
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return out
+    return save_figure(fig, out)
 
 
 def run_concurrent_experiment(env_id: str, out_dir: str | Path, steps: int | None = None,

@@ -13,7 +13,8 @@ from acrl.parts.datasets import OfflineDataset, load_dataset
 
 TINY_NETS = {"behavioral_overrides": {"start_steps": 100, "hidden_sizes": [16]},
              "ddpg_overrides": {"hidden_sizes": [16]},
-             "bcq_overrides": {"actor_hidden_sizes": [16], "critic_hidden_sizes": [16], "vae_hidden_sizes": [16]}}
+             "bcq_overrides": {"actor_hidden_sizes": [16], "critic_hidden_sizes": [16], "vae_hidden_sizes": [16]},
+             "bc_overrides": {"hidden_sizes": [16]}}
 
 
 def test_extrapolation_writes_table_figure_and_runs(tmp_path):
@@ -23,7 +24,8 @@ def test_extrapolation_writes_table_figure_and_runs(tmp_path):
     assert {p.name for p in out.iterdir()} == {"extrapolation.json", "extrapolation.md", "extrapolation.png", "s0",
                                                "experiment.yaml"}
     assert json.loads((out / "extrapolation.json").read_text())["table"] == summary["table"]
-    assert [row["buffer"] for row in summary["table"]] == list(KINDS)
+    assert list(summary["table"]) == ["behavioral", "bcq", "ddpg", "bc"]
+    assert all(list(row) == list(KINDS) for row in summary["table"].values())
     assert len(load_dataset(out / "s0" / "concurrent" / "final.h5")) == 300  # every behavioral transition
     assert len(load_dataset(out / "s0" / "data-imperfect" / "imperfect.h5")) == 250
     results = summary["results"]
@@ -34,9 +36,18 @@ def test_extrapolation_writes_table_figure_and_runs(tmp_path):
         assert agent.algo == "bcq" and agent.num_steps == 150
     concurrent = results["concurrent"]
     assert [step for step, _ in concurrent["bcq"][0]["curve"]] == [150, 300]
+    assert [step for step, _ in concurrent["bc"][0]["curve"]] == [150, 300]
     assert [step for step, _ in concurrent["behavioral"][0]["curve"]] == [150, 300]
+    # Value estimates at every evaluation; one seed: the table's cells are that run's last ones, std 0.
+    ddpg_values = results["imitation"]["ddpg"][0]["values"]
+    assert [step for step, _ in ddpg_values["q_initial_mean"]] == [150]
+    cell = summary["table"]["ddpg"]["imitation"]
+    assert cell["q_initial"] == [ddpg_values["q_initial_mean"][-1][1], 0.0]
+    assert cell["true_value"] == [ddpg_values["discounted_return_mean"][-1][1], 0.0]
+    assert cell["final"][0] == cell["iqm"] == results["imitation"]["ddpg"][0]["final"]
+    assert not results["final"]["bc"][0]["values"]["q_initial_mean"]  # BC has no critic
     md = (out / "extrapolation.md").read_text()
-    assert "| imperfect |" in md and "BCQ final" in md
+    assert "| imperfect |" in md and "| BC |" in md and "Value estimates" in md
     # The imitation data has no noise: its episodes score what the behavioral policy does.
     imitation = results["imitation"]["behavioral"][0]
     assert imitation["return"] == pytest.approx(imitation["data_episode_return"], rel=0.5)
@@ -47,7 +58,8 @@ def test_concurrent_learners_learn_from_the_behavioral_buffer_without_acting(tmp
     argv = ["experiment", "concurrent", "--env", "Pendulum-v1", "--steps-behavioral", "250", "--eval-freq", "250",
             "--eval-episodes", "1", "--seeds", "1", "--out", str(out), "--no-progress",
             "--behavioral-set", "start_steps=100", "hidden_sizes=[16]", "--ddpg-set", "hidden_sizes=[16]",
-            "--bcq-set", "actor_hidden_sizes=[16]", "critic_hidden_sizes=[16]", "vae_hidden_sizes=[16]"]
+            "--bcq-set", "actor_hidden_sizes=[16]", "critic_hidden_sizes=[16]", "vae_hidden_sizes=[16]",
+            "--bc-set", "hidden_sizes=[16]"]
     assert main(argv) == 0
     assert "| BCQ (same buffer) |" in capsys.readouterr().out
     assert {p.name for p in out.iterdir()} == {"concurrent.json", "concurrent.md", "concurrent.png", "s1",
@@ -59,7 +71,7 @@ def test_concurrent_learners_learn_from_the_behavioral_buffer_without_acting(tmp
     assert bcq.num_steps == ddpg.num_steps == 250
     assert bcq.config.dataset == result["final_dataset"] and len(load_dataset(result["final_dataset"])) == 250
     assert not ddpg.episode_stats.returns  # it never acted
-    assert set(result["final"]) == {"behavioral", "ddpg", "bcq"}
+    assert set(result["final"]) == {"behavioral", "ddpg", "bcq", "bc"}
 
 
 def test_episode_returns_skip_the_unfinished_episode():

@@ -1,0 +1,64 @@
+"""The value estimates that show extrapolation error (Fujimoto et al. 2019, Figure 2): the critic's
+Q at the evaluation episodes' first steps, on the data and on the policy's actions, against the
+Monte-Carlo discounted return, each checked against a value computed here by hand."""
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+
+from acrl import BC, DDPG
+from acrl.algos.base import EVAL_SEED_OFFSET
+from acrl.parts.buffers import ReplayBuffer
+
+
+def set_linear(layer, weight, bias):
+    with torch.no_grad():
+        layer.weight.copy_(torch.tensor(weight, dtype=torch.float32))
+        layer.bias.copy_(torch.tensor(bias, dtype=torch.float32))
+
+
+def pendulum_buffer(actions):
+    n = len(actions)
+    buffer = ReplayBuffer(n, 3, (1,))
+    buffer.add(np.zeros((n, 3)), np.asarray(actions, np.float32)[:, None], np.zeros(n), np.zeros((n, 3)),
+               np.zeros(n, bool), np.zeros(n, bool))
+    return buffer
+
+
+def test_value_estimates_by_hand():
+    data_actions = np.linspace(-1.0, 1.0, 2001)  # 2,001 pairs: 1,000 evenly spaced ones are read
+    agent = DDPG("Pendulum-v1", buffer=pendulum_buffer(data_actions), hidden_sizes=(1,), gamma=0.9, seed=4,
+                 eval_episodes=2)
+    # The policy always acts tanh(0.5) (policy units); the critic is Q(s, a) = relu(a + 10) - 10 = a.
+    set_linear(agent.actor.net[0], [[0.0, 0.0, 0.0]], [0.0])
+    set_linear(agent.actor.net[2], [[0.0]], [0.5])
+    set_linear(agent.critic.q_net[0], [[0.0, 0.0, 0.0, 1.0]], [10.0])
+    set_linear(agent.critic.q_net[2], [[1.0]], [-10.0])
+    result = agent.evaluate()
+
+    action = np.tanh(0.5)
+    assert result["q_initial_mean"] == pytest.approx(action, abs=1e-6)
+    assert result["q_policy_mean"] == pytest.approx(action, abs=1e-6)
+    read = data_actions[np.linspace(0, 2000, 1000).astype(int)]  # torch.linspace(...).long() truncates too
+    assert result["q_data_mean"] == pytest.approx(read.mean(), abs=1e-6)
+
+    env = gym.make("Pendulum-v1")  # the same two episodes, by hand: 200 steps of the constant torque
+    env.reset(seed=4 + EVAL_SEED_OFFSET)
+    returns = []
+    for _ in range(2):
+        rewards = [env.step(np.array([2.0 * action], np.float32))[1] for _ in range(200)]
+        returns.append(sum(0.9**t * r for t, r in enumerate(rewards)))
+        env.reset()
+    assert result["discounted_return_mean"] == pytest.approx(np.mean(returns), rel=1e-6)
+    assert result["discounted_returns"] == pytest.approx(returns, rel=1e-6)
+
+
+def test_no_critic_no_estimates_and_no_buffer_no_data_estimates():
+    bc = BC("Pendulum-v1", buffer=pendulum_buffer([0.0, 0.5]), eval_episodes=1)
+    result = bc.evaluate()
+    assert "discounted_return_mean" in result
+    assert not any(key.startswith("q_") for key in result)
+    online = DDPG("Pendulum-v1", eval_episodes=1, start_steps=10, buffer_size=100)
+    result = online.evaluate()  # nothing collected yet: only the first-step estimate
+    assert "q_initial_mean" in result and "q_data_mean" not in result
