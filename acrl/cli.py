@@ -9,7 +9,7 @@
                  [--seed N] [--noise STD] [--random-prob P] [--algo ddpg|td3] [--preset NAME]
                  [--set key=value ...] [--no-progress]
     acrl experiment extrapolation|concurrent --env ENV_ID [--steps-behavioral N] [--updates N] [--seeds N ...]
-                    [--dataset-size N] [--eval-freq N] [--eval-episodes N] [--out DIR]
+                    [--dataset-size N] [--final-noise STD] [--eval-freq N] [--eval-episodes N] [--out DIR]
                     [--behavioral-set key=value ...] [--bcq-set key=value ...] [--ddpg-set key=value ...]
                     [--bc-set key=value ...] [--no-progress]
     acrl sweep [ALGO] [--file SWEEP.yaml] [--env ENV ...] [--seeds N ...] [--total-steps N] [--preset NAME]
@@ -167,6 +167,8 @@ class Experiment:
     """One full experiment per seed; the table and figure show mean and std."""
     dataset_size: int | None = None
     """Transitions of the imitation and imperfect datasets (default: --steps-behavioral)."""
+    final_noise: float = 0.5
+    """Exploration noise std (fraction of max_action) of the final buffer's behavioral DDPG (paper: 0.5)."""
     eval_freq: int | None = None
     """Updates (concurrent: steps) between evaluations (default: the BCQ preset's eval_freq)."""
     eval_episodes: int = 10
@@ -402,9 +404,10 @@ def experiment(args: Experiment) -> None:
 
     if args.name not in ("extrapolation", "concurrent"):
         raise InputError(f"unknown experiment {args.name!r}; choose extrapolation or concurrent.")
-    if args.name == "concurrent" and (args.updates is not None or args.dataset_size is not None):
-        raise InputError("--updates and --dataset-size are for extrapolation; the concurrent learners get one "
-                         "update per behavioral step (--steps-behavioral).")
+    if args.name == "concurrent" and (args.updates is not None or args.dataset_size is not None
+                                      or args.final_noise != 0.5):
+        raise InputError("--updates, --dataset-size and --final-noise are for extrapolation; the concurrent learners "
+                         "get one update per behavioral step (--steps-behavioral).")
     out = Path(args.out or f"runs/experiment-{args.name}-{args.env.replace('/', '_')}-{time.strftime('%Y%m%d-%H%M%S')}")
     overrides = {"behavioral_overrides": parse_set_options(args.behavioral_set),
                  "bcq_overrides": parse_set_options(args.bcq_set), "ddpg_overrides": parse_set_options(args.ddpg_set),
@@ -412,7 +415,8 @@ def experiment(args: Experiment) -> None:
     print(f"experiment {args.name} on {args.env} -> {out}", file=sys.stderr)
     if args.name == "extrapolation":
         summary = run_extrapolation(args.env, out, args.steps_behavioral, args.updates, args.seeds, args.dataset_size,
-                                    args.eval_freq, args.eval_episodes, progress=args.progress, **overrides)
+                                    args.eval_freq, args.eval_episodes, final_noise=args.final_noise,
+                                    progress=args.progress, **overrides)
         print(extrapolation_markdown(summary))
         print(f"table: {out / 'extrapolation.json'}; figure: {out / 'extrapolation.png'}", file=sys.stderr)
     else:

@@ -5,13 +5,16 @@ d3rlpy on the same arrays, all measured side by side in one run.
 What is measured, per torch thread count (--threads, default 1 and 2):
 
 - acrl: `Agent.learn` from a random Hopper-v5-shaped replay buffer (observation 11, action 3,
-  100,000 transitions), no evaluation, after a warm-up; median updates/s of --repeats runs.
+  100,000 transitions), no evaluation, after a warm-up; median updates/s of --repeats runs, the
+  thread counts taking turns (the scaling is the median of the paired ratios).
 - The roofline: every matrix product of one update is recorded (a `TorchDispatchMode` over
   `aten.mm`, `aten.addmm` and oneDNN's `mkldnn._linear_pointwise`), which gives its FLOPs
   (2 M K N) from the layer shapes; each distinct shape is then timed alone, warm, on the same
-  thread count. Two rooflines: `torch.mm` at those shapes (the BLAS torch calls, MKL; the
-  issue's definition) and the faster of `torch.mm` and oneDNN per shape (the best product this
-  torch can run here). "% of roofline" = the products' time at that rate / the update's time.
+  thread count, right after each acrl run. Two rooflines: `torch.mm` at those shapes (the BLAS
+  torch calls, MKL here) and the faster of `torch.mm` and oneDNN per shape (the best product
+  this torch can run here). "% of roofline" = the products' time at that rate / the update's
+  time, the median over the runs of each run's own ratio (the machine's speed drifts by 20%
+  over minutes here, and the pairing cancels most of it).
 - d3rlpy (its own venv, as in bcq_vs_d3rlpy.py): BCQ, TD3 and SAC with the same sizes and batch
   on the same arrays (an .npz), `fit` with a no-op logger, median updates/s of --repeats runs.
 
@@ -134,15 +137,26 @@ def acrl_agent(algo: str, arrays: dict, threads: int):
     return cls("Hopper-v5", buffer=buffer, seed=0, eval_freq=0, torch_threads=threads, **SIZES[algo])
 
 
-def acrl_rates(agent, updates: int, repeats: int) -> list[float]:
-    """updates/s of `agent.learn` over `updates` more updates, `repeats` times, after a warm-up."""
-    agent.learn(agent.num_steps + 20, progress=False)
-    rates = []
+def acrl_runs(agents: dict[int, object], updates: int, repeats: int) -> dict[int, dict[str, list]]:
+    """Per thread count: updates/s of its agent's `learn` over `updates` more updates and, right
+    after each, the roofline of its update's products, `repeats` times after a warm-up. The
+    thread counts take turns, so that a change in the machine's speed falls on all of them and on
+    the roofline alike: their ratios are paired."""
+    import torch
+
+    products = {}
+    for threads, agent in agents.items():
+        agent.learn(agent.num_steps + 20, progress=False)
+        products[threads] = recorded_products(agent)
+    runs: dict[int, dict[str, list]] = {threads: {"rates": [], "rooflines": []} for threads in agents}
     for _ in range(repeats):
-        started = time.perf_counter()
-        agent.learn(agent.num_steps + updates, progress=False)
-        rates.append(updates / (time.perf_counter() - started))
-    return rates
+        for threads, agent in agents.items():
+            started = time.perf_counter()
+            agent.learn(agent.num_steps + updates, progress=False)  # sets torch's thread count
+            runs[threads]["rates"].append(updates / (time.perf_counter() - started))
+            torch.set_num_threads(threads)
+            runs[threads]["rooflines"].append(roofline(products[threads]))
+    return runs
 
 
 def recorded_products(agent) -> list[tuple[int, int, int]]:
@@ -218,24 +232,20 @@ def markdown(summary: dict) -> str:
              f"{summary['machine']}; {summary['date']}; median of {summary['repeats']} runs each; "
              f"`{summary['command']}`.", ""]
     for threads, rows in summary["threads"].items():
-        lines += [f"{threads} torch thread(s):", "",
+        lines += [f"{threads} torch thread(s) (rooflines in updates/s; % of it: median of the paired runs):", "",
                   "| algorithm | GFLOP/update | acrl updates/s | roofline (torch.mm) | % of it | "
                   "roofline (best kernel) | % of it | d3rlpy updates/s | acrl / d3rlpy |",
                   "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
         for algo, r in rows.items():
-            roof = r["roofline"]
             d3 = r.get("d3rlpy")
-            lines.append(f"| {algo.upper()} | {roof['gflop']:.2f} | {r['acrl']:.1f} | {1 / roof['mm_seconds']:.1f} | "
-                         f"{r['acrl'] * roof['mm_seconds']:.0%} | {1 / roof['best_seconds']:.1f} | "
-                         f"{r['acrl'] * roof['best_seconds']:.0%} | " +
+            lines.append(f"| {algo.upper()} | {r['gflop']:.2f} | {r['acrl']:.1f} | {r['roofline_mm']:.1f} | "
+                         f"{r['of_roofline_mm']:.0%} | {r['roofline_best']:.1f} | {r['of_roofline_best']:.0%} | " +
                          (f"{d3:.1f} | **{r['acrl'] / d3:.2f}x** |" if d3 else "| |"))
         lines.append("")
-    if len(summary["threads"]) > 1:
-        one, *more = list(summary["threads"])
-        for threads in more:
-            ratios = ", ".join(f"{algo.upper()} {summary['threads'][threads][algo]['acrl'] / r['acrl']:.2f}x"
-                               for algo, r in summary["threads"][one].items())
-            lines += [f"acrl {threads} threads against {one}: {ratios}.", ""]
+    one = next(iter(summary["threads"]))
+    for threads in list(summary["threads"])[1:]:
+        ratios = ", ".join(f"{algo.upper()} {scaling[threads]:.2f}x" for algo, scaling in summary["scaling"].items())
+        lines += [f"acrl with {threads} threads against {one} (median of the paired runs): {ratios}.", ""]
     return "\n".join(lines)
 
 
@@ -270,12 +280,23 @@ def main(argv: list[str] | None = None) -> int:
                      "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores",
                      "command": command,
                      "sizes": SIZES, "threads": {}}
-    for threads in args.threads:
-        rows = {}
-        for algo in args.algos:
-            agent = acrl_agent(algo, arrays, threads)  # sets torch's thread count (the roofline's too)
-            rates = acrl_rates(agent, UPDATES[algo], args.repeats)
-            row = {"acrl": statistics.median(rates), "acrl_runs": rates, "roofline": roofline(recorded_products(agent))}
+    summary["threads"] = {str(threads): {} for threads in args.threads}
+    summary["scaling"] = {}
+    for algo in args.algos:
+        agents = {threads: acrl_agent(algo, arrays, threads) for threads in args.threads}
+        runs = acrl_runs(agents, UPDATES[algo], args.repeats)
+        first = runs[args.threads[0]]["rates"]
+        summary["scaling"][algo] = {
+            str(t): statistics.median(a / b for a, b in zip(runs[t]["rates"], first, strict=True))
+            for t in args.threads[1:]}
+        for threads in agents:
+            rates, rooflines = runs[threads]["rates"], runs[threads]["rooflines"]
+            row = {"acrl": statistics.median(rates), "acrl_runs": rates, "gflop": rooflines[0]["gflop"],
+                   "roofline_mm": statistics.median(1 / r["mm_seconds"] for r in rooflines),
+                   "roofline_best": statistics.median(1 / r["best_seconds"] for r in rooflines),
+                   "of_roofline_mm": statistics.median(a * r["mm_seconds"] for a, r in zip(rates, rooflines)),
+                   "of_roofline_best": statistics.median(a * r["best_seconds"] for a, r in zip(rates, rooflines)),
+                   "rooflines": rooflines}
             if python is not None:
                 spec = {"algo": algo, "sizes": SIZES[algo], "threads": threads, "npz": str(npz), "warmup": 20,
                         "updates": UPDATES[algo], "repeats": args.repeats}
@@ -286,12 +307,10 @@ def main(argv: list[str] | None = None) -> int:
                 result = json.loads(done.stdout.strip().splitlines()[-1])
                 summary["d3rlpy_version"] = result["version"]
                 row.update(d3rlpy=statistics.median(result["updates_per_s"]), d3rlpy_runs=result["updates_per_s"])
-            rows[algo] = row
-            roof = row["roofline"]
-            print(f"{threads} thread(s) {algo}: acrl {row['acrl']:.1f}/s, roofline {1 / roof['mm_seconds']:.1f} "
-                  f"(torch.mm) {1 / roof['best_seconds']:.1f} (best), d3rlpy {row.get('d3rlpy', 0):.1f}/s",
+            summary["threads"][str(threads)][algo] = row
+            print(f"{threads} thread(s) {algo}: acrl {row['acrl']:.1f}/s = {row['of_roofline_mm']:.0%} of the torch.mm "
+                  f"roofline, {row['of_roofline_best']:.0%} of the best kernel's; d3rlpy {row.get('d3rlpy', 0):.1f}/s",
                   file=sys.stderr)
-        summary["threads"][str(threads)] = rows
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.with_suffix(".json").write_text(json.dumps(summary, indent=2) + "\n")
     text = markdown(summary)

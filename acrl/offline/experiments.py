@@ -53,7 +53,7 @@ from acrl.core.errors import InputError  # noqa: E402
 from acrl.core.loop import Callback, Run, train, write_json_atomic  # noqa: E402
 from acrl.core.plotting import read_curve, save_figure  # noqa: E402
 from acrl.core.version import __version__  # noqa: E402
-from acrl.offline.collect import buffer_dataset, collect_dataset  # noqa: E402
+from acrl.offline.collect import behavioral_run_dir, buffer_dataset, collect_dataset  # noqa: E402
 from acrl.parts.datasets import OfflineDataset, save_dataset  # noqa: E402
 from acrl.sweep.executor import ClusterOptions, Job, run_jobs  # noqa: E402
 from acrl.sweep.grid import train_run  # noqa: E402
@@ -266,14 +266,20 @@ def concurrent_job(root: Path, job_dir: Path, callbacks: list[Callback], **kwarg
                           progress=False, **kwargs)
 
 
-def collect_job(root: Path, job_dir: Path, callbacks: list[Callback], kind: str, steps: int, policy: str,
-                seed: int) -> dict[str, Any]:
-    """An experiment's job: `collect_dataset` of `kind` from `policy` (a checkpoint relative to the root)
-    into job_dir/KIND.h5; returns the mean return of the dataset's complete episodes."""
+def collect_job(root: Path, job_dir: Path, callbacks: list[Callback], kind: str, steps: int, seed: int,
+                policy: str | None = None, **options: Any) -> dict[str, Any]:
+    """An experiment's job: `collect_dataset` of `kind` into job_dir/KIND.h5, from `policy` (a
+    checkpoint relative to the root) or, for final, from a behavioral DDPG that trains with
+    `options` (env_id, noise_std, overrides). Returns the mean return of the dataset's complete
+    episodes and, for final, the behavioral agent's last evaluation ("return")."""
     _fresh(job_dir).mkdir(parents=True)
-    data = collect_dataset(kind, job_dir / f"{kind}.h5", steps, policy=root / policy, seed=seed)
+    out = job_dir / f"{kind}.h5"
+    data = collect_dataset(kind, out, steps, policy=None if policy is None else root / policy, seed=seed, **options)
     returns = episode_returns(data)
-    return {"data_episode_return": float(returns.mean()) if len(returns) else None}
+    result = {"data_episode_return": float(returns.mean()) if len(returns) else None}
+    if kind == "final":
+        result["return"] = _curve(behavioral_run_dir(out))[-1][1]
+    return result
 
 
 def _curve(run_dir: Path, key: str = "eval/return_mean") -> list[list[float]]:
@@ -292,15 +298,18 @@ def run_extrapolation(env_id: str, out_dir: str | Path, steps_behavioral: int | 
                       dataset_size: int | None = None, eval_freq: int | None = None, eval_episodes: int = 10,
                       behavioral_overrides: dict[str, Any] | None = None, bcq_overrides: dict[str, Any] | None = None,
                       ddpg_overrides: dict[str, Any] | None = None, bc_overrides: dict[str, Any] | None = None,
-                      progress: bool = True, options: ClusterOptions | None = None) -> dict[str, Any]:
+                      final_noise: float = 0.5, progress: bool = True,
+                      options: ClusterOptions | None = None) -> dict[str, Any]:
     """The paper's Figure 2 experiment on one environment; writes extrapolation.{json,md,png}.
 
-    Per seed: `run_concurrent` (the behavioral DDPG run with its concurrent DDPG, BCQ and BC
-    learners; its buffer is the final dataset), then imitation and imperfect datasets of
-    `dataset_size` transitions from the behavioral run's best checkpoint (`acrl.offline.collect`),
-    then BCQ, offline DDPG and BC trained for `updates` gradient updates on each of final,
-    imitation and imperfect. The offline DDPG uses the DDPG preset with BCQ's gamma, the paper's
-    "same data, same settings" baseline.
+    Per seed, as in the paper's Sec. 5: the final buffer, every transition of a behavioral DDPG
+    trained for `steps_behavioral` steps with N(0, final_noise) exploration ("for high
+    exploration", 0.5), and beside it `run_concurrent` (a behavioral DDPG with its preset's
+    N(0, 0.1), with its concurrent DDPG, BCQ and BC learners); then imitation and imperfect
+    datasets of `dataset_size` transitions from the concurrent behavioral run's best checkpoint
+    (`acrl.offline.collect`); then BCQ, offline DDPG and BC trained for `updates` gradient updates
+    on each of final, imitation and imperfect. The offline DDPG uses the DDPG preset with BCQ's
+    gamma, the paper's "same data, same settings" baseline.
 
     Args:
         env_id: a registered environment with a bounded Box action space.
@@ -313,7 +322,10 @@ def run_extrapolation(env_id: str, out_dir: str | Path, steps_behavioral: int | 
             steps_behavioral, the size of the final buffer, as in the paper).
         eval_freq: updates (concurrent: steps) between evaluations (default: the BCQ preset's).
         eval_episodes: episodes per evaluation (deterministic; the paper uses 10).
-        behavioral_overrides, bcq_overrides, ddpg_overrides, bc_overrides: config fields per agent.
+        behavioral_overrides, bcq_overrides, ddpg_overrides, bc_overrides: config fields per agent
+            (behavioral_overrides: both behavioral DDPGs).
+        final_noise: the exploration noise std of the final buffer's behavioral DDPG (fraction
+            of max_action; the paper's 0.5).
         progress: a progress bar over each stage's jobs.
         options: where the jobs run (`acrl.sweep.executor`; default: a local Ray instance, one
             job per core). A rerun of the same experiment into the same out_dir skips finished jobs.
@@ -337,28 +349,36 @@ def run_extrapolation(env_id: str, out_dir: str | Path, steps_behavioral: int | 
     dataset_size = steps_behavioral if dataset_size is None else int(dataset_size)
     if min(steps_behavioral, updates, eval_freq, dataset_size, eval_episodes) < 1:
         raise InputError("steps_behavioral, updates, eval_freq, dataset_size and eval_episodes must be >= 1.")
+    if not final_noise >= 0:
+        raise InputError(f"--final-noise must be >= 0 (a std as a fraction of max_action), got {final_noise}.")
     common = {"eval_freq": eval_freq, "eval_episodes": eval_episodes}
     overrides = {"behavioral_overrides": behavioral_overrides or {}, "bcq_overrides": bcq_overrides or {},
                  "ddpg_overrides": ddpg_overrides or {}, "bc_overrides": bc_overrides or {}}
     on_start = _record(out_dir, {"experiment": "extrapolation", "env_id": env_id, "seeds": list(seeds),
                                  "steps_behavioral": steps_behavioral, "updates": updates, "dataset_size": dataset_size,
-                                 **common, **overrides})
+                                 "final_noise": final_noise, **common, **overrides})
     concurrent_agents(env_id, steps_behavioral, seeds[0], eval_freq, eval_episodes, out_dir / "final.h5",
                       **overrides)["behavioral"].before_learning()
     ddpg_offline = {"gamma": _config("bcq", env_id, overrides["bcq_overrides"], "--bcq-set", {}).gamma,
                     **overrides["ddpg_overrides"]}
     started = time.monotonic()
     # Three stages of jobs on Ray, each in parallel over seeds (and buffers and agents): the
-    # concurrent runs, then the datasets their behavioral policies collect, then the offline runs.
-    concurrent = run_jobs([Job(f"s{seed}/concurrent", concurrent_job, {
-        "env_id": env_id, "steps": steps_behavioral, "seed": seed, "eval_freq": eval_freq,
-        "eval_episodes": eval_episodes, **overrides}) for seed in seeds], out_dir, options, progress, on_start=on_start)
+    # behavioral runs (final buffer, concurrent), then the datasets the concurrent behavioral
+    # policies collect, then the offline runs.
+    final_options = {"env_id": env_id, "noise_std": final_noise,
+                     "overrides": {**overrides["behavioral_overrides"], **common}}
+    behavioral = run_jobs([*(Job(f"s{seed}/final", collect_job, {"kind": "final", "steps": steps_behavioral,
+                                                                  "seed": seed, **final_options}) for seed in seeds),
+                           *(Job(f"s{seed}/concurrent", concurrent_job, {
+                               "env_id": env_id, "steps": steps_behavioral, "seed": seed, "eval_freq": eval_freq,
+                               "eval_episodes": eval_episodes, **overrides}) for seed in seeds)],
+                          out_dir, options, progress, on_start=on_start)
     policy = "s{seed}/concurrent/behavioral/checkpoints/best.pt"
     collected = run_jobs([Job(f"s{seed}/data-{kind}", collect_job, {"kind": kind, "steps": dataset_size,
                                                                   "policy": policy.format(seed=seed), "seed": seed},
                               inputs=(policy.format(seed=seed),))
                           for seed in seeds for kind in ("imitation", "imperfect")], out_dir, options, progress)
-    datasets = {"final": "s{seed}/concurrent/final.h5", "imitation": "s{seed}/data-imitation/imitation.h5",
+    datasets = {"final": "s{seed}/final/final.h5", "imitation": "s{seed}/data-imitation/imitation.h5",
                 "imperfect": "s{seed}/data-imperfect/imperfect.h5"}
     offline = {"bcq": overrides["bcq_overrides"], "ddpg": ddpg_offline, "bc": overrides["bc_overrides"]}
     jobs = []
@@ -374,7 +394,7 @@ def run_extrapolation(env_id: str, out_dir: str | Path, steps_behavioral: int | 
     results: dict[str, dict[str, list[dict[str, Any]]]] = {
         kind: {"behavioral": [], **{algo: [] for algo in LEARNERS}} for kind in KINDS}
     for seed in seeds:
-        c = concurrent[f"s{seed}/concurrent"]
+        c = behavioral[f"s{seed}/concurrent"]
         results["concurrent"]["behavioral"].append({"return": c["final"]["behavioral"],
                                                     "curve": c["curves"]["behavioral"],
                                                     "data_episode_return": c["data_episode_return"]})
@@ -382,8 +402,7 @@ def run_extrapolation(env_id: str, out_dir: str | Path, steps_behavioral: int | 
             results["concurrent"][algo].append({"curve": c["curves"][algo], "final": c["final"][algo],
                                                 "best": c["best"][algo], "values": c["values"][algo],
                                                 "run_dir": c["run_dirs"][algo]})
-        results["final"]["behavioral"].append({"return": c["final"]["behavioral"],
-                                               "data_episode_return": c["data_episode_return"]})
+        results["final"]["behavioral"].append(behavioral[f"s{seed}/final"])
         for kind in ("imitation", "imperfect"):
             results[kind]["behavioral"].append({"return": c["best"]["behavioral"],
                                                 **collected[f"s{seed}/data-{kind}"]})
@@ -395,9 +414,9 @@ def run_extrapolation(env_id: str, out_dir: str | Path, steps_behavioral: int | 
                                             "best": trained[f"s{seed}/{kind}/{algo}"]["best"],
                                             "values": _value_curves(run_dir), "run_dir": str(run_dir)})
     summary = {"env_id": env_id, "seeds": list(seeds), "steps_behavioral": steps_behavioral, "updates": updates,
-               "dataset_size": dataset_size, "eval_freq": eval_freq, "eval_episodes": eval_episodes,
-               "wall_clock_s": round(time.monotonic() - started, 1), "acrl_version": __version__,
-               "results": results, "table": _table(results)}
+               "dataset_size": dataset_size, "final_noise": final_noise, "eval_freq": eval_freq,
+               "eval_episodes": eval_episodes, "wall_clock_s": round(time.monotonic() - started, 1),
+               "acrl_version": __version__, "results": results, "table": _table(results)}
     write_json_atomic(out_dir / "extrapolation.json", summary)
     (out_dir / "extrapolation.md").write_text(extrapolation_markdown(summary))
     plot_extrapolation(summary, out_dir / "extrapolation.png")
@@ -451,7 +470,8 @@ def extrapolation_markdown(summary: dict[str, Any]) -> str:
     table = summary["table"]
     header = ["| | " + " | ".join(kind for kind in KINDS) + " |", "| --- |" + " ---: |" * len(KINDS)]
     lines = [f"### BCQ, offline DDPG and BC on {summary['env_id']} (Fujimoto et al. 2019, Figure 2)", "",
-             f"Seeds {summary['seeds']}; behavioral DDPG {summary['steps_behavioral']} steps; imitation/imperfect "
+             f"Seeds {summary['seeds']}; behavioral DDPG {summary['steps_behavioral']} steps (final buffer: "
+             f"N(0, {summary['final_noise']}) exploration); imitation/imperfect "
              f"{summary['dataset_size']} transitions; {summary['updates']} updates per offline agent (concurrent: one "
              f"per behavioral step); evaluation: {summary['eval_episodes']} deterministic episodes every "
              f"{summary['eval_freq']}.", "",
@@ -467,9 +487,9 @@ def extrapolation_markdown(summary: dict[str, Any]) -> str:
     for algo in ("bcq", "ddpg"):
         cells = [f"{_cell(c['q_initial'])} / {_cell(c['true_value'])}" for c in (table[algo][k] for k in KINDS)]
         lines.append(f"| {LEARNERS[algo]} | " + " | ".join(cells) + " |")
-    lines += ["", "behavioral policy: the noise-free DDPG (final, concurrent: at the end of its run; imitation, "
-              "imperfect: its best checkpoint, which collected them). dataset episodes: mean return of the "
-              "complete episodes stored in the buffer. final: last evaluation.", ""]
+    lines += ["", "behavioral policy: the noise-free DDPG (final, concurrent: each behavioral run at its end; "
+              "imitation, imperfect: the concurrent run's best checkpoint, which collected them). dataset "
+              "episodes: mean return of the complete episodes stored in the buffer. final: last evaluation.", ""]
     return "\n".join(lines)
 
 

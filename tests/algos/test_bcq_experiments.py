@@ -26,7 +26,8 @@ def test_extrapolation_writes_table_figure_and_runs(tmp_path):
     assert json.loads((out / "extrapolation.json").read_text())["table"] == summary["table"]
     assert list(summary["table"]) == ["behavioral", "bcq", "ddpg", "bc"]
     assert all(list(row) == list(KINDS) for row in summary["table"].values())
-    assert len(load_dataset(out / "s0" / "concurrent" / "final.h5")) == 300  # every behavioral transition
+    final = load_dataset(out / "s0" / "final" / "final.h5")  # every transition of its own behavioral run
+    assert len(final) == 300 and final.attrs["noise_std"] == 0.5
     assert len(load_dataset(out / "s0" / "data-imperfect" / "imperfect.h5")) == 250
     results = summary["results"]
     for kind in ("final", "imitation", "imperfect"):
@@ -83,7 +84,7 @@ def test_episode_returns_skip_the_unfinished_episode():
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["experiment", "concurrent", "--env", "Pendulum-v1", "--updates", "5"], "--updates and --dataset-size"),
+    (["experiment", "concurrent", "--env", "Pendulum-v1", "--updates", "5"], "--updates, --dataset-size"),
     (["experiment", "extrapolation", "--env", "CartPole-v1", "--steps-behavioral", "10"], "Discrete"),
     (["experiment", "extrapolation", "--env", "Pendulum-v9"], "unknown environment id"),
     (["experiment", "extrapolation", "--env", "Pendulum-v1", "--bcq-set", "lmbda=2"], "lmbda"),
