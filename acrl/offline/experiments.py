@@ -367,11 +367,11 @@ def run_extrapolation(env_id: str, out_dir: str | Path, steps_behavioral: int | 
     # policies collect, then the offline runs.
     final_options = {"env_id": env_id, "noise_std": final_noise,
                      "overrides": {**overrides["behavioral_overrides"], **common}}
-    behavioral = run_jobs([*(Job(f"s{seed}/final", collect_job, {"kind": "final", "steps": steps_behavioral,
-                                                                  "seed": seed, **final_options}) for seed in seeds),
-                           *(Job(f"s{seed}/concurrent", concurrent_job, {
+    behavioral = run_jobs([*(Job(f"s{seed}/concurrent", concurrent_job, {  # the long jobs first
                                "env_id": env_id, "steps": steps_behavioral, "seed": seed, "eval_freq": eval_freq,
-                               "eval_episodes": eval_episodes, **overrides}) for seed in seeds)],
+                               "eval_episodes": eval_episodes, **overrides}) for seed in seeds),
+                           *(Job(f"s{seed}/final", collect_job, {"kind": "final", "steps": steps_behavioral,
+                                                                  "seed": seed, **final_options}) for seed in seeds)],
                           out_dir, options, progress, on_start=on_start)
     policy = "s{seed}/concurrent/behavioral/checkpoints/best.pt"
     collected = run_jobs([Job(f"s{seed}/data-{kind}", collect_job, {"kind": kind, "steps": dataset_size,
@@ -382,9 +382,9 @@ def run_extrapolation(env_id: str, out_dir: str | Path, steps_behavioral: int | 
                 "imperfect": "s{seed}/data-imperfect/imperfect.h5"}
     offline = {"bcq": overrides["bcq_overrides"], "ddpg": ddpg_offline, "bc": overrides["bc_overrides"]}
     jobs = []
-    for seed in seeds:
-        for kind, dataset in datasets.items():
-            for algo, values in offline.items():
+    for algo, values in offline.items():  # BCQ's long runs first, the short ones then fill the gaps
+        for seed in seeds:
+            for kind, dataset in datasets.items():
                 flags = {"seed": seed, "total_steps": updates, "dataset": str(out_dir / dataset.format(seed=seed))}
                 jobs.append(Job(f"s{seed}/{kind}/{algo}", train_run, {
                     "algo": algo, "env_id": env_id, "preset": None, "overrides": {**values, **common},
