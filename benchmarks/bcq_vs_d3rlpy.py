@@ -20,6 +20,9 @@ logger) and updates/s are recorded beside its return.
     python benchmarks/bcq_vs_d3rlpy.py --datasets DIR --updates 300000 --seeds 0 1 2
     # or collect them here (a behavioral DDPG of --behavioral-steps, then --dataset-steps each):
     python benchmarks/bcq_vs_d3rlpy.py --collect --behavioral-steps 1000000 --dataset-steps 1000000 ...
+    # or d3rlpy only, on the datasets of an `acrl experiment extrapolation` run, against its BCQ
+    # results (same updates, same evaluation seeds):
+    python benchmarks/bcq_vs_d3rlpy.py --experiment runs/hopper-extrapolation --seeds 0
 
 Results: benchmarks/results/bcq_vs_d3rlpy.{json,md}; scratch files in benchmarks/results/tmp/.
 """
@@ -191,6 +194,54 @@ def collect(env_id: str, out: Path, behavioral_steps: int, dataset_steps: int, s
     return out
 
 
+EXPERIMENT_DATASETS = {"final": "s{seed}/final/final.h5", "imitation": "s{seed}/data-imitation/imitation.h5",
+                       "imperfect": "s{seed}/data-imperfect/imperfect.h5"}
+"""Where `acrl experiment extrapolation` writes each seed's datasets (acrl.offline.experiments)."""
+
+
+def experiment_rows(python: Path, spec: dict, experiment: Path, seeds: list[int], kinds: list[str],
+                    eval_episodes: int) -> list[dict]:
+    """d3rlpy's BCQ on each dataset of an extrapolation experiment, beside acrl's BCQ from its
+    extrapolation.json: the same updates and the same evaluation seeds (seed + 10,000); sets
+    spec["env_id"] to the experiment's. d3rlpy runs PAPER's settings, which the experiment's BCQ
+    has with the Hopper-v5 and HalfCheetah-v5 presets and no --bcq-set. Raises FileNotFoundError
+    without extrapolation.json."""
+    summary = json.loads((experiment / "extrapolation.json").read_text())
+    spec["env_id"] = summary["env_id"]
+    rows = []
+    for kind in kinds:
+        for seed in seeds:
+            if seed not in summary["seeds"]:
+                raise SystemExit(f"bcq_vs_d3rlpy: seed {seed} is not in {experiment} (seeds {summary['seeds']}).")
+            acrl_run = summary["results"][kind]["bcq"][summary["seeds"].index(seed)]
+            npz = SCRATCH / f"{experiment.name}-s{seed}-{kind}.npz"
+            to_npz(experiment / EXPERIMENT_DATASETS[kind].format(seed=seed), npz)
+            d3 = run_d3rlpy(python, {**spec, "npz": str(npz), "seed": seed, "updates": summary["updates"],
+                                     "eval_episodes": eval_episodes, "eval_seed": seed + 10_000})
+            rows.append({"kind": kind, "seed": seed, "updates": summary["updates"], "d3rlpy": d3,
+                         "acrl": {"return_mean": acrl_run["final"], "run_dir": acrl_run["run_dir"]}})
+            print(f"{kind} seed {seed}: acrl {acrl_run['final']:.1f}, d3rlpy {d3['return_mean']:.1f}", file=sys.stderr)
+    return rows
+
+
+def dataset_rows(python: Path, spec: dict, args: argparse.Namespace) -> list[dict]:
+    """acrl's and d3rlpy's BCQ for args.updates updates on each of args.kinds in args.datasets, per seed."""
+    rows = []
+    for kind in args.kinds:
+        h5 = args.datasets / f"{kind}.h5"
+        npz = SCRATCH / f"{kind}.npz"
+        to_npz(h5, npz)
+        for seed in args.seeds:
+            row = {"kind": kind, "seed": seed,
+                   "acrl": run_acrl(h5, args.env, seed, args.updates, args.threads, args.eval_episodes),
+                   "d3rlpy": run_d3rlpy(python, {**spec, "npz": str(npz), "seed": seed, "updates": args.updates,
+                                                 "eval_episodes": args.eval_episodes, "eval_seed": seed + 10_000})}
+            rows.append(row)
+            print(f"{kind} seed {seed}: acrl {row['acrl']['return_mean']:.1f}, "
+                  f"d3rlpy {row['d3rlpy']['return_mean']:.1f}", file=sys.stderr)
+    return rows
+
+
 def markdown(summary: dict) -> str:
     """The summary as a markdown table: returns (and updates/s) per dataset and seed."""
     lines = [f"### BCQ: acrl vs d3rlpy {summary.get('d3rlpy_version', '')} on {summary['env_id']}", "",
@@ -201,8 +252,9 @@ def markdown(summary: dict) -> str:
                   "| --- | ---: | ---: | ---: | ---: | ---: |"]
         for row in summary["returns"]:
             a, d = row["acrl"], row["d3rlpy"]
+            acrl_speed = f"{a['updates_per_s']:.2f}" if "updates_per_s" in a else "-"
             lines.append(f"| {row['kind']} | {row['seed']} | {a['return_mean']:.1f} | {d['return_mean']:.1f} | "
-                         f"{a['updates_per_s']:.2f} | {d['updates_per_s']:.2f} |")
+                         f"{acrl_speed} | {d['updates_per_s']:.2f} |")
         lines.append("")
     return "\n".join(lines)
 
@@ -211,8 +263,10 @@ def main(argv: list[str] | None = None) -> int:
     """Command line (see the module docstring); returns the exit code (1 when d3rlpy cannot be set up)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--env", default="Hopper-v5")
-    parser.add_argument("--datasets", type=Path, required=True,
-                        help="directory with final.h5, imperfect.h5, imitation.h5")
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument("--datasets", type=Path, help="directory with final.h5, imperfect.h5, imitation.h5")
+    source.add_argument("--experiment", type=Path,
+                        help="an `acrl experiment extrapolation` directory: d3rlpy on its datasets, against its BCQ")
     parser.add_argument("--collect", action="store_true", help="collect the datasets first (into --datasets)")
     parser.add_argument("--behavioral-steps", type=int, default=1_000_000)
     parser.add_argument("--dataset-steps", type=int, default=1_000_000)
@@ -228,6 +282,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.d3rlpy_worker:
         print(json.dumps(d3rlpy_worker(json.loads(args.d3rlpy_worker))))
         return 0
+    if args.datasets is None and args.experiment is None:
+        parser.error("one of --datasets DIR or --experiment DIR is required")
 
     try:
         python = ensure_venv()
@@ -241,23 +297,14 @@ def main(argv: list[str] | None = None) -> int:
                      "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores",
                      "command": " ".join([Path(sys.argv[0]).name, *(argv if argv is not None else sys.argv[1:])])}
 
-    if args.collect:
-        collect(args.env, args.datasets, args.behavioral_steps, args.dataset_steps, args.seeds[0])
-    summary["returns"] = []
-    for kind in args.kinds:
-        h5 = args.datasets / f"{kind}.h5"
-        npz = SCRATCH / f"{kind}.npz"
-        to_npz(h5, npz)
-        for seed in args.seeds:
-            eval_seed = seed + 10_000
-            row = {"kind": kind, "seed": seed,
-                   "acrl": run_acrl(h5, args.env, seed, args.updates, args.threads, args.eval_episodes),
-                   "d3rlpy": run_d3rlpy(python, {**spec, "npz": str(npz), "seed": seed, "updates": args.updates,
-                                                 "eval_episodes": args.eval_episodes, "eval_seed": eval_seed})}
-            summary["returns"].append(row)
-            summary["d3rlpy_version"] = row["d3rlpy"]["version"]
-            print(f"{kind} seed {seed}: acrl {row['acrl']['return_mean']:.1f}, "
-                  f"d3rlpy {row['d3rlpy']['return_mean']:.1f}", file=sys.stderr)
+    if args.experiment is not None:
+        summary["returns"] = experiment_rows(python, spec, args.experiment, args.seeds, args.kinds, args.eval_episodes)
+        summary["env_id"] = spec["env_id"]
+    else:
+        if args.collect:
+            collect(args.env, args.datasets, args.behavioral_steps, args.dataset_steps, args.seeds[0])
+        summary["returns"] = dataset_rows(python, spec, args)
+    summary["d3rlpy_version"] = summary["returns"][0]["d3rlpy"]["version"]
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.with_suffix(".json").write_text(json.dumps(summary, indent=2) + "\n")
     text = markdown(summary)
