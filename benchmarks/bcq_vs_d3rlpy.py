@@ -140,9 +140,10 @@ def ensure_venv() -> Path:
     return python
 
 
-def run_d3rlpy(python: Path, spec: dict) -> dict:
-    """`d3rlpy_worker(spec)` in the d3rlpy venv's python; its result dict (RuntimeError if it fails)."""
-    done = subprocess.run([str(python), __file__, "--d3rlpy-worker", json.dumps(spec)], capture_output=True,
+def run_d3rlpy(python: Path, spec: dict, script: str = __file__) -> dict:
+    """`d3rlpy_worker(spec)` of `script` (a benchmark with a --d3rlpy-worker option; default this one)
+    in the d3rlpy venv's python; its result dict (RuntimeError if it fails)."""
+    done = subprocess.run([str(python), script, "--d3rlpy-worker", json.dumps(spec)], capture_output=True,
                           text=True)
     if done.returncode:
         raise RuntimeError(f"d3rlpy worker failed:\n{done.stderr[-4000:]}")

@@ -35,7 +35,6 @@ import json
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -268,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
 
     python = None
     if not args.no_d3rlpy:
-        from bcq_vs_d3rlpy import ensure_venv
+        from bcq_vs_d3rlpy import ensure_venv, run_d3rlpy
 
         python = ensure_venv()
     SCRATCH.mkdir(parents=True, exist_ok=True)
@@ -300,11 +299,7 @@ def main(argv: list[str] | None = None) -> int:
             if python is not None:
                 spec = {"algo": algo, "sizes": SIZES[algo], "threads": threads, "npz": str(npz), "warmup": 20,
                         "updates": UPDATES[algo], "repeats": args.repeats}
-                done = subprocess.run([str(python), __file__, "--d3rlpy-worker", json.dumps(spec)],
-                                      capture_output=True, text=True)
-                if done.returncode:
-                    raise RuntimeError(f"d3rlpy worker failed:\n{done.stderr[-4000:]}")
-                result = json.loads(done.stdout.strip().splitlines()[-1])
+                result = run_d3rlpy(python, spec, __file__)
                 summary["d3rlpy_version"] = result["version"]
                 row.update(d3rlpy=statistics.median(result["updates_per_s"]), d3rlpy_runs=result["updates_per_s"])
             summary["threads"][str(threads)][algo] = row

@@ -441,13 +441,15 @@ def _table(results: dict[str, Any]) -> dict[str, dict[str, Any]]:
     from acrl.sweep.results import interval_estimates
 
     table: dict[str, dict[str, Any]] = {"behavioral": {}, **{algo: {} for algo in LEARNERS}}
+    estimates = interval_estimates({f"{algo}/{kind}": np.array([x["final"] for x in results[kind][algo]])
+                                    for kind in KINDS for algo in LEARNERS})  # one bootstrap for every cell
     for kind in KINDS:
         r = results[kind]
         table["behavioral"][kind] = {"return": _mean_std([b["return"] for b in r["behavioral"]]),
                                      "data_episodes": _mean_std([b["data_episode_return"] for b in r["behavioral"]])}
         for algo in LEARNERS:
             runs = r[algo]
-            estimate = interval_estimates({algo: np.array([x["final"] for x in runs])})[algo]
+            estimate = estimates[f"{algo}/{kind}"]
             cell = {"final": _mean_std([x["final"] for x in runs]), "iqm": estimate["iqm"],
                     "iqm_ci": estimate["iqm_ci"], "best": _mean_std([x["best"] for x in runs])}
             for name, key in (("q_initial", "q_initial_mean"), ("true_value", "discounted_return_mean"),

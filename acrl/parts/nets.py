@@ -67,8 +67,9 @@ class Linear(nn.Linear):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         weight, bias = self.weight, self.bias
-        if not (_ONEDNN and x.dim() == 2 and x.device.type == "cpu" and x.dtype == weight.dtype == torch.float32
-                and x.shape[0] * weight.shape[0] * weight.shape[1] >= ONEDNN_MIN_MACS):
+        # cheapest test first: small layers (acting, PPO's and A3C's nets) leave at once
+        if not (x.dim() == 2 and x.shape[0] * weight.numel() >= ONEDNN_MIN_MACS and _ONEDNN
+                and x.device.type == "cpu" and x.dtype == weight.dtype == torch.float32):
             return torch.nn.functional.linear(x, weight, bias)
         if torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad):
             return _OneDNNLinear.apply(x, weight, bias)
