@@ -1,9 +1,12 @@
 """`acrl` command line: a thin layer that parses into configs and calls the library.
 
     acrl train ALGO [--env ENV_ID] [--dataset FILE] [--seed N] [--total-steps N] [--n-envs N] [--workers N]
-               [--run-dir DIR] [--preset NAME] [--set key=value ...] [--device DEV] [--no-progress]
+               [--run-dir DIR] [--preset NAME] [--set key=value ...] [--device DEV] [--video-freq N]
+               [--no-progress]
     acrl resume RUN_DIR [--total-steps N] [--device DEV] [--no-progress]
     acrl evaluate RUN_DIR [--episodes N] [--stochastic] [--seed N] [--device DEV]
+    acrl record RUN_DIR [--episodes N] [--out FILE.mp4] [--checkpoint best|latest] [--seed N] [--stochastic]
+                [--max-steps N] [--device DEV]
     acrl plot RUN_DIR... [--out FILE]        (or one SWEEP_DIR: its table and figure again)
     acrl collect --kind final|imitation|imperfect --out FILE --steps N [--env ENV_ID] [--policy RUN_DIR]
                  [--seed N] [--noise STD] [--random-prob P] [--algo ddpg|td3] [--preset NAME]
@@ -30,6 +33,7 @@ the run, 130 interrupted.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 import warnings
@@ -74,6 +78,9 @@ class Train:
     """Hyperparameter overrides as key=value (YAML values), e.g. --set clip_range=0.1 n_epochs=5."""
     device: str | None = None
     """auto (CUDA when available, else the CPU; the default), cpu, cuda or cuda:N; config.yaml records the one used."""
+    video_freq: int | None = None
+    """Record a clip (config video_length frames, default 200) at every Nth evaluation into RUN_DIR/videos and
+    TensorBoard (default 0: none)."""
     progress: bool = True
     """Show the progress bar."""
 
@@ -106,6 +113,29 @@ class Evaluate:
     """Seed of the evaluation env (default: the run's seed + 10000, as during training)."""
     device: str | None = None
     """auto, cpu, cuda or cuda:N (default: the device the run used); --device cpu reads any checkpoint."""
+
+
+@dataclass
+class Record:
+    """Play a run's policy (normaliser frozen) and write an MP4 (H.264, the environment's frame rate),
+    each frame captioned with the episode, its return so far and the task's metrics."""
+
+    run_dir: Annotated[str, tyro.conf.Positional, tyro.conf.arg(metavar="RUN_DIR")]
+    """Run directory written by `acrl train`."""
+    episodes: int = 1
+    """Episodes, one after another in one file."""
+    out: str | None = None
+    """MP4 file to write (default: RUN_DIR/videos/CHECKPOINT-seedSEED-returnR.mp4, R the mean return)."""
+    checkpoint: Literal["best", "latest"] = "best"
+    """Which checkpoint plays: best (best.pt) or latest (latest.pt)."""
+    seed: int | None = None
+    """Seed of the environment (default: the run's seed + 10000, the episodes that evaluation scores)."""
+    stochastic: bool = False
+    """Sample actions instead of taking the mean/mode."""
+    max_steps: int | None = None
+    """Cut each episode after this many steps (default: play it to its end; MuJoCo draws about 8 frames/s here)."""
+    device: str | None = None
+    """auto, cpu, cuda or cuda:N (default: the device the run used)."""
 
 
 @dataclass
@@ -273,6 +303,7 @@ Command = (
     Annotated[Train, tyro.conf.subcommand("train")]
     | Annotated[Resume, tyro.conf.subcommand("resume")]
     | Annotated[Evaluate, tyro.conf.subcommand("evaluate")]
+    | Annotated[Record, tyro.conf.subcommand("record")]
     | Annotated[Plot, tyro.conf.subcommand("plot")]
     | Annotated[Collect, tyro.conf.subcommand("collect")]
     | Annotated[Experiment, tyro.conf.subcommand("experiment")]
@@ -292,7 +323,7 @@ def build_agent(args: Train):
 
     cls, config = make_config(args.algo, args.env, args.preset, parse_set_options(args.set), seed=args.seed,
                               total_steps=args.total_steps, n_envs=args.n_envs, device=args.device,
-                              workers=args.workers, dataset=args.dataset)
+                              workers=args.workers, dataset=args.dataset, video_freq=args.video_freq)
     return cls(args.env or config.env_id, config=config)
 
 
@@ -338,21 +369,63 @@ def report(run_dir: Path) -> None:
     print(f"learning curve: {run_dir / 'learning_curve.png'}", file=sys.stderr)
 
 
+def run_checkpoint(run_dir: Path, name: str = "best") -> Path:
+    """run_dir/checkpoints/NAME.pt; for best, latest.pt when no best.pt exists yet (said on stderr).
+
+    Raises:
+        InputError: the checkpoint is not there.
+    """
+    checkpoints = run_dir / "checkpoints"
+    path = checkpoints / f"{name}.pt"
+    if name == "best" and not path.exists() and (checkpoints / "latest.pt").exists():
+        path = checkpoints / "latest.pt"
+        print(f"no best.pt yet; using {path}", file=sys.stderr)
+    if not path.exists():
+        raise InputError(f"{run_dir} has no {path.name}: is it a run directory that `acrl train` wrote?")
+    return path
+
+
 def evaluate(args: Evaluate) -> None:
+    """Print the evaluation as JSON; write it to RUN_DIR/evaluate.json and the model card."""
     from acrl.algos import load
     from acrl.algos.base import EVAL_SEED_OFFSET
     from acrl.core.evaluation import evaluate as run_evaluation
+    from acrl.core.loop import write_json_atomic
+    from acrl.core.model_card import write_model_card
 
     if args.episodes < 1:
         raise InputError(f"--episodes must be >= 1, got {args.episodes}.")
-    checkpoints = existing_run_dir(args.run_dir) / "checkpoints"
-    path = checkpoints / "best.pt"
-    if not path.exists() and (checkpoints / "latest.pt").exists():
-        path = checkpoints / "latest.pt"
-        print(f"no best.pt yet; evaluating {path}", file=sys.stderr)
+    run_dir = existing_run_dir(args.run_dir)
+    path = run_checkpoint(run_dir)
     agent = load(path, device=args.device)
     seed = args.seed if args.seed is not None else agent.config.seed + EVAL_SEED_OFFSET
     result = run_evaluation(agent, agent.env, args.episodes, deterministic=not args.stochastic, seed=seed)
+    write_json_atomic(run_dir / "evaluate.json", {"checkpoint": path.name, "seed": seed,
+                                                  "date": time.strftime("%Y-%m-%d %H:%M"), "result": result})
+    write_model_card(run_dir, agent)
+    print(json.dumps(result))
+
+
+def record(args: Record) -> None:
+    """Write the video; print a JSON summary (path, returns, lengths, frames, fps, size) on stdout."""
+    from acrl.algos import load
+    from acrl.algos.base import EVAL_SEED_OFFSET
+    from acrl.core.model_card import write_model_card
+
+    run_dir = existing_run_dir(args.run_dir)
+    if args.out is not None and not args.out.endswith(".mp4"):
+        raise InputError(f"--out must name an .mp4 file, got {args.out!r}.")
+    path = run_checkpoint(run_dir, args.checkpoint)
+    agent = load(path, device=args.device)
+    seed = args.seed if args.seed is not None else agent.config.seed + EVAL_SEED_OFFSET
+    out = Path(args.out) if args.out else run_dir / "videos" / f"{args.checkpoint}-seed{seed}.mp4"
+    result = agent.record_video(out, args.episodes, deterministic=not args.stochastic, seed=seed,
+                                max_steps=args.max_steps)
+    if args.out is None:  # the return goes into the default name
+        named = out.with_name(f"{out.stem}-return{sum(result['returns']) / len(result['returns']):.1f}.mp4")
+        os.replace(out, named)
+        result["path"] = str(named)
+    write_model_card(run_dir, agent)
     print(json.dumps(result))
 
 
@@ -481,8 +554,8 @@ def tune(args: Tune) -> None:
           file=sys.stderr)
 
 
-HANDLERS = {Train: train, Resume: resume, Evaluate: evaluate, Plot: plot, Collect: collect, Experiment: experiment,
-            Sweep: sweep, Tune: tune}
+HANDLERS = {Train: train, Resume: resume, Evaluate: evaluate, Record: record, Plot: plot, Collect: collect,
+            Experiment: experiment, Sweep: sweep, Tune: tune}
 
 
 @contextmanager

@@ -36,6 +36,7 @@ import platform
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
@@ -201,28 +202,30 @@ EXPERIMENT_DATASETS = {"final": "s{seed}/final/final.h5", "imitation": "s{seed}/
 
 
 def experiment_rows(python: Path, spec: dict, experiment: Path, seeds: list[int], kinds: list[str],
-                    eval_episodes: int) -> list[dict]:
+                    eval_episodes: int, jobs: int = 1) -> list[dict]:
     """d3rlpy's BCQ on each dataset of an extrapolation experiment, beside acrl's BCQ from its
-    extrapolation.json: the same updates and the same evaluation seeds (seed + 10,000); sets
-    spec["env_id"] to the experiment's. d3rlpy runs PAPER's settings, which the experiment's BCQ
-    has with the Hopper-v5 and HalfCheetah-v5 presets and no --bcq-set. Raises FileNotFoundError
-    without extrapolation.json."""
+    extrapolation.json: the same updates and the same evaluation seeds (seed + 10,000); `jobs`
+    d3rlpy subprocesses at a time (one per core). Sets spec["env_id"] to the experiment's. d3rlpy
+    runs PAPER's settings, which the experiment's BCQ has with the Hopper-v5 and HalfCheetah-v5
+    presets and no --bcq-set. Raises FileNotFoundError without extrapolation.json."""
     summary = json.loads((experiment / "extrapolation.json").read_text())
     spec["env_id"] = summary["env_id"]
-    rows = []
-    for kind in kinds:
-        for seed in seeds:
-            if seed not in summary["seeds"]:
-                raise SystemExit(f"bcq_vs_d3rlpy: seed {seed} is not in {experiment} (seeds {summary['seeds']}).")
-            acrl_run = summary["results"][kind]["bcq"][summary["seeds"].index(seed)]
-            npz = SCRATCH / f"{experiment.name}-s{seed}-{kind}.npz"
-            to_npz(experiment / EXPERIMENT_DATASETS[kind].format(seed=seed), npz)
-            d3 = run_d3rlpy(python, {**spec, "npz": str(npz), "seed": seed, "updates": summary["updates"],
-                                     "eval_episodes": eval_episodes, "eval_seed": seed + 10_000})
-            rows.append({"kind": kind, "seed": seed, "updates": summary["updates"], "d3rlpy": d3,
-                         "acrl": {"return_mean": acrl_run["final"], "run_dir": acrl_run["run_dir"]}})
-            print(f"{kind} seed {seed}: acrl {acrl_run['final']:.1f}, d3rlpy {d3['return_mean']:.1f}", file=sys.stderr)
-    return rows
+    for seed in seeds:
+        if seed not in summary["seeds"]:
+            raise SystemExit(f"bcq_vs_d3rlpy: seed {seed} is not in {experiment} (seeds {summary['seeds']}).")
+
+    def row(kind: str, seed: int) -> dict:
+        acrl_run = summary["results"][kind]["bcq"][summary["seeds"].index(seed)]
+        npz = SCRATCH / f"{experiment.name}-s{seed}-{kind}.npz"
+        to_npz(experiment / EXPERIMENT_DATASETS[kind].format(seed=seed), npz)
+        d3 = run_d3rlpy(python, {**spec, "npz": str(npz), "seed": seed, "updates": summary["updates"],
+                                 "eval_episodes": eval_episodes, "eval_seed": seed + 10_000})
+        print(f"{kind} seed {seed}: acrl {acrl_run['final']:.1f}, d3rlpy {d3['return_mean']:.1f}", file=sys.stderr)
+        return {"kind": kind, "seed": seed, "updates": summary["updates"], "d3rlpy": d3,
+                "acrl": {"return_mean": acrl_run["final"], "run_dir": acrl_run["run_dir"]}}
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        return list(pool.map(lambda pair: row(*pair), [(kind, seed) for kind in kinds for seed in seeds]))
 
 
 def dataset_rows(python: Path, spec: dict, args: argparse.Namespace) -> list[dict]:
@@ -276,6 +279,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--updates", type=int, default=300_000, help="updates per run (paper: 300k)")
     parser.add_argument("--eval-episodes", type=int, default=10)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--jobs", type=int, default=1, help="with --experiment: d3rlpy runs at a time")
     parser.add_argument("--d3rlpy-defaults", action="store_true", help="d3rlpy's own BCQ defaults, not the paper's")
     parser.add_argument("--out", type=Path, default=RESULTS / "bcq_vs_d3rlpy")
     parser.add_argument("--d3rlpy-worker", help=argparse.SUPPRESS)
@@ -299,7 +303,8 @@ def main(argv: list[str] | None = None) -> int:
                      "command": " ".join([Path(sys.argv[0]).name, *(argv if argv is not None else sys.argv[1:])])}
 
     if args.experiment is not None:
-        summary["returns"] = experiment_rows(python, spec, args.experiment, args.seeds, args.kinds, args.eval_episodes)
+        summary["returns"] = experiment_rows(python, spec, args.experiment, args.seeds, args.kinds, args.eval_episodes,
+                                             args.jobs)
         summary["env_id"] = spec["env_id"]
     else:
         if args.collect:

@@ -172,6 +172,19 @@ class Agent:
         return evaluate(self, self.env, episodes or self.config.eval_episodes, deterministic,
                         seed=self.config.seed + EVAL_SEED_OFFSET)
 
+    def record_video(self, path: str | Path, episodes: int = 1, deterministic: bool = True, seed: int | None = None,
+                     max_steps: int | None = None, keep_frames: bool = False) -> dict[str, Any]:
+        """Write `episodes` episodes of the policy to an MP4 (see `acrl.core.video.record_video`).
+
+        The environment is the agent's own (a registered id or an env from `gym.make`), seeded
+        by default as evaluation is (seed + 10_000), so the video shows the episodes that
+        `evaluate` scores.
+        """
+        from acrl.core.video import record_video  # Pillow and imageio-ffmpeg load only when recording
+
+        seed = self.config.seed + EVAL_SEED_OFFSET if seed is None else seed
+        return record_video(self, self.env, path, episodes, deterministic, seed, max_steps, keep_frames)
+
     # ----------------------------------------------------------------- training
     def learn(self, total_steps: int | None = None, run_dir: str | Path | None = None, progress: bool = True,
               callbacks: Sequence[Callback] = (), label: str | None = None) -> Agent:

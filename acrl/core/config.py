@@ -40,6 +40,10 @@ class RunConfig:
         device: "auto" (CUDA when available, else the CPU), "cpu", "cuda" or "cuda:N"; the
             agent records the device it resolved to ("cpu", "cuda:0"), so config.yaml says
             what was used (`acrl.core.devices`).
+        video_freq: record a video clip of the policy at every this many evaluations, into
+            run_dir/videos/ and TensorBoard (0: never; `acrl.core.video`).
+        video_length: frames of each such clip at most (one episode, cut there; at 20 fps,
+            200 frames of a MuJoCo task are 10 s of video and about 25 s of software rendering).
         target_return: end the run early (normally, with its final evaluation) once an
             evaluation's mean return reaches this (None: train for the whole budget).
         preset: name of the preset the values came from, recorded for `config.yaml`.
@@ -54,14 +58,19 @@ class RunConfig:
     checkpoint_freq: int = 50_000
     torch_threads: int = 1
     device: str = "auto"
+    video_freq: int = 0
+    video_length: int = 200
     target_return: float | None = None
     preset: str = ""
 
     def validate(self) -> None:
         """Raise `InputError` for a value no run could use; subclasses extend this."""
-        positive(self, "total_steps", "n_envs", "eval_episodes", "checkpoint_freq", "torch_threads")
+        positive(self, "total_steps", "n_envs", "eval_episodes", "checkpoint_freq", "torch_threads", "video_length")
         if self.eval_freq < 0:
             raise InputError(f"eval_freq must be >= 0 (0 disables evaluation), got {self.eval_freq}.")
+        if self.video_freq < 0 or (self.video_freq and not self.eval_freq):
+            raise InputError(f"video_freq must be >= 0 (0: no videos), and it counts evaluations, so it needs "
+                             f"eval_freq > 0; got video_freq={self.video_freq}, eval_freq={self.eval_freq}.")
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-data view (lists instead of tuples) for YAML and checkpoints."""

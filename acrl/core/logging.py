@@ -10,10 +10,12 @@ happens a handful of times per run.
 from __future__ import annotations
 
 import csv
+import io
 import math
 import os
 from pathlib import Path
 
+import numpy as np
 from tqdm import tqdm
 
 
@@ -74,6 +76,26 @@ class Logger:
         shown = {self.rate_label: metrics.get("time/fps"), "return": metrics.get("rollout/ep_return_mean"),
                  "eval": metrics.get("eval/return_mean")}
         self.bar.set_postfix({k: f"{v:.4g}" for k, v in shown.items() if v is not None}, refresh=False)
+
+    def add_video(self, tag: str, frames: np.ndarray, step: int, fps: float) -> None:
+        """Log (T, H, W, 3) uint8 `frames` to TensorBoard as a video summary at `step` (nothing without a run_dir).
+
+        TensorBoard shows a video summary as an animated GIF in its Images tab; the GIF is
+        drawn at half the frames' size to keep the event file small. torch's `add_video`
+        would need moviepy 1.x (`moviepy.editor`, gone since moviepy 2.0) and logs nothing
+        without it, so the summary is built here with Pillow.
+        """
+        if self.writer is None:
+            return
+        from PIL import Image
+        from tensorboard.compat.proto.summary_pb2 import Summary
+
+        height, width = frames.shape[1] // 2, frames.shape[2] // 2
+        images = [Image.fromarray(frame).resize((width, height)) for frame in frames]
+        buffer = io.BytesIO()
+        images[0].save(buffer, format="GIF", save_all=True, append_images=images[1:], duration=1000 / fps, loop=0)
+        image = Summary.Image(height=height, width=width, colorspace=3, encoded_image_string=buffer.getvalue())
+        self.writer.file_writer.add_summary(Summary(value=[Summary.Value(tag=tag, image=image)]), step)
 
     def _rewrite(self) -> None:
         tmp = self.csv_path.with_suffix(".csv.tmp")

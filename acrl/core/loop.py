@@ -21,7 +21,9 @@ What the loop decides: when to evaluate (every `eval_freq` steps, iterations cut
 points where the algorithm can, and once at the end), which weights are evaluated and kept
 (`agent.snapshot()`, frozen while A3C's workers keep training), what a checkpoint holds
 (best.pt: no replay buffer), when latest.pt is written (every `checkpoint_freq` steps, at the
-end, at a stop), and that every metric and parameter is finite after every iteration.
+end, at a stop), that every metric and parameter is finite after every iteration, and, with
+`video_freq`, which evaluations also record a clip (run_dir/videos/step-N.mp4 and TensorBoard).
+At the end it writes the run's model card, run_dir/README.md (`acrl.core.model_card`).
 """
 
 from __future__ import annotations
@@ -82,10 +84,14 @@ class StopOnReturn(Callback):
 class Trainable(Protocol):
     """What the loop needs from an agent (`acrl.algos.base.Agent` provides all of it)."""
 
+    algo: str
+    """The algorithm's name in `acrl.algos.ALGORITHMS` (the model card's title)."""
     config: RunConfig
     num_steps: int
     total_steps: int
     best_eval: dict[str, Any] | None
+    env: Any
+    """The agent's environment (an id, env or factory), which a `video_freq` run must be able to render."""
     nets: dict[str, nn.Module]
     step_unit: str
     """"step" (environment steps) or "update" (gradient updates, offline)."""
@@ -104,6 +110,9 @@ class Trainable(Protocol):
 
     def evaluate(self) -> dict[str, Any]:
         """Deterministic evaluation on its own environment (`acrl.core.evaluation.evaluate`)."""
+
+    def record_video(self, path: Path, max_steps: int | None = None, keep_frames: bool = False) -> dict[str, Any]:
+        """An MP4 of one evaluation episode (`acrl.core.video.record_video`), for `video_freq`."""
 
     def save(self, path: str | Path, replay_buffer: bool = True) -> None:
         """Write a checkpoint; `replay_buffer=False` leaves a replay buffer out."""
@@ -131,6 +140,10 @@ class Run:
         self.callbacks = list(callbacks)
         if agent.config.target_return is not None:
             self.callbacks.append(StopOnReturn(agent.config.target_return))
+        if self.run_dir is not None and agent.config.video_freq:
+            from acrl.core.video import check_recording
+
+            check_recording(agent.env)  # no GL, ffmpeg or rgb_array: say so before the run starts
         self.stopped = False
         """A callback or the target return ended the run early (it still finishes normally)."""
         self.last_eval_step: int | None = None
@@ -193,6 +206,11 @@ class Run:
                 policy.save(self.run_dir / "checkpoints" / "best.pt", replay_buffer=False)
         for callback in self.callbacks:
             self.stopped |= bool(callback.on_evaluation(agent.num_steps, result))
+        cfg = agent.config
+        if self.run_dir is not None and cfg.video_freq and (agent.num_steps // cfg.eval_freq) % cfg.video_freq == 0:
+            clip = policy.record_video(self.run_dir / "videos" / f"step-{agent.num_steps:09d}.mp4",
+                                       max_steps=cfg.video_length, keep_frames=True)
+            self.logger.add_video("eval/video", clip["video"], agent.num_steps, clip["fps"])
         # return_mean, return_std and the task's episode metrics (e.g. y_displacement_mean)
         return {f"eval/{key}": value for key, value in result.items() if type(value) is float}
 
@@ -224,6 +242,9 @@ class Run:
 
         x_label = "gradient updates" if agent.step_unit == "update" else "environment steps"
         plot_runs([run_dir], run_dir / "learning_curve.png", x_label=x_label)
+        from acrl.core.model_card import write_model_card
+
+        write_model_card(run_dir, agent)
 
 
 def train(runs: Sequence[Run]) -> None:

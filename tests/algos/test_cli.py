@@ -9,11 +9,24 @@ import warnings
 import pytest
 
 from acrl.algos import ALGORITHMS
-from acrl.cli import HANDLERS, Collect, Evaluate, Experiment, Plot, Resume, Sweep, Train, Tune, main, one_line_warnings
+from acrl.cli import (
+    HANDLERS,
+    Collect,
+    Evaluate,
+    Experiment,
+    Plot,
+    Record,
+    Resume,
+    Sweep,
+    Train,
+    Tune,
+    main,
+    one_line_warnings,
+)
 from tests.conftest import run_cli
 
-SUBCOMMANDS = {"train": Train, "resume": Resume, "evaluate": Evaluate, "plot": Plot, "collect": Collect,
-               "experiment": Experiment, "sweep": Sweep, "tune": Tune}
+SUBCOMMANDS = {"train": Train, "resume": Resume, "evaluate": Evaluate, "record": Record, "plot": Plot,
+               "collect": Collect, "experiment": Experiment, "sweep": Sweep, "tune": Tune}
 
 TINY_BCQ = ["actor_hidden_sizes=[8]", "critic_hidden_sizes=[8]", "vae_hidden_sizes=[8]"]
 

@@ -19,6 +19,8 @@ class ScriptedAgent:
     """A `Trainable` whose iteration takes `chunk` steps (cut at `max_steps` unless `whole`), whose
     evaluation returns the scripted `returns` in turn, and whose checkpoints record their step."""
 
+    algo = "scripted"
+    env = "CartPole-v1"
     step_unit = "step"
     checkpoint_on_failure = False
 

@@ -1,0 +1,146 @@
+"""Videos (`acrl record`, `video_freq`) and the run's model card, checked by decoding what was written."""
+
+from __future__ import annotations
+
+import io
+import json
+import shlex
+
+import gymnasium as gym
+import imageio_ffmpeg
+import numpy as np
+import pytest
+import tyro
+import yaml
+from PIL import Image
+
+from acrl import PPO
+from acrl.cli import Command, build_agent, main
+from acrl.core.errors import InputError
+from acrl.core.video import first_frame, record_video
+from tests.conftest import ConstantRewardEnv
+
+NO_RENDER_ID = "acrl-test/ConstantReward-v0"
+if NO_RENDER_ID not in gym.registry:  # renders nothing: its metadata lists no render modes
+    gym.register(NO_RENDER_ID, entry_point=ConstantRewardEnv, max_episode_steps=5)
+
+
+def decode(path) -> tuple[dict, np.ndarray]:
+    """(ffmpeg's metadata, frames (T, H, W, 3) uint8) of an MP4, read back by imageio-ffmpeg's ffmpeg."""
+    reader = imageio_ffmpeg.read_frames(str(path))
+    meta = next(reader)
+    width, height = meta["size"]
+    frames = np.stack([np.frombuffer(f, np.uint8).reshape(height, width, 3) for f in reader])
+    return meta, frames
+
+
+@pytest.fixture(scope="module")
+def cartpole_run(tmp_path_factory):
+    """A PPO CartPole run of 256 steps: evaluations every 64, a 12-step clip at every 2nd one."""
+    run_dir = tmp_path_factory.mktemp("video") / "run"
+    PPO("CartPole-v1", seed=0, n_steps=64, batch_size=32, n_epochs=1, eval_freq=64, eval_episodes=2,
+        video_freq=2, video_length=12).learn(256, run_dir=run_dir, progress=False)
+    return run_dir
+
+
+def test_video_freq_writes_a_clip_at_every_second_evaluation_and_a_tensorboard_video(cartpole_run):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    clips = sorted(p.name for p in (cartpole_run / "videos").glob("*.mp4"))
+    assert clips == ["step-000000128.mp4", "step-000000256.mp4"]  # evaluations 2 and 4 of 64, 128, 192, 256
+    events = EventAccumulator(str(cartpole_run), size_guidance={"images": 0})
+    events.Reload()
+    videos = events.Images("eval/video")
+    assert [v.step for v in videos] == [128, 256]
+    for clip, video in zip(clips, videos):
+        meta, frames = decode(cartpole_run / "videos" / clip)
+        assert meta["codec"] == "h264" and meta["fps"] == 50  # CartPole's render_fps
+        assert 2 <= len(frames) <= 13  # one episode, cut after 12 steps: at most 13 frames
+        gif = Image.open(io.BytesIO(video.encoded_image_string))
+        assert gif.format == "GIF" and gif.n_frames == len(frames) and gif.size == (300, 200)  # half 600 x 400
+
+
+def test_record_writes_the_evaluated_episodes_frame_by_frame(cartpole_run, tmp_path, capsys):
+    assert main(["evaluate", str(cartpole_run), "--episodes", "2"]) == 0
+    lengths = json.loads(capsys.readouterr().out)["lengths"]  # the same seed (seed + 10000) as record's default
+    out = tmp_path / "cartpole.mp4"
+    assert main(["record", str(cartpole_run), "--episodes", "2", "--out", str(out)]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    meta, frames = decode(out)
+    assert len(frames) == sum(length + 1 for length in lengths)  # a frame per reset and one per step
+    assert frames.shape[1:] == (400, 600, 3) and meta["codec"] == "h264"
+    assert np.abs(frames[1:].astype(int) - frames[:-1]).max() > 50  # the pole moves: not one still image
+    assert summary["lengths"] == lengths and summary["path"] == str(out)
+
+
+def test_record_names_the_default_file_after_the_return(cartpole_run, capsys):
+    assert main(["record", str(cartpole_run), "--max-steps", "5"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["path"] == str(cartpole_run / "videos" / "best-seed10000-return5.0.mp4")  # 1 per step, 5 steps
+    assert len(decode(summary["path"])[1]) == 6
+
+
+def test_record_a_short_ant_episode_offscreen(tmp_path):
+    agent = PPO("Ant-v5", seed=0)
+    result = record_video(agent, "Ant-v5", tmp_path / "ant.mp4", max_steps=10, seed=0)
+    meta, frames = decode(tmp_path / "ant.mp4")
+    assert frames.shape == (11, 480, 480, 3) and meta["fps"] == 20  # Ant-v5: dt 0.05 s
+    assert np.abs(frames[-1].astype(int) - frames[0]).mean() > 1  # the legs move
+    assert result["lengths"] == [10] and result["size"] == [480, 480]
+
+
+def test_model_card_reports_the_run_and_a_command_that_rebuilds_its_config(cartpole_run, capsys):
+    card = (cartpole_run / "README.md").read_text()
+    best = json.loads((cartpole_run / "eval.json").read_text())
+    assert card.startswith("# PPO on CartPole-v1, seed 0")
+    assert f"| 2 | {best['return_mean']:.1f} | {best['return_std']:.1f} |" in card
+    assert "![learning curve](learning_curve.png)" in card and "videos/" in card
+    command = card.split("```\n")[1].strip()
+    rebuilt = build_agent(tyro.cli(Command, args=shlex.split(command)[1:])).config.to_dict()  # as `acrl train` does
+    saved = yaml.safe_load((cartpole_run / "config.yaml").read_text())["config"]
+    # Every value is rebuilt; only the label differs: the CLI applies CartPole's `default` preset, which
+    # this library-made run did not (so the preset's values that it does not share come as --set).
+    assert (saved.pop("preset"), rebuilt.pop("preset")) == ("", "default")
+    assert rebuilt == saved
+
+    assert main(["evaluate", str(cartpole_run), "--episodes", "3", "--seed", "7"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    card = (cartpole_run / "README.md").read_text()
+    assert "`acrl evaluate` of best.pt, seed 7" in card and f"| 3 | {result['return_mean']:.1f} |" in card
+
+
+def test_an_environment_without_rgb_array_is_refused_before_anything_is_written(tmp_path, capsys):
+    run_dir = tmp_path / "run"
+    code = main(["train", "ppo", "--env", NO_RENDER_ID, "--video-freq", "1", "--total-steps", "64",
+                 "--set", "n_steps=32", "batch_size=16", "eval_freq=32", "--run-dir", str(run_dir), "--no-progress"])
+    assert code == 2 and "does not render rgb_array" in capsys.readouterr().err and not run_dir.exists()
+    assert main(["train", "ppo", "--env", NO_RENDER_ID, "--total-steps", "64", "--set", "n_steps=32",
+                 "batch_size=16", "eval_freq=32", "--run-dir", str(run_dir), "--no-progress"]) == 0
+    capsys.readouterr()
+    assert main(["record", str(run_dir)]) == 2
+    assert "does not render rgb_array" in capsys.readouterr().err
+    assert not (run_dir / "videos").exists()
+
+
+def test_video_freq_needs_evaluations():
+    with pytest.raises(InputError, match="needs eval_freq > 0"):
+        PPO("CartPole-v1", video_freq=1, eval_freq=0)
+
+
+def test_a_missing_ffmpeg_names_the_package(tmp_path, monkeypatch):
+    def no_binary():
+        raise RuntimeError("No ffmpeg exe could be found.")
+
+    monkeypatch.setattr(imageio_ffmpeg, "get_ffmpeg_exe", no_binary)
+    with pytest.raises(InputError, match="pip install imageio-ffmpeg"):
+        record_video(PPO("CartPole-v1"), "CartPole-v1", tmp_path / "x.mp4")
+    assert not list(tmp_path.iterdir())
+
+
+def test_a_failed_gl_context_names_the_packages():
+    class NoGL(gym.Wrapper):
+        def render(self):
+            raise RuntimeError("an OpenGL platform library has not been loaded into this process")
+
+    with pytest.raises(InputError, match="apt-get install libegl1 libegl-mesa0 libgl1"):
+        first_frame(NoGL(gym.make("Ant-v5", render_mode="rgb_array")))
