@@ -36,7 +36,8 @@ import platform
 import subprocess
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
@@ -202,12 +203,17 @@ EXPERIMENT_DATASETS = {"final": "s{seed}/final/final.h5", "imitation": "s{seed}/
 
 
 def experiment_rows(python: Path, spec: dict, experiment: Path, seeds: list[int], kinds: list[str],
-                    eval_episodes: int, jobs: int = 1) -> list[dict]:
+                    eval_episodes: int, jobs: int = 1, rows: list[dict] | None = None,
+                    save: Callable[[list[dict]], None] | None = None) -> list[dict]:
     """d3rlpy's BCQ on each dataset of an extrapolation experiment, beside acrl's BCQ from its
-    extrapolation.json: the same updates and the same evaluation seeds (seed + 10,000); `jobs`
-    d3rlpy subprocesses at a time (one per core). Sets spec["env_id"] to the experiment's. d3rlpy
-    runs PAPER's settings, which the experiment's BCQ has with the Hopper-v5 and HalfCheetah-v5
-    presets and no --bcq-set. Raises FileNotFoundError without extrapolation.json."""
+    extrapolation.json: the same updates and the same evaluation seeds (seed + 10,000).
+
+    `jobs` d3rlpy subprocesses run at a time (one per core), a whole seed's datasets first.
+    (kind, seed) pairs already in `rows` (a previous, interrupted comparison's) are kept, not
+    rerun, and `save(rows)` is called after each new one, so a comparison resumes where it
+    stopped. Sets spec["env_id"] to the experiment's. d3rlpy runs PAPER's settings, which the
+    experiment's BCQ has with the Hopper-v5 and HalfCheetah-v5 presets and no --bcq-set.
+    Raises FileNotFoundError without extrapolation.json."""
     summary = json.loads((experiment / "extrapolation.json").read_text())
     spec["env_id"] = summary["env_id"]
     for seed in seeds:
@@ -224,8 +230,15 @@ def experiment_rows(python: Path, spec: dict, experiment: Path, seeds: list[int]
         return {"kind": kind, "seed": seed, "updates": summary["updates"], "d3rlpy": d3,
                 "acrl": {"return_mean": acrl_run["final"], "run_dir": acrl_run["run_dir"]}}
 
+    rows = list(rows or [])
+    done = {(r["kind"], r["seed"]) for r in rows}
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        return list(pool.map(lambda pair: row(*pair), [(kind, seed) for kind in kinds for seed in seeds]))
+        futures = [pool.submit(row, kind, seed) for seed in seeds for kind in kinds if (kind, seed) not in done]
+        for future in as_completed(futures):
+            rows.append(future.result())
+            if save is not None:
+                save(rows)
+    return rows
 
 
 def dataset_rows(python: Path, spec: dict, args: argparse.Namespace) -> list[dict]:
@@ -302,20 +315,32 @@ def main(argv: list[str] | None = None) -> int:
                      "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores",
                      "command": " ".join([Path(sys.argv[0]).name, *(argv if argv is not None else sys.argv[1:])])}
 
+    def write(rows: list[dict]) -> None:  # atomically, after every finished run
+        summary["returns"] = sorted(rows, key=lambda r: (KINDS.index(r["kind"]), r["seed"]))
+        summary["d3rlpy_version"] = rows[0]["d3rlpy"]["version"]
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        for suffix, text in ((".json", json.dumps(summary, indent=2) + "\n"), (".md", markdown(summary))):
+            tmp = args.out.with_suffix(suffix + ".tmp")
+            tmp.write_text(text)
+            os.replace(tmp, args.out.with_suffix(suffix))
+
     if args.experiment is not None:
-        summary["returns"] = experiment_rows(python, spec, args.experiment, args.seeds, args.kinds, args.eval_episodes,
-                                             args.jobs)
+        summary["experiment"] = str(args.experiment)
+        previous = args.out.with_suffix(".json")
+        rows = []
+        if previous.is_file():  # the same comparison, interrupted: keep its finished runs
+            old = json.loads(previous.read_text())
+            same = all(old.get(key) == summary[key] for key in ("experiment", "threads", "d3rlpy_defaults"))
+            rows = old["returns"] if same else []
+        rows = experiment_rows(python, spec, args.experiment, args.seeds, args.kinds, args.eval_episodes,
+                               args.jobs, rows, write)
         summary["env_id"] = spec["env_id"]
     else:
         if args.collect:
             collect(args.env, args.datasets, args.behavioral_steps, args.dataset_steps, args.seeds[0])
-        summary["returns"] = dataset_rows(python, spec, args)
-    summary["d3rlpy_version"] = summary["returns"][0]["d3rlpy"]["version"]
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.with_suffix(".json").write_text(json.dumps(summary, indent=2) + "\n")
-    text = markdown(summary)
-    args.out.with_suffix(".md").write_text(text)
-    print(text)
+        rows = dataset_rows(python, spec, args)
+    write(rows)
+    print(markdown(summary))
     return 0
 
 
