@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 import time
 import warnings
@@ -79,8 +80,8 @@ class Train:
     device: str | None = None
     """auto (CUDA when available, else the CPU; the default), cpu, cuda or cuda:N; config.yaml records the one used."""
     video_freq: int | None = None
-    """Record a clip (config video_length frames, default 200) at every Nth evaluation into RUN_DIR/videos and
-    TensorBoard (default 0: none)."""
+    """Record a clip of one evaluation episode, cut at config video_length steps (200 unless set), at every Nth
+    evaluation into RUN_DIR/videos and TensorBoard (none unless set)."""
     progress: bool = True
     """Show the progress bar."""
 
@@ -125,7 +126,8 @@ class Record:
     episodes: int = 1
     """Episodes, one after another in one file."""
     out: str | None = None
-    """MP4 file to write (default: RUN_DIR/videos/CHECKPOINT-seedSEED-returnR.mp4, R the mean return)."""
+    """MP4 file to write (default: RUN_DIR/videos/CHECKPOINT-seedSEED[-stochastic][-maxN]-returnR.mp4, R the
+    mean return); the run's README.md lists the latest video in RUN_DIR/videos."""
     checkpoint: Literal["best", "latest"] = "best"
     """Which checkpoint plays: best (best.pt) or latest (latest.pt)."""
     seed: int | None = None
@@ -133,7 +135,8 @@ class Record:
     stochastic: bool = False
     """Sample actions instead of taking the mean/mode."""
     max_steps: int | None = None
-    """Cut each episode after this many steps (default: play it to its end; MuJoCo draws about 8 frames/s here)."""
+    """Cut each episode after this many steps (default: play it to its end; software rendering draws MuJoCo
+    at about 8 frames/s on one CPU core)."""
     device: str | None = None
     """auto, cpu, cuda or cuda:N (default: the device the run used)."""
 
@@ -379,10 +382,16 @@ def run_checkpoint(run_dir: Path, name: str = "best") -> Path:
     path = checkpoints / f"{name}.pt"
     if name == "best" and not path.exists() and (checkpoints / "latest.pt").exists():
         path = checkpoints / "latest.pt"
-        print(f"no best.pt yet; using {path}", file=sys.stderr)
+        warnings.warn(f"no best.pt yet; using {path}", stacklevel=2)
     if not path.exists():
         raise InputError(f"{run_dir} has no {path.name}: is it a run directory that `acrl train` wrote?")
     return path
+
+
+def check_seed(seed: int | None) -> None:
+    """Raise `InputError` for a negative --seed (Gymnasium and numpy take seeds >= 0)."""
+    if seed is not None and seed < 0:
+        raise InputError(f"--seed must be >= 0, got {seed}.")
 
 
 def evaluate(args: Evaluate) -> None:
@@ -395,6 +404,7 @@ def evaluate(args: Evaluate) -> None:
 
     if args.episodes < 1:
         raise InputError(f"--episodes must be >= 1, got {args.episodes}.")
+    check_seed(args.seed)
     run_dir = existing_run_dir(args.run_dir)
     path = run_checkpoint(run_dir)
     agent = load(path, device=args.device)
@@ -413,12 +423,16 @@ def record(args: Record) -> None:
     from acrl.core.model_card import write_model_card
 
     run_dir = existing_run_dir(args.run_dir)
-    if args.out is not None and not args.out.endswith(".mp4"):
+    if args.out is not None and not args.out.lower().endswith(".mp4"):
         raise InputError(f"--out must name an .mp4 file, got {args.out!r}.")
+    check_seed(args.seed)
     path = run_checkpoint(run_dir, args.checkpoint)
     agent = load(path, device=args.device)
     seed = args.seed if args.seed is not None else agent.config.seed + EVAL_SEED_OFFSET
-    out = Path(args.out) if args.out else run_dir / "videos" / f"{args.checkpoint}-seed{seed}.mp4"
+    name = f"{path.stem}-seed{seed}{'-stochastic' if args.stochastic else ''}"
+    name += f"-max{args.max_steps}" if args.max_steps else ""
+    out = Path(args.out) if args.out else run_dir / "videos" / f"{name}.mp4"
+    signal.signal(signal.SIGTERM, _interrupt)  # like Ctrl-C: the partial video is removed, exit 130
     result = agent.record_video(out, args.episodes, deterministic=not args.stochastic, seed=seed,
                                 max_steps=args.max_steps)
     if args.out is None:  # the return goes into the default name
@@ -427,6 +441,10 @@ def record(args: Record) -> None:
         result["path"] = str(named)
     write_model_card(run_dir, agent)
     print(json.dumps(result))
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(signal.Signals(signum).name)
 
 
 def plot(args: Plot) -> None:

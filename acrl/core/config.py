@@ -42,8 +42,9 @@ class RunConfig:
             what was used (`acrl.core.devices`).
         video_freq: record a video clip of the policy at every this many evaluations, into
             run_dir/videos/ and TensorBoard (0: never; `acrl.core.video`).
-        video_length: frames of each such clip at most (one episode, cut there; at 20 fps,
-            200 frames of a MuJoCo task are 10 s of video and about 25 s of software rendering).
+        video_length: steps of each such clip at most (one episode, cut there; the clip has a
+            frame more, the reset's; at 20 fps, 200 steps of a MuJoCo task are 10 s of video
+            and about 25 s of software rendering).
         target_return: end the run early (normally, with its final evaluation) once an
             evaluation's mean return reaches this (None: train for the whole budget).
         preset: name of the preset the values came from, recorded for `config.yaml`.
@@ -68,9 +69,13 @@ class RunConfig:
         positive(self, "total_steps", "n_envs", "eval_episodes", "checkpoint_freq", "torch_threads", "video_length")
         if self.eval_freq < 0:
             raise InputError(f"eval_freq must be >= 0 (0 disables evaluation), got {self.eval_freq}.")
-        if self.video_freq < 0 or (self.video_freq and not self.eval_freq):
-            raise InputError(f"video_freq must be >= 0 (0: no videos), and it counts evaluations, so it needs "
-                             f"eval_freq > 0; got video_freq={self.video_freq}, eval_freq={self.eval_freq}.")
+        if self.seed < 0:
+            raise InputError(f"seed must be >= 0 (Gymnasium and numpy take non-negative seeds), got {self.seed}.")
+        if self.video_freq < 0:
+            raise InputError(f"video_freq must be >= 0 (0: no videos), got {self.video_freq}.")
+        if self.video_freq and not self.eval_freq:
+            raise InputError(f"video_freq={self.video_freq} records at every Nth evaluation, so it needs "
+                             "eval_freq > 0; got eval_freq=0.")
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-data view (lists instead of tuples) for YAML and checkpoints."""

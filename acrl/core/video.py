@@ -20,6 +20,7 @@ The classic-control tasks draw with pygame.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -72,6 +73,7 @@ def render_env(env: Any) -> gym.Env:
     if "DISPLAY" not in os.environ:  # headless: MuJoCo's GL context through EGL, pygame without a window
         os.environ.setdefault("MUJOCO_GL", "egl")
         os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+    os.environ.setdefault("SDL_NO_SIGNAL_HANDLERS", "1")  # pygame must not take over SIGINT and SIGTERM
     probe = gym.make(spec)
     modes = probe.metadata.get("render_modes", [])
     probe.close()
@@ -103,7 +105,9 @@ def first_frame(env: gym.Env, seed: int | None = None) -> tuple[Any, np.ndarray]
     except Exception as exc:  # MuJoCo's GL context, PyOpenGL and pygame each fail in their own way
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         if getattr(env.unwrapped, "mujoco_renderer", None) is not None:
-            fix = f"MuJoCo renders offscreen through EGL: apt-get install {GL_PACKAGES} (MUJOCO_GL=egl)"
+            backend = os.environ.get("MUJOCO_GL")
+            fix = (f"MuJoCo renders offscreen through EGL: apt-get install {GL_PACKAGES}" +
+                   (f", and set MUJOCO_GL=egl (it is {backend!r})" if backend != "egl" else ""))
         else:
             fix = "Gymnasium's classic-control tasks draw with pygame: pip install pygame"
         raise InputError(f"cannot render {env.spec.id if env.spec else env}: {first}. {fix}.") from None
@@ -141,27 +145,37 @@ def caption(frame: np.ndarray, lines: list[str]) -> np.ndarray:
 def mp4_writer(path: Path, size: tuple[int, int], fps: float) -> Iterator[Any]:
     """A generator that takes (H, W, 3) uint8 frames and encodes them to `path` (H.264, yuv420p).
 
-    Written to `path` + ".tmp.mp4" and renamed when the block ends without an exception (a
-    failed recording leaves no partial file). `size` is (width, height).
+    Written to the hidden file ".NAME.part" beside `path` and renamed when the block ends
+    without an exception: a failed or interrupted recording leaves no partial .mp4 (a killed
+    process may leave the .part file, which nothing reads). `size` is (width, height).
 
     Raises:
-        InputError: no ffmpeg (see `ffmpeg_exe`).
+        InputError: no ffmpeg (see `ffmpeg_exe`), or `path` cannot be written (its folder
+            cannot be created or is not writable).
     """
     os.environ.setdefault("IMAGEIO_FFMPEG_EXE", ffmpeg_exe())
     import imageio_ffmpeg
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp.mp4")
-    writer = imageio_ffmpeg.write_frames(str(tmp), size, fps=fps, codec="libx264", pix_fmt_out="yuv420p",
-                                         macro_block_size=2, ffmpeg_log_level="error")
-    writer.send(None)  # start ffmpeg
+    tmp = path.with_name(f".{path.name}.part")
+    writer = None
     try:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp.touch()
+        except OSError as exc:
+            raise InputError(f"cannot write the video {path}: {exc}. Choose another --out.") from None
+        writer = imageio_ffmpeg.write_frames(str(tmp), size, fps=fps, codec="libx264", pix_fmt_out="yuv420p",
+                                             macro_block_size=2, ffmpeg_log_level="error",
+                                             output_params=["-f", "mp4"])  # the .part name says no container
+        writer.send(None)  # start ffmpeg
         yield writer
         writer.close()
         os.replace(tmp, path)
-    except BaseException:
-        writer.close()
-        tmp.unlink(missing_ok=True)
+    except BaseException:  # an error or a signal (KeyboardInterrupt) anywhere above: no partial file
+        if writer is not None:
+            writer.close()
+        with contextlib.suppress(OSError):
+            tmp.unlink()
         raise
 
 

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import shlex
+import signal
+import subprocess
+import sys
 
 import gymnasium as gym
 import imageio_ffmpeg
@@ -18,7 +22,7 @@ from acrl import PPO
 from acrl.cli import Command, build_agent, main
 from acrl.core.errors import InputError
 from acrl.core.video import first_frame, record_video
-from tests.conftest import ConstantRewardEnv
+from tests.conftest import ROOT, ConstantRewardEnv, signal_when_ready
 
 NO_RENDER_ID = "acrl-test/ConstantReward-v0"
 if NO_RENDER_ID not in gym.registry:  # renders nothing: its metadata lists no render modes
@@ -76,7 +80,7 @@ def test_record_writes_the_evaluated_episodes_frame_by_frame(cartpole_run, tmp_p
 def test_record_names_the_default_file_after_the_return(cartpole_run, capsys):
     assert main(["record", str(cartpole_run), "--max-steps", "5"]) == 0
     summary = json.loads(capsys.readouterr().out)
-    assert summary["path"] == str(cartpole_run / "videos" / "best-seed10000-return5.0.mp4")  # 1 per step, 5 steps
+    assert summary["path"] == str(cartpole_run / "videos" / "best-seed10000-max5-return5.0.mp4")  # 1 a step
     assert len(decode(summary["path"])[1]) == 6
 
 
@@ -144,3 +148,36 @@ def test_a_failed_gl_context_names_the_packages():
 
     with pytest.raises(InputError, match="apt-get install libegl1 libegl-mesa0 libgl1"):
         first_frame(NoGL(gym.make("Ant-v5", render_mode="rgb_array")))
+
+
+def test_a_failed_recording_leaves_no_video(tmp_path):
+    class Breaks:
+        steps = 0
+
+        def predict(self, obs, deterministic=True):
+            self.steps += 1
+            if self.steps == 5:
+                raise RuntimeError("policy failed")
+            return 0
+
+    with pytest.raises(RuntimeError, match="policy failed"):
+        record_video(Breaks(), "CartPole-v1", tmp_path / "x.mp4")
+    assert list(tmp_path.iterdir()) == []  # neither x.mp4 nor its hidden .part file
+
+
+def test_an_unwritable_out_is_one_error_line(cartpole_run, tmp_path, capsys):
+    (tmp_path / "file").write_text("")
+    assert main(["record", str(cartpole_run), "--out", str(tmp_path / "file" / "x.mp4")]) == 2
+    assert "cannot write the video" in capsys.readouterr().err
+    assert main(["record", str(cartpole_run), "--seed", "-1"]) == 2
+    assert "--seed must be >= 0" in capsys.readouterr().err
+
+
+def test_sigterm_stops_a_recording_like_ctrl_c(cartpole_run, tmp_path):
+    out = tmp_path / "long.mp4"
+    proc = subprocess.Popen([sys.executable, "-m", "acrl", "record", str(cartpole_run), "--episodes", "200",
+                             "--out", str(out)], stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    stderr = signal_when_ready(proc, lambda: (tmp_path / ".long.mp4.part").exists(), signal.SIGTERM)
+    assert proc.returncode == 130, stderr
+    assert list(tmp_path.iterdir()) == []
