@@ -373,7 +373,7 @@ def report(run_dir: Path) -> None:
 
 
 def run_checkpoint(run_dir: Path, name: str = "best") -> Path:
-    """run_dir/checkpoints/NAME.pt; for best, latest.pt when no best.pt exists yet (said on stderr).
+    """run_dir/checkpoints/NAME.pt; for best, latest.pt when no best.pt exists yet (with a warning).
 
     Raises:
         InputError: the checkpoint is not there.
