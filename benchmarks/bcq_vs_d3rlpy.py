@@ -21,8 +21,10 @@ logger) and updates/s are recorded beside its return.
     # or collect them here (a behavioral DDPG of --behavioral-steps, then --dataset-steps each):
     python benchmarks/bcq_vs_d3rlpy.py --collect --behavioral-steps 1000000 --dataset-steps 1000000 ...
     # or d3rlpy only, on the datasets of an `acrl experiment extrapolation` run, against its BCQ
-    # results (same updates, same evaluation seeds):
-    python benchmarks/bcq_vs_d3rlpy.py --experiment runs/hopper-extrapolation --seeds 0
+    # results (same updates, same evaluation seeds), two runs at a time; the same command again
+    # resumes an interrupted comparison (the results file is rewritten after every run):
+    python benchmarks/bcq_vs_d3rlpy.py --experiment runs/hopper-extrapolation --seeds 0 1 2 --jobs 2 \
+        --out benchmarks/results/bcq_vs_d3rlpy_hopper
 
 Results: benchmarks/results/bcq_vs_d3rlpy.{json,md}; scratch files in benchmarks/results/tmp/.
 """

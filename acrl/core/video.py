@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -167,7 +168,15 @@ def mp4_writer(path: Path, size: tuple[int, int], fps: float) -> Iterator[Any]:
         writer = imageio_ffmpeg.write_frames(str(tmp), size, fps=fps, codec="libx264", pix_fmt_out="yuv420p",
                                              macro_block_size=2, ffmpeg_log_level="error",
                                              output_params=["-f", "mp4"])  # the .part name says no container
-        writer.send(None)  # start ffmpeg
+        # ffmpeg starts with SIGINT and SIGTERM blocked: a signal whose handler raises (Ctrl-C, and
+        # SIGTERM in `acrl record`) while the fork runs Python's at-fork callbacks would be lost
+        # ("Exception ignored"); blocked, it is delivered right after. ffmpeg keeps the mask and
+        # ends when its input closes.
+        previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+        try:
+            writer.send(None)  # start ffmpeg
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, previous)
         yield writer
         writer.close()
         os.replace(tmp, path)
