@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any, Protocol
 
 import numpy as np
@@ -46,18 +48,8 @@ def evaluate(agent: Predictor, env: EnvSpec, episodes: int = 10, deterministic: 
         TrainingError: the environment returned a NaN or infinite observation or reward.
     """
     instance = CheckFinite(env_factory(env)[0]())  # a NaN observation must not reach predict
-    try:
-        metric_names = tuple(instance.get_wrapper_attr("episode_metrics"))
-    except AttributeError:
-        metric_names = ()
-    metrics: dict[str, list[float]] = {name: [] for name in metric_names}
-    # Policies that sample inside predict (BCQ's candidate actions, stochastic evaluation) draw from
-    # torch's generator: seeded here from `seed` on a forked state, so an evaluation repeats and
-    # leaves the training run's random stream untouched.
-    devices = [torch.cuda.current_device()] if torch.cuda.is_available() else []
-    with torch.random.fork_rng(devices=devices):
-        if seed is not None:
-            torch.manual_seed(seed)
+    metrics: dict[str, list[float]] = {name: [] for name in episode_metric_names(instance)}
+    with seeded_torch(seed):
         returns, discounted, lengths = _episodes(agent, instance, episodes, deterministic, seed, metrics,
                                                  1.0 if gamma is None else gamma)
     instance.close()
@@ -69,6 +61,29 @@ def evaluate(agent: Predictor, env: EnvSpec, episodes: int = 10, deterministic: 
         result[f"{name}_mean"] = float(np.mean(values))
         result[name] = values
     return result
+
+
+def episode_metric_names(env: Any) -> tuple[str, ...]:
+    """The `episode_metrics` a task wrapper of `env` declares (see `acrl.tasks`), or ()."""
+    try:
+        return tuple(env.get_wrapper_attr("episode_metrics"))
+    except AttributeError:
+        return ()
+
+
+@contextlib.contextmanager
+def seeded_torch(seed: int | None) -> Iterator[None]:
+    """Torch's generators on a forked state, seeded with `seed` (when not None), restored on exit.
+
+    Policies that sample inside predict (BCQ's candidate actions, stochastic actions) draw from
+    torch's generator: seeded here, an evaluation or a video repeats for the same seed and
+    leaves the training run's random stream untouched.
+    """
+    devices = [torch.cuda.current_device()] if torch.cuda.is_available() else []
+    with torch.random.fork_rng(devices=devices):
+        if seed is not None:
+            torch.manual_seed(seed)
+        yield
 
 
 def _episodes(agent: Predictor, instance: Any, episodes: int, deterministic: bool, seed: int | None,

@@ -323,6 +323,11 @@ def stop_after_iteration() -> Iterator[list[str]]:
 
 def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
     """Write `data` as indented JSON to `path` via a temp file and `os.replace`."""
+    write_text_atomic(path, json.dumps(data, indent=2) + "\n")
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write `text` to `path` via the temp file PATH.tmp and `os.replace` (a reader never sees half a file)."""
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2) + "\n")
+    tmp.write_text(text)
     os.replace(tmp, path)

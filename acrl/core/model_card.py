@@ -10,7 +10,6 @@ rewritten at any time.
 from __future__ import annotations
 
 import json
-import os
 import shlex
 import subprocess
 import time
@@ -20,6 +19,7 @@ from typing import Any
 import yaml
 
 from acrl.core.config import RunConfig, preset_values, update_config
+from acrl.core.loop import write_text_atomic
 from acrl.core.version import __version__
 
 SKIPPED = {"env_id", "seed", "total_steps", "preset", "device", "dataset"}
@@ -85,22 +85,20 @@ def model_card(run_dir: Path, algo: str, config: RunConfig, step_unit: str = "st
     lines = [f"# {algo.upper()} on {config.env_id}, seed {config.seed}", "",
              f"Written by acrl {__version__} (commit {acrl_commit()}) on {time.strftime('%Y-%m-%d %H:%M')}; "
              f"budget {config.total_steps:,} {unit}{', preset ' + config.preset if config.preset else ''}.",
-             "", "## Evaluation", "",
-             "| policy | episodes | mean return | std | min | max | actions |",
-             "| --- | ---: | ---: | ---: | ---: | ---: | --- |"]
-    rows = 0
+             "", "## Evaluation", ""]
+    rows = []
     if (run_dir / "eval.json").is_file():
-        lines.append(_row("best checkpoint, during training (eval.json)",
-                          json.loads((run_dir / "eval.json").read_text())))
-        rows += 1
+        rows.append(_row("best checkpoint, during training (eval.json)",
+                         json.loads((run_dir / "eval.json").read_text())))
     if (run_dir / "evaluate.json").is_file():
         last = json.loads((run_dir / "evaluate.json").read_text())
-        lines.append(_row(f"`acrl evaluate` of {last['checkpoint']}, seed {last['seed']}, {last['date']}",
-                          last["result"]))
-        rows += 1
-    if not rows:
-        lines = lines[:-3] + ["The run has not finished: no evaluation yet (`acrl resume` continues it)."]
-    lines += [""]
+        rows.append(_row(f"`acrl evaluate` of {last['checkpoint']}, seed {last['seed']}, {last['date']}",
+                         last["result"]))
+    if rows:
+        lines += ["| policy | episodes | mean return | std | min | max | actions |",
+                  "| --- | ---: | ---: | ---: | ---: | ---: | --- |", *rows, ""]
+    else:
+        lines += ["The run has not finished: no evaluation yet (`acrl resume` continues it).", ""]
     if (run_dir / "learning_curve.png").is_file():
         lines += ["## Learning curve", "", "![learning curve](learning_curve.png)", ""]
     videos = sorted((run_dir / "videos").glob("*.mp4"), key=lambda p: p.stat().st_mtime)
@@ -121,7 +119,5 @@ def write_model_card(run_dir: str | Path, agent: Any) -> Path:
     """Write the model card of `agent` (its algo, config and step_unit) to run_dir/README.md atomically."""
     run_dir = Path(run_dir)
     path = run_dir / "README.md"
-    tmp = path.with_name("README.md.tmp")
-    tmp.write_text(model_card(run_dir, agent.algo, agent.config, agent.step_unit))
-    os.replace(tmp, path)
+    write_text_atomic(path, model_card(run_dir, agent.algo, agent.config, agent.step_unit))
     return path

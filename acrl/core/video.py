@@ -21,6 +21,7 @@ The classic-control tasks draw with pygame.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import signal
 from collections.abc import Iterator
@@ -30,9 +31,9 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
-import torch
 
 from acrl.core.errors import InputError
+from acrl.core.evaluation import episode_metric_names, seeded_torch
 
 GL_PACKAGES = "libegl1 libegl-mesa0 libgl1 libgl1-mesa-dri"
 """The Debian/Ubuntu packages MuJoCo's offscreen EGL rendering needs (`./run setup` installs them)."""
@@ -128,13 +129,20 @@ def check_recording(env: Any) -> None:
         instance.close()
 
 
+@functools.lru_cache
+def _font(size: int) -> Any:
+    from PIL import ImageFont
+
+    return ImageFont.load_default(size=size)
+
+
 def caption(frame: np.ndarray, lines: list[str]) -> np.ndarray:
     """`frame` (H, W, 3) uint8 with `lines` of text in a dark box at its top left (a copy)."""
-    from PIL import Image, ImageDraw, ImageFont
+    from PIL import Image, ImageDraw
 
     image = Image.fromarray(frame)
     draw = ImageDraw.Draw(image, "RGBA")
-    font = ImageFont.load_default(size=max(11, frame.shape[0] // 30))
+    font = _font(max(11, frame.shape[0] // 30))
     text = "\n".join(lines)
     box = draw.multiline_textbbox((6, 4), text, font=font)
     draw.rectangle((box[0] - 4, box[1] - 3, box[2] + 4, box[3] + 3), fill=(0, 0, 0, 150))
@@ -219,23 +227,17 @@ def record_video(agent: Any, env: Any, path: str | Path, episodes: int = 1, dete
         raise InputError(f"episodes and max_steps must be >= 1, got episodes={episodes}, max_steps={max_steps}.")
     path = Path(path)
     env = render_env(env)
-    try:
-        metric_names = tuple(env.get_wrapper_attr("episode_metrics"))
-    except AttributeError:
-        metric_names = ()
+    metric_names = episode_metric_names(env)
     fps = float(env.metadata.get("render_fps") or 30)
     result: dict[str, Any] = {"path": str(path), "returns": [], "lengths": [], "frames": 0, "fps": fps,
                               **{name: [] for name in metric_names}}
     kept: list[np.ndarray] = []
     name = env.spec.id
-    devices = [torch.cuda.current_device()] if torch.cuda.is_available() else []
     try:
         obs, frame = first_frame(env, seed)
         height, width = frame.shape[:2]
         result["size"] = [width, height]
-        with torch.random.fork_rng(devices=devices), mp4_writer(path, (width, height), fps) as writer:
-            if seed is not None:
-                torch.manual_seed(seed)
+        with seeded_torch(seed), mp4_writer(path, (width, height), fps) as writer:
             for episode in range(episodes):
                 if episode:
                     obs, _ = env.reset()
