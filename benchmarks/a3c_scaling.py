@@ -1,19 +1,24 @@
-"""Throughput of acrl A3C against the number of worker processes (environment steps per second).
+"""Training throughput of acrl A3C against its worker count and against SB3 A2C with one environment.
 
-Each configuration trains on --env for --steps-per-worker x workers global steps with
-evaluation off, and reports:
-- steady steps/s: the global step rate between the first and the last metrics rows (worker
-  start-up excluded), the number that should scale with the workers;
-- wall s: the whole `learn` call, start-up included;
-- steps per worker CPU-second: global steps divided by the CPU time (user + system) the worker
-  processes used, from getrusage(RUSAGE_CHILDREN). It does not depend on how many cores other
-  programs leave free, so on a shared machine it tells whether the workers slow each other down
-  (lock or memory contention) or only lack cores.
-Speed-up is the steady rate relative to 1 worker. On a machine with C cores, expect close to
-linear scaling up to C workers (the parent process also needs a little CPU for logging).
+For every t_max in --n-steps and every repeat, in one process and interleaved (so that all
+configurations see the same machine), it trains on CartPole-v1 from scratch with evaluation off:
+- Stable-Baselines3 A2C with one environment and the same n_steps (its defaults otherwise: 64-64
+  tanh actor and critic, RMSProp), one torch thread: steps / seconds of `model.learn`;
+- acrl A3C (the env's `default` preset, that n_steps) with each worker count in --workers:
+  - steady steps/s: the global step rate between the first and the last metrics rows
+    (worker start-up and the end-of-run plot and checkpoint excluded);
+  - overall steps/s: steps / seconds of the whole `learn` call, start-up included;
+  - steps per worker CPU-second: global steps / CPU time (user + system) of the worker processes
+    (getrusage(RUSAGE_CHILDREN)). It does not depend on how many cores other programs leave free,
+    so on a shared machine it tells whether the workers slow each other down (lock or memory
+    contention) or only lack cores.
+Every run trains from scratch, so its rate includes the early, short CartPole episodes (a rollout
+stops at an episode's end, which means more updates per step). The table gives medians over the
+repeats: A3C's steady rate over SB3's, and the speed-up over 1 worker. Run it on an otherwise idle
+machine: the JSON records the load average before and after.
 
-    python benchmarks/a3c_scaling.py                      # 1 and 2 workers
-    python benchmarks/a3c_scaling.py --workers 1 2 4 8 16 # on a bigger machine
+    python benchmarks/a3c_scaling.py                            # 1 and 2 workers, n_steps 20 and 5, 3 repeats
+    python benchmarks/a3c_scaling.py --workers 1 2 4 8 --no-sb3 # on a bigger machine
 
 Prints a markdown table and writes benchmarks/results/a3c_scaling.json.
 """
@@ -27,27 +32,28 @@ import os
 import platform
 import resource
 import shutil
+import statistics
 import time
 from pathlib import Path
 
 import torch
 
 RESULTS = Path(__file__).parent / "results"
+ENV = "CartPole-v1"
 
 
-def measure(workers: int, args: argparse.Namespace) -> dict:
+def run_a3c(workers: int, n_steps: int, steps_per_worker: int, seed: int) -> dict:
     from acrl import A3C, A3CConfig
     from acrl.core.config import preset_values, update_config
 
-    values, _ = preset_values("a3c", args.env, None)
-    total = args.steps_per_worker * workers
-    config = update_config(A3CConfig(), {**values, "workers": workers, "seed": 0, "total_steps": total,
-                                         "eval_freq": 0, "log_freq": max(total // 50, 100),
-                                         "start_method": args.start_method},
+    values, _ = preset_values("a3c", ENV, None)
+    total = steps_per_worker * workers
+    config = update_config(A3CConfig(), {**values, "workers": workers, "n_steps": n_steps, "seed": seed,
+                                         "total_steps": total, "eval_freq": 0, "log_freq": max(total // 50, 100)},
                            "benchmark")
     run_dir = RESULTS / "tmp" / f"scaling-{workers}"
     shutil.rmtree(run_dir, ignore_errors=True)
-    agent = A3C(args.env, config=config)
+    agent = A3C(ENV, config=config)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     agent.learn(run_dir=run_dir, progress=False)
@@ -59,43 +65,84 @@ def measure(workers: int, args: argparse.Namespace) -> dict:
     first, last = rows[0], rows[-1]
     steady = (float(last["step"]) - float(first["step"])) / max(
         float(last["time/elapsed_s"]) - float(first["time/elapsed_s"]), 1e-9)
-    return {"workers": workers, "steps": agent.num_steps, "wall_s": wall, "steady_steps_per_s": steady,
-            "overall_steps_per_s": agent.num_steps / wall, "worker_cpu_s": worker_cpu,
+    return {"method": f"acrl A3C, {workers} worker{'s' if workers > 1 else ''}", "workers": workers,
+            "n_steps": n_steps, "seed": seed, "steps": agent.num_steps, "wall_s": wall, "steady_steps_per_s": steady,
+            "overall_steps_per_s": agent.num_steps / wall,
             "steps_per_worker_cpu_s": agent.num_steps / max(worker_cpu, 1e-9)}
+
+
+def run_sb3(n_steps: int, steps: int, seed: int) -> dict:
+    from stable_baselines3 import A2C
+    from stable_baselines3.common.env_util import make_vec_env
+
+    model = A2C("MlpPolicy", make_vec_env(ENV, n_envs=1, seed=seed), n_steps=n_steps, seed=seed, device="cpu")
+    started = time.perf_counter()
+    model.learn(total_timesteps=steps)
+    wall = time.perf_counter() - started
+    rate = model.num_timesteps / wall
+    return {"method": "SB3 A2C, 1 env", "workers": 0, "n_steps": n_steps, "seed": seed,
+            "steps": int(model.num_timesteps), "wall_s": wall, "steady_steps_per_s": rate,
+            "overall_steps_per_s": rate, "steps_per_worker_cpu_s": None}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
-    parser.add_argument("--env", default="CartPole-v1")
-    parser.add_argument("--steps-per-worker", type=int, default=20_000)
-    parser.add_argument("--start-method", default="fork")
+    parser.add_argument("--n-steps", type=int, nargs="+", default=[20, 5],
+                        help="t_max values (the CartPole preset's is 20)")
+    parser.add_argument("--steps-per-worker", type=int, default=50_000)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--no-sb3", action="store_true", help="leave out the SB3 A2C peer")
     parser.add_argument("--out", type=Path, default=RESULTS / "a3c_scaling.json")
     args = parser.parse_args()
     torch.set_num_threads(1)
+    load_before = os.getloadavg()
 
-    results = []
-    for workers in args.workers:
-        results.append(measure(workers, args))
-        print(f"{results[-1]}", flush=True)
-    base = next((r["steady_steps_per_s"] for r in results if r["workers"] == 1), None)
+    run_a3c(1, args.n_steps[0], 2_000, seed=100)  # warm-up: the first run in a process pays one-time costs
+    if not args.no_sb3:
+        run_sb3(args.n_steps[0], 1_000, seed=100)
+    runs = []
+    for repeat in range(args.repeats):
+        for n_steps in args.n_steps:
+            if not args.no_sb3:
+                runs.append(run_sb3(n_steps, args.steps_per_worker, seed=repeat))
+                print(runs[-1], flush=True)
+            for workers in args.workers:
+                runs.append(run_a3c(workers, n_steps, args.steps_per_worker, seed=repeat))
+                print(runs[-1], flush=True)
+
     cpus = len(os.sched_getaffinity(0))
-    lines = [f"A3C throughput on {args.env} ({args.steps_per_worker:,} steps per worker, {cpus} CPUs, "
-             f"start method {args.start_method}, load average {os.getloadavg()[0]:.1f} at the end)", "",
-             "| workers | steps | wall s | steady steps/s | speed-up vs 1 | steps per worker CPU-s |",
-             "|---|---|---|---|---|---|"]
-    for r in results:
-        speedup = "-" if base is None else f"{r['steady_steps_per_s'] / base:.2f}x"
-        r["speedup"] = None if base is None else r["steady_steps_per_s"] / base
-        lines.append(f"| {r['workers']} | {r['steps']:,} | {r['wall_s']:.1f} | {r['steady_steps_per_s']:,.0f} | "
-                     f"{speedup} | {r['steps_per_worker_cpu_s']:,.0f} |")
+    lines = [f"{ENV}, {args.steps_per_worker:,} steps per worker or env, median of {args.repeats} repeats, "
+             f"{cpus} CPUs, load average {load_before[0]:.2f} before and {os.getloadavg()[0]:.2f} after", "",
+             "| n_steps | method | steady steps/s | vs SB3 A2C | vs 1 worker | overall steps/s "
+             "| steps per worker CPU-s |", "|---|---|---|---|---|---|---|"]
+    summary = []
+    for n_steps in args.n_steps:
+        groups: dict[str, list[dict]] = {}
+        for r in runs:
+            if r["n_steps"] == n_steps:
+                groups.setdefault(r["method"], []).append(r)
+        medians = {method: {key: statistics.median(r[key] for r in group) if group[0][key] is not None else None
+                            for key in ("steady_steps_per_s", "overall_steps_per_s", "steps_per_worker_cpu_s")}
+                   for method, group in groups.items()}
+        sb3 = medians.get("SB3 A2C, 1 env", {}).get("steady_steps_per_s")
+        one = medians.get("acrl A3C, 1 worker", {}).get("steady_steps_per_s")
+        for method, m in medians.items():
+            is_a3c = method.startswith("acrl")
+            vs_sb3 = m["steady_steps_per_s"] / sb3 if sb3 and is_a3c else None
+            vs_one = m["steady_steps_per_s"] / one if one and is_a3c else None
+            summary.append({"n_steps": n_steps, "method": method, **m, "vs_sb3": vs_sb3, "vs_1_worker": vs_one})
+            cpu = "-" if m["steps_per_worker_cpu_s"] is None else f"{m['steps_per_worker_cpu_s']:,.0f}"
+            lines.append(f"| {n_steps} | {method} | {m['steady_steps_per_s']:,.0f} | "
+                         f"{'-' if vs_sb3 is None else f'{vs_sb3:.2f}x'} | "
+                         f"{'-' if vs_one is None else f'{vs_one:.2f}x'} | {m['overall_steps_per_s']:,.0f} | {cpu} |")
     print("\n".join(lines))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({
-        "benchmark": "a3c_scaling", "settings": {k: str(v) for k, v in vars(args).items()},
+        "benchmark": "a3c_scaling", "env": ENV, "settings": {k: str(v) for k, v in vars(args).items()},
         "machine": {"cpus": cpus, "platform": platform.platform(), "torch": torch.__version__,
-                    "load_average_at_end": os.getloadavg()},
-        "results": results}, indent=2) + "\n")
+                    "load_average_before": load_before, "load_average_after": os.getloadavg()},
+        "summary": summary, "runs": runs}, indent=2) + "\n")
     print(f"\nwrote {args.out}")
 
 

@@ -11,8 +11,17 @@ owns a local copy of the model and its own environment (seeded with seed + rank)
     zero the local gradients, backpropagate, clip their norm, hand them to the global
     parameters and step the shared optimizer (no lock: "Hogwild", Sec. 4)
 
-until the global step counter (incremented under a lock, one step at a time) reaches the
-budget. The parent process trains through the run loop (`acrl.core.loop`) like every agent:
+until the global step counter reaches the budget. A worker claims its rollout's steps
+from the counter under a lock before the rollout (and gives back those an episode's end left
+unused), so the budget is exact without a lock per step.
+
+The per-step and per-update paths are kept lean (`benchmarks/a3c_scaling.py`): the global
+parameters and each worker's local copy and gradients are each one flat tensor
+(`flatten_parameters`), so a sync is one copy, the gradient hand-over is one clip and one
+assignment, and the shared optimizer steps one tensor; acting samples without
+`torch.distributions` objects and without autograd.
+
+The parent process trains through the run loop (`acrl.core.loop`) like every agent:
 its iteration waits for the next `log_freq` steps and gathers the workers' statistics, and the
 loop evaluates a frozen copy of the global model (`snapshot`), logs, keeps the best checkpoint
 and writes the learning curve. The workers run inside `training()`, which joins them with a
@@ -34,7 +43,7 @@ import signal
 import sys
 import time
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,9 +58,24 @@ from acrl.algos.base import Agent
 from acrl.core.config import RunConfig, in_unit_interval, positive
 from acrl.core.envs import ActionAdapter, CheckFinite, EnvSpec, env_factory
 from acrl.core.errors import InputError, TrainingError
-from acrl.parts.nets import ACTIVATIONS, CategoricalActor, GaussianActor, ValueNet, mlp
+from acrl.parts.nets import (
+    ACTIVATIONS,
+    CategoricalActor,
+    GaussianActor,
+    ValueNet,
+    forward_chain,
+    gumbel_max,
+    layer_chain,
+    mlp,
+)
 from acrl.parts.normalization import IdentityNormalizer, ObservationNormalizer
-from acrl.parts.optim import SharedAdam, SharedRMSprop, anneal_learning_rate
+from acrl.parts.optim import (
+    SharedAdam,
+    SharedRMSprop,
+    anneal_learning_rate,
+    flatten_optimizer_state,
+    flatten_parameters,
+)
 from acrl.parts.returns import n_step_returns
 from acrl.parts.stats import EpisodeStats
 
@@ -193,6 +217,7 @@ class ActorCritic(nn.Module):
                                      GaussianActor(obs_dim, act_dim, hidden_sizes, activation, log_std_init,
                                                    log_std_min))
             self.critic = ValueNet(obs_dim, critic_hidden_sizes or hidden_sizes, activation)
+        self.policy_chain = (layer_chain(self.trunk, self.policy_head) if shared_trunk else self.actor.chain)
 
     def distribution(self, obs: torch.Tensor) -> Distribution:
         """The policy at obs (B, obs_dim): Categorical or Normal with batch shape (B, act_dim)."""
@@ -216,18 +241,14 @@ class ActorCritic(nn.Module):
     def sample(self, obs: torch.Tensor, deterministic: bool = False) -> torch.Tensor:
         """Raw actions for obs (B, obs_dim): (B,) int64 (mode if deterministic) or (B, act_dim) (mean).
 
-        Samples from `distribution(obs)` without building a `torch.distributions` object: this
-        runs once per environment step in every worker, where those objects cost more than the
-        network itself. Discrete actions use the Gumbel-max trick, argmax(logits + Gumbel noise)
-        with Gumbel = -log(Exponential(1)), an exact sample of softmax(logits) (Gumbel 1954;
-        Maddison et al. 2014), three times faster than `torch.multinomial` here.
+        Samples from `distribution(obs)` without building a `torch.distributions` object and
+        without module calls (the policy's `layer_chain`): this runs once per environment step
+        in every worker, where those cost more than the network's arithmetic. Discrete actions
+        are drawn by `gumbel_max`; no log-probability is computed (the loss recomputes it).
         """
-        if self.shared_trunk:
-            out = self.policy_head(self.trunk(obs))
-        else:
-            out = self.actor.logits(obs) if self.discrete else self.actor.mean(obs)
+        out = forward_chain(self.policy_chain, obs)
         if self.discrete:
-            return out.argmax(-1) if deterministic else (out - torch.empty_like(out).exponential_().log()).argmax(-1)
+            return out.argmax(-1) if deterministic else gumbel_max(out)
         if deterministic:
             return out
         log_std = self.log_std if self.shared_trunk else self.actor.log_std
@@ -300,41 +321,36 @@ def make_worker_env(env: EnvSpec | gym.envs.registration.EnvSpec, seed: int, ran
 
 
 def collect_rollout(env: gym.Env, model: ActorCritic, obs: np.ndarray, n_steps: int, adapter: ActionAdapter,
-                    normalizer: ObservationNormalizer | IdentityNormalizer,
-                    claim_step: Callable[[], bool] | None = None) -> Rollout:
-    """Act with `model` from `obs` for up to n_steps steps, stopping at the episode's end.
+                    normalizer: ObservationNormalizer | IdentityNormalizer) -> Rollout:
+    """Act with `model` from `obs` for n_steps steps (>= 1), or fewer when the episode ends.
 
     Args:
         env: the worker's environment, currently at observation `obs` (obs_dim,).
         model: the worker's local model (sampled without gradients).
-        n_steps: t_max.
+        n_steps: t_max, or the part of the global budget the worker claimed if smaller.
         adapter: maps raw actions to the env's units; the raw sample is what is stored.
         normalizer: normalizes observations (statistics not updated here; the identity without normalize_obs).
-        claim_step: called before each step; returning False (the global budget is spent)
-            ends the rollout early. None: no budget.
     Returns:
-        the `Rollout` (possibly empty when the budget was already spent).
+        the `Rollout`, 1 to n_steps steps long.
     """
     observations, raw, actions, rewards = [], [], [], []
     terminated = truncated = False
-    for _ in range(n_steps):
-        if claim_step is not None and not claim_step():
-            break
-        x = normalizer(obs[None])
-        with torch.inference_mode():
-            action = model.sample(x)[0]
-        observations.append(x[0])
-        raw.append(obs)
-        actions.append(action)
-        obs, reward, terminated, truncated, _ = env.step(adapter.to_env(action.numpy()))
-        rewards.append(float(reward))
-        if terminated or truncated:
-            break
+    with torch.no_grad():
+        for _ in range(n_steps):
+            x = normalizer(obs[None])
+            action = model.sample(x)
+            observations.append(x)
+            raw.append(obs)
+            actions.append(action)
+            obs, reward, terminated, truncated, _ = env.step(adapter.to_env(action.numpy()[0]))
+            rewards.append(float(reward))
+            if terminated or truncated:
+                break
     obs_dim = int(np.prod(env.observation_space.shape))
     return Rollout(
-        observations=torch.stack(observations) if observations else torch.zeros((0, obs_dim)),
+        observations=torch.cat(observations),
         raw_observations=np.asarray(raw, dtype=np.float64).reshape(-1, obs_dim),
-        actions=torch.stack(actions) if actions else torch.zeros(0),
+        actions=torch.cat(actions),
         rewards=np.asarray(rewards, dtype=np.float32),
         terminated=bool(terminated), truncated=bool(truncated), last_obs=obs)
 
@@ -375,39 +391,43 @@ def a3c_loss(model: ActorCritic, rollout: Rollout, returns: torch.Tensor, ent_co
     return loss, {"policy_loss": policy_loss.item(), "value_loss": value_loss.item(), "entropy": entropy_mean.item()}
 
 
-@torch.no_grad()
-def sync_parameters(local: nn.Module, global_model: nn.Module) -> None:
-    """Copy the global model's parameters into the worker's local model (Algorithm S3: "synchronize
-    thread-specific parameters theta' = theta"), in place; the same as `load_state_dict`, faster."""
-    for local_param, global_param in zip(local.parameters(), global_model.parameters(), strict=True):
-        local_param.copy_(global_param)
+def sync_parameters(local: torch.Tensor, global_parameters: torch.Tensor) -> None:
+    """Copy the global parameters into the worker's local model (Algorithm S3: "synchronize
+    thread-specific parameters theta' = theta"): one in-place copy between the two flat
+    parameter tensors (P,) of `flatten_parameters`."""
+    local.copy_(global_parameters)
 
 
-def apply_gradients(local: nn.Module, optimizer: torch.optim.Optimizer, loss: torch.Tensor,
+def apply_gradients(local: torch.Tensor, optimizer: torch.optim.Optimizer, loss: torch.Tensor,
                     max_grad_norm: float | None) -> float:
-    """Backpropagate `loss` through `local` and step the shared optimizer with those gradients.
+    """Backpropagate `loss` into the worker's flat gradient and step the shared optimizer with it.
 
-    The local gradients are zeroed first (set to None) and handed over on every call, as
-    fresh copies: the global parameters receive exactly this update's gradient, never a sum
-    with earlier ones (the bug of handing over once by aliasing, then accumulating).
+    The local gradient buffer is zeroed before the backward pass, so the global parameters
+    receive exactly this update's gradient, never a sum with earlier ones (the bug of handing
+    a gradient over once by aliasing, then accumulating). The hand-over is an assignment: the
+    global flat tensor's `.grad` (private to this process) is the local buffer during the
+    step and None after it.
 
     Args:
-        local: the worker's model; its parameters line up with the optimizer's (same order).
-        optimizer: the shared optimizer over the global model's parameters.
-        max_grad_norm: the local gradient norm is clipped to this first (None: not clipped).
+        local: the worker's flat parameter tensor (P,) from `flatten_parameters(model,
+            gradients=True)`; `loss` depends on it through the model's parameter views.
+        optimizer: the shared optimizer over the global flat parameter tensor (P,).
+        max_grad_norm: the gradient's L2 norm is clipped to this first, by torch's rule
+            g * min(1, max_norm / (norm + 1e-6)) (None: not clipped; Pascanu et al. 2013).
     Returns:
         the gradient norm before clipping.
     """
-    local.zero_grad(set_to_none=True)
+    gradient = local.grad
+    gradient.zero_()
     loss.backward()
-    norm = float(nn.utils.clip_grad_norm_(local.parameters(), max_grad_norm or float("inf")))
-    global_params = [p for group in optimizer.param_groups for p in group["params"]]
-    for local_param, global_param in zip(local.parameters(), global_params, strict=True):
-        global_param.grad = None if local_param.grad is None else local_param.grad.detach().clone()
+    norm = torch.linalg.vector_norm(gradient)
+    if max_grad_norm is not None:
+        gradient.mul_((max_grad_norm / (norm + 1e-6)).clamp(max=1.0))
+    (global_parameters,) = optimizer.param_groups[0]["params"]
+    global_parameters.grad = gradient
     optimizer.step()
-    for global_param in global_params:
-        global_param.grad = None
-    return norm
+    global_parameters.grad = None
+    return float(norm)
 
 
 # ------------------------------------------------------------------------------------ the worker process
@@ -416,10 +436,13 @@ class SharedState:
     """What the parent and the workers share. Everything is in shared memory.
 
     Attributes:
-        model / optimizer / normalizer: the global model, its shared optimizer, the observation
-            normalizer (statistics shared with `normalize_obs`, else the identity), and
-            `normalizer_lock` for its updates.
-        steps: global step counter (ctypes int64); `step_lock` guards its increments.
+        model / parameters / optimizer: the global model, its parameters as one flat tensor
+            (P,) float32 (the model's parameters are views of it), and the shared optimizer
+            over that tensor.
+        normalizer: the observation normalizer (statistics shared with `normalize_obs`, else
+            the identity), and `normalizer_lock` for its updates.
+        steps: global step counter (ctypes int64): steps taken or claimed by a running
+            rollout; `step_lock` guards its changes.
         stop: set to 1 by the parent to make the workers stop after their current step.
         episode_returns / episode_lengths: (workers, EPISODE_WINDOW) float64 ring buffers;
             episode_counts: (workers,) int64 episodes finished per worker.
@@ -429,6 +452,7 @@ class SharedState:
     """
 
     model: ActorCritic
+    parameters: torch.Tensor
     optimizer: torch.optim.Optimizer
     normalizer: ObservationNormalizer | IdentityNormalizer
     normalizer_lock: Any
@@ -441,15 +465,24 @@ class SharedState:
     update_stats: torch.Tensor
 
 
-def claim_step(shared: SharedState, total_steps: int) -> bool:
-    """Take one step of the global budget under the lock; False when it is spent or on stop."""
+def claim_steps(shared: SharedState, total_steps: int, n_steps: int) -> int:
+    """Claim up to n_steps steps of the global budget under the lock: min(n_steps, steps left),
+    0 when the budget is spent or the parent said stop."""
     if shared.stop.value:
-        return False
+        return 0
     with shared.step_lock:
-        if shared.steps.value >= total_steps:
-            return False
-        shared.steps.value += 1
-        return True
+        granted = min(n_steps, total_steps - shared.steps.value)
+        if granted <= 0:
+            return 0
+        shared.steps.value += granted
+        return granted
+
+
+def return_steps(shared: SharedState, n_steps: int) -> None:
+    """Give back n_steps claimed steps that a rollout did not take (its episode ended first)."""
+    if n_steps:
+        with shared.step_lock:
+            shared.steps.value -= n_steps
 
 
 def worker_main(rank: int, config: A3CConfig, env: Any, start_step: int, total_steps: int, shared: SharedState,
@@ -492,13 +525,17 @@ def run_worker(rank: int, config: A3CConfig, env: Any, start_step: int, total_st
     instance, obs = make_worker_env(env, seed, rank)
     adapter = ActionAdapter(instance.action_space)
     local = copy.deepcopy(shared.model)  # private memory: deepcopy does not keep the sharing
+    local_parameters = flatten_parameters(local, gradients=True)
     normalizer = shared.normalizer
     episode_return, episode_length = 0.0, 0
-    while not shared.stop.value and os.getppid() == parent_pid:
-        sync_parameters(local, shared.model)
-        rollout = collect_rollout(instance, local, obs, config.n_steps, adapter, normalizer,
-                                  lambda: claim_step(shared, total_steps))
-        if len(rollout) == 0 or shared.stop.value:
+    while os.getppid() == parent_pid:
+        granted = claim_steps(shared, total_steps, config.n_steps)
+        if granted == 0:
+            break
+        sync_parameters(local_parameters, shared.parameters)
+        rollout = collect_rollout(instance, local, obs, granted, adapter, normalizer)
+        return_steps(shared, granted - len(rollout))
+        if shared.stop.value:
             break
         if config.normalize_obs:
             with shared.normalizer_lock:
@@ -511,7 +548,7 @@ def run_worker(rank: int, config: A3CConfig, env: Any, start_step: int, total_st
                                 f"({stats}).")
         if config.anneal_lr:
             anneal_learning_rate(shared.optimizer, config.learning_rate, shared.steps.value, total_steps)
-        stats["grad_norm"] = apply_gradients(local, shared.optimizer, loss, config.max_grad_norm)
+        stats["grad_norm"] = apply_gradients(local_parameters, shared.optimizer, loss, config.max_grad_norm)
         row = shared.update_stats[rank]
         row[:-1] += torch.tensor([stats[k] for k in UPDATE_STATS], dtype=torch.float64)
         row[-1] += 1
@@ -556,12 +593,13 @@ class A3C(Agent):
         cfg = self.config
         self.model = ActorCritic(self.obs_dim, self.act_dim, self.discrete, cfg.hidden_sizes, cfg.critic_hidden_sizes,
                                  cfg.activation, cfg.shared_trunk, cfg.log_std_init, cfg.log_std_min)
+        self.parameters = flatten_parameters(self.model)
         self.model.share_memory()
         if cfg.optimizer == "adam":
-            self.optimizer: torch.optim.Optimizer = SharedAdam(self.model.parameters(), lr=cfg.learning_rate,
+            self.optimizer: torch.optim.Optimizer = SharedAdam([self.parameters], lr=cfg.learning_rate,
                                                                eps=cfg.optimizer_eps)
         else:
-            self.optimizer = SharedRMSprop(self.model.parameters(), lr=cfg.learning_rate, alpha=cfg.rmsprop_alpha,
+            self.optimizer = SharedRMSprop([self.parameters], lr=cfg.learning_rate, alpha=cfg.rmsprop_alpha,
                                            eps=cfg.optimizer_eps)
         self.nets = {"model": self.model}
         self.optimizers = {"optimizer": self.optimizer}
@@ -588,6 +626,16 @@ class A3C(Agent):
 
     def _extra_state(self) -> dict[str, Any]:
         return {**self.episode_stats.state_dict(), "updates": self.updates}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """`Agent.load_state_dict`, also for checkpoints whose optimizer state is per layer
+        (written before the parameters were one flat tensor; `flatten_optimizer_state`)."""
+        try:
+            optimizer_state = flatten_optimizer_state(state["optimizers"]["optimizer"])
+        except (KeyError, TypeError) as exc:
+            raise InputError(f"the checkpoint does not match this A3C: its optimizer state is unreadable "
+                             f"({exc!r}).") from None
+        super().load_state_dict({**state, "optimizers": {"optimizer": optimizer_state}})
 
     def _load_extra_state(self, state: dict[str, Any]) -> None:
         self.episode_stats.load_state_dict(state)
@@ -668,7 +716,7 @@ class A3C(Agent):
         workers = self.config.workers
         steps = ctx.RawValue("q", self.num_steps)
         return SharedState(
-            model=self.model, optimizer=self.optimizer, normalizer=self.obs_normalizer,
+            model=self.model, parameters=self.parameters, optimizer=self.optimizer, normalizer=self.obs_normalizer,
             normalizer_lock=ctx.Lock(), steps=steps, step_lock=ctx.Lock(), stop=ctx.RawValue("b", 0),
             episode_returns=torch.zeros((workers, EPISODE_WINDOW), dtype=torch.float64).share_memory_(),
             episode_lengths=torch.zeros((workers, EPISODE_WINDOW), dtype=torch.float64).share_memory_(),

@@ -34,7 +34,8 @@ from torch import nn
 
 from acrl.core.errors import InputError
 
-__all__ = ["SharedAdam", "SharedRMSprop", "anneal_learning_rate", "clip_grad_norm", "hard_update", "polyak_update"]
+__all__ = ["SharedAdam", "SharedRMSprop", "anneal_learning_rate", "clip_grad_norm", "flatten_optimizer_state",
+           "flatten_parameters", "hard_update", "polyak_update"]
 
 
 def _check_number(name: str, value: Any, low: float, high: float = math.inf, *,
@@ -268,6 +269,78 @@ class SharedRMSprop(torch.optim.RMSprop):
         _load_state_in_place(self, super().load_state_dict, state_dict)
         self._init_state()
         self.share_memory()
+
+
+# --------------------------------------------------------------------------------------------
+# One flat parameter tensor (A3C)
+# --------------------------------------------------------------------------------------------
+
+
+def flatten_parameters(module: nn.Module, gradients: bool = False) -> torch.Tensor:
+    """Gather the parameters of `module` into one contiguous tensor; each becomes a view of it.
+
+    After the call, `module`'s parameters (the same objects, shapes, values and state-dict keys)
+    are views into the returned tensor (P,), P = the total number of elements, laid out in
+    `module.parameters()` order. One in-place operation on it (an optimizer step, a `copy_`)
+    then updates every parameter: A3C's shared optimizer steps one tensor instead of one per
+    layer, and a worker syncs its local copy with one copy (`acrl.algos.a3c`). Put it in shared
+    memory with `module.share_memory()` or `share_memory_()` afterwards (both move the one
+    storage, and every view follows).
+
+    With `gradients=True` each parameter's `.grad` is also a view, into the returned tensor's
+    `.grad` (zeros (P,)): backward accumulates into that one buffer. Zero it in place
+    (`flat.grad.zero_()`); `zero_grad(set_to_none=True)` would drop the views.
+
+    Raises:
+        InputError: the module has no parameters, or they differ in dtype or device.
+    """
+    params = list(module.parameters())
+    if not params or len({(p.dtype, p.device) for p in params}) != 1:
+        raise InputError(f"flatten_parameters needs parameters of one dtype and device, got "
+                         f"{sorted({f'{p.dtype} on {p.device}' for p in params}) or 'none'}.")
+    flat = torch.cat([p.detach().reshape(-1) for p in params])
+    if gradients:
+        flat.grad = torch.zeros_like(flat)
+    offset = 0
+    for p in params:
+        n = p.numel()
+        p.data = flat[offset:offset + n].view_as(p)
+        if gradients:
+            p.grad = flat.grad[offset:offset + n].view_as(p)
+        offset += n
+    return flat
+
+
+def flatten_optimizer_state(state_dict: dict[str, Any]) -> dict[str, Any]:
+    """An optimizer `state_dict()` over the parameters of one module -> the same state over
+    their `flatten_parameters` tensor (one parameter, one group).
+
+    Tensor states (moments) are flattened and concatenated in parameter order; the step count
+    is the largest of the parameters' (with lock-free A3C updates they may differ by a few).
+    A state already over one parameter is returned unchanged. A3C uses it to read the
+    per-layer optimizer state of checkpoints written before it flattened its parameters.
+
+    Raises:
+        InputError: more than one parameter group, or parameters without state.
+    """
+    groups = state_dict["param_groups"]
+    if len(groups) != 1:
+        raise InputError(f"expected an optimizer state with one parameter group, got {len(groups)}.")
+    ids = groups[0]["params"]
+    if len(ids) == 1:
+        return state_dict
+    states = [state_dict["state"].get(i) for i in ids]
+    if any(not s for s in states):
+        raise InputError("the optimizer state has parameters without state (a checkpoint before any update?).")
+    flat: dict[str, Any] = {}
+    for key, value in states[0].items():
+        if key == "step":
+            flat[key] = max((s[key] for s in states), key=float)
+        elif torch.is_tensor(value):
+            flat[key] = torch.cat([s[key].reshape(-1) for s in states])
+        else:
+            flat[key] = value
+    return {"state": {0: flat}, "param_groups": [{**groups[0], "params": [0]}]}
 
 
 # --------------------------------------------------------------------------------------------

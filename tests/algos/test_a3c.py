@@ -80,8 +80,8 @@ def test_workers_start_after_a_torch_forward_pass_and_join(start_method):
     assert time.monotonic() - started < 60
     assert agent.num_steps == 200
     assert agent.updates >= 40  # each update covers at most n_steps = 5 of the 200 steps
-    steps = [agent.optimizer.state[p]["step"].item() for p in agent.model.parameters()]
-    assert 10 <= steps[0] <= agent.updates  # the shared step count (lock-free updates may collide)
+    step = agent.optimizer.state[agent.parameters]["step"].item()
+    assert 10 <= step <= agent.updates  # the shared step count (lock-free updates may collide)
     assert_no_children_left()
 
 
@@ -105,11 +105,11 @@ def test_run_dir_shared_normalizer_checkpoint_and_resume(tmp_path):
     loaded = acrl.load(run / "checkpoints" / "latest.pt")
     assert isinstance(loaded, A3C) and loaded.num_steps == 600
     torch.testing.assert_close(loaded.obs_normalizer.stats.mean, agent.obs_normalizer.stats.mean)
-    p = next(agent.model.parameters())
-    q = next(loaded.model.parameters())
+    p, q = agent.parameters, loaded.parameters
     torch.testing.assert_close(q, p)
     assert loaded.optimizer.state[q]["step"].item() == agent.optimizer.state[p]["step"].item() > 0
     assert loaded.optimizer.state[q]["step"].is_shared() and q.is_shared()
+    assert all(w.is_shared() and w.untyped_storage().data_ptr() == q.data_ptr() for w in loaded.model.parameters())
     obs = np.zeros(3, np.float32)
     np.testing.assert_array_equal(loaded.predict(obs), agent.predict(obs))
 

@@ -2,6 +2,8 @@
 the actor-critic model and config validation. Expected values are computed by hand."""
 
 import copy
+import multiprocessing
+from types import SimpleNamespace
 
 import gymnasium as gym
 import numpy as np
@@ -10,18 +12,21 @@ import torch
 from torch import nn
 
 from acrl.algos.a3c import (
+    A3C,
     A3CConfig,
     ActorCritic,
     apply_gradients,
     bootstrap_value,
+    claim_steps,
     collect_rollout,
     make_worker_env,
+    return_steps,
     sync_parameters,
 )
 from acrl.core.envs import ActionAdapter
 from acrl.core.errors import InputError
 from acrl.parts.normalization import IdentityNormalizer
-from acrl.parts.optim import SharedAdam
+from acrl.parts.optim import SharedAdam, flatten_parameters
 from acrl.parts.returns import n_step_returns
 
 TRUNCATED_RETURNS = [6.355, 5.95, 5.5]  # 1 + .9 (1 + .9 (1 + .9 * 5)), 1 + .9 (1 + .9 * 5), 1 + .9 * 5
@@ -78,14 +83,37 @@ def test_worker_bootstraps_from_last_obs_unless_terminated(case, env, n_steps, e
     np.testing.assert_allclose(n_step_returns(rollout.rewards, bootstrap, 0.9), expected, rtol=1e-6)
 
 
-def test_rollout_stops_when_the_budget_is_spent():
+def shared_counter(steps: int = 0) -> SimpleNamespace:
+    """The step-budget part of `SharedState`: counter, its lock and the stop flag."""
+    ctx = multiprocessing.get_context("fork")
+    return SimpleNamespace(steps=ctx.RawValue("q", steps), step_lock=ctx.Lock(), stop=ctx.RawValue("b", 0))
+
+
+def test_workers_claim_the_budget_a_rollout_at_a_time_and_give_back_what_an_episode_end_left():
+    """Budget 12, t_max 5: claims of 5, 5, then the 2 left; an episode that ends after 3 of its
+    5 steps gives 2 back, which the next claim takes; a stop grants nothing."""
+    shared = shared_counter()
+    assert [claim_steps(shared, 12, 5) for _ in range(2)] == [5, 5]
+    env = CounterEnv(terminate_at=3)
+    obs, _ = env.reset(seed=0)
+    rollout = collect_rollout(env, StubModel(), obs, 5, ActionAdapter(env.action_space), IdentityNormalizer())
+    assert len(rollout) == 3 and rollout.terminated
+    return_steps(shared, 5 - len(rollout))
+    assert shared.steps.value == 8
+    assert [claim_steps(shared, 12, 5), claim_steps(shared, 12, 5)] == [4, 0]
+    assert shared.steps.value == 12
+    shared = shared_counter()
+    shared.stop.value = 1
+    assert claim_steps(shared, 12, 5) == 0 and shared.steps.value == 0
+
+
+def test_rollout_of_a_smaller_claim_stops_there():
     env = CounterEnv()
     obs, _ = env.reset()
-    budget = iter([True, True, False])
-    rollout = collect_rollout(env, StubModel(), obs, 5, ActionAdapter(env.action_space), IdentityNormalizer(),
-                              claim_step=lambda: next(budget))
+    rollout = collect_rollout(env, StubModel(), obs, 2, ActionAdapter(env.action_space), IdentityNormalizer())
     assert len(rollout) == 2 and not rollout.terminated and not rollout.truncated
     assert rollout.last_obs[0] == 2.0
+    assert rollout.observations.tolist() == [[0.0], [1.0]] and rollout.actions.tolist() == [0, 0]
 
 
 # ------------------------------------------------------------------- gradient hand-over
@@ -101,32 +129,62 @@ class RecordingAdam(SharedAdam):
         return super().step(closure)
 
 
+def global_and_local(module: nn.Module) -> tuple[nn.Module, torch.Tensor, nn.Module, torch.Tensor]:
+    """A global model with its flat shared parameters, and a worker's local copy with flat gradients."""
+    global_parameters = flatten_parameters(module)
+    module.share_memory()
+    local = copy.deepcopy(module)
+    return module, global_parameters, local, flatten_parameters(local, gradients=True)
+
+
 def test_each_global_update_receives_this_updates_gradient_only():
-    """Three updates with a constant gradient g: the global parameters get g each time, not g, 2g, 3g."""
-    g = torch.tensor([[0.5, -1.0, 2.0]])
-    global_model = nn.Linear(3, 1, bias=False)
-    global_model.share_memory()
-    optimizer = RecordingAdam(global_model.parameters(), lr=0.01)
-    local = copy.deepcopy(global_model)
+    """Three updates with a constant gradient: the global parameters get it each time, not g, 2g, 3g.
+
+    Weight (1, 3) and bias (1,): d loss / d [weight, bias] = [0.5, -1, 2, 3] in the flat layout."""
+    global_model, global_parameters, local, local_parameters = global_and_local(nn.Linear(3, 1))
+    optimizer = RecordingAdam([global_parameters], lr=0.01)
     for _ in range(3):
-        sync_parameters(local, global_model)
-        assert torch.equal(local.weight, global_model.weight)
-        loss = (local.weight * g).sum()  # d loss / d weight = g
-        apply_gradients(local, optimizer, loss, max_grad_norm=100.0)
-        assert global_model.weight.grad is None  # nothing left behind to accumulate into
+        sync_parameters(local_parameters, global_parameters)
+        assert torch.equal(local.weight, global_model.weight) and torch.equal(local.bias, global_model.bias)
+        loss = (local.weight * torch.tensor([[0.5, -1.0, 2.0]])).sum() + 3.0 * local.bias.sum()
+        apply_gradients(local_parameters, optimizer, loss, max_grad_norm=100.0)
+        assert global_parameters.grad is None  # nothing left behind to accumulate into
     assert len(optimizer.received) == 3
     for (grad,) in optimizer.received:
-        torch.testing.assert_close(grad, g)
-    assert optimizer.state[global_model.weight]["step"].item() == 3
+        torch.testing.assert_close(grad, torch.tensor([0.5, -1.0, 2.0, 3.0]))
+    assert optimizer.state[global_parameters]["step"].item() == 3
+    assert not torch.equal(global_model.weight, local.weight)  # the last step moved the global model only
 
 
 def test_hand_over_clips_the_local_gradient_norm():
-    global_model = nn.Linear(2, 1, bias=False)
-    optimizer = RecordingAdam(global_model.parameters())
-    local = copy.deepcopy(global_model)
-    norm = apply_gradients(local, optimizer, (local.weight * torch.tensor([[3.0, 4.0]])).sum(), max_grad_norm=1.0)
+    _, global_parameters, local, local_parameters = global_and_local(nn.Linear(2, 1, bias=False))
+    optimizer = RecordingAdam([global_parameters])
+    norm = apply_gradients(local_parameters, optimizer, (local.weight * torch.tensor([[3.0, 4.0]])).sum(),
+                           max_grad_norm=1.0)
     assert norm == pytest.approx(5.0)
-    torch.testing.assert_close(optimizer.received[0][0], torch.tensor([[0.6, 0.8]]))
+    torch.testing.assert_close(optimizer.received[0][0], torch.tensor([0.6, 0.8]))
+
+
+def test_checkpoints_with_per_layer_optimizer_state_load_into_the_flat_layout():
+    """Older A3C checkpoints hold one Adam state per layer; they load as the same moments, flat."""
+    agent = A3C("CartPole-v1", workers=1, optimizer="adam", seed=0)
+    size = agent.parameters.numel()
+    agent.optimizer.state[agent.parameters]["exp_avg"].copy_(torch.arange(size, dtype=torch.float32))
+    agent.optimizer.state[agent.parameters]["step"].fill_(4.0)
+    state = agent.state_dict()
+    flat = state["optimizers"]["optimizer"]
+    chunks = torch.arange(size, dtype=torch.float32).split([p.numel() for p in agent.model.parameters()])
+    per_layer = {i: {"step": torch.tensor(4.0), "exp_avg": chunk.reshape(p.shape), "exp_avg_sq": torch.ones(p.shape)}
+                 for i, (chunk, p) in enumerate(zip(chunks, agent.model.parameters()))}
+    old = {**state, "optimizers": {"optimizer": {"state": per_layer, "param_groups": [
+        {**flat["param_groups"][0], "params": list(per_layer)}]}}}
+    loaded = A3C("CartPole-v1", workers=1, optimizer="adam", seed=1)
+    loaded.load_state_dict(old)
+    loaded_state = loaded.optimizer.state[loaded.parameters]
+    assert loaded_state["exp_avg"].tolist() == list(range(size)) and loaded_state["step"].item() == 4.0
+    assert loaded_state["exp_avg_sq"].tolist() == [1.0] * size and loaded_state["exp_avg"].is_shared()
+    with pytest.raises(InputError, match="optimizer state is unreadable"):
+        loaded.load_state_dict({**state, "optimizers": {}})
 
 
 # ------------------------------------------------------------------- seeding

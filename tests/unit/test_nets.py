@@ -1,13 +1,16 @@
 """Action distributions stay finite at extreme parameters (docs/correctness.md item 4); the oneDNN-backed
-Linear computes the textbook product and gradients."""
+Linear computes the textbook product and gradients; the acting path (`layer_chain`) computes the
+module call and samples from the softmax."""
 
 import math
 
 import pytest
 import torch
+from torch import nn
 
 from acrl.parts import nets
-from acrl.parts.nets import CategoricalActor, GaussianActor, TwinQ, mlp
+from acrl.parts.nets import CategoricalActor, GaussianActor, TwinQ, forward_chain, layer_chain, mlp
+from acrl.parts.optim import flatten_parameters
 
 
 @pytest.mark.parametrize("log_std", [-105.0, 50.0])
@@ -110,3 +113,30 @@ def test_small_or_gradient_free_linears_and_the_state_dict():
     plain = torch.nn.Linear(750, 600)
     plain.load_state_dict(large.state_dict())  # checkpoints are nn.Linear's
     torch.testing.assert_close(plain(x), large(x), rtol=1e-5, atol=1e-4)
+
+
+def test_layer_chain_computes_the_module_call_and_follows_in_place_updates():
+    trunk = nn.Sequential(mlp(3, (8,), 6, "relu"), nn.ReLU())
+    head = mlp(6, (), 2)
+    chain = layer_chain(trunk, head)
+    assert [activation for _, _, activation in chain] == [torch.relu, torch.relu, None]
+    x = torch.randn(5, 3)
+    torch.testing.assert_close(forward_chain(chain, x), head(trunk(x)))
+    flat = flatten_parameters(nn.ModuleList([trunk, head]))
+    with torch.no_grad():
+        flat.mul_(-0.5)
+    torch.testing.assert_close(forward_chain(chain, x), head(trunk(x)))
+    with pytest.raises(TypeError, match="Linear, Tanh and ReLU"):
+        layer_chain(nn.Sequential(nn.Linear(2, 2), nn.Dropout()))
+
+
+def test_categorical_sample_is_a_draw_from_the_softmax():
+    """Logits (0, ln 3) everywhere: P(action 1) = 3/4; 20,000 draws within 4 standard errors."""
+    actor = CategoricalActor(2, 2, (4,))
+    with torch.no_grad():
+        actor.logits[-1].weight.zero_()
+        actor.logits[-1].bias.copy_(torch.tensor([0.0, math.log(3.0)]))
+    torch.manual_seed(0)
+    actions, log_probs = actor.sample(torch.zeros(20_000, 2))
+    assert abs(actions.float().mean().item() - 0.75) < 4 * math.sqrt(0.75 * 0.25 / 20_000)
+    torch.testing.assert_close(log_probs, torch.where(actions == 1, math.log(0.75), math.log(0.25)))

@@ -15,6 +15,8 @@ from acrl.core.errors import InputError
 from acrl.parts.optim import (
     SharedAdam,
     SharedRMSprop,
+    flatten_optimizer_state,
+    flatten_parameters,
     hard_update,
     polyak_update,
 )
@@ -307,3 +309,60 @@ def test_hard_update_makes_exact_copies_in_place():
     with torch.no_grad():
         next(source.parameters()).add_(1.0)
     assert not torch.equal(next(target.parameters()), next(source.parameters()))  # a copy
+
+
+# ------------------------------------------------------------------- one flat parameter tensor
+def two_layer_net() -> nn.Sequential:
+    """Linear(2, 1) weight [[1, 2]], bias [3], then Linear(1, 1) weight [[4]], bias [5]: flat [1, 2, 3, 4, 5]."""
+    net = nn.Sequential(nn.Linear(2, 1), nn.Linear(1, 1))
+    with torch.no_grad():
+        for param, value in zip(net.parameters(), ([[1.0, 2.0]], [3.0], [[4.0]], [5.0])):
+            param.copy_(torch.tensor(value))
+    return net
+
+
+def test_flat_parameters_are_views_in_module_order_and_stay_views_in_shared_memory():
+    net = two_layer_net()
+    keys = list(net.state_dict())
+    flat = flatten_parameters(net)
+    assert flat.tolist() == [1.0, 2.0, 3.0, 4.0, 5.0] and list(net.state_dict()) == keys
+    net.share_memory()
+    assert flat.is_shared()
+    with torch.no_grad():
+        flat.mul_(2.0)  # one in-place op on the flat tensor changes every layer
+    assert net[0].weight.tolist() == [[2.0, 4.0]] and net[1].bias.tolist() == [10.0]
+    # y = 8 (2 x0 + 4 x1 + 6) + 10 at x = (1, 1): 106
+    assert net(torch.ones(1, 2)).item() == 106.0
+
+
+def test_flat_gradients_collect_one_backward_pass_and_zero_in_place():
+    """d/d params of y = w2 (w1 . x + b1) + b2 at x = (1, 1): w2 x = (4, 4), w2 = 4, h = 6, 1."""
+    net = two_layer_net()
+    flat = flatten_parameters(net, gradients=True)
+    for _ in range(2):
+        flat.grad.zero_()
+        net(torch.ones(1, 2)).sum().backward()
+        assert flat.grad.tolist() == [4.0, 4.0, 4.0, 6.0, 1.0]  # not doubled by the second pass
+    assert net[0].weight.grad.data_ptr() == flat.grad.data_ptr()
+
+
+def test_flatten_parameters_rejects_mixed_dtypes():
+    with pytest.raises(InputError, match="one dtype and device"):
+        flatten_parameters(nn.Sequential(nn.Linear(2, 1), nn.Linear(1, 1).double()))
+
+
+def test_per_layer_optimizer_state_flattens_in_parameter_order():
+    """Adam's moments per layer of `two_layer_net`, as older A3C checkpoints hold them."""
+    state = {"state": {i: {"step": torch.tensor(float(step)), "exp_avg": torch.full(shape, float(i)),
+                           "exp_avg_sq": torch.full(shape, 10.0 + i)}
+                       for i, (shape, step) in enumerate((((1, 2), 7), ((1,), 7), ((1, 1), 6), ((1,), 7)))},
+             "param_groups": [{"lr": 0.01, "params": [0, 1, 2, 3]}]}
+    flat = flatten_optimizer_state(state)
+    assert flat["param_groups"] == [{"lr": 0.01, "params": [0]}]
+    assert flat["state"][0]["step"].item() == 7.0
+    assert flat["state"][0]["exp_avg"].tolist() == [0.0, 0.0, 1.0, 2.0, 3.0]
+    assert flat["state"][0]["exp_avg_sq"].tolist() == [10.0, 10.0, 11.0, 12.0, 13.0]
+    optimizer = SharedAdam([flatten_parameters(two_layer_net())])
+    optimizer.load_state_dict(flat)
+    assert optimizer.state_dict()["state"][0]["exp_avg"].tolist() == [0.0, 0.0, 1.0, 2.0, 3.0]
+    assert flatten_optimizer_state(flat) is flat
