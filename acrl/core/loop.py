@@ -41,6 +41,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Protocol
 
+import torch
 from torch import nn
 
 from acrl.core.config import RunConfig
@@ -282,14 +283,25 @@ def check_finite(agent: Trainable, metrics: Mapping[str, float]) -> None:
                                 "The last good checkpoint is kept.")
     for net_name, net in agent.nets.items():
         for name, param in net.named_parameters():
-            if not param.isfinite().all():
+            if not tensor_finite(param):
                 raise TrainingError(f"step {agent.num_steps}: parameter {net_name}.{name} is not finite; "
                                     "stopping. The last good checkpoint is kept.")
 
 
 def parameters_finite(agent: Trainable) -> bool:
     """Whether every parameter of every network of `agent` is finite."""
-    return all(param.isfinite().all() for net in agent.nets.values() for param in net.parameters())
+    return all(tensor_finite(param) for net in agent.nets.values() for param in net.parameters())
+
+
+def tensor_finite(tensor: torch.Tensor) -> bool:
+    """Whether every element of `tensor` is finite, each element read once.
+
+    `torch.isfinite` computes x == x (and |x| != inf), reading every element twice: on the
+    parameters A3C's workers are updating at that moment, a value that changes between the two
+    reads looks like NaN (a false "not finite" stop, in 1 of 3 Pendulum-v1 runs at 25,000 steps/s).
+    A copy is read once, and nothing changes it.
+    """
+    return bool(torch.isfinite(tensor.detach().clone()).all())
 
 
 @contextlib.contextmanager

@@ -4,6 +4,7 @@ see and how they stop a run, lockstep runs, NaN checks, the progress bar's total
 import contextlib
 import json
 import math
+import time
 
 import pytest
 import torch
@@ -12,7 +13,7 @@ from torch import nn
 from acrl.core.config import RunConfig
 from acrl.core.errors import TrainingError
 from acrl.core.logging import Logger
-from acrl.core.loop import Callback, Run, train
+from acrl.core.loop import Callback, Run, check_finite, train
 
 
 class ScriptedAgent:
@@ -156,3 +157,36 @@ def test_progress_bar_keeps_a_total_past_the_budget(capsys):
     logger.close()
     final = capsys.readouterr().err.split("\r")[-1]
     assert final.startswith("bcq on final: 100%") and "16/16" in final and "update/s" in final
+
+
+def _scale_in_place(weight: torch.Tensor, running, stop) -> None:
+    """Multiply a shared positive tensor in place by factors near 1 until told to stop (as A3C's workers do)."""
+    torch.set_num_threads(1)
+    running.set()
+    with torch.no_grad():
+        while not stop.is_set():
+            weight.mul_(0.999)
+            weight.div_(0.999)
+
+
+def test_the_finite_check_reads_parameters_another_process_updates_once():
+    """`torch.isfinite` reads each element twice (x == x): on a tensor another process is changing,
+    some checks in half a second used to see NaN that was never there. `check_finite` reads a copy."""
+    net = nn.Linear(64, 64)
+    with torch.no_grad():
+        net.weight.uniform_(0.5, 1.0)
+    net.share_memory()
+    agent = ScriptedAgent(total=10, eval_freq=0)
+    agent.nets = {"net": net}
+    ctx = torch.multiprocessing.get_context("fork")
+    running, stop = ctx.Event(), ctx.Event()
+    process = ctx.Process(target=_scale_in_place, args=(net.weight, running, stop), daemon=True)
+    process.start()
+    try:
+        assert running.wait(timeout=30)
+        deadline = time.monotonic() + 0.5
+        while time.monotonic() < deadline:
+            check_finite(agent, {})
+    finally:
+        stop.set()
+        process.join(timeout=10)
