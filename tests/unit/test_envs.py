@@ -3,8 +3,10 @@
 import gymnasium as gym
 import numpy as np
 import pytest
+from gymnasium.vector import AutoresetMode, SyncVectorEnv
+from gymnasium.wrappers.vector import RecordEpisodeStatistics
 
-from acrl.core.envs import ActionAdapter, check_spaces, env_factory
+from acrl.core.envs import ActionAdapter, LeanSyncVectorEnv, check_spaces, env_factory
 from acrl.core.errors import InputError
 from acrl.tasks import AntDirectional
 
@@ -80,3 +82,37 @@ def test_registered_ant_directional_steps():
     expected = 20 * (info["y_position"] - y0) + info["reward_survive"] + info["reward_ctrl"] + info["reward_contact"]
     assert reward == pytest.approx(expected)
     assert env.spec.max_episode_steps == 1000
+
+
+@pytest.mark.parametrize("env_id, max_episode_steps", [("CartPole-v1", 30), ("Pendulum-v1", 17)])
+def test_lean_vector_env_steps_as_gymnasium_same_step_vector_env_with_episode_statistics(env_id, max_episode_steps):
+    """Three sub-environments, the same seeds and actions: every output equals Gymnasium's
+    SyncVectorEnv (same-step autoreset) + RecordEpisodeStatistics, through terminations (CartPole)
+    and time-limit truncations (both), for 200 steps."""
+    def factory():
+        return gym.make(env_id, max_episode_steps=max_episode_steps)
+
+    ours = LeanSyncVectorEnv([factory] * 3)
+    theirs = RecordEpisodeStatistics(SyncVectorEnv([factory] * 3, autoreset_mode=AutoresetMode.SAME_STEP))
+    np.testing.assert_array_equal(ours.reset(seed=5)[0], theirs.reset(seed=5)[0])
+    ours.action_space.seed(0)
+    ended = {"terminated": 0, "truncated": 0}
+    for _ in range(200):
+        actions = ours.action_space.sample()
+        obs, rewards, terminated, truncated, info = ours.step(actions)
+        obs_g, rewards_g, terminated_g, truncated_g, info_g = theirs.step(actions)
+        np.testing.assert_array_equal(obs, obs_g)
+        np.testing.assert_array_equal(rewards, rewards_g)
+        np.testing.assert_array_equal(terminated, terminated_g)
+        np.testing.assert_array_equal(truncated, truncated_g)
+        assert ("_episode" in info) == ("_episode" in info_g)
+        if "_episode" in info:
+            np.testing.assert_array_equal(info["_episode"], info_g["_episode"])
+            np.testing.assert_array_equal(info["_final_obs"], info_g["_final_obs"])
+            for i in np.flatnonzero(info["_episode"]):
+                np.testing.assert_array_equal(info["final_obs"][i], info_g["final_obs"][i])
+                assert info["episode"]["r"][i] == pytest.approx(info_g["episode"]["r"][i], rel=1e-6)
+                assert info["episode"]["l"][i] == info_g["episode"]["l"][i]
+        ended["terminated"] += int(terminated.sum())
+        ended["truncated"] += int(truncated.sum())
+    assert ended["truncated"] > 0 and (ended["terminated"] > 0 or env_id == "Pendulum-v1")
