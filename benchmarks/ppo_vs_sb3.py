@@ -3,10 +3,11 @@
 Parts (choose with --parts; the long ones only with their flags):
 - throughput: training environment steps per second of `learn` with evaluation off (acrl:
   eval_freq 0 and no run directory; SB3: no callbacks), on CartPole-v1 (8 envs, the CartPole
-  preset) and Ant-v5 (the Ant preset, but 1 env of 2048 steps per rollout instead of 8 of 256),
-  plus raw Ant-v5 stepping with random actions (`gym.make("Ant-v5")`, no learning) as the
-  ceiling. Runs alternate acrl, SB3, raw; the table gives the median of --repeats runs
-  of each and the ratios.
+  preset), Ant-v5 with the Ant preset (8 envs of 256 steps per rollout) and Ant-v5 with 1 env
+  of 2,048 steps per rollout (the preset otherwise), plus, for Ant, the same environments
+  stepped with random actions and no learning as the ceiling ("raw env": Gymnasium's vector env,
+  `gym.make_vec(..., vectorization_mode="sync")`, for 8; `gym.make` for 1). Runs alternate acrl,
+  SB3, raw; the table gives the median of --repeats runs of each and the ratios.
 - solve: CartPole-v1 steps and training seconds until a deterministic evaluation (--eval-episodes
   episodes on a separate env seeded seed + 10_000, every --eval-freq steps, right after an
   update) first reaches --target, per seed and the median over --seeds seeds. The seconds exclude
@@ -62,9 +63,13 @@ RESULTS = ROOT / "benchmarks" / "results"
 
 
 # ---------------------------------------------------------------- the two learners
-# The throughput table measures Ant-v5 with one environment, as the task asks; the rollout
-# size, and so the update's cost per step, stays that of the preset.
-THROUGHPUT_SETTINGS: dict[str, dict[str, Any]] = {"Ant-v5": {"n_envs": 1, "n_steps": 2048}}
+# The throughput cases: (label, environment, preset overrides). With one Ant environment the
+# rollout keeps the preset's 2,048 steps, and so the update's cost per step.
+THROUGHPUT_CASES: list[tuple[str, str, dict[str, Any]]] = [
+    ("CartPole-v1, 8 envs", "CartPole-v1", {}),
+    ("Ant-v5, 8 envs", "Ant-v5", {}),
+    ("Ant-v5, 1 env", "Ant-v5", {"n_envs": 1, "n_steps": 2048}),
+]
 
 
 def acrl_agent(env_id: str, seed: int, total_steps: int, **overrides: Any) -> PPO:
@@ -126,61 +131,74 @@ class SB3Predictor:
 
 
 # ---------------------------------------------------------------- throughput
-def time_acrl(env_id: str, steps: int) -> dict[str, float]:
-    agent = acrl_agent(env_id, seed=0, total_steps=steps, **THROUGHPUT_SETTINGS.get(env_id, {}))
+def time_acrl(env_id: str, steps: int, overrides: dict[str, Any]) -> dict[str, float]:
+    agent = acrl_agent(env_id, seed=0, total_steps=steps, **overrides)
     started = time.perf_counter()
     agent.learn(progress=False)
     seconds = time.perf_counter() - started
     return {"steps": agent.num_steps, "seconds": seconds, "steps_per_s": agent.num_steps / seconds}
 
 
-def time_sb3(env_id: str, steps: int) -> dict[str, float]:
-    model, _ = sb3_model(env_id, seed=0, **THROUGHPUT_SETTINGS.get(env_id, {}))
+def time_sb3(env_id: str, steps: int, overrides: dict[str, Any]) -> dict[str, float]:
+    model, _ = sb3_model(env_id, seed=0, **overrides)
     started = time.perf_counter()
     model.learn(total_timesteps=steps)
     seconds = time.perf_counter() - started
     return {"steps": model.num_timesteps, "seconds": seconds, "steps_per_s": model.num_timesteps / seconds}
 
 
-def time_raw(env_id: str, steps: int) -> dict[str, float]:
-    env = gym.make(env_id)
-    env.reset(seed=0)
-    env.action_space.seed(0)
-    started = time.perf_counter()
-    for _ in range(steps):
-        _, _, terminated, truncated, _ = env.step(env.action_space.sample())
-        if terminated or truncated:
-            env.reset()
+def time_raw(env_id: str, steps: int, overrides: dict[str, Any]) -> dict[str, float]:
+    """Random actions, no learning: the preset's number of environments (or the override's)
+    through Gymnasium's sync vector env, or one env through `gym.make`."""
+    n_envs = overrides.get("n_envs", preset_values("ppo", env_id, None)[0].get("n_envs", 1))
+    if n_envs == 1:
+        env = gym.make(env_id)
+        env.reset(seed=0)
+        env.action_space.seed(0)
+        started = time.perf_counter()
+        for _ in range(steps):
+            _, _, terminated, truncated, _ = env.step(env.action_space.sample())
+            if terminated or truncated:
+                env.reset()
+    else:
+        env = gym.make_vec(env_id, num_envs=n_envs, vectorization_mode="sync")
+        env.reset(seed=0)
+        env.action_space.seed(0)
+        started = time.perf_counter()
+        for _ in range(steps // n_envs):
+            env.step(env.action_space.sample())
+        steps = steps // n_envs * n_envs
     seconds = time.perf_counter() - started
     env.close()
     return {"steps": steps, "seconds": seconds, "steps_per_s": steps / seconds}
 
 
 def throughput(args: argparse.Namespace) -> dict[str, Any]:
-    cases: list[tuple[str, str, int, Callable[[str, int], dict[str, float]]]] = []
-    for env_id, steps in (("CartPole-v1", args.cartpole_steps), ("Ant-v5", args.ant_steps)):
+    cases: list[tuple[str, str, dict[str, Any], str, int, Callable[..., dict[str, float]]]] = []
+    for label, env_id, overrides in THROUGHPUT_CASES:
+        steps = args.cartpole_steps if env_id == "CartPole-v1" else args.ant_steps
         if "acrl" in args.libs:
-            cases.append((env_id, "acrl", steps, time_acrl))
+            cases.append((label, env_id, overrides, "acrl", steps, time_acrl))
         if "sb3" in args.libs:
-            cases.append((env_id, "sb3", steps, time_sb3))
+            cases.append((label, env_id, overrides, "sb3", steps, time_sb3))
         if env_id == "Ant-v5":
-            cases.append((env_id, "raw env", args.raw_steps, time_raw))
+            cases.append((label, env_id, overrides, "raw env", args.raw_steps, time_raw))
     runs: dict[str, dict[str, list[dict[str, float]]]] = {}
     for repeat in range(args.repeats):
         order = cases if repeat % 2 == 0 else cases[::-1]  # alternate who goes first
-        for env_id, who, steps, fn in order:
-            result = fn(env_id, steps)
-            runs.setdefault(env_id, {}).setdefault(who, []).append(result)
-            print(f"  [{repeat + 1}/{args.repeats}] {env_id} {who}: {result['steps_per_s']:.0f} steps/s", flush=True)
+        for label, env_id, overrides, who, steps, fn in order:
+            result = fn(env_id, steps, overrides)
+            runs.setdefault(label, {}).setdefault(who, []).append(result)
+            print(f"  [{repeat + 1}/{args.repeats}] {label} {who}: {result['steps_per_s']:.0f} steps/s", flush=True)
     summary: dict[str, Any] = {}
-    for env_id, by_who in runs.items():
-        summary[env_id] = {who: {"median_steps_per_s": statistics.median(r["steps_per_s"] for r in rows), "runs": rows}
-                           for who, rows in by_who.items()}
+    for label, by_who in runs.items():
+        summary[label] = {who: {"median_steps_per_s": statistics.median(r["steps_per_s"] for r in rows), "runs": rows}
+                          for who, rows in by_who.items()}
         # Ratios within each repeat (runs close in time see similar load), then their median.
         for name, (a, b) in {"acrl/sb3": ("acrl", "sb3"), "acrl/raw": ("acrl", "raw env")}.items():
             if a in by_who and b in by_who:
                 paired = [x["steps_per_s"] / y["steps_per_s"] for x, y in zip(by_who[a], by_who[b])]
-                summary[env_id][f"median paired {name}"] = statistics.median(paired)
+                summary[label][f"median paired {name}"] = statistics.median(paired)
     return summary
 
 
@@ -194,10 +212,10 @@ def print_throughput(summary: dict[str, Any]) -> None:
     def ratio(a: float | None, b: float | None, paired: float | None) -> str:
         return f"{a / b:.2f} ({paired:.2f})" if a and b and paired else "-"
 
-    for env_id, by_who in summary.items():
+    for label, by_who in summary.items():
         acrl_rate, sb3_rate, raw_rate = (by_who.get(who, {}).get("median_steps_per_s")
                                          for who in ("acrl", "sb3", "raw env"))
-        print(f"| {env_id} | {cell(acrl_rate)} | {cell(sb3_rate)} | "
+        print(f"| {label} | {cell(acrl_rate)} | {cell(sb3_rate)} | "
               f"{ratio(acrl_rate, sb3_rate, by_who.get('median paired acrl/sb3'))} | "
               f"{cell(raw_rate)} | {ratio(acrl_rate, raw_rate, by_who.get('median paired acrl/raw'))} |")
 
@@ -403,8 +421,8 @@ def main() -> None:
     parser.add_argument("--libs", nargs="+", choices=["acrl", "sb3"], default=["acrl", "sb3"])
     parser.add_argument("--repeats", type=int, default=3, help="throughput runs per library (median)")
     parser.add_argument("--cartpole-steps", type=int, default=20_480, help="steps per CartPole throughput run")
-    parser.add_argument("--ant-steps", type=int, default=6_144, help="steps per Ant throughput run")
-    parser.add_argument("--raw-steps", type=int, default=5_000, help="random-action steps per raw Ant run")
+    parser.add_argument("--ant-steps", type=int, default=8_192, help="steps per Ant throughput run")
+    parser.add_argument("--raw-steps", type=int, default=8_000, help="random-action steps per raw Ant run")
     parser.add_argument("--seeds", type=int, default=5, help="seeds for the solve part")
     parser.add_argument("--solve-budget", type=int, default=100_000, help="step budget (and LR schedule length)")
     parser.add_argument("--eval-freq", type=int, default=2_048)
