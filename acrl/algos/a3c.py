@@ -217,7 +217,7 @@ class ActorCritic(nn.Module):
                                      GaussianActor(obs_dim, act_dim, hidden_sizes, activation, log_std_init,
                                                    log_std_min))
             self.critic = ValueNet(obs_dim, critic_hidden_sizes or hidden_sizes, activation)
-        self.policy_chain = (layer_chain(self.trunk, self.policy_head) if shared_trunk else self.actor.chain)
+        self.policy_chain = layer_chain(self.trunk, self.policy_head) if shared_trunk else self.actor.chain
 
     def distribution(self, obs: torch.Tensor) -> Distribution:
         """The policy at obs (B, obs_dim): Categorical or Normal with batch shape (B, act_dim)."""
@@ -443,7 +443,7 @@ class SharedState:
             the identity), and `normalizer_lock` for its updates.
         steps: global step counter (ctypes int64): steps taken or claimed by a running
             rollout; `step_lock` guards its changes.
-        stop: set to 1 by the parent to make the workers stop after their current step.
+        stop: set to 1 by the parent to make the workers stop after their current rollout.
         episode_returns / episode_lengths: (workers, EPISODE_WINDOW) float64 ring buffers;
             episode_counts: (workers,) int64 episodes finished per worker.
         update_stats: (workers, len(UPDATE_STATS) + 1) float64 running sums of the update
