@@ -10,6 +10,12 @@ keys, whose large float32 CPU matrix products go through oneDNN instead of the B
 about 100 GFLOP/s per thread and oneDNN at about 220, with the same IEEE float32 arithmetic
 (`benchmarks/update_roofline.py`); below `ONEDNN_MIN_MACS` oneDNN's fixed ~12 us per call loses,
 so small products (PPO's and A3C's 64-wide nets, batch-1 acting) stay on `torch.nn.functional.linear`.
+Likewise every tanh is a `Tanh`: this build of torch vectorises sigmoid on the CPU but not tanh,
+so large float32 batches go through the sigmoid.
+
+Acting (once per environment step) runs a policy's layers as plain functions (`layer_chain`,
+`forward_chain`) and samples without `torch.distributions` objects: at batch 1 their Python
+overhead costs more than the arithmetic.
 """
 
 from __future__ import annotations
@@ -153,8 +159,6 @@ def forward_chain(chain: LayerChain, x: torch.Tensor) -> torch.Tensor:
         if activation is not None:
             x = activation(x)
     return x
-
-
 
 
 def mlp(in_dim: int, hidden_sizes: tuple[int, ...], out_dim: int, activation: str = "tanh",

@@ -140,3 +140,16 @@ def test_categorical_sample_is_a_draw_from_the_softmax():
     actions, log_probs = actor.sample(torch.zeros(20_000, 2))
     assert abs(actions.float().mean().item() - 0.75) < 4 * math.sqrt(0.75 * 0.25 / 20_000)
     torch.testing.assert_close(log_probs, torch.where(actions == 1, math.log(0.75), math.log(0.25)))
+
+
+@pytest.mark.parametrize("shape", [(4, 64), (512, 64)])
+def test_tanh_values_and_gradients_match_torch_tanh(shape):
+    """(4, 64) stays on torch.tanh; (512, 64) goes through 2 sigmoid(2x) - 1 (`SIGMOID_TANH_MIN_ELEMENTS`)."""
+    assert (math.prod(shape) >= nets.SIGMOID_TANH_MIN_ELEMENTS) == (shape[0] == 512)
+    x = (torch.randn(shape) * 3).requires_grad_()
+    weights = torch.randn(shape)
+    (nets.Tanh()(x) * weights).sum().backward()
+    ours, x.grad = x.grad, None
+    (torch.tanh(x) * weights).sum().backward()
+    torch.testing.assert_close(nets.Tanh()(x), torch.tanh(x), rtol=0, atol=3e-7)
+    torch.testing.assert_close(ours, x.grad, rtol=0, atol=3e-6)  # weights * (1 - y^2), |weights| up to ~4
