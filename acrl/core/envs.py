@@ -219,10 +219,9 @@ class LeanSyncVectorEnv(gym.vector.VectorEnv):
     `AutoresetMode.SAME_STEP` and the vector `RecordEpisodeStatistics`, minus their per-step
     merging of every sub-environment's info dictionary.
 
-    That merging is most of what a vector step costs beyond the environments' own steps, and the
-    largest cost of PPO's rollout outside the environments and the networks: with Ant-v5's info
-    keys, 241 µs per sub-environment step through Gymnasium against 217 µs here; CartPole-v1 10.0
-    against 7.9 µs (8 environments, `benchmarks/vector_env.py`). The observations, rewards,
+    That merging is most of what a vector step costs beyond the environments' own steps: with
+    Ant-v5's info keys, 241 µs per sub-environment step through Gymnasium against 217 µs here;
+    CartPole-v1 10.0 against 7.9 µs (8 environments, `benchmarks/vector_env.py`). The observations, rewards,
     terminations, truncations and autoresets are Gymnasium's for the same actions and seeds
     (`tests/unit/test_envs.py` steps both side by side).
 
@@ -237,6 +236,9 @@ class LeanSyncVectorEnv(gym.vector.VectorEnv):
 
     Args:
         env_fns: zero-argument callables, each returning one environment (all with the same spaces).
+    Raises:
+        InputError (from `reset`): a list of seeds whose length is not `num_envs`.
+        TrainingError (from `reset` and `step`): see `CheckFinite`, when the environments have it.
     """
 
     metadata = {"autoreset_mode": AutoresetMode.SAME_STEP}
