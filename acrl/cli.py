@@ -331,13 +331,13 @@ def build_agent(args: Train):
 
 
 def train(args: Train) -> None:
+    from acrl.core.loop import check_run_dir
+
     agent = build_agent(args)
     cfg = agent.config
     run_dir = Path(args.run_dir or f"runs/{args.algo}-{cfg.env_id.replace('/', '_')}-s{cfg.seed}-"
                    f"{time.strftime('%Y%m%d-%H%M%S')}")
-    if (run_dir / "checkpoints").exists():
-        raise InputError(f"{run_dir} already holds a run; continue it with `acrl resume {run_dir}` "
-                         "or choose another --run-dir.")
+    check_run_dir(run_dir, resuming=False)
     agent.before_learning()  # an offline agent checks its dataset before the run is announced
     print(f"training {args.algo} on {cfg.env_id} -> {run_dir}", file=sys.stderr)
     agent.learn(run_dir=run_dir, progress=args.progress)

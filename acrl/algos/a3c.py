@@ -649,6 +649,7 @@ class A3C(Agent):
         ctx = mp.get_context(self.config.start_method)
         self._shared = shared = self._shared_state(ctx)
         self._started = time.perf_counter()
+        self._last_report = (self._started, self.num_steps)
         self._episodes_seen = [0] * self.config.workers
         self._stats_seen = torch.zeros_like(shared.update_stats)
         self._workers, self._error_pipes = [], []
@@ -675,8 +676,11 @@ class A3C(Agent):
         budget, have all exited), then report their statistics since the last call.
 
         Metrics: train/policy_loss, value_loss, entropy, grad_norm (means over the updates in
-        between), rollout/ episode statistics and time/elapsed_s (wall seconds since the
-        workers started).
+        between), rollout/ episode statistics, time/elapsed_s (wall seconds since the workers
+        started) and time/fps: global steps per wall second since the previous call returned,
+        evaluations included, because the workers keep stepping while the parent evaluates (the
+        run loop's own rate, steps over the iteration's seconds, would count those steps in a
+        wait of a few milliseconds).
 
         Raises:
             TrainingError: a worker raised (its traceback is in the message) or was killed.
@@ -701,7 +705,11 @@ class A3C(Agent):
                 metrics[f"train/{key}"] = delta[:, i].sum().item() / updates
         self._read_episodes()
         metrics |= self.episode_stats.metrics()
-        metrics["time/elapsed_s"] = time.perf_counter() - self._started
+        now = time.perf_counter()
+        then, steps_then = self._last_report
+        self._last_report = (now, self.num_steps)
+        metrics["time/elapsed_s"] = now - self._started
+        metrics["time/fps"] = (self.num_steps - steps_then) / max(now - then, 1e-9)
         return metrics
 
     def _env_for_workers(self) -> Any:

@@ -45,7 +45,7 @@ import torch
 from torch import nn
 
 from acrl.core.config import RunConfig
-from acrl.core.errors import TrainingError
+from acrl.core.errors import InputError, TrainingError
 from acrl.core.logging import Logger
 
 
@@ -101,7 +101,8 @@ class Trainable(Protocol):
     any moment); otherwise the last periodic checkpoint is kept."""
 
     def iteration(self, max_steps: int) -> dict[str, float]:
-        """One unit of training of at most `max_steps` steps where the algorithm can cut it."""
+        """One unit of training of at most `max_steps` steps where the algorithm can cut it;
+        its metrics (a `time/fps` among them replaces the loop's, steps over the iteration's seconds)."""
 
     def training(self) -> AbstractContextManager[None]:
         """Held while the loop runs iterations (A3C: its worker processes run inside it)."""
@@ -137,6 +138,8 @@ class Run:
                  callbacks: Sequence[Callback] = (), label: str | None = None):
         self.agent = agent
         self.run_dir = Path(run_dir) if run_dir is not None else None
+        if self.run_dir is not None:
+            check_run_dir(self.run_dir, resuming=agent.num_steps > 0)
         self.progress, self.label = progress, label
         self.callbacks = list(callbacks)
         if agent.config.target_return is not None:
@@ -185,7 +188,7 @@ class Run:
         """
         agent, cfg = self.agent, self.agent.config
         step = agent.num_steps
-        metrics["time/fps"] = (step - before) / max(seconds, 1e-9)
+        metrics.setdefault("time/fps", (step - before) / max(seconds, 1e-9))  # A3C measures its own
         check_finite(agent, metrics)
         for callback in self.callbacks:
             self.stopped |= bool(callback.on_iteration(step, metrics))
@@ -273,6 +276,22 @@ def train(runs: Sequence[Run]) -> None:
                 break
     if stop and not all(run.done for run in runs):  # the runs have saved latest.pt on leaving the block
         raise KeyboardInterrupt(f"{stop[0]} at step {max(run.agent.num_steps for run in runs)}")
+
+
+def check_run_dir(run_dir: Path, resuming: bool) -> None:
+    """Refuse to start a new run (`resuming` False) in a directory that holds one.
+
+    A run is there when `checkpoints/latest.pt` is: a new run would overwrite its config,
+    metrics and checkpoints and mix its own into its TensorBoard events and model card. A
+    directory without latest.pt (an attempt killed before its first checkpoint) is reused.
+
+    Raises:
+        InputError: naming the directory, how to continue that run, and the alternative.
+    """
+    if not resuming and (run_dir / "checkpoints" / "latest.pt").exists():
+        raise InputError(f"{run_dir} already holds a run; continue it with `acrl resume {run_dir}` (from Python: "
+                         f"acrl.load('{run_dir / 'checkpoints' / 'latest.pt'}').learn(...)), or choose another "
+                         "run directory.")
 
 
 def check_finite(agent: Trainable, metrics: Mapping[str, float]) -> None:

@@ -9,6 +9,7 @@ rewritten at any time.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shlex
 import subprocess
@@ -19,6 +20,7 @@ from typing import Any
 import yaml
 
 from acrl.core.config import RunConfig, preset_values, update_config
+from acrl.core.errors import InputError
 from acrl.core.loop import write_text_atomic
 from acrl.core.version import __version__
 
@@ -46,7 +48,9 @@ def reproduce_command(algo: str, config: RunConfig) -> str:
 
     The flags give env, seed, budget, preset and dataset; every other field that differs
     from what those flags alone give (the algorithm's defaults and the preset, as
-    `acrl.algos.make_config` applies them) becomes a `--set key=value`.
+    `acrl.algos.make_config` applies them) becomes a `--set key=value`, and so does every field
+    whose default is computed on the machine that runs it (a `default_factory`: A3C's `workers`,
+    the core count, and `start_method`), so that the command means the same anywhere.
 
     Raises:
         InputError: the config's preset no longer exists for its environment.
@@ -60,8 +64,10 @@ def reproduce_command(algo: str, config: RunConfig) -> str:
         words += ["--preset", preset]
     if getattr(config, "dataset", None):
         words += ["--dataset", config.dataset]
+    machine_dependent = {f.name for f in dataclasses.fields(config) if f.default_factory is not dataclasses.MISSING}
     changed = [f"{key}={yaml.safe_dump(value, default_flow_style=True).strip().removesuffix('...').strip()}"
-               for key, value in config.to_dict().items() if key not in SKIPPED and value != base[key]]
+               for key, value in config.to_dict().items()
+               if key not in SKIPPED and (value != base[key] or key in machine_dependent)]
     if changed:
         words += ["--set", *changed]
     return shlex.join(words)
@@ -116,8 +122,23 @@ def model_card(run_dir: Path, algo: str, config: RunConfig, step_unit: str = "st
 
 
 def write_model_card(run_dir: str | Path, agent: Any) -> Path:
-    """Write the model card of `agent` (its algo, config and step_unit) to run_dir/README.md atomically."""
+    """Write the model card of `agent` (its algo and step_unit) to run_dir/README.md atomically.
+
+    The config is the run's: run_dir/config.yaml when it is there (a resume rewrites it with the
+    new budget, while best.pt, which `acrl evaluate` loads, keeps the config it was saved with),
+    else the agent's.
+
+    Raises:
+        InputError: config.yaml is not a config of this algorithm.
+    """
     run_dir = Path(run_dir)
+    config, saved = agent.config, run_dir / "config.yaml"
+    if saved.is_file():
+        try:
+            values = yaml.safe_load(saved.read_text())["config"]
+        except (yaml.YAMLError, KeyError, TypeError) as exc:
+            raise InputError(f"{saved} is not a run's config.yaml ({exc}).") from None
+        config = update_config(type(agent.config)(), values, str(saved))
     path = run_dir / "README.md"
-    write_text_atomic(path, model_card(run_dir, agent.algo, agent.config, agent.step_unit))
+    write_text_atomic(path, model_card(run_dir, agent.algo, config, agent.step_unit))
     return path

@@ -292,11 +292,11 @@ def flatten_parameters(module: nn.Module, gradients: bool = False) -> torch.Tens
     (`flat.grad.zero_()`); `zero_grad(set_to_none=True)` would drop the views.
 
     Raises:
-        InputError: the module has no parameters, or they differ in dtype or device.
+        ValueError: the module has no parameters, or they differ in dtype or device.
     """
     params = list(module.parameters())
     if not params or len({(p.dtype, p.device) for p in params}) != 1:
-        raise InputError(f"flatten_parameters needs parameters of one dtype and device, got "
+        raise ValueError(f"flatten_parameters needs parameters of one dtype and device, got "
                          f"{sorted({f'{p.dtype} on {p.device}' for p in params}) or 'none'}.")
     flat = torch.cat([p.detach().reshape(-1) for p in params])
     if gradients:

@@ -120,6 +120,17 @@ def test_run_dir_shared_normalizer_checkpoint_and_resume(tmp_path):
     assert_no_children_left()
 
 
+def test_fps_after_an_evaluation_counts_the_steps_taken_during_it(tmp_path):
+    """The workers keep stepping while the parent evaluates (20 episodes here, longer than a
+    100-step logging interval): the next row's rate divides those steps by the time they took,
+    not by the milliseconds the parent then waits (which gave rates of millions of steps/s)."""
+    A3C("CartPole-v1", workers=2, n_steps=20, total_steps=6000, eval_freq=1500, eval_episodes=20, log_freq=100,
+        seed=0).learn(run_dir=tmp_path, progress=False)
+    rows = list(csv.DictReader((tmp_path / "metrics.csv").open()))
+    overall = float(rows[-1]["step"]) / float(rows[-1]["time/elapsed_s"])
+    assert max(float(row["time/fps"]) for row in rows) < 5 * overall, (overall, [row["time/fps"] for row in rows])
+
+
 def test_box_actions_reach_any_bounds():
     class Shifted(gym.Env):
         observation_space = gym.spaces.Box(-1, 1, (2,), np.float32)

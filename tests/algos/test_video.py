@@ -6,6 +6,7 @@ import io
 import json
 import os
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -111,6 +112,20 @@ def test_model_card_reports_the_run_and_a_command_that_rebuilds_its_config(cartp
     result = json.loads(capsys.readouterr().out)
     card = (cartpole_run / "README.md").read_text()
     assert "`acrl evaluate` of best.pt, seed 7" in card and f"| 3 | {result['return_mean']:.1f} |" in card
+
+
+def test_the_card_after_a_resume_gives_the_resumed_budget(cartpole_run, tmp_path, capsys):
+    """`acrl evaluate` loads best.pt, whose config has the budget it was saved with; the card takes
+    the run's config.yaml, which a resume rewrites (here as `acrl resume --total-steps 512` does)."""
+    run_dir = tmp_path / "run"
+    shutil.copytree(cartpole_run, run_dir)
+    saved = yaml.safe_load((run_dir / "config.yaml").read_text())
+    saved["config"]["total_steps"] = 512
+    (run_dir / "config.yaml").write_text(yaml.safe_dump(saved, sort_keys=False))
+    assert main(["evaluate", str(run_dir), "--episodes", "1"]) == 0
+    capsys.readouterr()
+    card = (run_dir / "README.md").read_text()
+    assert "budget 512 environment steps" in card and "--total-steps 512" in card
 
 
 def test_an_environment_without_rgb_array_is_refused_before_anything_is_written(tmp_path, capsys):

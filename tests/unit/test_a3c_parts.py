@@ -19,6 +19,7 @@ from acrl.algos.a3c import (
     bootstrap_value,
     claim_steps,
     collect_rollout,
+    default_workers,
     make_worker_env,
     return_steps,
     sync_parameters,
@@ -323,3 +324,17 @@ def test_every_preset_loads_validates_and_cites_a_source():
                                                                                                     0.005)
                 assert config.critic_hidden_sizes == (256,) and config.activation == "relu"
                 assert config.n_steps >= gym.spec(env_id).max_episode_steps  # one update per episode
+
+
+def test_the_model_cards_command_spells_out_defaults_that_depend_on_the_machine():
+    """`workers` defaults to this machine's core count: a command that left it out would run
+    another number of workers elsewhere, so it is written even when it equals the default."""
+    from acrl.core.config import preset_values, update_config
+    from acrl.core.model_card import reproduce_command
+
+    values, _ = preset_values("a3c", "CartPole-v1", None)
+    config = update_config(A3CConfig(env_id="CartPole-v1"), {**values, "preset": "default"}, "test")
+    assert config.workers == default_workers()
+    command = reproduce_command("a3c", config).split()
+    assert f"workers={default_workers()}" in command and f"start_method={config.start_method}" in command
+    assert not any(word.startswith("n_steps=") for word in command)  # the preset's own values stay implicit

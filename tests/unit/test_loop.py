@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 from acrl.core.config import RunConfig
-from acrl.core.errors import TrainingError
+from acrl.core.errors import InputError, TrainingError
 from acrl.core.logging import Logger
 from acrl.core.loop import Callback, Run, check_finite, train
 
@@ -190,3 +190,16 @@ def test_the_finite_check_reads_parameters_another_process_updates_once():
     finally:
         stop.set()
         process.join(timeout=10)
+
+
+def test_a_new_run_refuses_a_directory_that_holds_one_and_a_resumed_run_continues_there(tmp_path):
+    (tmp_path / "checkpoints").mkdir()
+    (tmp_path / "checkpoints" / "latest.pt").write_text("an earlier run")
+    (tmp_path / "metrics.csv").write_text("step\n7\n")
+    with pytest.raises(InputError, match="already holds a run; continue it with `acrl resume"):
+        Run(ScriptedAgent(total=10, eval_freq=0), tmp_path, progress=False)
+    assert (tmp_path / "metrics.csv").read_text() == "step\n7\n"
+    resumed = ScriptedAgent(total=20, eval_freq=0)
+    resumed.num_steps = 10  # as `acrl.load` leaves it
+    train([Run(resumed, tmp_path, progress=False)])
+    assert resumed.num_steps == 20

@@ -347,7 +347,7 @@ def test_flat_gradients_collect_one_backward_pass_and_zero_in_place():
 
 
 def test_flatten_parameters_rejects_mixed_dtypes():
-    with pytest.raises(InputError, match="one dtype and device"):
+    with pytest.raises(ValueError, match="one dtype and device"):
         flatten_parameters(nn.Sequential(nn.Linear(2, 1), nn.Linear(1, 1).double()))
 
 
