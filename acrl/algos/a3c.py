@@ -694,7 +694,8 @@ class A3C(Agent):
             if finished or (self.num_steps - start >= min(self.config.log_freq, max_steps)
                             and self.num_steps < self.total_steps):
                 break
-            multiprocessing.connection.wait([w.sentinel for w in workers if w.exitcode is None], timeout=0.05)
+            # 10 ms: the workers take a few hundred steps in it, so rows stay close to log_freq apart
+            multiprocessing.connection.wait([w.sentinel for w in workers if w.exitcode is None], timeout=0.01)
         metrics: dict[str, float] = {}
         stats = shared.update_stats.clone()
         delta, self._stats_seen = stats - self._stats_seen, stats
