@@ -29,7 +29,7 @@ from acrl.core.errors import InputError
 from acrl.parts.buffers import RolloutBuffer
 from acrl.parts.nets import CategoricalActor, GaussianActor, ValueNet
 from acrl.parts.normalization import ObservationNormalizer, RewardScaler
-from acrl.parts.optim import anneal_learning_rate, clip_grad_norm
+from acrl.parts.optim import anneal_learning_rate, clip_grad_norm, flatten_optimizer_state, flatten_parameters
 from acrl.parts.returns import gae
 from acrl.parts.stats import EpisodeStats
 
@@ -103,6 +103,13 @@ class PPOConfig(RunConfig):
             raise InputError("ent_coef, vf_coef and critic_weight_decay must be >= 0.")
 
 
+def approx_kl(log_ratio: torch.Tensor) -> torch.Tensor:
+    """Schulman's k3 estimate of KL(pi_old || pi): mean of (r - 1) - log r over samples of pi_old,
+    r = pi(a|s) / pi_old(a|s); log_ratio (B,) float32 -> 0-d (unbiased and >= 0 for each sample;
+    Schulman 2020, "Approximating KL Divergence")."""
+    return (log_ratio.exp() - 1 - log_ratio).mean()
+
+
 class PPO(Agent):
     """PPO agent: `PPO(env="CartPole-v1", seed=0, **hyperparameters).learn(total_steps)`.
 
@@ -128,13 +135,15 @@ class PPO(Agent):
                                        cfg.log_std_init, cfg.log_std_min)
         self.critic = ValueNet(self.obs_dim, cfg.hidden_sizes, cfg.activation)
         self.nets = {"actor": self.actor, "critic": self.critic}
-        # One Adam for both nets; fused: the update is one kernel per parameter group. The critic
-        # gets a group of its own only when it has weight decay (each group costs a kernel call).
-        self.params = [*self.actor.parameters(), *self.critic.parameters()]
+        # Each net's parameters and gradients are one flat tensor (`flatten_parameters`, on the
+        # agent's device): zeroing the gradients, clipping their norm and Adam's step each take
+        # one or two tensor operations instead of one per layer. One fused Adam for both nets;
+        # the critic gets a group of its own only when it has weight decay.
+        self.params = [flatten_parameters(net.to(self.device), gradients=True) for net in (self.actor, self.critic)]
         groups: list[dict[str, Any]] = [{"params": self.params}]
         if cfg.critic_weight_decay:
-            groups = [{"params": list(self.actor.parameters())},
-                      {"params": list(self.critic.parameters()), "weight_decay": cfg.critic_weight_decay}]
+            groups = [{"params": self.params[:1]},
+                      {"params": self.params[1:], "weight_decay": cfg.critic_weight_decay}]
         self.optimizer = torch.optim.Adam(groups, lr=cfg.learning_rate, eps=1e-5, fused=True)
         self.optimizers = {"optimizer": self.optimizer}
         if cfg.normalize_obs:
@@ -191,19 +200,17 @@ class PPO(Agent):
         if cfg.anneal_lr:
             anneal_learning_rate(self.optimizer, cfg.learning_rate, self.num_steps - cfg.n_steps * cfg.n_envs,
                                  self.total_steps)
-        # One row of statistics per minibatch, kept as tensors and averaged once at the end.
-        stats: list[torch.Tensor] = []
-        for batch in self.buffer.minibatches(cfg.batch_size, self.rng, cfg.n_epochs, self.device):
+        # Per minibatch, the losses and log-ratios are kept as tensors, and the statistics are
+        # computed from them once at the end.
+        losses: list[torch.Tensor] = []
+        log_ratios: list[torch.Tensor] = []
+        for batch in self.buffer.minibatches(cfg.batch_size, self.rng, cfg.n_epochs, self.device,
+                                             cfg.normalize_advantage):
             log_probs, entropy = self.actor.log_prob_entropy(batch["observations"], batch["actions"])
             log_ratio = log_probs - batch["log_probs"]
-            ratio = log_ratio.exp()
-            with torch.no_grad():
-                approx_kl = ((ratio - 1) - log_ratio).mean()  # Schulman's k3 estimator
-            if cfg.target_kl is not None and approx_kl.item() > 1.5 * cfg.target_kl:
+            if cfg.target_kl is not None and approx_kl(log_ratio.detach()).item() > 1.5 * cfg.target_kl:
                 break
-            advantages = batch["advantages"]
-            if cfg.normalize_advantage and len(advantages) > 1:
-                advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+            ratio, advantages = log_ratio.exp(), batch["advantages"]
             policy_loss = -torch.min(ratio * advantages,
                                      ratio.clamp(1 - cfg.clip_range, 1 + cfg.clip_range) * advantages).mean()
             values = self.critic(batch["observations"])
@@ -217,19 +224,23 @@ class PPO(Agent):
             loss = policy_loss + cfg.vf_coef * value_loss
             if cfg.ent_coef:  # with weight 0 the bonus adds nothing: leave it out of the backward pass
                 loss = loss - cfg.ent_coef * entropy_mean
-            for param in self.params:  # optimizer.zero_grad(set_to_none=True) without its per-call overhead
-                param.grad = None
+            for param in self.params:  # the flat gradients (zero_grad(set_to_none=True) would drop the views)
+                param.grad.zero_()
             loss.backward()
             clip_grad_norm(self.params, cfg.max_grad_norm)
             self.optimizer.step()
             with torch.no_grad():
-                clip_fraction = ((ratio - 1).abs() > cfg.clip_range).float().mean()
-                stats.append(torch.stack([policy_loss, value_loss, entropy_mean, approx_kl, clip_fraction]))
+                losses.append(torch.stack([policy_loss, value_loss, entropy_mean]))
+            log_ratios.append(log_ratio.detach())
         metrics: dict[str, float] = {}
-        if stats:
-            names = ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction")
-            means = torch.stack(stats).double().mean(0).tolist()
-            metrics = {f"train/{name}": value for name, value in zip(names, means)}
+        if losses:
+            # Minibatches have batch_size samples each (validate), so the means over all the
+            # samples are the means of the minibatch means.
+            means = torch.stack(losses).double().mean(0).tolist()
+            metrics = {f"train/{name}": value for name, value in zip(("policy_loss", "value_loss", "entropy"), means)}
+            log_ratio = torch.cat(log_ratios)
+            metrics["train/approx_kl"] = approx_kl(log_ratio).item()
+            metrics["train/clip_fraction"] = ((log_ratio.exp() - 1).abs() > cfg.clip_range).float().mean().item()
         returns, values = self.buffer.returns.ravel(), self.buffer.values.ravel()
         metrics["train/explained_variance"] = float(1 - np.var(returns - values) / max(np.var(returns), 1e-8))
         metrics["train/learning_rate"] = self.optimizer.param_groups[0]["lr"]
@@ -242,6 +253,17 @@ class PPO(Agent):
         """`collect` then `update`: one whole rollout of n_steps * n_envs steps, whatever `max_steps`."""
         self.collect()
         return self.update() | self.episode_stats.metrics()
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """`Agent.load_state_dict`, also for checkpoints whose optimizer state is per layer
+        (written before the parameters were one flat tensor per net; `flatten_optimizer_state`)."""
+        counts = [len(list(net.parameters())) for net in (self.actor, self.critic)]
+        try:
+            optimizer_state = flatten_optimizer_state(state["optimizers"]["optimizer"], counts)
+        except (KeyError, TypeError) as exc:
+            raise InputError(f"the checkpoint does not match this PPO: its optimizer state is unreadable "
+                             f"({exc!r}).") from None
+        super().load_state_dict({**state, "optimizers": {"optimizer": optimizer_state}})
 
     def _extra_state(self) -> dict[str, Any]:
         state: dict[str, Any] = self.episode_stats.state_dict()

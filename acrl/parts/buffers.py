@@ -19,8 +19,8 @@ class RolloutBuffer:
 
     Fields (numpy, float32 unless noted): observations (T, N, obs_dim) as the policy saw
     them (normalised), actions (T, N, act_dim) raw samples or (T, N) int64, log_probs,
-    rewards, values, next_values (T, N), terminated, truncated (T, N) bool. After
-    `compute_advantages`, advantages and returns (T, N).
+    rewards, values, next_values (T, N), terminated, truncated (T, N) bool, and the
+    advantages and returns (T, N) that the agent computes from them (PPO: `acrl.parts.returns.gae`).
 
     Args:
         n_steps: T; n_envs: N; obs_dim: observation size; action_shape: () for Discrete,
@@ -42,7 +42,8 @@ class RolloutBuffer:
         self.n_steps, self.n_envs = n_steps, n_envs
 
     def minibatches(self, batch_size: int, rng: np.random.Generator, n_epochs: int = 1,
-                    device: torch.device | str = "cpu") -> Iterator[dict[str, torch.Tensor]]:
+                    device: torch.device | str = "cpu",
+                    normalize_advantages: bool = False) -> Iterator[dict[str, torch.Tensor]]:
         """Yield `n_epochs` passes over the T * N samples in minibatches, each a dict of tensors (B, ...).
 
         Each pass shuffles the samples and cuts them into consecutive minibatches of `batch_size`
@@ -52,18 +53,33 @@ class RolloutBuffer:
         (batch_size >= T * N), each pass yields it unshuffled, since the order inside a minibatch
         does not change an update: on the CPU, views of the buffer's arrays, valid until the
         next rollout.
+
+        With `normalize_advantages`, each minibatch's advantages of B >= 2 samples are
+        (A - mean(A)) / (std(A) + 1e-8) over that minibatch (std with Bessel's correction, as
+        SB3 and the 37 details' PPO; a whole-rollout minibatch is normalised once, not per pass).
         """
         size = self.n_steps * self.n_envs
         flat = {key: torch.from_numpy(getattr(self, key).reshape(size, *getattr(self, key).shape[2:])).to(device)
                 for key in ("observations", "actions", "log_probs", "values", "advantages", "returns")}
+        normalize = normalized_advantages if normalize_advantages else dict
+        if batch_size >= size:
+            whole = normalize(flat)
+            for _ in range(n_epochs):
+                yield dict(whole)
+            return
         for _ in range(n_epochs):
-            if batch_size >= size:
-                yield dict(flat)
-                continue
             order = torch.from_numpy(rng.permutation(size)).to(device)
             shuffled = {key: value[order] for key, value in flat.items()}
             for start in range(0, size, batch_size):
-                yield {key: value[start:start + batch_size] for key, value in shuffled.items()}
+                yield normalize({key: value[start:start + batch_size] for key, value in shuffled.items()})
+
+
+def normalized_advantages(batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """A copy of the minibatch dict whose "advantages" (B,) are (A - mean) / (std + 1e-8), for B >= 2."""
+    advantages = batch["advantages"]
+    if len(advantages) < 2:
+        return dict(batch)
+    return {**batch, "advantages": (advantages - advantages.mean()) / (advantages.std() + 1e-8)}
 
 
 class ReplayBuffer:

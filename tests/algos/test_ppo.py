@@ -254,3 +254,39 @@ def test_cli_resume_without_checkpoint_and_corrupt_checkpoint(tmp_path):
     out = run_cli("evaluate", str(tmp_path))
     # One paragraph, and never torch's advice to retry with weights_only=False.
     assert out.returncode == 2 and "truncated, corrupt" in out.stderr and "weights_only" not in out.stderr
+
+
+@pytest.mark.parametrize("critic_weight_decay", [0.0, 1e-3])
+def test_checkpoint_with_a_per_layer_optimizer_state_still_loads(critic_weight_decay):
+    """Checkpoints written before the parameters became one flat tensor per net hold Adam's
+    state per layer (12 parameters in one group, or the actor's 6 and the critic's 6 in two with
+    critic weight decay); loading one gives the same moments as the flat state they came from."""
+    settings = {**TINY, "seed": 0, "eval_freq": 0, "critic_weight_decay": critic_weight_decay}
+    agent = PPO("CartPole-v1", **settings)
+    agent.collect()
+    agent.update()
+    state = agent.state_dict()
+    flat_state = state["optimizers"]["optimizer"]
+    per_layer, groups, index = {}, [], 0
+    for k, net in enumerate((agent.actor, agent.critic)):  # split each flat moment by layer, by hand
+        sizes = [p.numel() for p in net.parameters()]
+        moments = {key: flat_state["state"][k][key].split(sizes) for key in ("exp_avg", "exp_avg_sq")}
+        ids = []
+        for i, param in enumerate(net.parameters()):
+            per_layer[index] = {"step": flat_state["state"][k]["step"].clone(),
+                                **{key: moments[key][i].reshape(param.shape).clone() for key in moments}}
+            ids.append(index)
+            index += 1
+        groups.append(ids)
+    old_groups = ([{**flat_state["param_groups"][0], "params": groups[0] + groups[1]}] if not critic_weight_decay
+                  else [{**group, "params": ids} for group, ids in zip(flat_state["param_groups"], groups)])
+    assert index == 12
+    old = {**state, "optimizers": {"optimizer": {"state": per_layer, "param_groups": old_groups}}}
+
+    loaded = PPO("CartPole-v1", **settings)
+    loaded.load_state_dict(old)
+    for k in (0, 1):
+        for key in ("exp_avg", "exp_avg_sq", "step"):
+            assert torch.equal(loaded.optimizer.state_dict()["state"][k][key], flat_state["state"][k][key])
+    for mine, theirs in zip(loaded.params, agent.params, strict=True):
+        assert torch.equal(mine, theirs)

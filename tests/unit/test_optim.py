@@ -366,3 +366,36 @@ def test_per_layer_optimizer_state_flattens_in_parameter_order():
     optimizer.load_state_dict(flat)
     assert optimizer.state_dict()["state"][0]["exp_avg"].tolist() == [0.0, 0.0, 1.0, 2.0, 3.0]
     assert flatten_optimizer_state(flat) is flat
+
+
+def per_layer_adam_state(groups):
+    """A per-layer Adam state: parameter i has step 3 + i and moments filled with i and 10 + i."""
+    shapes = [(1, 2), (1,), (1, 1), (1,)]
+    state = {i: {"step": torch.tensor(3.0 + i), "exp_avg": torch.full(shapes[i], float(i)),
+                 "exp_avg_sq": torch.full(shapes[i], 10.0 + i)} for i in range(4)}
+    return {"state": state, "param_groups": groups}
+
+
+@pytest.mark.parametrize("groups, expected_groups", [
+    # one group over both nets -> one group over the two flat tensors
+    ([{"lr": 0.1, "params": [0, 1, 2, 3]}], [{"lr": 0.1, "params": [0, 1]}]),
+    # the second net in a group of its own (PPO's critic weight decay) -> one flat tensor per group
+    ([{"lr": 0.1, "params": [0, 1]}, {"lr": 0.1, "weight_decay": 0.5, "params": [2, 3]}],
+     [{"lr": 0.1, "params": [0]}, {"lr": 0.1, "weight_decay": 0.5, "params": [1]}]),
+])
+def test_per_layer_optimizer_state_flattens_into_one_tensor_per_net(groups, expected_groups):
+    """Two nets of two parameters each (counts [2, 2]), as older PPO checkpoints hold them."""
+    flat = flatten_optimizer_state(per_layer_adam_state(groups), [2, 2])
+    assert flat["param_groups"] == expected_groups
+    assert [flat["state"][k]["step"].item() for k in (0, 1)] == [4.0, 6.0]  # the larger step of each pair
+    assert flat["state"][0]["exp_avg"].tolist() == [0.0, 0.0, 1.0]
+    assert flat["state"][1]["exp_avg_sq"].tolist() == [12.0, 13.0]
+    assert flatten_optimizer_state(flat, [2, 2]) is flat
+
+
+def test_per_layer_optimizer_state_that_does_not_fit_is_refused():
+    state = per_layer_adam_state([{"lr": 0.1, "params": [0, 1, 2]}, {"lr": 0.1, "params": [3]}])
+    with pytest.raises(InputError, match="two optimizer groups"):
+        flatten_optimizer_state(state, [2, 2])
+    with pytest.raises(InputError, match="4 parameters; expected 2 \\(flat\\) or 5"):
+        flatten_optimizer_state(state, [2, 3])

@@ -217,3 +217,17 @@ def test_value_loss_by_hand(clip_range_vf, expected):
     fill_buffer(agent, ACTIONS, OFFSETS, ADVANTAGES, returns=[3.0, -1.0, 0.9, 1.0], values=[0.5, 1.2, 2.0, 0.95])
     metrics = agent.update()
     assert metrics["train/value_loss"] == pytest.approx(expected, rel=1e-5)
+
+
+def test_a_whole_rollout_minibatch_is_normalised_the_same_in_every_epoch():
+    """One minibatch of the whole rollout, 3 epochs: each pass sees A normalised over the rollout."""
+    agent = hand_agent(n_epochs=3)
+    fill_buffer(agent, ACTIONS, OFFSETS, ADVANTAGES)
+    std = math.sqrt(sum((a - 0.3) ** 2 for a in ADVANTAGES) / 3)  # mean 0.3, Bessel's std
+    expected = torch.tensor([(a - 0.3) / (std + 1e-8) for a in ADVANTAGES])
+    batches = list(agent.buffer.minibatches(4, agent.rng, 3, normalize_advantages=True))
+    assert len(batches) == 3
+    for batch in batches:
+        torch.testing.assert_close(batch["advantages"], expected)
+    raw = next(agent.buffer.minibatches(4, agent.rng, 1))
+    torch.testing.assert_close(raw["advantages"], torch.tensor(ADVANTAGES))  # without the flag: as stored
