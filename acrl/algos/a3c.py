@@ -76,7 +76,7 @@ from acrl.parts.optim import (
     flatten_optimizer_state,
     flatten_parameters,
 )
-from acrl.parts.returns import n_step_returns
+from acrl.parts.returns import segment_advantages
 from acrl.parts.stats import EpisodeStats
 
 EPISODE_WINDOW = 100
@@ -110,6 +110,9 @@ class A3CConfig(RunConfig):
         workers: worker processes, each with its own environment (default: the number of cores).
         n_steps: t_max, steps per rollout; a rollout also stops at the end of an episode.
         gamma: discount.
+        gae_lambda: lambda of the advantages and value targets, GAE(lambda) over each rollout
+            (Schulman et al. 2016); 1 (the default): the paper's n-step returns R_t and
+            advantages R_t - V(s_t).
         learning_rate: step size of the shared optimizer; anneal_lr: decay it linearly to 0.
         optimizer: "rmsprop" (shared RMSProp, as in the paper) or "adam" (shared Adam).
         rmsprop_alpha: decay of RMSProp's squared-gradient average.
@@ -135,6 +138,7 @@ class A3CConfig(RunConfig):
     workers: int = field(default_factory=default_workers)
     n_steps: int = 5
     gamma: float = 0.99
+    gae_lambda: float = 1.0
     learning_rate: float = 7e-4
     anneal_lr: bool = False
     optimizer: str = "rmsprop"
@@ -160,7 +164,7 @@ class A3CConfig(RunConfig):
         super().validate()
         positive(self, "workers", "n_steps", "learning_rate", "max_grad_norm", "reward_scale", "obs_clip",
                  "log_freq")
-        in_unit_interval(self, "gamma")
+        in_unit_interval(self, "gamma", "gae_lambda")
         if self.n_envs != 1:
             raise InputError(f"A3C runs one environment per worker process; set --workers instead of "
                              f"--n-envs (got n_envs={self.n_envs}).")
@@ -369,25 +373,29 @@ def bootstrap_value(rollout: Rollout, model: ActorCritic,
         return float(model.value(x)[0])
 
 
-def a3c_loss(model: ActorCritic, rollout: Rollout, returns: torch.Tensor, ent_coef: float,
-             vf_coef: float) -> tuple[torch.Tensor, dict[str, float]]:
+def a3c_loss(model: ActorCritic, rollout: Rollout, rewards: np.ndarray, bootstrap: float, config: A3CConfig,
+             ) -> tuple[torch.Tensor, dict[str, float]]:
     """The actor-critic loss of Algorithm S3 on one rollout (means over its T steps).
 
     loss = -mean(log pi(a_t|s_t) * A_t) + vf_coef * mean((R_t - V(s_t))^2) - ent_coef * mean(H_t),
-    with A_t = R_t - V(s_t) held constant in the policy term (Mnih et al. 2016, Sec. 4, Eq. for
-    the A3C gradient, and the entropy regularization of Williams & Peng 1991).
+    with A_t and the targets R_t from `segment_advantages` on V(s_t) held constant: with
+    gae_lambda = 1, R_t are the n-step returns and A_t = R_t - V(s_t) (Mnih et al. 2016,
+    Sec. 4, Eq. for the A3C gradient, and the entropy regularization of Williams & Peng 1991).
 
     Args:
-        returns: (T,) float32 n-step returns R_t.
+        rewards: (T,) float32, the rollout's rewards as learned from (scaled by reward_scale).
+        bootstrap: the value after the last step (`bootstrap_value`).
+        config: gamma, gae_lambda, ent_coef and vf_coef.
     Returns:
         (scalar loss with gradients to `model`, {"policy_loss", "value_loss", "entropy"}).
     """
     log_probs, entropy, values = model.evaluate_actions(rollout.observations, rollout.actions)
-    advantages = returns - values.detach()
-    policy_loss = -(log_probs * advantages).mean()
-    value_loss = (returns - values).square().mean()
+    advantages, targets = segment_advantages(rewards, values.detach().numpy(), bootstrap, config.gamma,
+                                             config.gae_lambda)
+    policy_loss = -(log_probs * torch.from_numpy(advantages)).mean()
+    value_loss = (torch.from_numpy(targets) - values).square().mean()
     entropy_mean = entropy.mean()
-    loss = policy_loss + vf_coef * value_loss - ent_coef * entropy_mean
+    loss = policy_loss + config.vf_coef * value_loss - config.ent_coef * entropy_mean
     return loss, {"policy_loss": policy_loss.item(), "value_loss": value_loss.item(), "entropy": entropy_mean.item()}
 
 
@@ -540,9 +548,8 @@ def run_worker(rank: int, config: A3CConfig, env: Any, start_step: int, total_st
         if config.normalize_obs:
             with shared.normalizer_lock:
                 normalizer.stats.update(rollout.raw_observations)
-        returns = n_step_returns(rollout.rewards * config.reward_scale, bootstrap_value(rollout, local, normalizer),
-                                 config.gamma)
-        loss, stats = a3c_loss(local, rollout, torch.from_numpy(returns), config.ent_coef, config.vf_coef)
+        loss, stats = a3c_loss(local, rollout, rollout.rewards * config.reward_scale,
+                               bootstrap_value(rollout, local, normalizer), config)
         if not torch.isfinite(loss):
             raise TrainingError(f"worker {rank}, global step {shared.steps.value}: the loss is {loss.item()} "
                                 f"({stats}).")

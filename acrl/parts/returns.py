@@ -40,23 +40,31 @@ def gae(rewards: np.ndarray, values: np.ndarray, next_values: np.ndarray, termin
     return advantages, advantages + values
 
 
-def n_step_returns(rewards: np.ndarray, bootstrap_value: float, gamma: float) -> np.ndarray:
-    """n-step returns of one rollout segment (Mnih et al. 2016, Algorithm S3).
+def segment_advantages(rewards: np.ndarray, values: np.ndarray, bootstrap_value: float, gamma: float,
+                       gae_lambda: float) -> tuple[np.ndarray, np.ndarray]:
+    """GAE(lambda) advantages and value targets of one rollout segment inside one episode (A3C).
 
-    R_t = r_t + gamma * R_{t+1}, with R_T = bootstrap_value: V(last observation) when the
-    segment stopped mid-episode or was truncated by a time limit, 0 when it terminated.
-    With bootstrap_value = 0 these are the Monte Carlo discounted returns.
+    delta_t = r_t + gamma * V(s_{t+1}) - V(s_t), with V(s_T) = bootstrap_value: V(last
+    observation) when the segment stopped mid-episode or was truncated by a time limit, 0 when
+    it terminated; A_t = delta_t + gamma * lambda * A_{t+1} (Schulman et al. 2016, Eq. 16, as
+    `gae` with no episode end inside the segment); targets = A_t + V(s_t).
+
+    With lambda = 1 the targets are the n-step returns of Mnih et al. 2016, Algorithm S3,
+    R_t = r_t + gamma * R_{t+1}, R_T = bootstrap_value, and A_t = R_t - V(s_t); with
+    bootstrap_value = 0 and V = 0, the Monte Carlo discounted returns.
 
     Args:
-        rewards: (T,) float32 rewards of the segment.
+        rewards, values: (T,) float32: r_t and V(s_t).
         bootstrap_value: the value after the last step.
-        gamma: discount in [0, 1].
+        gamma: discount in [0, 1]; gae_lambda: in [0, 1].
     Returns:
-        (T,) float32 returns.
+        (advantages, targets), each (T,) float32.
     """
-    returns = np.empty(len(rewards), dtype=np.float32)
-    running = float(bootstrap_value)
-    for t in range(len(rewards) - 1, -1, -1):
-        running = float(rewards[t]) + gamma * running
-        returns[t] = running
-    return returns
+    advantages = np.empty(len(rewards), dtype=np.float32)
+    running, next_value = 0.0, float(bootstrap_value)
+    # Python floats: a segment is a few dozen steps, where numpy's per-call cost would dominate.
+    for t, (reward, value) in reversed(list(enumerate(zip(rewards.tolist(), values.tolist())))):
+        running = reward + gamma * next_value - value + gamma * gae_lambda * running
+        advantages[t] = running
+        next_value = value
+    return advantages, advantages + values

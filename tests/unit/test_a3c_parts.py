@@ -28,17 +28,37 @@ from acrl.core.envs import ActionAdapter
 from acrl.core.errors import InputError
 from acrl.parts.normalization import IdentityNormalizer
 from acrl.parts.optim import SharedAdam, flatten_parameters
-from acrl.parts.returns import n_step_returns
+from acrl.parts.returns import segment_advantages
 
 TRUNCATED_RETURNS = [6.355, 5.95, 5.5]  # 1 + .9 (1 + .9 (1 + .9 * 5)), 1 + .9 (1 + .9 * 5), 1 + .9 * 5
 TERMINATED_RETURNS = [2.71, 1.9, 1.0]  # 1 + .9 + .81, 1 + .9, 1
 
 
-# ------------------------------------------------------------------- n-step returns
+# ------------------------------------------------------------------- n-step returns and GAE
+def n_step_returns(rewards, bootstrap, gamma=0.9):
+    """segment_advantages' targets with lambda = 1 and V = 0: the n-step returns R_t."""
+    return segment_advantages(rewards, np.zeros_like(rewards), bootstrap, gamma, 1.0)[1]
+
+
 def test_n_step_returns_by_hand():
     rewards = np.array([1.0, 1.0, 1.0], dtype=np.float32)
-    np.testing.assert_allclose(n_step_returns(rewards, 5.0, 0.9), TRUNCATED_RETURNS, rtol=1e-6)
-    np.testing.assert_allclose(n_step_returns(rewards, 0.0, 0.9), TERMINATED_RETURNS, rtol=1e-6)
+    np.testing.assert_allclose(n_step_returns(rewards, 5.0), TRUNCATED_RETURNS, rtol=1e-6)
+    np.testing.assert_allclose(n_step_returns(rewards, 0.0), TERMINATED_RETURNS, rtol=1e-6)
+
+
+def test_segment_advantages_by_hand():
+    rewards = np.array([1.0, 1.0, 1.0], dtype=np.float32)
+    values = np.array([2.0, 1.0, 0.5], dtype=np.float32)
+    # lambda = 1: A_t = R_t - V(s_t) with the n-step returns (6.355, 5.95, 5.5), targets R_t.
+    advantages, targets = segment_advantages(rewards, values, 5.0, 0.9, 1.0)
+    np.testing.assert_allclose(advantages, [4.355, 4.95, 5.0], rtol=1e-6)
+    np.testing.assert_allclose(targets, TRUNCATED_RETURNS, rtol=1e-6)
+    # lambda = 0.5: delta = (1 + .9 * 1 - 2, 1 + .9 * .5 - 1, 1 + .9 * 5 - .5) = (-0.1, 0.45, 5.0);
+    # A_2 = 5.0, A_1 = 0.45 + .45 * 5.0 = 2.7, A_0 = -0.1 + .45 * 2.7 = 1.115; targets A + V.
+    advantages, targets = segment_advantages(rewards, values, 5.0, 0.9, 0.5)
+    np.testing.assert_allclose(advantages, [1.115, 2.7, 5.0], rtol=1e-6)
+    np.testing.assert_allclose(targets, [3.115, 3.7, 5.5], rtol=1e-6)
+    assert advantages.dtype == targets.dtype == np.float32
 
 
 class CounterEnv(gym.Env):
@@ -81,7 +101,7 @@ def test_worker_bootstraps_from_last_obs_unless_terminated(case, env, n_steps, e
     assert len(rollout) == 3, case
     bootstrap = bootstrap_value(rollout, StubModel(), IdentityNormalizer())
     assert bootstrap == (0.0 if case == "terminated" else 5.0), case
-    np.testing.assert_allclose(n_step_returns(rollout.rewards, bootstrap, 0.9), expected, rtol=1e-6)
+    np.testing.assert_allclose(n_step_returns(rollout.rewards, bootstrap), expected, rtol=1e-6)
 
 
 def shared_counter(steps: int = 0) -> SimpleNamespace:
