@@ -4,7 +4,8 @@ For every t_max in --n-steps and every repeat, in one process and interleaved (s
 configurations see the same machine), it trains on CartPole-v1 from scratch with evaluation off:
 - Stable-Baselines3 A2C with one environment and the same n_steps (its defaults otherwise: 64-64
   tanh actor and critic, RMSProp), one torch thread: steps / seconds of `model.learn`;
-- acrl A3C (the env's `default` preset, that n_steps) with each worker count in --workers:
+- acrl A3C (the env's `default` preset, that n_steps) with each worker count in --workers and
+  each number of environments per worker in --n-envs (1 is the paper's A3C):
   - steady steps/s: the global step rate between the first and the last metrics rows
     (worker start-up and the end-of-run plot and checkpoint excluded);
   - overall steps/s: steps / seconds of the whole `learn` call, start-up included;
@@ -14,10 +15,11 @@ configurations see the same machine), it trains on CartPole-v1 from scratch with
     contention) or only lack cores.
 Every run trains from scratch, so its rate includes the early, short CartPole episodes (a rollout
 stops at an episode's end, which means more updates per step). The table gives medians over the
-repeats: A3C's steady rate over SB3's, and the speed-up over 1 worker. Run it on an otherwise idle
+repeats: A3C's steady rate over SB3's, and the speed-up over 1 worker (with as many envs per
+worker). Run it on an otherwise idle
 machine: the JSON records the load average before and after.
 
-    python benchmarks/a3c_scaling.py                            # 1 and 2 workers, n_steps 20 and 5, 3 repeats
+    python benchmarks/a3c_scaling.py                            # 1 and 2 workers of 1 and 4 envs, n_steps 20 and 5
     python benchmarks/a3c_scaling.py --workers 1 2 4 8 --no-sb3 # on a bigger machine
 
 Prints a markdown table and writes benchmarks/results/a3c_scaling.json.
@@ -42,15 +44,21 @@ RESULTS = Path(__file__).parent / "results"
 ENV = "CartPole-v1"
 
 
-def run_a3c(workers: int, n_steps: int, steps_per_worker: int, seed: int) -> dict:
+def a3c_method(workers: int, n_envs: int) -> str:
+    """The table's name for acrl A3C with these workers and environments per worker."""
+    return (f"acrl A3C, {workers} worker{'s' if workers > 1 else ''}"
+            + (f" x {n_envs} envs" if n_envs > 1 else ""))
+
+
+def run_a3c(workers: int, n_envs: int, n_steps: int, steps_per_worker: int, seed: int) -> dict:
     from acrl import A3C, A3CConfig
     from acrl.core.config import preset_values, update_config
 
     values, _ = preset_values("a3c", ENV, None)
     total = steps_per_worker * workers
-    config = update_config(A3CConfig(), {**values, "workers": workers, "n_steps": n_steps, "seed": seed,
-                                         "total_steps": total, "eval_freq": 0, "log_freq": max(total // 50, 100)},
-                           "benchmark")
+    config = update_config(A3CConfig(), {**values, "workers": workers, "n_envs": n_envs, "n_steps": n_steps,
+                                         "seed": seed, "total_steps": total, "eval_freq": 0,
+                                         "log_freq": max(total // 50, 100)}, "benchmark")
     run_dir = RESULTS / "tmp" / f"scaling-{workers}"
     shutil.rmtree(run_dir, ignore_errors=True)
     agent = A3C(ENV, config=config)
@@ -65,8 +73,8 @@ def run_a3c(workers: int, n_steps: int, steps_per_worker: int, seed: int) -> dic
     first, last = rows[0], rows[-1]
     steady = (float(last["step"]) - float(first["step"])) / max(
         float(last["time/elapsed_s"]) - float(first["time/elapsed_s"]), 1e-9)
-    return {"method": f"acrl A3C, {workers} worker{'s' if workers > 1 else ''}", "workers": workers,
-            "n_steps": n_steps, "seed": seed, "steps": agent.num_steps, "wall_s": wall, "steady_steps_per_s": steady,
+    return {"method": a3c_method(workers, n_envs), "workers": workers, "n_envs": n_envs, "n_steps": n_steps,
+            "seed": seed, "steps": agent.num_steps, "wall_s": wall, "steady_steps_per_s": steady,
             "overall_steps_per_s": agent.num_steps / wall,
             "steps_per_worker_cpu_s": agent.num_steps / max(worker_cpu, 1e-9)}
 
@@ -80,7 +88,7 @@ def run_sb3(n_steps: int, steps: int, seed: int) -> dict:
     model.learn(total_timesteps=steps)
     wall = time.perf_counter() - started
     rate = model.num_timesteps / wall
-    return {"method": "SB3 A2C, 1 env", "workers": 0, "n_steps": n_steps, "seed": seed,
+    return {"method": "SB3 A2C, 1 env", "workers": 0, "n_envs": 1, "n_steps": n_steps, "seed": seed,
             "steps": int(model.num_timesteps), "wall_s": wall, "steady_steps_per_s": rate,
             "overall_steps_per_s": rate, "steps_per_worker_cpu_s": None}
 
@@ -88,6 +96,7 @@ def run_sb3(n_steps: int, steps: int, seed: int) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--n-envs", type=int, nargs="+", default=[1, 4], help="environments per worker")
     parser.add_argument("--n-steps", type=int, nargs="+", default=[20, 5],
                         help="t_max values (the CartPole preset's is 20)")
     parser.add_argument("--steps-per-worker", type=int, default=50_000)
@@ -98,7 +107,7 @@ def main() -> None:
     torch.set_num_threads(1)
     load_before = os.getloadavg()
 
-    run_a3c(1, args.n_steps[0], 2_000, seed=100)  # warm-up: the first run in a process pays one-time costs
+    run_a3c(1, 1, args.n_steps[0], 2_000, seed=100)  # warm-up: the first run in a process pays one-time costs
     if not args.no_sb3:
         run_sb3(args.n_steps[0], 1_000, seed=100)
     runs = []
@@ -107,9 +116,10 @@ def main() -> None:
             if not args.no_sb3:
                 runs.append(run_sb3(n_steps, args.steps_per_worker, seed=repeat))
                 print(runs[-1], flush=True)
-            for workers in args.workers:
-                runs.append(run_a3c(workers, n_steps, args.steps_per_worker, seed=repeat))
-                print(runs[-1], flush=True)
+            for n_envs in args.n_envs:
+                for workers in args.workers:
+                    runs.append(run_a3c(workers, n_envs, n_steps, args.steps_per_worker, seed=repeat))
+                    print(runs[-1], flush=True)
 
     cpus = len(os.sched_getaffinity(0))
     lines = [f"{ENV}, {args.steps_per_worker:,} steps per worker or env, median of {args.repeats} repeats, "
@@ -126,11 +136,12 @@ def main() -> None:
                             for key in ("steady_steps_per_s", "overall_steps_per_s", "steps_per_worker_cpu_s")}
                    for method, group in groups.items()}
         sb3 = medians.get("SB3 A2C, 1 env", {}).get("steady_steps_per_s")
-        one = medians.get("acrl A3C, 1 worker", {}).get("steady_steps_per_s")
         for method, m in medians.items():
             is_a3c = method.startswith("acrl")
+            one = (medians.get(a3c_method(1, groups[method][0]["n_envs"]), {}).get("steady_steps_per_s")
+                   if is_a3c else None)
             vs_sb3 = m["steady_steps_per_s"] / sb3 if sb3 and is_a3c else None
-            vs_one = m["steady_steps_per_s"] / one if one and is_a3c else None
+            vs_one = m["steady_steps_per_s"] / one if one else None
             summary.append({"n_steps": n_steps, "method": method, **m, "vs_sb3": vs_sb3, "vs_1_worker": vs_one})
             cpu = "-" if m["steps_per_worker_cpu_s"] is None else f"{m['steps_per_worker_cpu_s']:,.0f}"
             lines.append(f"| {n_steps} | {method} | {m['steady_steps_per_s']:,.0f} | "

@@ -15,6 +15,13 @@ until the global step counter reaches the budget. A worker claims its rollout's 
 from the counter under a lock before the rollout (and gives back those an episode's end left
 unused), so the budget is exact without a lock per step.
 
+With n_envs > 1 (not in the paper; 1 is the default) a worker steps n_envs environments in
+lockstep: a rollout is up to n_steps steps of each, and stops at the step where any of their
+episodes ends, so each environment's segment still lies inside one episode and bootstraps as
+above; the loss averages over all n_envs * T steps, and there is still one gradient push per
+rollout. The per-update cost (sync, backward pass, optimizer step) is then shared by n_envs
+times as many steps.
+
 The per-step and per-update paths are kept lean (`benchmarks/a3c_scaling.py`): the global
 parameters and each worker's local copy and gradients are each one flat tensor
 (`flatten_parameters`), so a sync is one copy, the gradient hand-over is one clip and one
@@ -56,7 +63,7 @@ from torch.distributions import Categorical, Distribution, Normal
 
 from acrl.algos.base import Agent
 from acrl.core.config import RunConfig, in_unit_interval, positive
-from acrl.core.envs import ActionAdapter, CheckFinite, EnvSpec, env_factory
+from acrl.core.envs import ActionAdapter, CheckFinite, EnvSpec, LeanSyncVectorEnv, env_factory
 from acrl.core.errors import InputError, TrainingError
 from acrl.parts.nets import (
     ACTIVATIONS,
@@ -107,8 +114,12 @@ class A3CConfig(RunConfig):
     eps 1e-5, gradient norm 0.5) and their 64-64 tanh networks.
 
     Attributes:
-        workers: worker processes, each with its own environment (default: the number of cores).
-        n_steps: t_max, steps per rollout; a rollout also stops at the end of an episode.
+        workers: worker processes, each with its own environments (default: the number of cores).
+        n_envs: environments each worker steps in lockstep (1, the default, is the paper's A3C);
+            env i of worker r is seeded with seed + r * n_envs + i. The budget is claimed in
+            whole rows of n_envs steps, so a run may end up to n_envs - 1 steps past total_steps.
+        n_steps: t_max, steps per rollout (of each environment); a rollout also stops at the
+            end of an episode (of any of the worker's environments).
         gamma: discount.
         gae_lambda: lambda of the advantages and value targets, GAE(lambda) over each rollout
             (Schulman et al. 2016); 1 (the default): the paper's n-step returns R_t and
@@ -165,9 +176,6 @@ class A3CConfig(RunConfig):
         positive(self, "workers", "n_steps", "learning_rate", "max_grad_norm", "reward_scale", "obs_clip",
                  "log_freq")
         in_unit_interval(self, "gamma", "gae_lambda")
-        if self.n_envs != 1:
-            raise InputError(f"A3C runs one environment per worker process; set --workers instead of "
-                             f"--n-envs (got n_envs={self.n_envs}).")
         if self.optimizer not in ("rmsprop", "adam"):
             raise InputError(f"optimizer must be 'rmsprop' or 'adam', got {self.optimizer!r}.")
         if not 0 <= self.rmsprop_alpha < 1 or self.optimizer_eps < 0:
@@ -280,102 +288,121 @@ class ActorCritic(nn.Module):
 # ------------------------------------------------------------------------------------ one worker's pieces
 @dataclass
 class Rollout:
-    """One worker's segment of at most n_steps steps of one episode.
+    """One worker's segment of T <= n_steps steps of each of its N environments, inside one episode each.
 
     Attributes:
-        observations: (T, obs_dim) float32, as the policy saw them (normalized if enabled).
-        raw_observations: (T, obs_dim) float64 numpy, for the normalizer's statistics.
-        actions: (T,) int64 or (T, act_dim) float32 raw policy actions (before clipping).
-        rewards: (T,) float32.
-        terminated / truncated: how the segment ended; both False when it stopped mid-episode.
-        last_obs: (obs_dim,) the observation after the last step (the episode's final one if
-            it ended): what a truncated or unfinished segment bootstraps from.
+        observations: (T, N, obs_dim) float32, as the policy saw them (normalized if enabled).
+        raw_observations: (T * N, obs_dim) float64 numpy, for the normalizer's statistics.
+        actions: (T, N) int64 or (T, N, act_dim) float32 raw policy actions (before clipping).
+        rewards: (T, N) float32.
+        terminated / truncated: (N,) bool: how each environment's segment ended; both False
+            where it stopped mid-episode.
+        last_obs: (N, obs_dim): the observation after the last step (the episode's final one
+            where it ended): what a truncated or unfinished segment bootstraps from.
+        next_obs: (N, obs_dim): where the next rollout starts (a new episode's first
+            observation where one ended).
+        episode_returns / episode_lengths: (E,) float64 / int64, the undiscounted returns and
+            lengths of the E episodes that ended at the last step.
     """
 
     observations: torch.Tensor
     raw_observations: np.ndarray
     actions: torch.Tensor
     rewards: np.ndarray
-    terminated: bool
-    truncated: bool
+    terminated: np.ndarray
+    truncated: np.ndarray
     last_obs: np.ndarray
+    next_obs: np.ndarray
+    episode_returns: np.ndarray
+    episode_lengths: np.ndarray
 
     def __len__(self) -> int:
+        """T, the steps per environment (the rollout holds T * N transitions)."""
         return len(self.rewards)
 
 
-def make_worker_env(env: EnvSpec | gym.envs.registration.EnvSpec, seed: int, rank: int) -> tuple[gym.Env, np.ndarray]:
-    """Build worker `rank`'s environment, seeded with seed + rank (docs/correctness.md items 7 and 10).
+def make_worker_envs(env: EnvSpec | gym.envs.registration.EnvSpec, seed: int, rank: int,
+                     n_envs: int = 1) -> tuple[LeanSyncVectorEnv, np.ndarray]:
+    """Build worker `rank`'s n_envs environments; env i is seeded with seed + rank * n_envs + i
+    (docs/correctness.md items 7 and 10).
 
     Args:
         env: an id, env, factory, or a Gymnasium `EnvSpec` (what the parent sends, so that a
             custom env registered by an importable module also works under "spawn").
     Returns:
-        (env, first observation (obs_dim,)): `reset(seed=seed + rank)` and the action space
-        seeded with the same value.
+        (envs, first observations (n_envs, obs_dim)): a `LeanSyncVectorEnv` (same-step
+        autoreset; a NaN/inf observation or reward raises TrainingError naming env
+        rank * n_envs + i), reset with those seeds, each action space seeded with its env's seed.
     """
-    if isinstance(env, gym.envs.registration.EnvSpec):
-        instance = gym.make(env)
-    else:
-        instance = env_factory(env)[0]()
-    instance = CheckFinite(instance, rank)  # a NaN/inf observation or reward raises TrainingError
-    obs, _ = instance.reset(seed=seed + rank)
-    instance.action_space.seed(seed + rank)
-    return instance, obs
+    factory = (lambda: gym.make(env)) if isinstance(env, gym.envs.registration.EnvSpec) else env_factory(env)[0]
+    first = rank * n_envs
+    envs = LeanSyncVectorEnv([lambda i=i: CheckFinite(factory(), first + i) for i in range(n_envs)])
+    obs, _ = envs.reset(seed=seed + first)
+    for i, sub in enumerate(envs.envs):
+        sub.action_space.seed(seed + first + i)
+    return envs, obs
 
 
-def collect_rollout(env: gym.Env, model: ActorCritic, obs: np.ndarray, n_steps: int, adapter: ActionAdapter,
-                    normalizer: ObservationNormalizer | IdentityNormalizer) -> Rollout:
-    """Act with `model` from `obs` for n_steps steps (>= 1), or fewer when the episode ends.
+def collect_rollout(envs: LeanSyncVectorEnv, model: ActorCritic, obs: np.ndarray, n_steps: int,
+                    adapter: ActionAdapter, normalizer: ObservationNormalizer | IdentityNormalizer) -> Rollout:
+    """Act with `model` from `obs` for n_steps steps (>= 1), or fewer when an episode ends.
 
     Args:
-        env: the worker's environment, currently at observation `obs` (obs_dim,).
+        envs: the worker's N environments (`make_worker_envs`), currently at observations
+            `obs` (N, obs_dim).
         model: the worker's local model (sampled without gradients).
         n_steps: t_max, or the part of the global budget the worker claimed if smaller.
         adapter: maps raw actions to the env's units; the raw sample is what is stored.
         normalizer: normalizes observations (statistics not updated here; the identity without normalize_obs).
     Returns:
-        the `Rollout`, 1 to n_steps steps long.
+        the `Rollout`, 1 to n_steps steps long: it stops after the first step in which any
+        environment's episode ended (terminated or truncated).
     """
     observations, raw, actions, rewards = [], [], [], []
-    terminated = truncated = False
     with torch.no_grad():
         for _ in range(n_steps):
-            x = normalizer(obs[None])
+            x = normalizer(obs)
             action = model.sample(x)
             observations.append(x)
             raw.append(obs)
             actions.append(action)
-            obs, reward, terminated, truncated, _ = env.step(adapter.to_env(action.numpy()[0]))
-            rewards.append(float(reward))
-            if terminated or truncated:
+            obs, reward, terminated, truncated, info = envs.step(adapter.to_env(action.numpy()))
+            rewards.append(reward)
+            if info:  # LeanSyncVectorEnv's info is empty unless an episode ended in this step
                 break
-    obs_dim = int(np.prod(env.observation_space.shape))
+    last_obs, returns, lengths = obs, np.zeros(0), np.zeros(0, dtype=np.int64)
+    if info:
+        ended = info["_final_obs"]
+        last_obs = obs.copy()
+        last_obs[ended] = np.stack(info["final_obs"][ended])
+        returns, lengths = info["episode"]["r"][ended], info["episode"]["l"][ended]
     return Rollout(
-        observations=torch.cat(observations),
-        raw_observations=np.asarray(raw, dtype=np.float64).reshape(-1, obs_dim),
-        actions=torch.cat(actions),
+        observations=torch.stack(observations),
+        raw_observations=np.asarray(raw, dtype=np.float64).reshape(-1, obs.shape[-1]),
+        actions=torch.stack(actions),
         rewards=np.asarray(rewards, dtype=np.float32),
-        terminated=bool(terminated), truncated=bool(truncated), last_obs=obs)
+        terminated=terminated, truncated=truncated, last_obs=last_obs, next_obs=obs,
+        episode_returns=returns, episode_lengths=lengths)
 
 
 def bootstrap_value(rollout: Rollout, model: ActorCritic,
-                    normalizer: ObservationNormalizer | IdentityNormalizer) -> float:
-    """The value after the rollout's last step: 0 if the episode terminated, else V(last obs).
+                    normalizer: ObservationNormalizer | IdentityNormalizer) -> np.ndarray:
+    """The value after each environment's last step, (N,) float32: 0 where its episode
+    terminated, else V(last obs).
 
     A time-limit truncation and a rollout stopped mid-episode both had a future that the
     rollout did not see, so both bootstrap (Pardo et al. 2018; docs/correctness.md item 1).
     """
-    if rollout.terminated:
-        return 0.0
-    x = normalizer(rollout.last_obs[None])
+    if rollout.terminated.all():
+        return np.zeros(len(rollout.terminated), dtype=np.float32)
     with torch.no_grad():
-        return float(model.value(x)[0])
+        values = model.value(normalizer(rollout.last_obs)).numpy()
+    return np.where(rollout.terminated, np.float32(0.0), values)
 
 
-def a3c_loss(model: ActorCritic, rollout: Rollout, rewards: np.ndarray, bootstrap: float, config: A3CConfig,
+def a3c_loss(model: ActorCritic, rollout: Rollout, rewards: np.ndarray, bootstrap: np.ndarray, config: A3CConfig,
              ) -> tuple[torch.Tensor, dict[str, float]]:
-    """The actor-critic loss of Algorithm S3 on one rollout (means over its T steps).
+    """The actor-critic loss of Algorithm S3 on one rollout (means over its T * N steps).
 
     loss = -mean(log pi(a_t|s_t) * A_t) + vf_coef * mean((R_t - V(s_t))^2) - ent_coef * mean(H_t),
     with A_t and the targets R_t from `segment_advantages` on V(s_t) held constant: with
@@ -383,17 +410,18 @@ def a3c_loss(model: ActorCritic, rollout: Rollout, rewards: np.ndarray, bootstra
     Sec. 4, Eq. for the A3C gradient, and the entropy regularization of Williams & Peng 1991).
 
     Args:
-        rewards: (T,) float32, the rollout's rewards as learned from (scaled by reward_scale).
-        bootstrap: the value after the last step (`bootstrap_value`).
+        rewards: (T, N) float32, the rollout's rewards as learned from (scaled by reward_scale).
+        bootstrap: (N,) float32, the value after each environment's last step (`bootstrap_value`).
         config: gamma, gae_lambda, ent_coef and vf_coef.
     Returns:
         (scalar loss with gradients to `model`, {"policy_loss", "value_loss", "entropy"}).
     """
-    log_probs, entropy, values = model.evaluate_actions(rollout.observations, rollout.actions)
-    advantages, targets = segment_advantages(rewards, values.detach().numpy(), bootstrap, config.gamma,
-                                             config.gae_lambda)
-    policy_loss = -(log_probs * torch.from_numpy(advantages)).mean()
-    value_loss = (torch.from_numpy(targets) - values).square().mean()
+    log_probs, entropy, values = model.evaluate_actions(rollout.observations.flatten(0, 1),
+                                                        rollout.actions.flatten(0, 1))
+    advantages, targets = segment_advantages(rewards, values.detach().numpy().reshape(rewards.shape), bootstrap,
+                                             config.gamma, config.gae_lambda)
+    policy_loss = -(log_probs * torch.from_numpy(advantages).flatten()).mean()
+    value_loss = (torch.from_numpy(targets).flatten() - values).square().mean()
     entropy_mean = entropy.mean()
     loss = policy_loss + config.vf_coef * value_loss - config.ent_coef * entropy_mean
     return loss, {"policy_loss": policy_loss.item(), "value_loss": value_loss.item(), "entropy": entropy_mean.item()}
@@ -473,24 +501,28 @@ class SharedState:
     update_stats: torch.Tensor
 
 
-def claim_steps(shared: SharedState, total_steps: int, n_steps: int) -> int:
-    """Claim up to n_steps steps of the global budget under the lock: min(n_steps, steps left),
-    0 when the budget is spent or the parent said stop."""
+def claim_steps(shared: SharedState, total_steps: int, n_steps: int, n_envs: int = 1) -> int:
+    """Claim up to n_steps rows of n_envs steps of the global budget under the lock.
+
+    Returns the rows granted, min(n_steps, ceil(steps left / n_envs)), and adds rows * n_envs
+    to the counter (so the last claim may pass the budget by up to n_envs - 1 steps); 0 when
+    the budget is spent or the parent said stop.
+    """
     if shared.stop.value:
         return 0
     with shared.step_lock:
-        granted = min(n_steps, total_steps - shared.steps.value)
+        granted = min(n_steps, -(-(total_steps - shared.steps.value) // n_envs))
         if granted <= 0:
             return 0
-        shared.steps.value += granted
+        shared.steps.value += granted * n_envs
         return granted
 
 
-def return_steps(shared: SharedState, n_steps: int) -> None:
-    """Give back n_steps claimed steps that a rollout did not take (its episode ended first)."""
-    if n_steps:
+def return_steps(shared: SharedState, steps: int) -> None:
+    """Give back `steps` claimed steps that a rollout did not take (an episode ended first)."""
+    if steps:
         with shared.step_lock:
-            shared.steps.value -= n_steps
+            shared.steps.value -= steps
 
 
 def worker_main(rank: int, config: A3CConfig, env: Any, start_step: int, total_steps: int, shared: SharedState,
@@ -515,9 +547,9 @@ def run_worker(rank: int, config: A3CConfig, env: Any, start_step: int, total_st
     """The worker loop of Algorithm S3 until the global budget is spent or the parent says stop.
 
     Args:
-        rank: worker index in [0, workers); the env is seeded with seed + start_step + rank
-            and torch/numpy with the same value.
-        env: what `make_worker_env` accepts.
+        rank: worker index in [0, workers); with seed = config.seed + start_step, its envs
+            are seeded as `make_worker_envs` says and torch/numpy with seed + rank.
+        env: what `make_worker_envs` accepts.
         start_step: the global step at which this learn() started (0 for a new run, so a
             resumed run sees new episodes).
         total_steps: the global step budget.
@@ -530,19 +562,18 @@ def run_worker(rank: int, config: A3CConfig, env: Any, start_step: int, total_st
     seed = config.seed + start_step
     torch.manual_seed(seed + rank)
     np.random.seed((seed + rank) % 2**32)
-    instance, obs = make_worker_env(env, seed, rank)
-    adapter = ActionAdapter(instance.action_space)
+    envs, obs = make_worker_envs(env, seed, rank, config.n_envs)
+    adapter = ActionAdapter(envs.single_action_space)
     local = copy.deepcopy(shared.model)  # private memory: deepcopy does not keep the sharing
     local_parameters = flatten_parameters(local, gradients=True)
     normalizer = shared.normalizer
-    episode_return, episode_length = 0.0, 0
     while os.getppid() == parent_pid:
-        granted = claim_steps(shared, total_steps, config.n_steps)
+        granted = claim_steps(shared, total_steps, config.n_steps, config.n_envs)
         if granted == 0:
             break
         sync_parameters(local_parameters, shared.parameters)
-        rollout = collect_rollout(instance, local, obs, granted, adapter, normalizer)
-        return_steps(shared, granted - len(rollout))
+        rollout = collect_rollout(envs, local, obs, granted, adapter, normalizer)
+        return_steps(shared, (granted - len(rollout)) * config.n_envs)
         if shared.stop.value:
             break
         if config.normalize_obs:
@@ -559,18 +590,14 @@ def run_worker(rank: int, config: A3CConfig, env: Any, start_step: int, total_st
         row = shared.update_stats[rank]
         row[:-1] += torch.tensor([stats[k] for k in UPDATE_STATS], dtype=torch.float64)
         row[-1] += 1
-        episode_return += float(rollout.rewards.sum())
-        episode_length += len(rollout)
-        if rollout.terminated or rollout.truncated:
+        for episode_return, episode_length in zip(rollout.episode_returns.tolist(),
+                                                  rollout.episode_lengths.tolist()):
             slot = int(shared.episode_counts[rank]) % EPISODE_WINDOW
             shared.episode_returns[rank, slot] = episode_return
             shared.episode_lengths[rank, slot] = episode_length
             shared.episode_counts[rank] += 1
-            episode_return, episode_length = 0.0, 0
-            obs, _ = instance.reset()
-        else:
-            obs = rollout.last_obs
-    instance.close()
+        obs = rollout.next_obs
+    envs.close()
 
 
 # ------------------------------------------------------------------------------------ the agent (parent)

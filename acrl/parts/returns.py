@@ -40,31 +40,33 @@ def gae(rewards: np.ndarray, values: np.ndarray, next_values: np.ndarray, termin
     return advantages, advantages + values
 
 
-def segment_advantages(rewards: np.ndarray, values: np.ndarray, bootstrap_value: float, gamma: float,
-                       gae_lambda: float) -> tuple[np.ndarray, np.ndarray]:
-    """GAE(lambda) advantages and value targets of one rollout segment inside one episode (A3C).
+def segment_advantages(rewards: np.ndarray, values: np.ndarray, bootstrap_value: np.ndarray | float,
+                       gamma: float, gae_lambda: float) -> tuple[np.ndarray, np.ndarray]:
+    """GAE(lambda) advantages and value targets of rollout segments with no episode end inside (A3C).
 
     delta_t = r_t + gamma * V(s_{t+1}) - V(s_t), with V(s_T) = bootstrap_value: V(last
     observation) when the segment stopped mid-episode or was truncated by a time limit, 0 when
     it terminated; A_t = delta_t + gamma * lambda * A_{t+1} (Schulman et al. 2016, Eq. 16, as
-    `gae` with no episode end inside the segment); targets = A_t + V(s_t).
+    `gae` with no episode end before the last step), that is A_t = sum_{s >= t} (gamma
+    lambda)^(s - t) delta_s, computed as one (T, T) matrix product; targets = A_t + V(s_t).
 
     With lambda = 1 the targets are the n-step returns of Mnih et al. 2016, Algorithm S3,
     R_t = r_t + gamma * R_{t+1}, R_T = bootstrap_value, and A_t = R_t - V(s_t); with
     bootstrap_value = 0 and V = 0, the Monte Carlo discounted returns.
 
     Args:
-        rewards, values: (T,) float32: r_t and V(s_t).
-        bootstrap_value: the value after the last step.
+        rewards, values: (T,) or (T, N) float32: r_t and V(s_t) of one segment, or of N
+            segments of the same length side by side (one per environment).
+        bootstrap_value: the value after the last step: a float, or (N,) float32.
         gamma: discount in [0, 1]; gae_lambda: in [0, 1].
     Returns:
-        (advantages, targets), each (T,) float32.
+        (advantages, targets), each float32 of the shape of `rewards`.
     """
-    advantages = np.empty(len(rewards), dtype=np.float32)
-    running, next_value = 0.0, float(bootstrap_value)
-    # Python floats: a segment is a few dozen steps, where numpy's per-call cost would dominate.
-    for t, (reward, value) in reversed(list(enumerate(zip(rewards.tolist(), values.tolist())))):
-        running = reward + gamma * next_value - value + gamma * gae_lambda * running
-        advantages[t] = running
-        next_value = value
+    steps = len(rewards)
+    last = np.asarray(bootstrap_value, dtype=np.float32).reshape((1, *values.shape[1:]))
+    deltas = rewards + gamma * np.concatenate([values[1:], last]) - values
+    lag = np.arange(steps)
+    lag = np.maximum(lag[None, :] - lag[:, None], 0)  # s - t above the diagonal
+    weights = np.triu(np.float32(gamma * gae_lambda) ** lag.astype(np.float32))
+    advantages = (weights @ deltas).astype(np.float32)
     return advantages, advantages + values

@@ -85,6 +85,18 @@ def test_workers_start_after_a_torch_forward_pass_and_join(start_method):
     assert_no_children_left()
 
 
+def test_workers_with_several_envs_spend_the_budget_in_whole_rows():
+    """2 workers of 3 envs, t_max 5, budget 301: rollouts of at most 15 steps, the counter ends
+    at most 2 (n_envs - 1) past the budget, and the envs' episodes reach the statistics."""
+    agent = A3C("CartPole-v1", workers=2, n_envs=3, n_steps=5, total_steps=301, eval_freq=0, seed=0)
+    agent.learn(progress=False)
+    assert 301 <= agent.num_steps <= 303
+    assert agent.updates >= 301 // 15
+    episodes = agent.episode_stats.metrics()  # CartPole pays 1 a step; its first episodes are short
+    assert episodes["rollout/ep_return_mean"] == episodes["rollout/ep_len_mean"] > 0
+    assert_no_children_left()
+
+
 def test_run_dir_shared_normalizer_checkpoint_and_resume(tmp_path):
     """Continuous actions with observation normalization: the statistics shared by 2 workers
     count every step once, are saved in the checkpoint, and a resumed run continues."""

@@ -20,11 +20,11 @@ from acrl.algos.a3c import (
     claim_steps,
     collect_rollout,
     default_workers,
-    make_worker_env,
+    make_worker_envs,
     return_steps,
     sync_parameters,
 )
-from acrl.core.envs import ActionAdapter
+from acrl.core.envs import ActionAdapter, LeanSyncVectorEnv
 from acrl.core.errors import InputError
 from acrl.parts.normalization import IdentityNormalizer
 from acrl.parts.optim import SharedAdam, flatten_parameters
@@ -59,6 +59,11 @@ def test_segment_advantages_by_hand():
     np.testing.assert_allclose(advantages, [1.115, 2.7, 5.0], rtol=1e-6)
     np.testing.assert_allclose(targets, [3.115, 3.7, 5.5], rtol=1e-6)
     assert advantages.dtype == targets.dtype == np.float32
+    # Two segments side by side (two environments): each column as computed alone above.
+    advantages, targets = segment_advantages(np.stack([rewards, rewards], 1), np.stack([values, 0 * values], 1),
+                                             np.array([5.0, 0.0], np.float32), 0.9, 1.0)
+    np.testing.assert_allclose(advantages, np.stack([[4.355, 4.95, 5.0], TERMINATED_RETURNS], 1), rtol=1e-6)
+    np.testing.assert_allclose(targets, np.stack([TRUNCATED_RETURNS, TERMINATED_RETURNS], 1), rtol=1e-6)
 
 
 class CounterEnv(gym.Env):
@@ -80,6 +85,12 @@ class CounterEnv(gym.Env):
         return np.array([self.t], np.float32), 1.0, self.t >= self.terminate_at, False, {}
 
 
+def vector_of(*envs: gym.Env) -> tuple[LeanSyncVectorEnv, np.ndarray]:
+    """The envs in a worker's vector env, reset: (envs, first observations (N, 1))."""
+    vector = LeanSyncVectorEnv([lambda env=env: env for env in envs])
+    return vector, vector.reset(seed=0)[0]
+
+
 class StubModel:
     """V(s) = s[0] + 2, so V(last obs after 3 steps) = 5 while V(first obs) = 2; action 0."""
 
@@ -96,12 +107,28 @@ class StubModel:
     ("terminated", CounterEnv(terminate_at=3), 10, TERMINATED_RETURNS),
 ])
 def test_worker_bootstraps_from_last_obs_unless_terminated(case, env, n_steps, expected):
-    obs, _ = env.reset(seed=0)
-    rollout = collect_rollout(env, StubModel(), obs, n_steps, ActionAdapter(env.action_space), IdentityNormalizer())
+    envs, obs = vector_of(env)
+    rollout = collect_rollout(envs, StubModel(), obs, n_steps, ActionAdapter(env.action_space), IdentityNormalizer())
     assert len(rollout) == 3, case
     bootstrap = bootstrap_value(rollout, StubModel(), IdentityNormalizer())
-    assert bootstrap == (0.0 if case == "terminated" else 5.0), case
-    np.testing.assert_allclose(n_step_returns(rollout.rewards, bootstrap), expected, rtol=1e-6)
+    assert bootstrap.tolist() == [0.0 if case == "terminated" else 5.0], case
+    np.testing.assert_allclose(n_step_returns(rollout.rewards[:, 0], bootstrap[0]), expected, rtol=1e-6)
+
+
+def test_a_rollout_of_several_envs_stops_where_one_episode_ends_and_each_bootstraps_its_own_way():
+    """Env 0 terminates at step 3, env 1 runs on: a 3-step rollout of both (t_max 10); env 0
+    bootstraps 0 and restarts at [0], env 1 bootstraps V([3]) = 5 and continues from [3]."""
+    envs, obs = vector_of(CounterEnv(terminate_at=3), CounterEnv())
+    rollout = collect_rollout(envs, StubModel(), obs, 10, ActionAdapter(envs.single_action_space),
+                              IdentityNormalizer())
+    assert len(rollout) == 3 and rollout.observations.shape == (3, 2, 1) and rollout.actions.shape == (3, 2)
+    assert rollout.terminated.tolist() == [True, False] and rollout.truncated.tolist() == [False, False]
+    assert rollout.last_obs.tolist() == [[3.0], [3.0]] and rollout.next_obs.tolist() == [[0.0], [3.0]]
+    assert rollout.episode_returns.tolist() == [3.0] and rollout.episode_lengths.tolist() == [3]
+    bootstrap = bootstrap_value(rollout, StubModel(), IdentityNormalizer())
+    assert bootstrap.tolist() == [0.0, 5.0]
+    returns = segment_advantages(rollout.rewards, np.zeros_like(rollout.rewards), bootstrap, 0.9, 1.0)[1]
+    np.testing.assert_allclose(returns, np.stack([TERMINATED_RETURNS, TRUNCATED_RETURNS], 1), rtol=1e-6)
 
 
 def shared_counter(steps: int = 0) -> SimpleNamespace:
@@ -115,10 +142,10 @@ def test_workers_claim_the_budget_a_rollout_at_a_time_and_give_back_what_an_epis
     5 steps gives 2 back, which the next claim takes; a stop grants nothing."""
     shared = shared_counter()
     assert [claim_steps(shared, 12, 5) for _ in range(2)] == [5, 5]
-    env = CounterEnv(terminate_at=3)
-    obs, _ = env.reset(seed=0)
-    rollout = collect_rollout(env, StubModel(), obs, 5, ActionAdapter(env.action_space), IdentityNormalizer())
-    assert len(rollout) == 3 and rollout.terminated
+    envs, obs = vector_of(CounterEnv(terminate_at=3))
+    rollout = collect_rollout(envs, StubModel(), obs, 5, ActionAdapter(envs.single_action_space),
+                              IdentityNormalizer())
+    assert len(rollout) == 3 and rollout.terminated.tolist() == [True]
     return_steps(shared, 5 - len(rollout))
     assert shared.steps.value == 8
     assert [claim_steps(shared, 12, 5), claim_steps(shared, 12, 5)] == [4, 0]
@@ -128,13 +155,22 @@ def test_workers_claim_the_budget_a_rollout_at_a_time_and_give_back_what_an_epis
     assert claim_steps(shared, 12, 5) == 0 and shared.steps.value == 0
 
 
+def test_with_several_envs_the_budget_is_claimed_in_whole_rows():
+    """Budget 20, t_max 4, 3 envs: 4 rows (12 steps), then ceil(8 / 3) = 3 rows (9 steps: the
+    counter ends 1 past the budget), then nothing."""
+    shared = shared_counter()
+    assert [claim_steps(shared, 20, 4, n_envs=3) for _ in range(3)] == [4, 3, 0]
+    assert shared.steps.value == 21
+
+
 def test_rollout_of_a_smaller_claim_stops_there():
-    env = CounterEnv()
-    obs, _ = env.reset()
-    rollout = collect_rollout(env, StubModel(), obs, 2, ActionAdapter(env.action_space), IdentityNormalizer())
-    assert len(rollout) == 2 and not rollout.terminated and not rollout.truncated
-    assert rollout.last_obs[0] == 2.0
-    assert rollout.observations.tolist() == [[0.0], [1.0]] and rollout.actions.tolist() == [0, 0]
+    envs, obs = vector_of(CounterEnv())
+    rollout = collect_rollout(envs, StubModel(), obs, 2, ActionAdapter(envs.single_action_space),
+                              IdentityNormalizer())
+    assert len(rollout) == 2 and not rollout.terminated.any() and not rollout.truncated.any()
+    assert rollout.last_obs.tolist() == rollout.next_obs.tolist() == [[2.0]]
+    assert rollout.observations.tolist() == [[[0.0]], [[1.0]]] and rollout.actions.tolist() == [[0], [0]]
+    assert len(rollout.episode_returns) == 0
 
 
 # ------------------------------------------------------------------- gradient hand-over
@@ -210,8 +246,11 @@ def test_checkpoints_with_per_layer_optimizer_state_load_into_the_flat_layout():
 
 # ------------------------------------------------------------------- seeding
 def test_workers_see_different_first_observations_that_repeat():
-    first = [make_worker_env("CartPole-v1", seed=0, rank=rank)[1] for rank in range(4)]
-    again = [make_worker_env(gym.spec("CartPole-v1"), seed=0, rank=rank)[1] for rank in range(4)]
+    first = [make_worker_envs("CartPole-v1", seed=0, rank=rank)[1][0] for rank in range(4)]
+    again = [make_worker_envs(gym.spec("CartPole-v1"), seed=0, rank=rank)[1][0] for rank in range(4)]
+    # Two workers of two envs each: env i of worker r is seeded as worker r * 2 + i of one env.
+    np.testing.assert_array_equal(np.concatenate([make_worker_envs("CartPole-v1", 0, r, 2)[1] for r in (0, 1)]),
+                                  np.stack(first))
     for i in range(4):
         np.testing.assert_array_equal(first[i], again[i])
         for j in range(i):
@@ -300,7 +339,7 @@ def test_gaussian_std_has_a_floor_and_stays_finite(shared_trunk):
 
 # ------------------------------------------------------------------- config
 @pytest.mark.parametrize("values", [
-    {"workers": 0}, {"n_steps": 0}, {"n_envs": 2}, {"optimizer": "sgd"}, {"start_method": "teleport"},
+    {"workers": 0}, {"n_steps": 0}, {"n_envs": 0}, {"optimizer": "sgd"}, {"start_method": "teleport"},
     {"gamma": 1.5}, {"learning_rate": 0.0}, {"hidden_sizes": ()}, {"activation": "gelu"}, {"reward_scale": 0.0},
 ])
 def test_config_rejects_bad_values(values):
