@@ -65,7 +65,7 @@ class Train:
     total_steps: int | None = None
     """Training budget in environment steps (gradient updates for offline algorithms)."""
     n_envs: int | None = None
-    """Environments stepped together (Gymnasium vector API)."""
+    """Environments stepped together (Gymnasium vector API); for A3C, environments per worker (default 1)."""
     workers: int | None = None
     """A3C worker processes (default: the number of cores)."""
     dataset: str | None = None
