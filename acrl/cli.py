@@ -65,7 +65,8 @@ class Train:
     total_steps: int | None = None
     """Training budget in environment steps (gradient updates for offline algorithms)."""
     n_envs: int | None = None
-    """Environments stepped together (Gymnasium vector API); for A3C, environments per worker (default 1)."""
+    """Environments stepped together (Gymnasium vector API); for A3C, environments per worker (1 unless
+    the preset says otherwise)."""
     workers: int | None = None
     """A3C worker processes (default: the number of cores)."""
     dataset: str | None = None

@@ -2,9 +2,11 @@
 
 For each seed, both train until an evaluation (10 deterministic episodes on a separate env,
 every --eval-freq environment steps) first reaches --target; the benchmark reports the
-environment steps and the wall seconds to that evaluation (evaluation time included for both,
-start-up included: A3C's clock starts when `learn` is called, before the workers start; A2C's
-when `model.learn` is called), with the median over seeds.
+environment steps and the wall seconds to the end of that evaluation (every evaluation's time
+included for both, start-up included: A3C's clock starts when `learn` is called, before the
+workers start, and stops in a run-loop callback after the deciding evaluation; A2C's starts when
+`model.learn` is called and stops in its callback after the same evaluation), with the median
+over seeds.
 
 acrl A3C uses its CartPole-v1 `default` preset. SB3 A2C uses rl-baselines3-zoo's CartPole-v1
 settings (8 envs, ent_coef 0, SB3 defaults otherwise), one torch thread.
@@ -18,8 +20,9 @@ Prints a markdown table and writes benchmarks/results/a3c_vs_a2c.json.
 from __future__ import annotations
 
 import argparse
-import csv
+import datetime
 import json
+import os
 import platform
 import shutil
 import statistics
@@ -34,6 +37,16 @@ RESULTS = Path(__file__).parent / "results"
 def run_acrl(seed: int, args: argparse.Namespace) -> dict:
     from acrl import A3C, A3CConfig
     from acrl.core.config import preset_values, update_config
+    from acrl.core.loop import Callback
+
+    class FirstReach(Callback):
+        """Record (step, seconds since `started`) at the first evaluation whose mean reaches the target."""
+
+        result: tuple[int, float] | None = None
+
+        def on_evaluation(self, step, result):
+            if self.result is None and result["return_mean"] >= args.target:
+                self.result = (step, time.perf_counter() - started)
 
     values, _ = preset_values("a3c", "CartPole-v1", None)
     config = update_config(A3CConfig(), {**values, "workers": args.workers, "seed": seed,
@@ -42,15 +55,12 @@ def run_acrl(seed: int, args: argparse.Namespace) -> dict:
                            "benchmark")
     run_dir = RESULTS / "tmp" / f"a3c-s{seed}"
     shutil.rmtree(run_dir, ignore_errors=True)
+    agent, callback = A3C("CartPole-v1", config=config), FirstReach()
     started = time.perf_counter()
-    agent = A3C("CartPole-v1", config=config).learn(run_dir=run_dir, progress=False)
+    agent.learn(run_dir=run_dir, progress=False, callbacks=[callback])
     total_wall = time.perf_counter() - started
-    with (run_dir / "metrics.csv").open() as f:
-        rows = [r for r in csv.DictReader(f) if r.get("eval/return_mean")]
-    first = next((r for r in rows if float(r["eval/return_mean"]) >= args.target), None)
-    return {"seed": seed, "reached": first is not None,
-            "steps": int(float(first["step"])) if first else None,
-            "wall_s": float(first["time/elapsed_s"]) if first else None,
+    steps, wall = callback.result or (None, None)
+    return {"seed": seed, "reached": callback.result is not None, "steps": steps, "wall_s": wall,
             "total_steps": agent.num_steps, "total_wall_s": total_wall}
 
 
@@ -113,6 +123,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=RESULTS / "a3c_vs_a2c.json")
     args = parser.parse_args()
     torch.set_num_threads(1)
+    load_before = os.getloadavg()
 
     results = {"acrl A3C": [], "SB3 A2C": []}
     for seed in range(args.seeds):
@@ -135,9 +146,10 @@ def main() -> None:
     print("\n".join(lines))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({
-        "benchmark": "a3c_vs_a2c", "env": "CartPole-v1", "settings": {k: str(v) for k, v in vars(args).items()},
-        "machine": {"cpus": len(__import__("os").sched_getaffinity(0)), "platform": platform.platform(),
-                    "torch": torch.__version__},
+        "benchmark": "a3c_vs_a2c", "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "env": "CartPole-v1", "settings": {k: str(v) for k, v in vars(args).items()},
+        "machine": {"cpus": len(os.sched_getaffinity(0)), "platform": platform.platform(), "torch": torch.__version__,
+                    "load_average_before": load_before, "load_average_after": os.getloadavg()},
         "runs": results,
         "median": {name: {"steps": median(runs, "steps"), "wall_s": median(runs, "wall_s")}
                    for name, runs in results.items()},
