@@ -63,7 +63,7 @@ from torch.distributions import Categorical, Distribution, Normal
 
 from acrl.algos.base import Agent
 from acrl.core.config import RunConfig, in_unit_interval, positive
-from acrl.core.envs import ActionAdapter, CheckFinite, EnvSpec, LeanSyncVectorEnv, env_factory
+from acrl.core.envs import ActionAdapter, EnvSpec, LeanSyncVectorEnv, make_vec_env
 from acrl.core.errors import InputError, TrainingError
 from acrl.parts.nets import (
     ACTIVATIONS,
@@ -330,13 +330,12 @@ def make_worker_envs(env: EnvSpec | gym.envs.registration.EnvSpec, seed: int, ra
         env: an id, env, factory, or a Gymnasium `EnvSpec` (what the parent sends, so that a
             custom env registered by an importable module also works under "spawn").
     Returns:
-        (envs, first observations (n_envs, obs_dim)): a `LeanSyncVectorEnv` (same-step
-        autoreset; a NaN/inf observation or reward raises TrainingError naming env
+        (envs, first observations (n_envs, obs_dim)): `make_vec_env`'s `LeanSyncVectorEnv`
+        (same-step autoreset; a NaN/inf observation or reward raises TrainingError naming env
         rank * n_envs + i), reset with those seeds, each action space seeded with its env's seed.
     """
-    factory = (lambda: gym.make(env)) if isinstance(env, gym.envs.registration.EnvSpec) else env_factory(env)[0]
     first = rank * n_envs
-    envs = LeanSyncVectorEnv([lambda i=i: CheckFinite(factory(), first + i) for i in range(n_envs)])
+    envs = make_vec_env(env, n_envs, first_index=first)
     obs, _ = envs.reset(seed=seed + first)
     for i, sub in enumerate(envs.envs):
         sub.action_space.seed(seed + first + i)

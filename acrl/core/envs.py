@@ -36,8 +36,8 @@ def env_factory(env: EnvSpec) -> tuple[Callable[[], gym.Env], str]:
     Args:
         env: a Gymnasium id ("CartPole-v1", "acrl/AntDirectional-v5"), a `gym.Env` (each
             call of the factory makes a fresh copy: `gym.make(env.spec)`, or a deep copy for
-            an unregistered env), or a zero-argument callable returning one (custom
-            environments need no registration).
+            an unregistered env), a Gymnasium `EnvSpec` (what A3C's parent sends its workers),
+            or a zero-argument callable returning one (custom environments need no registration).
     Returns:
         (factory, name): the name is the id, or the class name for custom environments.
     Raises:
@@ -52,6 +52,8 @@ def env_factory(env: EnvSpec) -> tuple[Callable[[], gym.Env], str]:
                 "(see gymnasium.pprint_registry()), or pass an env instance/factory from Python."
             )
         return (lambda: gym.make(env)), env
+    if isinstance(env, gym.envs.registration.EnvSpec):
+        return (lambda: gym.make(env)), env.id
     if isinstance(env, gym.Env):
         # A fresh copy per call, so training and evaluation never share one env's state.
         if env.spec is not None:
@@ -293,16 +295,17 @@ class LeanSyncVectorEnv(gym.vector.VectorEnv):
             env.close()
 
 
-def make_vec_env(env: EnvSpec, n_envs: int) -> LeanSyncVectorEnv:
+def make_vec_env(env: EnvSpec | gym.envs.registration.EnvSpec, n_envs: int, first_index: int = 0) -> LeanSyncVectorEnv:
     """`n_envs` copies in a `LeanSyncVectorEnv` (same-step autoreset, episode statistics).
 
     Seed it with `vec.reset(seed=seed)`: sub-environment i is seeded with seed + i.
     Episode returns and lengths appear in `info["episode"]` with the mask `info["_episode"]`.
-    Sub-environment i is wrapped in `CheckFinite(..., index=i)`.
+    Sub-environment i is wrapped in `CheckFinite(..., index=first_index + i)` (A3C: its index among
+    all workers' environments).
     Raises:
         InputError: see `env_factory`.
         TrainingError (from the vector env's `reset` and `step`): a sub-environment returned a
             NaN or infinite observation or reward (see `CheckFinite`); it propagates as is.
     """
     factory, _ = env_factory(env)
-    return LeanSyncVectorEnv([lambda i=i: CheckFinite(factory(), i) for i in range(n_envs)])
+    return LeanSyncVectorEnv([lambda i=i: CheckFinite(factory(), first_index + i) for i in range(n_envs)])

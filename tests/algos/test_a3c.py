@@ -145,7 +145,9 @@ def test_fps_after_an_evaluation_counts_the_steps_taken_during_it(tmp_path):
     rows = list(csv.DictReader((tmp_path / "metrics.csv").open()))
     overall = float(rows[-1]["step"]) / float(rows[-1]["time/elapsed_s"])
     after = [float(row["time/fps"]) for before, row in zip(rows, rows[1:]) if before["eval/return_mean"]]
-    assert len(after) == 3  # evaluations at 1,500, 3,000 and 4,500 steps; the one at 6,000 ends the run
+    # Evaluations every 1,500 steps, but the workers may pass a boundary while one runs: 1 to 3
+    # before the last row's.
+    assert 1 <= len(after) <= 3
     assert max(after) < 5 * overall, (overall, after)
 
 
