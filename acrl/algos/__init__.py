@@ -80,7 +80,7 @@ def make_config(algo: str, env_id: str | None = None, preset: str | None = None,
     if env_id is None:  # the preset of the dataset's own environment
         from acrl.parts.datasets import dataset_env_id
 
-        env_id = dataset_env_id(dataset) or config.env_id
+        env_id = dataset_env_id(dataset)
     values, preset = preset_values(algo, env_id, preset)
     config = update_config(config, values, f"preset {preset!r}")
     config = update_config(config, overrides or {}, origin)

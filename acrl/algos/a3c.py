@@ -62,7 +62,7 @@ from torch import nn
 from torch.distributions import Categorical, Distribution, Normal
 
 from acrl.algos.base import Agent
-from acrl.core.config import RunConfig, in_unit_interval, positive
+from acrl.core.config import RunConfig, in_unit_interval, layer_widths, positive
 from acrl.core.envs import ActionAdapter, EnvSpec, LeanSyncVectorEnv, make_vec_env
 from acrl.core.errors import InputError, TrainingError
 from acrl.parts.nets import (
@@ -184,10 +184,7 @@ class A3CConfig(RunConfig):
             raise InputError("ent_coef and vf_coef must be >= 0.")
         if self.activation not in ACTIVATIONS:
             raise InputError(f"activation must be one of {', '.join(ACTIVATIONS)}, got {self.activation!r}.")
-        for name in ("hidden_sizes", "critic_hidden_sizes"):
-            sizes = getattr(self, name)
-            if sizes is not None and (not sizes or any(h <= 0 for h in sizes)):
-                raise InputError(f"{name} must be a non-empty list of positive widths, got {sizes}.")
+        layer_widths(self, "hidden_sizes", "critic_hidden_sizes")
         methods = mp.get_all_start_methods()
         if self.start_method not in methods:
             raise InputError(f"start_method must be one of {', '.join(methods)} here, got {self.start_method!r}.")

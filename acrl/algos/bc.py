@@ -24,8 +24,8 @@ import gymnasium as gym
 import torch
 
 from acrl.algos.off_policy import OffPolicyAgent, ReplayConfig
-from acrl.core.config import RunConfig, positive
-from acrl.core.errors import InputError
+from acrl.core.config import RunConfig, layer_widths, positive
+from acrl.core.envs import require_finite_bounds
 from acrl.parts.nets import DeterministicActor, inplace_relu
 
 
@@ -46,8 +46,7 @@ class BCConfig(ReplayConfig):
         """Raise `InputError` for a non-positive learning rate or layer width."""
         super().validate()
         positive(self, "learning_rate")
-        if not self.hidden_sizes or any(h <= 0 for h in self.hidden_sizes):
-            raise InputError(f"hidden_sizes must be positive layer widths, got {list(self.hidden_sizes)}.")
+        layer_widths(self, "hidden_sizes")
 
 
 class BC(OffPolicyAgent):
@@ -68,9 +67,7 @@ class BC(OffPolicyAgent):
 
     def _build_networks(self) -> None:
         cfg = self.config
-        if not self.action_space.is_bounded():
-            raise InputError(f"BC's tanh policy acts in [-1, 1] and needs finite action bounds; this environment "
-                             f"has {self.action_space}. Wrap it with gymnasium.wrappers.ClipAction.")
+        require_finite_bounds(self.action_space, "BC's tanh policy")
         self.actor = DeterministicActor(self.obs_dim, self.act_dim, cfg.hidden_sizes)
         self.actor_optimizer = torch.optim.Adam(self.actor.parameters(), lr=cfg.learning_rate, fused=True)
         self.nets = {"actor": self.actor}

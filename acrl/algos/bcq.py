@@ -39,7 +39,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from acrl.algos.off_policy import OffPolicyAgent, ReplayConfig
-from acrl.core.config import RunConfig, in_unit_interval, positive
+from acrl.core.config import RunConfig, in_unit_interval, layer_widths, positive
+from acrl.core.envs import require_finite_bounds
 from acrl.core.errors import InputError
 from acrl.parts.nets import TwinQ, inplace_relu, mlp
 from acrl.parts.optim import polyak_update
@@ -93,10 +94,7 @@ class BCQConfig(ReplayConfig):
         in_unit_interval(self, "lmbda")
         if self.phi < 0 or self.kl_weight < 0:
             raise InputError(f"phi and kl_weight must be >= 0, got {self.phi} and {self.kl_weight}.")
-        for name in ("actor_hidden_sizes", "critic_hidden_sizes", "vae_hidden_sizes"):
-            sizes = getattr(self, name)
-            if not sizes or any(h <= 0 for h in sizes):
-                raise InputError(f"{name} must be positive layer widths, got {list(sizes)}.")
+        layer_widths(self, "actor_hidden_sizes", "critic_hidden_sizes", "vae_hidden_sizes")
 
 
 # --------------------------------------------------------------------------------------------
@@ -256,9 +254,7 @@ class BCQ(OffPolicyAgent):
 
     def _build_networks(self) -> None:
         cfg = self.config
-        if not self.action_space.is_bounded():
-            raise InputError(f"BCQ's VAE and perturbation act in [-1, 1] and need finite action bounds; this "
-                             f"environment has {self.action_space}. Wrap it with gymnasium.wrappers.ClipAction.")
+        require_finite_bounds(self.action_space, "BCQ's VAE and perturbation model")
         latent_dim = cfg.latent_dim or 2 * self.act_dim
         self.vae = VAE(self.obs_dim, self.act_dim, latent_dim, cfg.vae_hidden_sizes)
         self.actor = PerturbationActor(self.obs_dim, self.act_dim, cfg.actor_hidden_sizes, cfg.phi)

@@ -40,6 +40,7 @@ from torch import nn
 
 from acrl.algos.off_policy import OffPolicyAgent, OffPolicyConfig
 from acrl.core.config import RunConfig
+from acrl.core.envs import require_finite_bounds
 from acrl.core.errors import InputError
 from acrl.parts.nets import DeterministicActor, QNet
 from acrl.parts.optim import hard_update, polyak_update
@@ -102,10 +103,7 @@ class DDPG(OffPolicyAgent):
 
     def _build_networks(self) -> None:
         cfg = self.config
-        if not self.action_space.is_bounded():
-            raise InputError(f"{self.algo.upper()}'s tanh actor needs finite action bounds; this "
-                             f"environment has {self.action_space}. Wrap it with "
-                             "gymnasium.wrappers.ClipAction or RescaleAction.")
+        require_finite_bounds(self.action_space, f"{self.algo.upper()}'s tanh actor")
         self.actor = DeterministicActor(self.obs_dim, self.act_dim, cfg.hidden_sizes)
         self.critic = self._make_critic()
         self.actor_target = DeterministicActor(self.obs_dim, self.act_dim, cfg.hidden_sizes)

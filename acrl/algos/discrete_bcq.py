@@ -29,7 +29,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from acrl.algos.off_policy import OffPolicyAgent, ReplayConfig
-from acrl.core.config import RunConfig, positive
+from acrl.core.config import RunConfig, layer_widths, positive
 from acrl.core.errors import InputError
 from acrl.parts.nets import inplace_relu, mlp
 from acrl.parts.optim import polyak_update
@@ -66,8 +66,7 @@ class DiscreteBCQConfig(ReplayConfig):
             raise InputError(f"imitation_l2 must be >= 0, got {self.imitation_l2}.")
         if not 0.0 <= self.threshold < 1.0:
             raise InputError(f"threshold must lie in [0, 1) (at 1 no action would be allowed), got {self.threshold}.")
-        if not self.hidden_sizes or any(h <= 0 for h in self.hidden_sizes):
-            raise InputError(f"hidden_sizes must be positive layer widths, got {list(self.hidden_sizes)}.")
+        layer_widths(self, "hidden_sizes")
 
 
 class DiscreteBCQNet(nn.Module):
@@ -148,7 +147,7 @@ class DiscreteBCQ(OffPolicyAgent):
 
     def _policy_action(self, obs: torch.Tensor, deterministic: bool) -> torch.Tensor:
         q, logits = self.net(obs)
-        return masked_argmax(q, logits, self.config.threshold) + int(self.action_space.start)
+        return masked_argmax(q, logits, self.config.threshold)
 
     def _update(self, batch: dict[str, torch.Tensor]) -> dict[str, float]:
         """One gradient update: Huber(Q(s, a), `discrete_target`) + NLL of a under the imitation head

@@ -31,7 +31,7 @@ import numpy as np
 import torch
 
 from acrl.algos.base import EVAL_SEED_OFFSET, Agent
-from acrl.core.config import RunConfig, in_unit_interval, positive
+from acrl.core.config import RunConfig, in_unit_interval, layer_widths, positive
 from acrl.core.envs import EnvSpec, make_vec_env
 from acrl.core.errors import InputError
 from acrl.core.evaluation import evaluate
@@ -104,8 +104,7 @@ class OffPolicyConfig(ReplayConfig):
         if self.dataset is None and self.buffer_size < max(self.batch_size, self.start_steps):
             raise InputError(f"buffer_size ({self.buffer_size}) must hold at least batch_size "
                              f"({self.batch_size}) and start_steps ({self.start_steps}) transitions.")
-        if not self.hidden_sizes or any(h <= 0 for h in self.hidden_sizes):
-            raise InputError(f"hidden_sizes must be positive layer widths, got {list(self.hidden_sizes)}.")
+        layer_widths(self, "hidden_sizes")
 
 
 class OffPolicyAgent(Agent):
@@ -118,8 +117,8 @@ class OffPolicyAgent(Agent):
             filling it); then no dataset is read (a `dataset` in the config is only recorded)
             and no environment is stepped but to evaluate.
     Raises:
-        InputError: as `Agent`; an online agent of a class that `requires_data`; a buffer
-            whose shapes do not fit the environment.
+        InputError: as `Agent`; no `env` and a dataset without a registered `env_id`; an online
+            agent of a class that `requires_data`; a buffer whose shapes do not fit the environment.
     """
 
     config: ReplayConfig
@@ -131,9 +130,6 @@ class OffPolicyAgent(Agent):
         dataset = hyperparameters.get("dataset", getattr(config, "dataset", None))
         if env is None and "env_id" not in hyperparameters and dataset is not None:
             env = dataset_env_id(dataset)
-            if env is None:
-                raise InputError(f"{dataset} has no env_id attribute naming a registered environment; "
-                                 "pass the environment to evaluate on (--env ENV_ID).")
         self.buffer = buffer
         super().__init__(env, config, **hyperparameters)
 
@@ -195,9 +191,9 @@ class OffPolicyAgent(Agent):
     def load_data(self) -> ReplayBuffer:
         """The replay buffer, with the offline dataset loaded into it on the first call.
 
-        Box actions go from environment units to policy units [-1, 1] (`ActionAdapter.to_policy`,
-        clipped against float round-off at the bounds); Discrete actions become int64 indices
-        from 0. `terminals` become `terminated` and `timeouts` `truncated`, so only terminals
+        Actions go from environment units to policy units (`ActionAdapter.to_policy`): Box
+        actions to [-1, 1] (clipped against float round-off at the bounds), Discrete ones to
+        int64 indices from 0. `terminals` become `terminated` and `timeouts` `truncated`, so only terminals
         stop bootstrapping (docs/correctness.md item 1). A dataset whose `env_id` differs from
         the environment only warns; the spaces are checked strictly.
 
@@ -212,10 +208,9 @@ class OffPolicyAgent(Agent):
             if data.attrs.get("env_id") not in (None, "unknown", self.config.env_id):
                 warnings.warn(f"{path} was collected on {data.attrs['env_id']}; this agent evaluates on "
                               f"{self.config.env_id}.", stacklevel=2)
-            if self.discrete:
-                actions = data.actions.astype(np.int64) - int(self.action_space.start)
-            else:
-                actions = np.clip(self.action_adapter.to_policy(data.actions), -1.0, 1.0)
+            actions = self.action_adapter.to_policy(data.actions)
+            if not self.discrete:
+                actions = np.clip(actions, -1.0, 1.0)  # float round-off at the bounds
             buffer = ReplayBuffer(len(data), self.obs_dim, self._action_shape, self.device)
             buffer.add(data.observations, actions, data.rewards, data.next_observations, data.terminals,
                        data.timeouts)

@@ -23,7 +23,7 @@ import torch
 from torch import nn
 
 from acrl.algos.base import Agent
-from acrl.core.config import RunConfig, in_unit_interval, positive
+from acrl.core.config import RunConfig, in_unit_interval, layer_widths, positive
 from acrl.core.envs import make_vec_env
 from acrl.core.errors import InputError
 from acrl.parts.buffers import RolloutBuffer
@@ -97,8 +97,7 @@ class PPOConfig(RunConfig):
             )
         if self.activation not in ("tanh", "relu"):
             raise InputError(f"activation must be 'tanh' or 'relu', got {self.activation!r}.")
-        if any(h <= 0 for h in self.hidden_sizes):
-            raise InputError(f"hidden_sizes must be positive layer widths, got {list(self.hidden_sizes)}.")
+        layer_widths(self, "hidden_sizes")
         if self.ent_coef < 0 or self.vf_coef < 0 or self.critic_weight_decay < 0:
             raise InputError("ent_coef, vf_coef and critic_weight_decay must be >= 0.")
 

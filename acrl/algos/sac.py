@@ -36,7 +36,7 @@ from torch import nn
 from acrl.algos.ddpg import td_target
 from acrl.algos.off_policy import OffPolicyAgent, OffPolicyConfig
 from acrl.core.config import RunConfig, positive
-from acrl.core.errors import InputError
+from acrl.core.envs import require_finite_bounds
 from acrl.parts.nets import TwinQ, mlp
 from acrl.parts.optim import hard_update, polyak_update
 
@@ -145,9 +145,7 @@ class SAC(OffPolicyAgent):
 
     def _build_networks(self) -> None:
         cfg = self.config
-        if not self.action_space.is_bounded():
-            raise InputError(f"SAC's tanh-squashed actor needs finite action bounds; this environment has "
-                             f"{self.action_space}. Wrap it with gymnasium.wrappers.ClipAction or RescaleAction.")
+        require_finite_bounds(self.action_space, "SAC's tanh-squashed actor")
         self.actor = SquashedGaussianActor(self.obs_dim, self.act_dim, cfg.hidden_sizes)
         self.critic = TwinQ(self.obs_dim, self.act_dim, cfg.hidden_sizes)
         self.critic_target = TwinQ(self.obs_dim, self.act_dim, cfg.hidden_sizes)

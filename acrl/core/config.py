@@ -90,6 +90,16 @@ def positive(config: Any, *names: str) -> None:
             raise InputError(f"{name} must be > 0, got {value!r}.")
 
 
+def layer_widths(config: Any, *names: str) -> None:
+    """Raise `InputError` unless every named field of `config` that is not None is a non-empty
+    sequence of positive layer widths (hidden sizes such as (64, 64))."""
+    for name in names:
+        sizes = getattr(config, name)
+        if sizes is not None and (not sizes or any(h <= 0 for h in sizes)):
+            raise InputError(f"{name} must be a non-empty list of positive layer widths such as [64, 64], "
+                             f"got {list(sizes)}.")
+
+
 def in_unit_interval(config: Any, *names: str, closed_low: bool = True) -> None:
     """Raise `InputError` unless every named field lies in [0, 1] (or (0, 1] if not closed_low)."""
     for name in names:

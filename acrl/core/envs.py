@@ -68,7 +68,7 @@ def check_spaces(env: gym.Env, algo: str, action_kinds: tuple[type, ...], hint: 
     """Check that `algo` can handle the env's spaces before any work starts.
 
     Observations must be a flat `Box`; actions one of `action_kinds` (`Box`, `Discrete`).
-    A 1-D `Box` may have any bounds: see `ActionAdapter`.
+    A 1-D `Box`'s bounds are checked by `ActionAdapter`.
 
     Args:
         env: the environment (only its spaces are read).
@@ -92,39 +92,73 @@ def check_spaces(env: gym.Env, algo: str, action_kinds: tuple[type, ...], hint: 
         raise InputError(f"{algo} supports {kinds} action space; this environment has {act_space}. {hint}".rstrip())
 
 
+def require_finite_bounds(space: gym.spaces.Box, user: str) -> None:
+    """Refuse a Box action space with an infinite bound, for what acts inside [low, high].
+
+    Args:
+        space: the environment's Box action space.
+        user: what needs the bounds, the subject of the message ("DDPG's tanh actor",
+            "noise or a random action").
+    Raises:
+        InputError: some dimension's low or high is infinite.
+    """
+    if not space.is_bounded():
+        raise InputError(f"{user} needs finite action bounds; this environment has {space}. Give it a bounded Box, "
+                         "e.g. gymnasium.wrappers.TransformAction(env, func, gymnasium.spaces.Box(low, high)).")
+
+
 class ActionAdapter:
     """Map the policy's raw actions to the environment's action space.
 
-    Continuous policies act in [-1, 1] per dimension; a finite Box dimension [low, high] is
-    reached by clipping to [-1, 1] and rescaling, an unbounded dimension passes through. The
-    raw sample is what the algorithm stores with its log-probability (docs/correctness.md item 3);
-    only the copy sent to the environment is clipped. Discrete actions pass through as int64.
+    Continuous policies act in [-1, 1] per dimension; a dimension with finite bounds
+    low < high is reached by clipping to [-1, 1] and rescaling, a dimension unbounded on both
+    sides passes through. The raw sample is what the algorithm stores with its log-probability
+    (docs/correctness.md item 3); only the copy sent to the environment is clipped. Discrete
+    actions are indices 0..n-1 for the policy and start..start+n-1 for the environment
+    (Gymnasium's `Discrete(n, start)`), int64 both.
 
     Args:
         space: the environment's single action space (`Box` or `Discrete`).
+    Raises:
+        InputError: a Box dimension with low == high (nothing to rescale: its half-range is 0)
+            or with one bound finite and the other infinite (neither rescaled nor clipped).
     """
 
     def __init__(self, space: gym.Space):
         self.discrete = isinstance(space, gym.spaces.Discrete)
-        if not self.discrete:
-            low, high = space.low.astype(np.float64), space.high.astype(np.float64)
-            self.bounded = np.isfinite(low) & np.isfinite(high)
-            low, high = np.where(self.bounded, low, -1.0), np.where(self.bounded, high, 1.0)
-            self.center = ((high + low) / 2).astype(np.float32)  # 0 and 1 where unbounded
-            self.half_range = ((high - low) / 2).astype(np.float32)
-            self.dtype = space.dtype
+        if self.discrete:
+            self.start = int(space.start)
+            return
+        low, high = space.low.astype(np.float64), space.high.astype(np.float64)
+        self.bounded = np.isfinite(low) & np.isfinite(high)
+        half = np.flatnonzero(np.isfinite(low) != np.isfinite(high))
+        if half.size:
+            raise InputError(f"action dimensions {half.tolist()} of {space} are bounded on one side only; acrl "
+                             "rescales a dimension with both bounds finite and passes one with neither through: "
+                             "give each dimension both bounds or none (gymnasium.wrappers.TransformAction).")
+        flat = np.flatnonzero(self.bounded & (low >= high))
+        if flat.size:
+            raise InputError(f"action dimensions {flat.tolist()} of {space} have low == high, a constant action "
+                             "with nothing to learn; give each dimension low < high (drop the constant one with "
+                             "gymnasium.wrappers.TransformAction).")
+        low, high = np.where(self.bounded, low, -1.0), np.where(self.bounded, high, 1.0)
+        self.center = ((high + low) / 2).astype(np.float32)  # 0 and 1 where unbounded
+        self.half_range = ((high - low) / 2).astype(np.float32)
+        self.dtype = space.dtype
 
     def to_env(self, raw: np.ndarray) -> np.ndarray:
-        """Raw policy actions (..., act_dim) float32 -> env actions in env units (its dtype)."""
+        """Raw policy actions (..., act_dim) float32, or (...) int64 indices -> env actions in env units
+        (its dtype), or (...) int64 in [start, start + n)."""
         if self.discrete:
-            return raw.astype(np.int64)
+            return raw.astype(np.int64) + self.start
         clipped = np.where(self.bounded, np.clip(raw, -1.0, 1.0), raw)
         return (self.center + self.half_range * clipped).astype(self.dtype)
 
     def to_policy(self, action: np.ndarray) -> np.ndarray:
-        """Env-unit actions (..., act_dim) -> the policy's [-1, 1] units (inverse of `to_env`)."""
+        """Env-unit actions (..., act_dim) -> the policy's [-1, 1] units float32, or Discrete actions
+        (...) -> indices from 0, int64 (the inverse of `to_env`)."""
         if self.discrete:
-            return action.astype(np.int64)
+            return action.astype(np.int64) - self.start
         return ((action - self.center) / self.half_range).astype(np.float32)
 
 

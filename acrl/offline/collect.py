@@ -11,8 +11,8 @@ Sec. 5 (and the authors' code, github.com/sfujim/BCQ) define the buffers:
   DDPG's run directory (FILE's stem + "-behavioral/", next to FILE) keeps its checkpoints, so
   its best policy can then serve for `imitation` and `imperfect`.
 - `imitation`: a trained policy acting without noise.
-- `imperfect`: the trained policy with N(0, 0.3 * max_action) noise and, with probability 0.3,
-  a uniformly random action instead.
+- `imperfect`: the trained policy with N(0, 0.3 * half-range) noise (the half-range (high - low) / 2
+  is max_action for a symmetric Box) and, with probability 0.3, a uniformly random action instead.
 - `concurrent`: BCQ learning alongside the behavioral DDPG from its growing buffer. That is an
   experiment, not a fixed dataset: `acrl experiment concurrent`. The transitions it learns from
   are those a `final` collection with the same settings stores.
@@ -38,11 +38,12 @@ from acrl.core.errors import InputError
 from acrl.core.version import __version__
 from acrl.parts.datasets import OfflineDataset, collect_transitions, save_dataset
 
-KINDS = ("final", "imitation", "imperfect", "concurrent")
+DATASET_KINDS = ("final", "imitation", "imperfect", "concurrent")
 """The BCQ paper's buffer kinds (Fujimoto et al. 2019, Sec. 5)."""
 
 DEFAULT_NOISE = {"imitation": 0.0, "imperfect": 0.3}
-"""Gaussian action noise std per kind, as a fraction of max_action (final: the agent's expl_noise)."""
+"""Gaussian action noise std per kind, as a fraction of the half-range (high - low) / 2 (final: the agent's
+expl_noise)."""
 
 DEFAULT_RANDOM_PROB = {"final": 0.0, "imitation": 0.0, "imperfect": 0.3}
 """Probability of a uniformly random action per kind."""
@@ -83,7 +84,7 @@ def collect_dataset(kind: str, out: str | Path, steps: int, env_id: str | None =
         policy: run directory (or checkpoint file) of a trained acrl agent, for
             imitation/imperfect; any algorithm whose `predict` acts in the environment.
         seed: seeds the behavioral agent (final) or the environment and noise (the others).
-        noise_std: Gaussian noise std as a fraction of max_action (default per kind: final
+        noise_std: Gaussian noise std as a fraction of the half-range (default per kind: final
             the behavioral agent's expl_noise, 0.1 in the presets; imitation 0; imperfect 0.3).
         random_prob: probability of a uniformly random action (imperfect 0.3, imitation 0;
             final takes none beyond its start_steps).
@@ -103,8 +104,8 @@ def collect_dataset(kind: str, out: str | Path, steps: int, env_id: str | None =
             already exists; a Discrete action space for final (and Gaussian noise for a
             Discrete one); a policy trained on another environment.
     """
-    if kind not in KINDS:
-        raise InputError(f"unknown dataset kind {kind!r}; choose one of {', '.join(KINDS)}.")
+    if kind not in DATASET_KINDS:
+        raise InputError(f"unknown dataset kind {kind!r}; choose one of {', '.join(DATASET_KINDS)}.")
     if kind == "concurrent":
         raise InputError("the concurrent buffer is not a fixed dataset: BCQ learns alongside the behavioral "
                          "DDPG from its growing buffer. Run `acrl experiment concurrent --env ENV_ID`; the "

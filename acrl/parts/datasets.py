@@ -24,6 +24,7 @@ import gymnasium as gym
 import h5py
 import numpy as np
 
+from acrl.core.envs import require_finite_bounds
 from acrl.core.errors import InputError
 from acrl.core.version import __version__
 
@@ -464,9 +465,10 @@ def collect_transitions(
 
     `policy(obs)` gets the observation as a (obs_dim,) float32 array and returns an action in
     environment units: a (act_dim,) array for a Box action space, an int for a Discrete one.
-    For Box actions, Gaussian noise N(0, noise_std * high) per dimension (high =
-    action_space.high) is added; then, for Box or Discrete, with probability `random_prob` the
-    action is replaced by a uniformly random one; Box actions are then clipped to the bounds.
+    For Box actions, Gaussian noise N(0, noise_std * (high - low) / 2) per dimension is added
+    (a fraction of the half-range, which is max_action for a symmetric Box as in the BCQ code);
+    then, for Box or Discrete, with probability `random_prob` the action is replaced by a
+    uniformly random one; Box actions are then clipped to the bounds.
     With noise_std=0 and random_prob=0 the recorded actions are the policy's (clipped to the
     bounds). The BCQ paper's "imperfect demonstrations" use noise_std=0.3, random_prob=0.3
     (Fujimoto et al. 2019, Sec. 5; the author's code draws the random action instead of, not
@@ -488,7 +490,7 @@ def collect_transitions(
         raise InputError(f"steps must be a positive integer, got {steps}")
     if noise_std < 0:
         raise InputError(
-            f"noise_std must be >= 0 (a fraction of action_space.high), got {noise_std}"
+            f"noise_std must be >= 0 (a fraction of the action half-range), got {noise_std}"
         )
     if not 0.0 <= random_prob <= 1.0:
         raise InputError(f"random_prob must be in [0, 1], got {random_prob}")
@@ -504,15 +506,15 @@ def collect_transitions(
         act_shape: tuple[int, ...] = ()
     elif isinstance(act_space, gym.spaces.Box) and len(act_space.shape) == 1:
         act_shape = act_space.shape
-        if (noise_std > 0 or random_prob > 0) and not act_space.is_bounded():
-            raise InputError(
-                f"noise and random actions need finite action bounds, got {act_space}"
-            )
+        if noise_std > 0 or random_prob > 0:
+            require_finite_bounds(act_space, "adding noise or random actions")
     else:
         raise InputError(
             f"only flat Box and Discrete action spaces are supported, got {act_space}"
         )
     rng = np.random.default_rng(seed) if rng is None else rng
+    if not discrete:
+        noise_scale = noise_std * (act_space.high.astype(np.float64) - act_space.low) / 2
 
     n = int(steps)
     obs_dim = obs_space.shape[0]
@@ -540,7 +542,7 @@ def collect_transitions(
                     f"the action space needs {act_shape}"
                 )
             if noise_std > 0:
-                action = action + rng.normal(0.0, noise_std * act_space.high)
+                action = action + rng.normal(0.0, noise_scale)
             if random_prob > 0 and rng.random() < random_prob:
                 action = rng.uniform(act_space.low, act_space.high)
             env_action = np.clip(action, act_space.low, act_space.high).astype(act_space.dtype)
@@ -571,11 +573,13 @@ def collect_transitions(
     )
 
 
-def dataset_env_id(path: str | Path) -> str | None:
-    """The `env_id` attribute of an HDF5 dataset, if it names a registered environment.
+def dataset_env_id(path: str | Path) -> str:
+    """The environment an HDF5 dataset was collected on: its `env_id` attribute, a registered id.
 
     Raises:
-        InputError: the file is missing or not HDF5.
+        InputError: the file is missing or not HDF5, or it has no `env_id` attribute naming a
+            registered environment; the message asks for the environment (`--env ENV_ID` on
+            the command line, `env=` from Python).
     """
     path = Path(path)
     if not path.is_file():
@@ -588,4 +592,8 @@ def dataset_env_id(path: str | Path) -> str | None:
         raise InputError(f"{path}: not a readable HDF5 file ({err}).") from None
     if isinstance(env_id, bytes):
         env_id = env_id.decode()
-    return env_id if isinstance(env_id, str) and env_id in gym.registry else None
+    if isinstance(env_id, str) and env_id in gym.registry:
+        return env_id
+    which = "has no env_id attribute" if env_id is None else f"was collected on {env_id!r}, not a registered id"
+    raise InputError(f"{path} {which}, so the environment to check it against and evaluate on is unknown; name it: "
+                     "--env ENV_ID on the command line, env=ENV (an id, instance or factory) from Python.")

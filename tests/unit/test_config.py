@@ -45,3 +45,24 @@ def test_presets_cite_a_source_and_apply():
     assert preset_values("ppo", "Unknown-v0", None) == ({}, "")
     with pytest.raises(InputError, match="no preset 'nope'"):
         preset_values("ppo", "CartPole-v1", "nope")
+
+
+@pytest.mark.parametrize(("config", "fields"), [
+    ("acrl.algos.ppo:PPOConfig", ["hidden_sizes"]),
+    ("acrl.algos.a3c:A3CConfig", ["hidden_sizes", "critic_hidden_sizes"]),
+    ("acrl.algos.ddpg:DDPGConfig", ["hidden_sizes"]),
+    ("acrl.algos.sac:SACConfig", ["hidden_sizes"]),
+    ("acrl.algos.bc:BCConfig", ["hidden_sizes"]),
+    ("acrl.algos.discrete_bcq:DiscreteBCQConfig", ["hidden_sizes"]),
+    ("acrl.algos.bcq:BCQConfig", ["actor_hidden_sizes", "critic_hidden_sizes", "vae_hidden_sizes"]),
+])
+def test_every_hidden_size_field_refuses_empty_and_non_positive_widths(config, fields):
+    import importlib
+
+    module, name = config.split(":")
+    config_class = getattr(importlib.import_module(module), name)
+    for field in fields:
+        for sizes in [(), (64, 0), (-1,)]:
+            with pytest.raises(InputError, match=rf"{field} must be a non-empty list of positive layer widths"):
+                update_config(config_class(), {field: list(sizes)}, "test").validate()
+        update_config(config_class(), {field: [3]}, "test").validate()

@@ -350,3 +350,53 @@ def test_load_minari_without_minari_says_pip_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "minari", None)
     with pytest.raises(InputError, match="pip install minari"):
         load_minari("D4RL/pen/human-v2")
+
+
+# --- asymmetric bounds and datasets without env_id -------------------------------------------
+
+
+class ZeroToTwo(gym.Env):
+    """Box(0, 2) actions: centre 1, half-range 1 (max_action, high, would be 2)."""
+
+    observation_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+    action_space = gym.spaces.Box(0.0, 2.0, (1,), np.float32)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action):
+        return np.zeros(1, np.float32), 0.0, False, False, {}
+
+
+def test_noise_std_is_a_fraction_of_the_half_range_on_an_asymmetric_box():
+    ds = collect_transitions(ZeroToTwo(), lambda o: np.ones(1), 50, seed=5, noise_std=0.3)
+    # a = clip(1 + 0.3 * half-range * z, 0, 2), half-range (2 - 0) / 2 = 1, z the seed's standard normals
+    z = np.random.default_rng(5).standard_normal((50, 1))
+    np.testing.assert_allclose(ds.actions, np.clip(1.0 + 0.3 * z, 0.0, 2.0), rtol=1e-6)
+
+
+def test_dataset_without_env_id_asks_for_the_environment(tmp_path, capsys):
+    from acrl import BCQ
+    from acrl.cli import main
+    from acrl.parts.datasets import dataset_env_id
+
+    rng = np.random.default_rng(0)
+    n = 10  # Hopper's shapes: 11 observations, 3 actions in [-1, 1]
+    hopper_like = OfflineDataset(rng.normal(size=(n, 11)).astype(np.float32),
+                                 rng.uniform(-1, 1, (n, 3)).astype(np.float32), np.zeros(n, np.float32),
+                                 rng.normal(size=(n, 11)).astype(np.float32), np.zeros(n, bool), np.zeros(n, bool))
+    path = tmp_path / "hopper_like.h5"
+    save_dataset(path, hopper_like)
+    with pytest.raises(InputError, match="has no env_id attribute.*--env ENV_ID on the command line, env="):
+        dataset_env_id(path)
+    with pytest.raises(InputError, match="has no env_id attribute"):
+        BCQ(dataset=str(path))
+    assert main(["train", "bcq", "--dataset", str(path), "--run-dir", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert "has no env_id attribute" in err and "--env ENV_ID" in err and "Pendulum" not in err
+    assert not (tmp_path / "run").exists()
+    custom = tmp_path / "custom.h5"
+    save_dataset(custom, OfflineDataset(**{k: getattr(hopper_like, k) for k in D4RL_KEYS}, attrs={"env_id": "Mine-v0"}))
+    with pytest.raises(InputError, match="collected on 'Mine-v0', not a registered id"):
+        dataset_env_id(custom)

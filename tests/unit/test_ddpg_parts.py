@@ -200,6 +200,24 @@ def test_ddpg_updates_actor_every_step():
     assert not all(torch.equal(a, b) for a, b in zip(before, agent.actor.parameters()))
 
 
+def test_exploration_adds_seeded_gaussian_noise_to_the_actor_in_policy_units():
+    agent = DDPG("Pendulum-v1", seed=0, expl_noise=0.2, **TINY)
+    set_linear(agent.actor.net[0], [[0.0, 0.0, 0.0]], [0.0])
+    set_linear(agent.actor.net[2], [[0.0]], [math.atanh(0.5)])  # mu(s) = 0.5 everywhere
+    agent.rng = np.random.default_rng(7)
+    for _ in range(5):
+        agent.collect_step()
+    # a_t = clip(mu(s) + 0.2 z_t, -1, 1), z_t the generator's standard normals; Pendulum gets 2 a_t
+    z = np.random.default_rng(7).standard_normal((5, 1))
+    np.testing.assert_allclose(agent.buffer.actions[:5].numpy(), np.clip(0.5 + 0.2 * z, -1.0, 1.0), rtol=1e-5)
+    torch.manual_seed(3)
+    stochastic = agent.predict(np.zeros(3, np.float32), deterministic=False)
+    torch.manual_seed(3)
+    expected = 2.0 * np.clip(0.5 + 0.2 * torch.randn(1).item(), -1.0, 1.0)
+    assert stochastic[0] == pytest.approx(expected, rel=1e-5)
+    assert agent.predict(np.zeros(3, np.float32))[0] == pytest.approx(1.0, rel=1e-6)  # deterministic: 2 mu(s)
+
+
 def test_discrete_action_space_is_refused_with_alternatives():
     with pytest.raises(InputError, match="PPO or A3C.*discrete BCQ"):
         DDPG("CartPole-v1")

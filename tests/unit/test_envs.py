@@ -27,6 +27,25 @@ def test_action_adapter_rescales_asymmetric_bounds_and_clips_only_the_env_copy()
     np.testing.assert_allclose(adapter.to_policy(np.array([7.5, -2.0, 7.0])), [0.5, -1.0, 7.0])
 
 
+def test_action_adapter_shifts_discrete_actions_by_start():
+    adapter = ActionAdapter(gym.spaces.Discrete(2, start=1))
+    # policy indices 0, 1 are the env's actions 1, 2, and back
+    assert adapter.to_env(np.array([0, 1, 1])).tolist() == [1, 2, 2]
+    assert adapter.to_policy(np.array([2, 1])).tolist() == [1, 0]
+    assert adapter.to_env(np.array([0, 1])).dtype == np.int64
+    assert ActionAdapter(gym.spaces.Discrete(3)).to_env(np.array([0, 2])).tolist() == [0, 2]
+
+
+@pytest.mark.parametrize(("low", "high", "message"), [
+    ([0.0, -1.0], [0.0, 1.0], r"action dimensions \[0\] .* have low == high"),
+    ([-1.0, 0.0], [1.0, np.inf], r"action dimensions \[1\] .* bounded on one side only"),
+    ([-np.inf], [3.0], r"action dimensions \[0\] .* bounded on one side only"),
+])
+def test_action_adapter_refuses_constant_and_half_bounded_dimensions(low, high, message):
+    with pytest.raises(InputError, match=message):
+        ActionAdapter(gym.spaces.Box(np.array(low, np.float32), np.array(high, np.float32)))
+
+
 def test_unsupported_spaces_are_named():
     class DictObs(gym.Env):
         observation_space = gym.spaces.Dict({"a": gym.spaces.Box(0, 1, (1,))})
