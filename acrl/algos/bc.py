@@ -10,9 +10,9 @@ with no reward, no value function and no environment interaction but to evaluate
 be as good as the data's actions on average, which is the point of comparing it with BCQ: near
 the behavioral policy on noise-free (imitation) data, below it on imperfect data.
 
-It learns through the off-policy core's dataset path (`acrl.algos.off_policy`): the dataset's
-environment-unit actions are mapped to policy units when loading, `num_steps` counts gradient
-updates, and `predict` maps the policy's actions back to the environment's bounds.
+It learns as a `ReplayAgent` (`acrl.algos.off_policy`), from a dataset or a given buffer: the
+dataset's environment-unit actions are mapped to policy units when loading, `num_steps` counts
+gradient updates, and `predict` maps the policy's actions back to the environment's bounds.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import ClassVar
 import gymnasium as gym
 import torch
 
-from acrl.algos.off_policy import OffPolicyAgent, ReplayConfig
+from acrl.algos.off_policy import ReplayAgent, ReplayConfig
 from acrl.core.config import RunConfig, layer_widths, positive
 from acrl.core.envs import require_finite_bounds
 from acrl.parts.nets import DeterministicActor, inplace_relu
@@ -34,10 +34,14 @@ class BCConfig(ReplayConfig):
     """BC hyperparameters: the DDPG actor of the BCQ paper's experiments (400-300 ReLU, tanh
     output), Adam 1e-3, batch 100 (Fujimoto et al. 2019, Supp. D).
 
-    Attributes (besides ReplayConfig's; its gamma and tau are unused, BC has no value or target):
+    Attributes (besides ReplayConfig's):
         learning_rate: Adam step size.
         hidden_sizes: hidden ReLU layers of the policy.
     """
+
+    retired_fields: ClassVar[dict[str, str]] = {"gamma": "BC has no value function to discount",
+                                                 "tau": "BC has no target network"}
+    """Earlier BC configs held gamma and tau, as an off-policy agent's, which BC never used."""
 
     learning_rate: float = 1e-3
     hidden_sizes: tuple[int, ...] = (400, 300)
@@ -49,7 +53,7 @@ class BCConfig(ReplayConfig):
         layer_widths(self, "hidden_sizes")
 
 
-class BC(OffPolicyAgent):
+class BC(ReplayAgent):
     """BC agent, offline: `BC(dataset="imitation.h5", seed=0).learn(50_000)`; `num_steps` counts updates.
 
     Raises:
@@ -62,7 +66,6 @@ class BC(OffPolicyAgent):
     config_class: ClassVar[type[RunConfig]] = BCConfig
     action_kinds = (gym.spaces.Box,)
     action_space_hint = "BC here regresses continuous actions; for a Discrete action space use discrete_bcq."
-    requires_data = True
     config: BCConfig
 
     def _build_networks(self) -> None:

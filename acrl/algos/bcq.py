@@ -38,7 +38,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from acrl.algos.off_policy import OffPolicyAgent, ReplayConfig
+from acrl.algos.off_policy import OffPolicyAgent, TDConfig
 from acrl.core.config import RunConfig, in_unit_interval, layer_widths, positive
 from acrl.core.envs import require_finite_bounds
 from acrl.core.errors import InputError
@@ -53,10 +53,10 @@ LATENT_CLIP = 0.5
 
 
 @dataclass
-class BCQConfig(ReplayConfig):
+class BCQConfig(TDConfig):
     """BCQ hyperparameters; defaults are the paper's (Fujimoto et al. 2019, Sec. 5 and Supp. D).
 
-    Attributes (besides ReplayConfig's: batch 100, gamma 0.99, tau 0.005, evaluation every 5,000
+    Attributes (besides TDConfig's: batch 100, gamma 0.99, tau 0.005, evaluation every 5,000
     updates as in the authors' code):
         total_steps: gradient updates (300,000: the length of the paper's Figure 2 curves).
         learning_rate: Adam step size of the actor and the critics (1e-3, torch's default in the

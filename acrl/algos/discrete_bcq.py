@@ -28,7 +28,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from acrl.algos.off_policy import OffPolicyAgent, ReplayConfig
+from acrl.algos.off_policy import OffPolicyAgent, TDConfig
 from acrl.core.config import RunConfig, layer_widths, positive
 from acrl.core.errors import InputError
 from acrl.parts.nets import inplace_relu, mlp
@@ -36,10 +36,10 @@ from acrl.parts.optim import polyak_update
 
 
 @dataclass
-class DiscreteBCQConfig(ReplayConfig):
+class DiscreteBCQConfig(TDConfig):
     """Discrete BCQ hyperparameters: the authors' non-Atari settings (sfujim/BCQ discrete_BCQ/main.py).
 
-    Attributes (besides ReplayConfig's):
+    Attributes (besides TDConfig's):
         env_id: the environment used for evaluation (default: the dataset's `env_id`).
         total_steps: gradient updates (50,000).
         batch_size: transitions per update (64).

@@ -1,20 +1,23 @@
-"""The off-policy core that DDPG, TD3, SAC and the BCQs share: a replay buffer and its data source.
+"""The off-policy core that DDPG, TD3, SAC, the BCQs and BC share: a replay buffer and its data source.
 
-An `OffPolicyAgent` learns from minibatches of a `ReplayBuffer`, filled one of three ways:
+A `ReplayAgent` (BC) learns from minibatches of a `ReplayBuffer` that it does not fill itself: a
+dataset or another agent's buffer. An `OffPolicyAgent` (DDPG, TD3, SAC, the BCQs) extends it with
+temporal-difference settings (gamma, tau), value estimates at evaluation and online collection;
+its buffer is filled one of three ways:
 
 - online (DDPG, TD3, SAC): `collect_step` steps the vector env with `explore` actions (uniformly
   random for the first `start_steps` transitions) and stores the transitions, the true final
   observation of an episode cut by its time limit included (docs/correctness.md item 1);
   `utd_ratio` gradient updates follow per environment step once the buffer holds
   `max(start_steps, batch_size)` transitions;
-- from a dataset (`dataset=PATH`, every algorithm here; BCQ only): the HDF5 file of
+- from a dataset (`dataset=PATH`, every algorithm here; BCQ and BC only): the HDF5 file of
   `acrl.parts.datasets`, loaded once, actions mapped to policy units; `num_steps` counts
   gradient updates;
 - from a buffer that another agent fills (`buffer=`), as in the BCQ paper's concurrent
   experiment; also counted in updates.
 
 A subclass provides `_build_networks`, `_update(batch)`, `_policy_action` and, to learn
-online, `explore(obs)`. An agent with a critic (`nets["critic"]`, whose `q1` is the estimate)
+online, `explore(obs)`. An off-policy agent with a critic (`nets["critic"]`, whose `q1` is the estimate)
 also reports its value estimates at every evaluation (`evaluate`). Checkpoints add the update
 counter, the episode statistics and, with `save_replay_buffer`, the buffer (never in best.pt:
 the run loop saves that one without it).
@@ -49,8 +52,6 @@ class ReplayConfig(RunConfig):
             dataset's spaces; default: the dataset's `env_id` attribute).
         total_steps: environment steps online; gradient updates offline.
         batch_size: transitions per gradient update.
-        gamma: discount.
-        tau: soft target update weight per update.
         iteration_steps: environment steps (offline: updates) per iteration, i.e. per row of
             metrics.csv; an iteration also ends at each evaluation point.
         dataset: path of an offline dataset (HDF5, D4RL keys; `acrl.parts.datasets`). When
@@ -60,8 +61,6 @@ class ReplayConfig(RunConfig):
     env_id: str = "Pendulum-v1"
     eval_freq: int = 5_000
     batch_size: int = 100
-    gamma: float = 0.99
-    tau: float = 0.005
     iteration_steps: int = 1_000
     dataset: str | None = None
 
@@ -69,14 +68,32 @@ class ReplayConfig(RunConfig):
         """Raise `InputError` for values no replay agent can run with (see the attribute list)."""
         super().validate()
         positive(self, "batch_size", "iteration_steps")
+
+
+@dataclass
+class TDConfig(ReplayConfig):
+    """Settings of the replay agents that learn values by temporal differences against target
+    networks (DDPG, TD3, SAC, BCQ, discrete BCQ).
+
+    Attributes (besides ReplayConfig's):
+        gamma: discount; also that of the discounted return reported at evaluation.
+        tau: soft target update weight per update.
+    """
+
+    gamma: float = 0.99
+    tau: float = 0.005
+
+    def validate(self) -> None:
+        """Raise `InputError` for a gamma or tau outside [0, 1]."""
+        super().validate()
         in_unit_interval(self, "gamma", "tau")
 
 
 @dataclass
-class OffPolicyConfig(ReplayConfig):
+class OffPolicyConfig(TDConfig):
     """Settings of the agents that can also collect their own data (DDPG, TD3, SAC).
 
-    Attributes (besides ReplayConfig's):
+    Attributes (besides TDConfig's):
         learning_rate: Adam step size of the actor and the critic.
         buffer_size: replay capacity in transitions; offline: ignored (the dataset's size).
         start_steps: uniformly random actions until the buffer holds this many transitions,
@@ -107,8 +124,11 @@ class OffPolicyConfig(ReplayConfig):
         layer_widths(self, "hidden_sizes")
 
 
-class OffPolicyAgent(Agent):
-    """Base of the replay agents; see the module docstring.
+class ReplayAgent(Agent):
+    """Base of the agents that learn from a replay buffer they do not fill (BC; see the module docstring).
+
+    `num_steps` counts gradient updates, `iteration_steps` of them per iteration; evaluation is
+    `Agent.evaluate`'s. Checkpoints add the update counter.
 
     Args:
         env, config, **hyperparameters: as `Agent`; without `env`, a dataset's `env_id`
@@ -117,13 +137,15 @@ class OffPolicyAgent(Agent):
             filling it); then no dataset is read (a `dataset` in the config is only recorded)
             and no environment is stepped but to evaluate.
     Raises:
-        InputError: as `Agent`; no `env` and a dataset without a registered `env_id`; an online
-            agent of a class that `requires_data`; a buffer whose shapes do not fit the environment.
+        InputError: as `Agent`; no `env` and a dataset without a registered `env_id`; neither a
+            dataset nor a buffer for a class that `requires_data`; a buffer whose shapes do not
+            fit the environment.
     """
 
     config: ReplayConfig
-    requires_data: ClassVar[bool] = False
-    """True for algorithms that cannot collect their own data (BCQ): they need a dataset or buffer."""
+    requires_data: ClassVar[bool] = True
+    """True for algorithms that cannot collect their own data (BC, BCQ): they need a dataset or buffer."""
+    step_unit: ClassVar[str] = "update"
 
     def __init__(self, env: EnvSpec | None = None, config: RunConfig | None = None,
                  buffer: ReplayBuffer | None = None, **hyperparameters: Any):
@@ -136,29 +158,25 @@ class OffPolicyAgent(Agent):
     def _build(self) -> None:
         cfg = self.config
         self._build_networks()
-        self.episode_stats = EpisodeStats()
         self.updates = 0
         """Gradient updates so far, the running one included (TD3's policy delay counts these)."""
-        self._owed_updates = 0.0
-        self.envs = None
         if self.buffer is not None:
             self._check_buffer(self.buffer)
         if cfg.dataset is not None:
             cfg.dataset = str(Path(cfg.dataset).resolve())  # config.yaml stays valid from any directory
-        if self.buffer is None and cfg.dataset is None:  # online: collect our own data
-            if self.requires_data:
-                raise InputError(f"{type(self).__name__} learns from a fixed dataset: pass --dataset FILE (an HDF5 "
-                                 "file with the D4RL keys, e.g. from `acrl collect`), or buffer=ReplayBuffer from "
-                                 "Python.")
-            self.envs = make_vec_env(self.env, cfg.n_envs)
-            self._obs, _ = self.envs.reset(seed=cfg.seed)
-            self.envs.action_space.seed(cfg.seed)
-            self.buffer = ReplayBuffer(cfg.buffer_size, self.obs_dim, self._action_shape, self.device)
+        if self.buffer is None and cfg.dataset is None:
+            self._without_data()
 
-    @property
-    def step_unit(self) -> str:
-        """"step" online, "update" when learning from a dataset or a given buffer."""
-        return "step" if self.envs is not None else "update"
+    def _without_data(self) -> None:
+        """What `_build` does when given neither a dataset nor a buffer: refuse (`OffPolicyAgent`
+        collects its own data instead, unless it `requires_data`).
+
+        Raises:
+            InputError: saying how to pass a dataset or a buffer.
+        """
+        raise InputError(f"{type(self).__name__} learns from a fixed dataset: pass --dataset FILE (an HDF5 "
+                         "file with the D4RL keys, e.g. from `acrl collect`), or buffer=ReplayBuffer from "
+                         "Python.")
 
     @property
     def _action_shape(self) -> tuple[int, ...]:
@@ -171,11 +189,6 @@ class OffPolicyAgent(Agent):
 
     def _update(self, batch: dict[str, torch.Tensor]) -> dict[str, float]:
         """The algorithm's gradient update from a minibatch (keys as `ReplayBuffer.sample`); train/ metrics."""
-        raise NotImplementedError
-
-    def explore(self, obs: np.ndarray) -> np.ndarray:
-        """Behaviour actions (n_envs, act_dim) float32 in policy units for raw observations (n_envs, obs_dim),
-        after the random start steps."""
         raise NotImplementedError
 
     # ----------------------------------------------------------------- data
@@ -218,9 +231,100 @@ class OffPolicyAgent(Agent):
         return self.buffer
 
     def before_learning(self) -> None:
+        """Load and check the dataset.
+
+        Raises:
+            InputError: see `load_data`.
+        """
+        self.load_data()
+
+    # ----------------------------------------------------------------- learning
+    def update(self, batch: dict[str, torch.Tensor]) -> dict[str, float]:
+        """One gradient update from a minibatch (keys as `ReplayBuffer.sample`): counts it in
+        `updates`, then runs the algorithm's `_update`; returns its train/ metrics."""
+        self.updates += 1
+        return self._update(batch)
+
+    def _sampled_update(self, totals: dict[str, list[float]]) -> None:
+        """`update` on a minibatch of `batch_size` sampled from the buffer; adds its metrics to
+        `totals` (key -> [sum, count]), which `_means` averages."""
+        for key, value in self.update(self.buffer.sample(self.config.batch_size, self.rng)).items():
+            total = totals.setdefault(key, [0.0, 0])
+            total[0] += value
+            total[1] += 1
+
+    def iteration(self, max_steps: int) -> dict[str, float]:
+        """Up to `iteration_steps` (and `max_steps`) gradient updates from the buffer; their mean train/ metrics.
+
+        Raises:
+            InputError: the buffer is empty.
+        """
+        budget = min(self.config.iteration_steps, max_steps)
+        if len(self.load_data()) == 0:
+            raise InputError(f"{type(self).__name__}'s replay buffer is empty; fill it before learning.")
+        totals: dict[str, list[float]] = {}
+        for _ in range(budget):
+            self._sampled_update(totals)
+        self.num_steps += budget
+        return _means(totals)
+
+    # ----------------------------------------------------------------- checkpoints
+    def _extra_state(self) -> dict[str, Any]:
+        return {"updates": self.updates}
+
+    def _load_extra_state(self, state: dict[str, Any]) -> None:
+        self.updates = int(state["updates"])
+
+
+def _means(totals: dict[str, list[float]]) -> dict[str, float]:
+    """key -> sum / count of `ReplayAgent._sampled_update`'s totals."""
+    return {key: total / count for key, (total, count) in totals.items()}
+
+
+class OffPolicyAgent(ReplayAgent):
+    """Base of the agents that learn values by temporal differences from a replay buffer, which
+    they can fill themselves (DDPG, TD3, SAC) or take as `ReplayAgent` does (the BCQs); see the
+    module docstring.
+
+    Args:
+        as `ReplayAgent`; without a dataset or a buffer, the agent collects its own data.
+    Raises:
+        InputError: as `ReplayAgent`; an online agent of a class that `requires_data`.
+    """
+
+    config: TDConfig
+    requires_data: ClassVar[bool] = False
+
+    def _build(self) -> None:
+        self.episode_stats = EpisodeStats()
+        self._owed_updates = 0.0
+        self.envs = None
+        super()._build()
+
+    def _without_data(self) -> None:
+        """Online: collect our own data (a class that `requires_data` refuses, as `ReplayAgent`)."""
+        if self.requires_data:
+            super()._without_data()
+        cfg = self.config
+        self.envs = make_vec_env(self.env, cfg.n_envs)
+        self._obs, _ = self.envs.reset(seed=cfg.seed)
+        self.envs.action_space.seed(cfg.seed)
+        self.buffer = ReplayBuffer(cfg.buffer_size, self.obs_dim, self._action_shape, self.device)
+
+    @property
+    def step_unit(self) -> str:
+        """"step" online, "update" when learning from a dataset or a given buffer."""
+        return "step" if self.envs is not None else "update"
+
+    def explore(self, obs: np.ndarray) -> np.ndarray:
+        """Behaviour actions (n_envs, act_dim) float32 in policy units for raw observations (n_envs, obs_dim),
+        after the random start steps."""
+        raise NotImplementedError
+
+    def before_learning(self) -> None:
         """Load and check the dataset (offline), or warn when the budget never leaves the random start steps."""
         if self.envs is None:
-            self.load_data()
+            super().before_learning()
         elif self.total_steps <= self.config.start_steps:
             warnings.warn(f"total_steps {self.total_steps} <= start_steps {self.config.start_steps}: every action "
                           "will be uniformly random and no gradient update will happen. Train longer or lower "
@@ -251,41 +355,21 @@ class OffPolicyAgent(Agent):
         self.episode_stats.add_from_info(info)
 
     # ----------------------------------------------------------------- learning
-    def update(self, batch: dict[str, torch.Tensor]) -> dict[str, float]:
-        """One gradient update from a minibatch (keys as `ReplayBuffer.sample`): counts it in
-        `updates`, then runs the algorithm's `_update`; returns its train/ metrics."""
-        self.updates += 1
-        return self._update(batch)
-
     def iteration(self, max_steps: int) -> dict[str, float]:
         """Up to `iteration_steps` (and `max_steps`) environment steps with their updates, or updates offline."""
-        cfg = self.config
-        budget = min(cfg.iteration_steps, max_steps)
-        stats: dict[str, float] = {}
-        counts: dict[str, int] = {}
-
-        def update() -> None:
-            for key, value in self.update(self.buffer.sample(cfg.batch_size, self.rng)).items():
-                stats[key] = stats.get(key, 0.0) + value
-                counts[key] = counts.get(key, 0) + 1
-
         if self.envs is None:
-            buffer = self.load_data()
-            if len(buffer) == 0:
-                raise InputError(f"{type(self).__name__}'s replay buffer is empty; fill it before learning.")
-            for _ in range(budget):
-                update()
-            self.num_steps += budget
-        else:
-            end = self.num_steps + budget
-            while self.num_steps < end:
-                self.collect_step()
-                if len(self.buffer) >= max(cfg.start_steps, cfg.batch_size):
-                    self._owed_updates += cfg.n_envs * cfg.utd_ratio
-                    while self._owed_updates >= 1.0:
-                        update()
-                        self._owed_updates -= 1.0
-        return {key: value / counts[key] for key, value in stats.items()} | self.episode_stats.metrics()
+            return super().iteration(max_steps) | self.episode_stats.metrics()
+        cfg = self.config
+        end = self.num_steps + min(cfg.iteration_steps, max_steps)
+        totals: dict[str, list[float]] = {}
+        while self.num_steps < end:
+            self.collect_step()
+            if len(self.buffer) >= max(cfg.start_steps, cfg.batch_size):
+                self._owed_updates += cfg.n_envs * cfg.utd_ratio
+                while self._owed_updates >= 1.0:
+                    self._sampled_update(totals)
+                    self._owed_updates -= 1.0
+        return _means(totals) | self.episode_stats.metrics()
 
     # ----------------------------------------------------------------- evaluation
     def evaluate(self, episodes: int | None = None, deterministic: bool = True) -> dict[str, Any]:
@@ -344,10 +428,10 @@ class OffPolicyAgent(Agent):
             self.buffer.load_state_dict(state["replay_buffer"])
 
     def _extra_state(self) -> dict[str, Any]:
-        return {"updates": self.updates, "owed_updates": self._owed_updates, **self.episode_stats.state_dict()}
+        return {**super()._extra_state(), "owed_updates": self._owed_updates, **self.episode_stats.state_dict()}
 
     def _load_extra_state(self, state: dict[str, Any]) -> None:
-        self.updates = int(state["updates"])
+        super()._load_extra_state(state)
         self._owed_updates = float(state["owed_updates"])
         self.episode_stats.load_state_dict(state)
         if self.envs is not None:

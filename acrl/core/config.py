@@ -13,9 +13,10 @@ import dataclasses
 import difflib
 import types
 import typing
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import yaml
 
@@ -63,6 +64,10 @@ class RunConfig:
     video_length: int = 200
     target_return: float | None = None
     preset: str = ""
+
+    retired_fields: ClassVar[dict[str, str]] = {}
+    """Fields an earlier acrl wrote into configs of this class (config.yaml, checkpoints) and this
+    one no longer has, each with why: `update_config` drops them with a warning, so old runs load."""
 
     def validate(self) -> None:
         """Raise `InputError` for a value no run could use; subclasses extend this."""
@@ -149,12 +154,19 @@ def update_config(config: RunConfig, values: dict[str, Any], origin: str) -> Run
         config: the config to start from.
         values: field name -> new value (YAML types: int, float, bool, str, list, None).
         origin: where the values come from, used in error messages (e.g. "--set", "preset").
+    A field in the config class's `retired_fields` is dropped with a warning that says why.
+
     Raises:
         InputError: an unknown field (with the closest names) or a value of the wrong type.
     """
-    fields = typing.get_type_hints(type(config))
+    hints = typing.get_type_hints(type(config))
+    fields = {field.name: hints[field.name] for field in dataclasses.fields(config)}
     changes = {}
     for key, value in values.items():
+        if key in config.retired_fields:
+            warnings.warn(f"{origin}: {key} is no longer a setting of {type(config).__name__} "
+                          f"({config.retired_fields[key]}); ignored.", stacklevel=2)
+            continue
         if key not in fields:
             close = difflib.get_close_matches(key, fields, n=3)
             hint = f" Did you mean {', '.join(close)}?" if close else ""

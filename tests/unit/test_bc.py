@@ -52,3 +52,36 @@ def test_the_cli_trains_bc_from_a_dataset_and_refuses_a_discrete_one(pendulum_da
     save_dataset(cartpole, collect_transitions(env, lambda obs: 0, 50, seed=0))
     assert main(["train", "bc", "--dataset", str(cartpole), "--run-dir", str(tmp_path / "x")]) == 2
     assert "for a Discrete action space use discrete_bcq" in capsys.readouterr().err
+
+
+def test_bc_is_a_replay_agent_without_gamma_or_tau(pendulum_data):
+    from acrl.algos.bc import BCConfig
+    from acrl.algos.off_policy import OffPolicyAgent, ReplayAgent
+
+    agent = BC(dataset=str(pendulum_data), hidden_sizes=[8], seed=0)
+    assert isinstance(agent, ReplayAgent) and not isinstance(agent, OffPolicyAgent)
+    assert not hasattr(BCConfig(), "gamma") and not hasattr(BCConfig(), "tau")
+    assert agent.step_unit == "update"
+    with pytest.warns(UserWarning, match="tau is no longer a setting of BCConfig"):
+        BC(dataset=str(pendulum_data), hidden_sizes=[8], tau=0.5)
+
+
+def test_an_old_bc_checkpoint_with_gamma_and_tau_still_loads(pendulum_data, tmp_path):
+    """A checkpoint as acrl wrote BC's when it was an off-policy agent: gamma and tau in the config,
+    the off-policy extra state (owed updates, episode statistics)."""
+    from acrl import load
+    from acrl.core.checkpoint import rng_state, save_checkpoint
+
+    agent = BC(dataset=str(pendulum_data), hidden_sizes=[8], seed=0, iteration_steps=5)
+    state = agent.state_dict()
+    state["counters"]["num_steps"] = 10
+    state["extra"] = {"updates": 10, "owed_updates": 0.0, "episode_returns": [], "episode_lengths": []}
+    config = {**agent.config.to_dict(), "gamma": 0.99, "tau": 0.005}
+    save_checkpoint(tmp_path / "old.pt", "bc", config, state, rng_state(agent.rng))
+    with pytest.warns(UserWarning, match="is no longer a setting of BCConfig") as record:
+        loaded = load(tmp_path / "old.pt")
+    assert [str(w.message).split(": ")[1].split()[0] for w in record] == ["gamma", "tau"]
+    assert isinstance(loaded, BC) and (loaded.num_steps, loaded.updates) == (10, 10)
+    assert not hasattr(loaded.config, "gamma") and loaded.config.hidden_sizes == (8,)
+    for key, value in agent.actor.state_dict().items():
+        assert torch.equal(loaded.actor.state_dict()[key], value)

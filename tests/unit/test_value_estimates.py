@@ -57,7 +57,7 @@ def test_value_estimates_by_hand():
 def test_no_critic_no_estimates_and_no_buffer_no_data_estimates():
     bc = BC("Pendulum-v1", buffer=pendulum_buffer([0.0, 0.5]), eval_episodes=1)
     result = bc.evaluate()
-    assert "discounted_return_mean" in result
+    assert "discounted_return_mean" not in result  # BC has no gamma: Agent.evaluate's undiscounted returns only
     assert not any(key.startswith("q_") for key in result)
     online = DDPG("Pendulum-v1", eval_episodes=1, start_steps=10, buffer_size=100)
     result = online.evaluate()  # nothing collected yet: only the first-step estimate
