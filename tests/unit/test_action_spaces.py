@@ -49,6 +49,22 @@ def test_ppo_predicts_and_rolls_out_discrete_actions_from_start():
     assert agent.envs.envs[0].unwrapped.received == [a + 1 for a in stored]
 
 
+def test_a3c_rollout_sends_discrete_actions_from_start():
+    from acrl.algos.a3c import ActorCritic, collect_rollout
+    from acrl.core.envs import ActionAdapter, LeanSyncVectorEnv
+    from acrl.parts.normalization import IdentityNormalizer
+
+    torch.manual_seed(0)
+    envs = LeanSyncVectorEnv([ShiftedActions, ShiftedActions])
+    obs, _ = envs.reset(seed=0)
+    model = ActorCritic(2, 2, True, (4,))
+    rollout = collect_rollout(envs, model, obs, 3, ActionAdapter(envs.single_action_space), IdentityNormalizer())
+    stored = rollout.actions.numpy()  # (T, N) policy indices
+    assert stored.shape == (3, 2) and set(stored.ravel().tolist()) <= {0, 1}
+    for i, env in enumerate(envs.envs):
+        assert env.received == (stored[:, i] + 1).tolist()
+
+
 def test_discrete_bcq_learns_indices_from_0_and_acts_from_start(tmp_path):
     n = 6
     actions = np.array([1, 2, 2, 1, 2, 1])  # environment units of Discrete(2, start=1)
