@@ -1,33 +1,14 @@
 """`acrl` command line: a thin layer that parses into configs and calls the library.
 
-    acrl train ALGO [--env ENV_ID] [--dataset FILE] [--seed N] [--total-steps N] [--n-envs N] [--workers N]
-               [--run-dir DIR] [--preset NAME] [--set key=value ...] [--device DEV] [--video-freq N]
-               [--no-progress]
-    acrl resume RUN_DIR [--total-steps N] [--device DEV] [--no-progress]
-    acrl evaluate RUN_DIR [--episodes N] [--stochastic] [--seed N] [--device DEV]
-    acrl record RUN_DIR [--episodes N] [--out FILE.mp4] [--checkpoint best|latest] [--seed N] [--stochastic]
-                [--max-steps N] [--device DEV]
-    acrl plot RUN_DIR... [--out FILE]        (or one SWEEP_DIR: its table and figure again)
-    acrl collect --kind final|imitation|imperfect --out FILE --steps N [--env ENV_ID] [--policy RUN_DIR]
-                 [--seed N] [--noise STD] [--random-prob P] [--algo ddpg|td3] [--preset NAME]
-                 [--set key=value ...] [--no-progress]
-    acrl experiment extrapolation|concurrent --env ENV_ID [--steps-behavioral N] [--updates N] [--seeds N ...]
-                    [--dataset-size N] [--final-noise STD] [--eval-freq N] [--eval-episodes N] [--out DIR]
-                    [--behavioral-set key=value ...] [--bcq-set key=value ...] [--ddpg-set key=value ...]
-                    [--bc-set key=value ...] [--no-progress]
-    acrl sweep [ALGO] [--file SWEEP.yaml] [--env ENV ...] [--seeds N ...] [--total-steps N] [--preset NAME]
-               [--dataset FILE ...] [--set key=value|key=[v1,v2] ...] [--out DIR] [--address auto|HOST:PORT]
-               [--cpus-per-run C] [--gpus-per-run G] [--retries N] [--no-progress]
-    acrl tune ALGO --env ENV --trials N [--space KEY=SPEC ...] [--file SPACE.yaml] [--total-steps N] [--seed N]
-              [--set key=value ...] [--pruner median|asha|none] [--startup-trials N] [--parallel N] [--out DIR]
-              [--address auto|HOST:PORT] [--cpus-per-run C] [--gpus-per-run G] [--retries N]
+Each command is a dataclass below (`Train`, `Resume`, ..., collected in `Command`), parsed by tyro;
+its fields and their docstrings are the options and their help (`acrl COMMAND --help`), and
+`synopsis()` renders all commands with their options from those dataclasses, the block that the
+README's "Command line" section shows (tests/algos/test_cli.py checks that they agree). ALGO is
+one of `acrl.algos.ALGORITHMS`; `acrl --version` prints the version.
 
-ALGO is one of `acrl.algos.ALGORITHMS` (ppo, a3c, ddpg, td3, sac, bcq, discrete_bcq, bc); `acrl COMMAND
---help` describes every option. Warnings print once each, as one line `acrl: warning: MESSAGE` on
-stderr.
-
-Exit codes: 0 success, 2 bad input (one paragraph on stderr, no traceback), 1 failure during
-the run, 130 interrupted.
+Errors: bad input, tyro's own argument errors included, is one line `acrl: error: MESSAGE` on
+stderr (no traceback, no box); warnings print once each, as one line `acrl: warning: MESSAGE`.
+Exit codes: 0 success, 2 bad input, 1 failure during the run, 130 interrupted.
 """
 
 from __future__ import annotations
@@ -339,7 +320,10 @@ def build_agent(args: Train):
     """
     from acrl.algos import make_config
     from acrl.core.config import parse_set_options
+    from acrl.core.video import check_mujoco_gl
 
+    if args.video_freq:
+        check_mujoco_gl()  # before the env is made: a MuJoCo task imports mujoco, which fails on a bad MUJOCO_GL
     cls, config = make_config(args.algo, args.env, args.preset, parse_set_options(args.set), seed=args.seed,
                               total_steps=args.total_steps, n_envs=args.n_envs, device=args.device,
                               workers=args.workers, dataset=args.dataset, video_freq=args.video_freq)
@@ -437,11 +421,13 @@ def record(args: Record) -> None:
     from acrl.algos import load
     from acrl.algos.base import EVAL_SEED_OFFSET
     from acrl.core.model_card import write_model_card
+    from acrl.core.video import check_mujoco_gl
 
     run_dir = existing_run_dir(args.run_dir)
     if args.out is not None and not args.out.lower().endswith(".mp4"):
         raise InputError(f"--out must name an .mp4 file, got {args.out!r}.")
     check_seed(args.seed)
+    check_mujoco_gl()  # before `load` makes the env: a MuJoCo task imports mujoco, which fails on a bad MUJOCO_GL
     path = run_checkpoint(run_dir, args.checkpoint)
     agent = load(path, device=args.device)
     seed = args.seed if args.seed is not None else agent.config.seed + EVAL_SEED_OFFSET
