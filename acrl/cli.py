@@ -316,17 +316,21 @@ def build_agent(args: Train):
     """The agent `acrl train` trains (`acrl.algos.make_config`: defaults < preset < --set < flags).
 
     Raises:
-        InputError: unknown algorithm, env, preset or key, or a bad value.
+        InputError: unknown algorithm, env, preset or key, a bad value, a MUJOCO_GL that cannot render
+            (with --video-freq), a missing or unreadable --dataset file.
     """
     from acrl.algos import make_config
     from acrl.core.config import parse_set_options
     from acrl.core.video import check_mujoco_gl
+    from acrl.parts.datasets import dataset_env_id
 
     if args.video_freq:
         check_mujoco_gl()  # before the env is made: a MuJoCo task imports mujoco, which fails on a bad MUJOCO_GL
     cls, config = make_config(args.algo, args.env, args.preset, parse_set_options(args.set), seed=args.seed,
                               total_steps=args.total_steps, n_envs=args.n_envs, device=args.device,
                               workers=args.workers, dataset=args.dataset, video_freq=args.video_freq)
+    if args.dataset is not None:
+        dataset_env_id(args.dataset)  # a missing or unreadable file is named before the env and its action space
     return cls(args.env or config.env_id, config=config)
 
 

@@ -83,11 +83,10 @@ def make_config(algo: str, env_id: str | None = None, preset: str | None = None,
             raise InputError(f"{flag} does not apply to {algo}: its config has no {flag} field.",
                              cli=f"--{flag.replace('_', '-')} does not apply to {algo}: it has no {flag} "
                              f"setting (see `acrl train --help` for which algorithms take it).")
-    if dataset is not None:  # a missing or unreadable file is named before the environment and its spaces
+    if env_id is None:  # the preset of the dataset's own environment
         from acrl.parts.datasets import dataset_env_id
 
-        file_env_id = dataset_env_id(dataset)
-        env_id = env_id or file_env_id or config.env_id
+        env_id = dataset_env_id(dataset) or config.env_id
     values, preset = preset_values(algo, env_id, preset)
     config = update_config(config, values, f"preset {preset!r}")
     config = update_config(config, overrides or {}, origin)
