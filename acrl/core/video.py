@@ -15,7 +15,9 @@ file holds all the episodes.
 Headless rendering: with no `DISPLAY` and no `MUJOCO_GL` set, MuJoCo renders through EGL
 (`MUJOCO_GL=egl`; Debian/Ubuntu packages libegl1 libegl-mesa0 libgl1 libgl1-mesa-dri, software
 rendering through Mesa when there is no GPU, about 124 ms a 480 x 480 Ant frame on one core here).
-The classic-control tasks draw with pygame.
+A MUJOCO_GL set to something else than egl, osmesa or glfw, or to a renderer whose library is
+missing, is refused by `check_mujoco_gl` before mujoco is imported (with such a value its import
+fails). The classic-control tasks draw with pygame.
 """
 
 from __future__ import annotations

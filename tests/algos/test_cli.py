@@ -251,3 +251,13 @@ def test_plot_directory_without_metrics(capsys, tmp_path):
     # A run directory that has not evaluated yet: the library's message.
     assert main(["plot", str(tmp_path / "runs" / "a"), "--out", str(tmp_path / "c.png")]) == 2
     assert "has logged 'eval/return_mean' yet" in capsys.readouterr().err
+
+
+def test_plot_says_where_it_writes(capsys, tmp_path, monkeypatch):
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "metrics.csv").write_text("step,eval/return_mean\n10,1.0\n20,3.0\n")
+    monkeypatch.chdir(tmp_path)  # the default --out is relative to the current directory
+    assert main(["plot", "run"]) == 0
+    captured = capsys.readouterr()
+    assert (captured.out, captured.err) == ("", "figure: learning_curves.png\n")
+    assert (tmp_path / "learning_curves.png").stat().st_size > 0
