@@ -261,3 +261,11 @@ def test_plot_says_where_it_writes(capsys, tmp_path, monkeypatch):
     captured = capsys.readouterr()
     assert (captured.out, captured.err) == ("", "figure: learning_curves.png\n")
     assert (tmp_path / "learning_curves.png").stat().st_size > 0
+
+
+def test_an_id_of_an_unregistered_namespace_suggests_no_other_ids(capsys):
+    # "Atari/" stands for a namespace whose package is not imported (ALE/ without ale-py): before, the
+    # closest ids of the whole registry came back (CarRacing-v3, Ant-v5, CartPole-v1).
+    assert main(["train", "ppo", "--env", "Atari/Pong-v5"]) == 2
+    err = capsys.readouterr().err
+    assert "No Atari/ environment is registered" in err and "Did you mean" not in err, err
