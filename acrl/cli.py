@@ -1,42 +1,29 @@
 """`acrl` command line: a thin layer that parses into configs and calls the library.
 
-    acrl train ALGO [--env ENV_ID] [--dataset FILE] [--seed N] [--total-steps N] [--n-envs N] [--workers N]
-               [--run-dir DIR] [--preset NAME] [--set key=value ...] [--device DEV] [--video-freq N]
-               [--no-progress]
-    acrl resume RUN_DIR [--total-steps N] [--device DEV] [--no-progress]
-    acrl evaluate RUN_DIR [--episodes N] [--stochastic] [--seed N] [--device DEV]
-    acrl record RUN_DIR [--episodes N] [--out FILE.mp4] [--checkpoint best|latest] [--seed N] [--stochastic]
-                [--max-steps N] [--device DEV]
-    acrl plot RUN_DIR... [--out FILE]        (or one SWEEP_DIR: its table and figure again)
-    acrl collect --kind final|imitation|imperfect --out FILE --steps N [--env ENV_ID] [--policy RUN_DIR]
-                 [--seed N] [--noise STD] [--random-prob P] [--algo ddpg|td3] [--preset NAME]
-                 [--set key=value ...] [--no-progress]
-    acrl experiment extrapolation|concurrent --env ENV_ID [--steps-behavioral N] [--updates N] [--seeds N ...]
-                    [--dataset-size N] [--final-noise STD] [--eval-freq N] [--eval-episodes N] [--out DIR]
-                    [--behavioral-set key=value ...] [--bcq-set key=value ...] [--ddpg-set key=value ...]
-                    [--bc-set key=value ...] [--no-progress]
-    acrl sweep [ALGO] [--file SWEEP.yaml] [--env ENV ...] [--seeds N ...] [--total-steps N] [--preset NAME]
-               [--dataset FILE ...] [--set key=value|key=[v1,v2] ...] [--out DIR] [--address auto|HOST:PORT]
-               [--cpus-per-run C] [--gpus-per-run G] [--retries N] [--no-progress]
-    acrl tune ALGO --env ENV --trials N [--space KEY=SPEC ...] [--file SPACE.yaml] [--total-steps N] [--seed N]
-              [--set key=value ...] [--pruner median|asha|none] [--startup-trials N] [--parallel N] [--out DIR]
-              [--address auto|HOST:PORT] [--cpus-per-run C] [--gpus-per-run G] [--retries N]
+Each command is a dataclass below (`Train`, `Resume`, ..., collected in `Command`), parsed by tyro;
+its fields and their docstrings are the options and their help (`acrl COMMAND --help`), and
+`synopsis()` renders all commands with their options from those dataclasses, the block that the
+README's "Command line" section shows (tests/algos/test_cli.py checks that they agree). ALGO is
+one of `acrl.algos.ALGORITHMS`; `acrl --version` prints the version.
 
-ALGO is one of `acrl.algos.ALGORITHMS` (ppo, a3c, ddpg, td3, sac, bcq, discrete_bcq, bc); `acrl COMMAND
---help` describes every option. Warnings print once each, as one line `acrl: warning: MESSAGE` on
-stderr.
-
-Exit codes: 0 success, 2 bad input (one paragraph on stderr, no traceback), 1 failure during
-the run, 130 interrupted.
+Errors: bad input, tyro's own argument errors included, is one line `acrl: error: MESSAGE` on
+stderr (no traceback, no box); warnings print once each, as one line `acrl: warning: MESSAGE`.
+Exit codes: 0 success, 2 bad input, 1 failure during the run, 130 interrupted.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import difflib
+import functools
+import itertools
 import json
 import os
 import signal
 import sys
 import time
+import types
+import typing
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -45,9 +32,16 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import tyro
+import tyro._errors  # tyro's parse-error hook (private: pinned in pyproject.toml), for one-line errors
 
 from acrl.algos import ALGORITHMS
 from acrl.core.errors import InputError, TrainingError
+from acrl.core.version import __version__
+
+
+def values(metavar: str) -> object:
+    """tyro's settings of a list option: the metavar "METAVAR ...", and no "(default: )" (an empty list)."""
+    return tyro.conf.arg(metavar=f"{metavar} ...", help_behavior_hint="")
 
 
 @dataclass
@@ -57,7 +51,7 @@ class Train:
     algo: Annotated[str, tyro.conf.Positional,
                     tyro.conf.arg(metavar="ALGO", help=f"Algorithm: {', '.join(ALGORITHMS)}.")]
     """Algorithm (the help text lists the registered ones, `acrl.algos.ALGORITHMS`)."""
-    env: str | None = None
+    env: Annotated[str | None, tyro.conf.arg(metavar="ENV_ID")] = None
     """Gymnasium environment id, e.g. CartPole-v1, Ant-v5, acrl/AntDirectional-v5 (offline algorithms:
     default the dataset's env_id)."""
     seed: int | None = None
@@ -69,14 +63,14 @@ class Train:
     the preset says otherwise)."""
     workers: int | None = None
     """A3C worker processes (default: the number of cores)."""
-    dataset: str | None = None
+    dataset: Annotated[str | None, tyro.conf.arg(metavar="FILE")] = None
     """Offline dataset (HDF5, D4RL keys, e.g. from `acrl collect`): required by the offline algorithms (bcq,
     discrete_bcq, bc); the other replay algorithms (ddpg, td3, sac) then learn from it instead of collecting."""
-    run_dir: str | None = None
+    run_dir: Annotated[str | None, tyro.conf.arg(metavar="DIR")] = None
     """Run directory (default: runs/ALGO-ENV-sSEED-TIME)."""
-    preset: str | None = None
+    preset: Annotated[str | None, tyro.conf.arg(metavar="NAME")] = None
     """Named preset from acrl/presets/ALGO.yaml (default: 'default' for this env if it exists)."""
-    set: list[str] = field(default_factory=list)
+    set: Annotated[list[str], values("KEY=VALUE")] = field(default_factory=list)
     """Hyperparameter overrides as key=value (YAML values), e.g. --set clip_range=0.1 n_epochs=5."""
     device: str | None = None
     """auto (CUDA when available, else the CPU; the default), cpu, cuda or cuda:N; config.yaml records the one used."""
@@ -103,10 +97,12 @@ class Resume:
 
 @dataclass
 class Evaluate:
-    """Evaluate a run's best checkpoint and print one JSON object on stdout."""
+    """Evaluate a run's best (or latest) checkpoint and print one JSON object on stdout."""
 
     run_dir: Annotated[str, tyro.conf.Positional, tyro.conf.arg(metavar="RUN_DIR")]
-    """Run directory written by `acrl train` (its checkpoints/best.pt, else latest.pt)."""
+    """Run directory written by `acrl train`."""
+    checkpoint: Literal["best", "latest"] = "best"
+    """Which checkpoint is evaluated: best (best.pt; latest.pt while there is no best yet) or latest (latest.pt)."""
     episodes: int = 10
     """Evaluation episodes."""
     stochastic: bool = False
@@ -126,11 +122,11 @@ class Record:
     """Run directory written by `acrl train`."""
     episodes: int = 1
     """Episodes, one after another in one file."""
-    out: str | None = None
+    out: Annotated[str | None, tyro.conf.arg(metavar="FILE.mp4")] = None
     """MP4 file to write (default: RUN_DIR/videos/CHECKPOINT-seedSEED[-stochastic][-maxN]-returnR.mp4, R the
     mean return); the run's README.md lists the latest video in RUN_DIR/videos."""
     checkpoint: Literal["best", "latest"] = "best"
-    """Which checkpoint plays: best (best.pt) or latest (latest.pt)."""
+    """Which checkpoint plays: best (best.pt; latest.pt while there is no best yet) or latest (latest.pt)."""
     seed: int | None = None
     """Seed of the environment (default: the run's seed + 10000, the episodes that evaluation scores)."""
     stochastic: bool = False
@@ -149,36 +145,36 @@ class Plot:
 
     run_dirs: Annotated[list[str], tyro.conf.Positional, tyro.conf.arg(metavar="RUN_DIR [RUN_DIR ...]")]
     """Run directories written by `acrl train` (each with its metrics.csv), or one `acrl sweep` directory."""
-    out: str = "learning_curves.png"
-    """PNG file to write (its folder must exist)."""
+    out: Annotated[str, tyro.conf.arg(metavar="FILE.png")] = "learning_curves.png"
+    """PNG file to write, relative to the current directory (its folder must exist); `acrl plot` prints its path."""
 
 
 @dataclass
 class Collect:
     """Collect an offline dataset (HDF5, D4RL keys) of the BCQ paper: final, imitation or imperfect."""
 
-    kind: str
+    kind: Literal["final", "imitation", "imperfect"]
     """final (all transitions of a behavioral DDPG training run), imitation (a trained policy without
     noise), imperfect (the policy with N(0, 0.3) noise and random actions with probability 0.3)."""
-    out: str
+    out: Annotated[str, tyro.conf.arg(metavar="FILE.h5")]
     """HDF5 file to write (final also writes the behavioral run to FILE's stem + '-behavioral/')."""
     steps: int
     """Transitions to collect."""
-    env: str | None = None
+    env: Annotated[str | None, tyro.conf.arg(metavar="ENV_ID")] = None
     """Environment id (required for final; default: the policy's)."""
-    policy: str | None = None
+    policy: Annotated[str | None, tyro.conf.arg(metavar="RUN_DIR")] = None
     """Run directory of a trained agent (its checkpoints/best.pt), for imitation and imperfect."""
     seed: int = 0
     """Seed of the behavioral agent (final) or of the environment, noise and random actions (the others)."""
-    noise: float | None = None
+    noise: Annotated[float | None, tyro.conf.arg(metavar="STD")] = None
     """Gaussian action noise std as a fraction of max_action (default: imperfect 0.3; final: the preset's 0.1)."""
-    random_prob: float | None = None
+    random_prob: Annotated[float | None, tyro.conf.arg(metavar="P")] = None
     """Probability of a uniformly random action (default: imperfect 0.3, else 0)."""
-    algo: str = "ddpg"
-    """Behavioral agent of final: ddpg or td3."""
-    preset: str | None = None
+    algo: Literal["ddpg", "td3"] = "ddpg"
+    """Behavioral agent of final: DDPG (the paper's) or TD3."""
+    preset: Annotated[str | None, tyro.conf.arg(metavar="NAME")] = None
     """Preset of the behavioral agent (final)."""
-    set: list[str] = field(default_factory=list)
+    set: Annotated[list[str], values("KEY=VALUE")] = field(default_factory=list)
     """Hyperparameters of the behavioral agent (final) as key=value, e.g. --set start_steps=1000."""
     progress: bool = True
     """Show the progress bar."""
@@ -191,31 +187,31 @@ class Experiment:
     name: tyro.conf.Positional[Literal["extrapolation", "concurrent"]]
     """extrapolation (final, concurrent, imitation and imperfect buffers: behavioral policy, BCQ,
     off-policy DDPG and BC) or concurrent (BCQ, DDPG and BC learning from a behavioral DDPG's growing buffer)."""
-    env: str
+    env: Annotated[str, tyro.conf.arg(metavar="ENV_ID")]
     """Environment id with a bounded Box action space, e.g. Pendulum-v1, Hopper-v5."""
     steps_behavioral: int | None = None
     """Environment steps of the behavioral DDPG (default: its preset's total_steps)."""
     updates: int | None = None
     """Gradient updates of each offline agent, extrapolation only (default: the BCQ preset's total_steps)."""
-    seeds: list[int] = field(default_factory=lambda: [0])
+    seeds: Annotated[list[int], tyro.conf.arg(metavar="N ...")] = field(default_factory=lambda: [0])
     """One full experiment per seed; the table and figure show mean and std."""
     dataset_size: int | None = None
     """Transitions of the imitation and imperfect datasets (default: --steps-behavioral)."""
-    final_noise: float = 0.5
+    final_noise: Annotated[float, tyro.conf.arg(metavar="STD")] = 0.5
     """Exploration noise std (fraction of max_action) of the final buffer's behavioral DDPG (paper: 0.5)."""
     eval_freq: int | None = None
     """Updates (concurrent: steps) between evaluations (default: the BCQ preset's eval_freq)."""
     eval_episodes: int = 10
     """Episodes per evaluation (deterministic; the paper uses 10)."""
-    out: str | None = None
+    out: Annotated[str | None, tyro.conf.arg(metavar="DIR")] = None
     """Output directory (default: runs/experiment-NAME-ENV-TIME); the same command with the same --out resumes it."""
-    behavioral_set: list[str] = field(default_factory=list)
+    behavioral_set: Annotated[list[str], values("KEY=VALUE")] = field(default_factory=list)
     """Behavioral DDPG hyperparameters as key=value."""
-    bcq_set: list[str] = field(default_factory=list)
+    bcq_set: Annotated[list[str], values("KEY=VALUE")] = field(default_factory=list)
     """BCQ hyperparameters as key=value, e.g. --bcq-set vae_hidden_sizes=[64,64]."""
-    ddpg_set: list[str] = field(default_factory=list)
+    ddpg_set: Annotated[list[str], values("KEY=VALUE")] = field(default_factory=list)
     """Hyperparameters of the DDPG that learns from the data (offline / concurrent) as key=value."""
-    bc_set: list[str] = field(default_factory=list)
+    bc_set: Annotated[list[str], values("KEY=VALUE")] = field(default_factory=list)
     """Behavioral cloning hyperparameters as key=value, e.g. --bc-set hidden_sizes=[64,64]."""
     progress: bool = True
     """Show the progress bar."""
@@ -225,11 +221,11 @@ class Experiment:
 class OnRay:
     """Where the runs of a sweep or a search execute (`acrl.sweep.executor.ClusterOptions`)."""
 
-    address: str | None = None
+    address: Annotated[str | None, tyro.conf.arg(metavar="auto|HOST:PORT")] = None
     """Ray cluster: auto (the one `ray start` runs here) or HOST:PORT (default: a local instance, one run per core)."""
-    cpus_per_run: float = 1.0
+    cpus_per_run: Annotated[float, tyro.conf.arg(metavar="C")] = 1.0
     """CPUs reserved per run (also its torch threads)."""
-    gpus_per_run: float = 0.0
+    gpus_per_run: Annotated[float, tyro.conf.arg(metavar="G")] = 0.0
     """GPUs reserved per run (> 0: runs train on CUDA)."""
     retries: int = 3
     """Times a run whose worker or node died is restarted from its latest checkpoint."""
@@ -248,22 +244,22 @@ class Sweep(OnRay):
 
     algo: Annotated[str | None, tyro.conf.Positional, tyro.conf.arg(metavar="[ALGO]")] = None
     """Algorithm (or the sweep file's `algo`)."""
-    file: str | None = None
+    file: Annotated[str | None, tyro.conf.arg(metavar="SWEEP.yaml")] = None
     """Sweep file (YAML: algo, env, seeds, total_steps, preset, dataset, set; see the README); flags win."""
-    env: list[str] = field(default_factory=list)
+    env: Annotated[list[str], values("ENV")] = field(default_factory=list)
     """Environment ids, an axis of the grid."""
-    seeds: list[int] = field(default_factory=list)
+    seeds: Annotated[list[int], values("N")] = field(default_factory=list)
     """Seeds (default: the file's, else 0)."""
     total_steps: int | None = None
     """Each run's budget."""
-    preset: str | None = None
+    preset: Annotated[str | None, tyro.conf.arg(metavar="NAME")] = None
     """Preset name of acrl/presets/ALGO.yaml."""
-    dataset: list[str] = field(default_factory=list)
+    dataset: Annotated[list[str], values("FILE")] = field(default_factory=list)
     """Offline datasets, an axis of the grid."""
-    set: list[str] = field(default_factory=list)
+    set: Annotated[list[str], values("KEY=VALUE|KEY=[V1,V2]")] = field(default_factory=list)
     """key=value (the same in every run) or key=[v1, v2] (an axis); a list-valued field's axis is a list of
     lists, e.g. hidden_sizes=[[64,64],[256,256]]."""
-    out: str | None = None
+    out: Annotated[str | None, tyro.conf.arg(metavar="DIR")] = None
     """Sweep directory (default: runs/sweep-ALGO-ENV-HASH of the grid, so rerunning the command resumes it)."""
     progress: bool = True
     """Show the progress bar over runs."""
@@ -275,29 +271,29 @@ class Tune(OnRay):
 
     algo: Annotated[str, tyro.conf.Positional, tyro.conf.arg(metavar="ALGO")]
     """Algorithm whose config the space samples."""
-    env: str
+    env: Annotated[str, tyro.conf.arg(metavar="ENV_ID")]
     """Environment id of every trial."""
     trials: int
     """Trials to finish (complete, pruned or failed)."""
-    space: list[str] = field(default_factory=list)
+    space: Annotated[list[str], values("KEY=SPEC")] = field(default_factory=list)
     """KEY=SPEC with SPEC loguniform:LOW:HIGH, uniform:LOW:HIGH, int:LOW:HIGH or categorical:A,B,C."""
-    file: str | None = None
+    file: Annotated[str | None, tyro.conf.arg(metavar="SPACE.yaml")] = None
     """YAML with `space:` (KEY: SPEC) and optionally `set:` (KEY: value); flags add to it."""
     total_steps: int | None = None
     """Each trial's budget."""
     seed: int = 0
     """Each trial's seed, and the sampler's."""
-    preset: str | None = None
+    preset: Annotated[str | None, tyro.conf.arg(metavar="NAME")] = None
     """Preset the trials start from."""
-    set: list[str] = field(default_factory=list)
+    set: Annotated[list[str], values("KEY=VALUE")] = field(default_factory=list)
     """Fixed key=value of every trial."""
-    pruner: str = "median"
+    pruner: Literal["median", "asha", "none"] = "median"
     """median, asha (successive halving) or none."""
     startup_trials: int = 5
     """Random trials before TPE starts (the median pruner waits for as many)."""
     parallel: int | None = None
     """Trials at once (default: as many as the cluster's CPUs allow)."""
-    out: str | None = None
+    out: Annotated[str | None, tyro.conf.arg(metavar="DIR")] = None
     """Tune directory (default: runs/tune-ALGO-ENV-HASH; rerunning the command continues the study)."""
     progress: bool = True
     """A line per finished trial."""
@@ -320,14 +316,21 @@ def build_agent(args: Train):
     """The agent `acrl train` trains (`acrl.algos.make_config`: defaults < preset < --set < flags).
 
     Raises:
-        InputError: unknown algorithm, env, preset or key, or a bad value.
+        InputError: unknown algorithm, env, preset or key, a bad value, a MUJOCO_GL that cannot render
+            (with --video-freq), a missing or unreadable --dataset file.
     """
     from acrl.algos import make_config
     from acrl.core.config import parse_set_options
+    from acrl.core.video import check_mujoco_gl
+    from acrl.parts.datasets import dataset_env_id
 
+    if args.video_freq:
+        check_mujoco_gl()  # before the env is made: a MuJoCo task imports mujoco, which fails on a bad MUJOCO_GL
     cls, config = make_config(args.algo, args.env, args.preset, parse_set_options(args.set), seed=args.seed,
                               total_steps=args.total_steps, n_envs=args.n_envs, device=args.device,
                               workers=args.workers, dataset=args.dataset, video_freq=args.video_freq)
+    if args.dataset is not None:
+        dataset_env_id(args.dataset)  # a missing or unreadable file is named before the env and its action space
     return cls(args.env or config.env_id, config=config)
 
 
@@ -407,7 +410,7 @@ def evaluate(args: Evaluate) -> None:
         raise InputError(f"--episodes must be >= 1, got {args.episodes}.")
     check_seed(args.seed)
     run_dir = existing_run_dir(args.run_dir)
-    path = run_checkpoint(run_dir)
+    path = run_checkpoint(run_dir, args.checkpoint)
     agent = load(path, device=args.device)
     seed = args.seed if args.seed is not None else agent.config.seed + EVAL_SEED_OFFSET
     result = run_evaluation(agent, agent.env, args.episodes, deterministic=not args.stochastic, seed=seed)
@@ -422,11 +425,13 @@ def record(args: Record) -> None:
     from acrl.algos import load
     from acrl.algos.base import EVAL_SEED_OFFSET
     from acrl.core.model_card import write_model_card
+    from acrl.core.video import check_mujoco_gl
 
     run_dir = existing_run_dir(args.run_dir)
     if args.out is not None and not args.out.lower().endswith(".mp4"):
         raise InputError(f"--out must name an .mp4 file, got {args.out!r}.")
     check_seed(args.seed)
+    check_mujoco_gl()  # before `load` makes the env: a MuJoCo task imports mujoco, which fails on a bad MUJOCO_GL
     path = run_checkpoint(run_dir, args.checkpoint)
     agent = load(path, device=args.device)
     seed = args.seed if args.seed is not None else agent.config.seed + EVAL_SEED_OFFSET
@@ -469,7 +474,7 @@ def plot(args: Plot) -> None:
                      "pass those instead." if inner else "")
             raise InputError(f"{path} is not a run directory: it has no metrics.csv (`acrl train` writes one "
                              f"when the run starts).{where}")
-    print(plot_runs(args.run_dirs, args.out))
+    print(f"figure: {plot_runs(args.run_dirs, args.out)}", file=sys.stderr)
 
 
 def collect(args: Collect) -> None:
@@ -576,6 +581,54 @@ def tune(args: Tune) -> None:
 HANDLERS = {Train: train, Resume: resume, Evaluate: evaluate, Record: record, Plot: plot, Collect: collect,
             Experiment: experiment, Sweep: sweep, Tune: tune}
 
+COMMANDS = {typing.get_args(option)[1].name: typing.get_args(option)[0] for option in typing.get_args(Command)}
+"""Command name -> its dataclass, in `Command`'s order."""
+
+DESCRIPTION = ("Deep reinforcement learning on Gymnasium: train, resume, evaluate, record, plot; offline datasets "
+               "and the BCQ paper's experiments; sweeps and searches on Ray. `acrl COMMAND --help` describes a "
+               "command; `acrl --version` prints the version.")
+
+
+def synopsis(width: int = 110) -> str:
+    """The commands and their options, one paragraph each, from `Command`'s dataclasses (the README's CLI block).
+
+    Positional arguments come first, then the command's own options, then those it inherits
+    (`OnRay`'s). A placeholder is the field's metavar where it sets one, else Literal choices as
+    a|b, N for an int, X for a float and the field's name in capitals for a string; options with a
+    default are in brackets, a bool that defaults to true is `--no-FLAG`. Lines wrap at `width`.
+    """
+    paragraphs = []
+    for command, cls in COMMANDS.items():
+        hints = typing.get_type_hints(cls, include_extras=True)
+        positional, own, inherited = [], [], []
+        for f in dataclasses.fields(cls):
+            hint = hints[f.name]
+            extras = typing.get_args(hint)[1:] if typing.get_origin(hint) is Annotated else ()
+            base = typing.get_args(hint)[0] if extras else hint
+            base = next((t for t in typing.get_args(base) if t is not type(None)), base) \
+                if typing.get_origin(base) in (types.UnionType, typing.Union) else base
+            metavar = next((m.metavar for m in extras if getattr(m, "metavar", None)), None)
+            if metavar is None:
+                metavar = ("|".join(typing.get_args(base)) if typing.get_origin(base) is Literal else
+                           {int: "N", float: "X"}.get(base, f.name.upper()))
+            optional = f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
+            flag = f"--{f.name.replace('_', '-')}"
+            words = own if f.name in vars(cls).get("__annotations__", {}) else inherited
+            if any(m is typing.get_args(tyro.conf.Positional[int])[1] for m in extras):
+                positional.append(metavar)
+            elif base is bool:
+                words.append(f"[--no-{flag[2:]}]" if f.default else f"[{flag}]")
+            else:
+                words.append(f"[{flag} {metavar}]" if optional else f"{flag} {metavar}")
+        lines, indent = [f"acrl {command}"], " " * len(f"acrl {command} ")
+        for word in positional + own + inherited:
+            if len(lines[-1]) + 1 + len(word) > width:
+                lines.append(indent + word)
+            else:
+                lines[-1] += " " + word
+        paragraphs.append("\n".join(lines))
+    return "\n".join([*paragraphs, "acrl --version"])
+
 
 @contextmanager
 def one_line_warnings() -> Iterator[None]:
@@ -601,15 +654,19 @@ def one_line_warnings() -> Iterator[None]:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `acrl` console script; returns the exit code."""
     with one_line_warnings():
-        return _run(argv)
+        return _run(sys.argv[1:] if argv is None else list(argv))
 
 
-def _run(argv: list[str] | None) -> int:
-    args = tyro.cli(Command, args=argv, prog="acrl")
+def _run(argv: list[str]) -> int:
+    if argv[:1] == ["--version"]:
+        print(f"acrl {__version__}")
+        return 0
     try:
+        with tyro._errors.on_parse_error(functools.partial(_reject_arguments, argv)):
+            args = tyro.cli(Command, args=argv, prog="acrl", description=DESCRIPTION, config=(tyro.conf.DisallowNone,))
         HANDLERS[type(args)](args)
     except InputError as exc:
-        print(f"acrl: error: {exc}", file=sys.stderr)
+        print(f"acrl: error: {exc.cli or exc}", file=sys.stderr)
         return 2
     except TrainingError as exc:
         print(f"acrl: training failed: {exc}", file=sys.stderr)
@@ -618,6 +675,57 @@ def _run(argv: list[str] | None) -> int:
         print("acrl: interrupted", file=sys.stderr)
         return 130
     return 0
+
+
+def _reject_arguments(argv: list[str], event: tyro._errors.ParseErrorEvent) -> None:
+    """tyro's parse-error hook: raise the `InputError` that says, in one line, which argument was wrong.
+
+    Raises:
+        InputError: always (an unknown command or option, a bad value or choice, a missing argument).
+    """
+    command = next((word for word in argv if word in COMMANDS), None)
+    see = f"`acrl {command} --help`" if command else "`acrl --help`"
+
+    def name(arg) -> str:  # an option's flag, a positional's field name in capitals
+        return arg.field.intern_name.upper() if arg.is_positional() else arg.display_name()
+
+    def and_(words: list[str]) -> str:
+        return " and ".join([", ".join(words[:-1]), words[-1]] if len(words) > 1 else words)
+
+    if command is None and argv and not argv[0].startswith("-"):
+        close = difflib.get_close_matches(argv[0], COMMANDS, n=1)
+        raise InputError(f"unknown command {argv[0]!r}{f' (did you mean {close[0]}?)' if close else ''}; the "
+                         f"commands are {', '.join(COMMANDS)}.")
+    if isinstance(event, tyro._errors.UnrecognizedArgs):
+        raise InputError(f"unrecognized argument{'s' * (len(event.tokens) > 1)} {' '.join(event.tokens)}; "
+                         f"{see} lists the options.")
+    if isinstance(event, tyro._errors.InvalidChoice):
+        raise InputError(f"{name(event.argument)} must be {and_(list(event.choices)).replace(' and ', ' or ')}, "
+                         f"got {event.value!r}.")
+    if isinstance(event, tyro._errors.InstantiationFailure) and event.argument is not None:
+        arg = event.argument
+        flag, single = arg.display_name(), arg.lowered.nargs == 1
+        given = []
+        for i, word in enumerate(argv):
+            option, equals, value = word.partition("=")
+            if option.replace("_", "-") == flag:
+                following = argv[i + 1:i + 2] if single else list(itertools.takewhile(
+                    lambda w: not w.startswith("-"), argv[i + 1:]))
+                given = [value] if equals else following
+        base = next((t for t in typing.get_args(arg.field.type_stripped) if t is not type(None)),
+                    arg.field.type_stripped)
+        kind = {int: "an integer", float: "a number"}.get(base, arg.lowered.metavar) if single else \
+            {int: "integers", float: "numbers"}.get(base, arg.lowered.metavar)
+        raise InputError(f"{flag} takes {kind}, got {' '.join(map(repr, given)) or 'nothing'}.")
+    if isinstance(event, tyro._errors.BadValue):
+        raise InputError(f"{name(event.argument)} needs a value ({event.argument.lowered.metavar}); {see} "
+                         "describes it.")
+    if isinstance(event, tyro._errors.MissingArgs):
+        missing = [name(arg.arg) for arg in event.missing_arguments]
+        raise InputError(f"acrl {command} needs {and_(missing)}; {see} describes {'them' if missing[1:] else 'it'}.")
+    if isinstance(event, tyro._errors.MissingSubcommand):
+        raise InputError(f"acrl needs a command: {', '.join(COMMANDS)} (`acrl --help` describes them).")
+    raise InputError(f"cannot parse the arguments {' '.join(argv)}; {see} lists the options.")
 
 
 if __name__ == "__main__":

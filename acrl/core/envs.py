@@ -45,8 +45,12 @@ def env_factory(env: EnvSpec) -> tuple[Callable[[], gym.Env], str]:
     """
     if isinstance(env, str):
         if env not in gym.registry:
-            close = difflib.get_close_matches(env, list(gym.registry), n=3, cutoff=0.5)
-            hint = f" Did you mean {', '.join(close)}?" if close else ""
+            namespace = env.split("/")[0] if "/" in env else None  # "ALE" of ALE/Pong-v5: suggest only its ids
+            same = [spec.id for spec in gym.registry.values() if spec.namespace == namespace]
+            close = difflib.get_close_matches(env, same, n=3, cutoff=0.5)
+            hint = (f" Did you mean {', '.join(close)}?" if close else f" No {namespace}/ environment is registered: "
+                    "is the package that registers them installed and imported (ALE/: pip install ale-py, then "
+                    "import ale_py)?" if namespace and not same else "")
             raise InputError(
                 f"unknown environment id {env!r}.{hint} Any id registered with Gymnasium works "
                 "(see gymnasium.pprint_registry()), or pass an env instance/factory from Python."

@@ -10,13 +10,25 @@ or infinite, a worker process that died). The CLI turns it into exit code 1; the
 checkpoint is kept.
 """
 
+from __future__ import annotations
+
 
 class InputError(ValueError):
     """Bad input from the user: an unknown id, an unsupported space, a bad value or file.
 
     Raised before any training work starts or any file that could be mistaken for a
     finished run is written. The CLI reports it with exit code 2.
+
+    Args:
+        message: what was wrong and what would be right, in the Python API's terms (keyword
+            arguments, e.g. `env_id=`).
+        cli: the same in the command line's terms (its flags, e.g. `--env`), where they differ;
+            the CLI prints it instead of `message`.
     """
+
+    def __init__(self, message: str, cli: str | None = None):
+        super().__init__(message)
+        self.cli = cli
 
 
 class TrainingError(RuntimeError):

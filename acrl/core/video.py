@@ -15,12 +15,15 @@ file holds all the episodes.
 Headless rendering: with no `DISPLAY` and no `MUJOCO_GL` set, MuJoCo renders through EGL
 (`MUJOCO_GL=egl`; Debian/Ubuntu packages libegl1 libegl-mesa0 libgl1 libgl1-mesa-dri, software
 rendering through Mesa when there is no GPU, about 124 ms a 480 x 480 Ant frame on one core here).
-The classic-control tasks draw with pygame.
+A MUJOCO_GL set to something else than egl, osmesa or glfw, or to a renderer whose library is
+missing, is refused by `check_mujoco_gl` before mujoco is imported (with such a value its import
+fails). The classic-control tasks draw with pygame.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes.util
 import functools
 import os
 import signal
@@ -37,6 +40,38 @@ from acrl.core.evaluation import episode_metric_names, seeded_torch
 
 GL_PACKAGES = "libegl1 libegl-mesa0 libgl1 libgl1-mesa-dri"
 """The Debian/Ubuntu packages MuJoCo's offscreen EGL rendering needs (`./run setup` installs them)."""
+
+MUJOCO_GL_RENDERERS = ("egl", "osmesa", "glfw")
+"""The MUJOCO_GL values Gymnasium's MuJoCo renderer takes (glfw draws in a window: it needs a display)."""
+
+MUJOCO_GL_LIBRARIES = {"egl": ("EGL", GL_PACKAGES), "osmesa": ("OSMesa", "libosmesa6")}
+"""Offscreen renderer -> (the library PyOpenGL loads for it, the Debian/Ubuntu packages that have it)."""
+
+
+def check_mujoco_gl() -> None:
+    """Raise `InputError` when MUJOCO_GL names a renderer that cannot draw MuJoCo frames here.
+
+    MuJoCo reads MUJOCO_GL when it is imported: a value it does not know, or osmesa without
+    libOSMesa, makes `import mujoco` itself fail (a RuntimeError or AttributeError from deep in
+    PyOpenGL), and Gymnasium's renderer takes only egl, osmesa or glfw (glx fails when the first
+    frame is drawn). So the value and its library are checked here, without importing mujoco.
+    Unset, it is fine (`render_env` picks egl when there is no display).
+
+    Raises:
+        InputError: MUJOCO_GL is not egl, osmesa or glfw, or its library is not installed;
+            one line naming MUJOCO_GL and the packages to install.
+    """
+    backend = os.environ.get("MUJOCO_GL")
+    if backend is None:
+        return
+    fix = f"unset it or set MUJOCO_GL=egl (offscreen; Debian/Ubuntu: apt-get install {GL_PACKAGES})"
+    if backend not in MUJOCO_GL_RENDERERS:
+        raise InputError(f"MUJOCO_GL={backend!r} is not a renderer Gymnasium's MuJoCo tasks can draw with "
+                         f"(egl, osmesa or glfw): {fix}.")
+    library, packages = MUJOCO_GL_LIBRARIES.get(backend, (None, ""))
+    if library is not None and ctypes.util.find_library(library) is None:
+        raise InputError(f"MUJOCO_GL={backend} needs lib{library}, which is not installed: apt-get install "
+                         f"{packages}, or {fix}.")
 
 
 def ffmpeg_exe() -> str:
@@ -63,7 +98,8 @@ def render_env(env: Any) -> gym.Env:
             arguments included, is made again with `render_mode="rgb_array"`).
     Raises:
         InputError: a custom environment factory or an unregistered env (it cannot be asked
-            for frames), or an environment whose metadata lists no "rgb_array" render mode.
+            for frames), a MUJOCO_GL that cannot render (`check_mujoco_gl`), or an environment
+            whose metadata lists no "rgb_array" render mode.
     """
     if isinstance(env, str) and env in gym.registry:
         spec = gym.spec(env)
@@ -72,6 +108,7 @@ def render_env(env: Any) -> gym.Env:
     if spec is None:
         raise InputError(f"cannot record {env!r}: videos need a registered Gymnasium id whose environment "
                          "renders rgb_array frames (register the env with gymnasium.register).")
+    check_mujoco_gl()
     if "DISPLAY" not in os.environ:  # headless: MuJoCo's GL context through EGL, pygame without a window
         os.environ.setdefault("MUJOCO_GL", "egl")
         os.environ.setdefault("SDL_VIDEODRIVER", "dummy")

@@ -91,7 +91,7 @@ class SweepSpec:
     def default_dir(self) -> Path:
         """runs/sweep-ALGO-ENV-HASH: the same grid gives the same directory, so rerunning resumes."""
         digest = hashlib.sha256(yaml.safe_dump(self.to_dict(), sort_keys=True).encode()).hexdigest()[:8]
-        env = (self.envs[0] or Path(self.datasets[0] or "data").stem).replace("/", "_")
+        env = "+".join([e for e in self.envs if e] or [Path(d or "data").stem for d in self.datasets]).replace("/", "_")
         return Path("runs") / f"sweep-{self.algo}-{env}-{digest}"
 
 

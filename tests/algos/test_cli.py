@@ -1,14 +1,16 @@
-"""The `acrl` command line: help texts, one-line warnings, and the bad-input messages of train and plot."""
+"""The `acrl` command line: help texts, the synopsis, one-line warnings and errors, and the bad-input messages."""
 
 from __future__ import annotations
 
 import dataclasses
 import re
+import tomllib
 import warnings
 
+import h5py
 import pytest
 
-from acrl.algos import ALGORITHMS
+from acrl.algos import ALGORITHMS, make_config
 from acrl.cli import (
     HANDLERS,
     Collect,
@@ -22,8 +24,11 @@ from acrl.cli import (
     Tune,
     main,
     one_line_warnings,
+    synopsis,
 )
-from tests.conftest import run_cli
+from acrl.core.errors import InputError
+from acrl.sweep.grid import SweepSpec
+from tests.conftest import ROOT, run_cli
 
 SUBCOMMANDS = {"train": Train, "resume": Resume, "evaluate": Evaluate, "record": Record, "plot": Plot,
                "collect": Collect, "experiment": Experiment, "sweep": Sweep, "tune": Tune}
@@ -75,6 +80,60 @@ def test_help_describes_every_option(capsys, sub):
     assert options, entries
     for head, description in entries.items():
         assert len(description.split()) >= 2, f"acrl {sub} --help: {head!r} has no description ({description!r})"
+
+
+def test_help_lists_choices_and_no_empty_default(capsys):
+    text = help_text(capsys, "collect")
+    assert "--kind {final,imitation,imperfect}" in text and "--algo {ddpg,td3}" in text
+    assert "--pruner {median,asha,none}" in help_text(capsys, "tune")
+    for sub in SUBCOMMANDS:
+        assert "(default: )" not in help_text(capsys, sub), sub  # an empty list option showed this
+
+
+def test_readme_cli_block_is_the_synopsis():
+    readme = (ROOT / "README.md").read_text()
+    block = readme.split("<!-- cli-synopsis:start -->\n")[1].split("<!-- cli-synopsis:end -->")[0]
+    assert block == f"```\n{synopsis()}\n```\n"
+
+
+def test_synopsis_renders_each_option():
+    lines = synopsis().splitlines()
+    assert "acrl resume RUN_DIR [--total-steps N] [--device DEVICE] [--no-progress]" in lines
+    assert ("acrl evaluate RUN_DIR [--checkpoint best|latest] [--episodes N] [--stochastic] [--seed N] "
+            "[--device DEVICE]") in lines
+    assert "acrl plot RUN_DIR [RUN_DIR ...] [--out FILE.png]" in lines
+    text = " ".join(synopsis().split())
+    for sub, cls in SUBCOMMANDS.items():  # every field of every command is in its paragraph
+        paragraph = text.split(f"acrl {sub} ")[1].split(" acrl ")[0]
+        for f in dataclasses.fields(cls):
+            flag = f.name.replace("_", "-")
+            assert f"--{flag}" in paragraph or f"--no-{flag}" in paragraph or f.name in ("algo", "run_dir", "run_dirs",
+                                                                                          "name"), (sub, f.name)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["train", "ppo", "--seed", "abc"], "--seed takes an integer, got 'abc'."),
+    (["train", "ppo", "--video-freq", "1.5"], "--video-freq takes an integer, got '1.5'."),
+    (["sweep", "ppo", "--seeds", "1", "x"], "--seeds takes integers, got '1' 'x'."),
+    (["train", "ppo", "--bogus"], "unrecognized argument --bogus; `acrl train --help` lists the options."),
+    (["record", "RUN", "--checkpoint", "foo"], "--checkpoint must be best or latest, got 'foo'."),
+    (["collect", "--kind", "concurrent", "--out", "d.h5", "--steps", "9"],
+     "--kind must be final, imitation or imperfect, got 'concurrent'."),
+    (["collect", "--out", "d.h5"], "acrl collect needs --kind and --steps; `acrl collect --help` describes them."),
+    (["train"], "acrl train needs ALGO; `acrl train --help` describes it."),
+    (["trian", "ppo"], "unknown command 'trian' (did you mean train?); the commands are train, resume, evaluate, "
+                       "record, plot, collect, experiment, sweep, tune."),
+])
+def test_argument_errors_are_one_line(capsys, argv, message):
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    assert captured.err == f"acrl: error: {message}\n" and captured.out == ""
+
+
+def test_version():
+    out = run_cli("--version")
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    assert (out.returncode, out.stdout, out.stderr) == (0, f"acrl {version}\n", "")
 
 
 def test_train_help_lists_every_registered_algorithm(capsys):
@@ -138,14 +197,31 @@ def test_offline_algorithm_without_env_or_dataset_asks_for_a_dataset(capsys, tmp
     assert not (tmp_path / "run").exists()
 
 
-def test_online_algorithm_without_env_asks_for_env(capsys, tmp_path):
-    assert main(["train", "ppo", "--run-dir", str(tmp_path / "run")]) == 2
-    assert "--env ENV_ID is required for ppo" in capsys.readouterr().err
+@pytest.mark.parametrize("algo, example", [("ppo", "CartPole-v1"), ("sac", "Pendulum-v1")])
+def test_online_algorithm_without_env_asks_for_an_env_it_can_run(capsys, tmp_path, algo, example):
+    assert main(["train", algo, "--run-dir", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert err == f"acrl: error: --env ENV_ID is required for {algo} (for example --env {example}).\n"
+    with pytest.raises(InputError) as error:  # from Python: the keyword, not the flag
+        make_config(algo)
+    assert str(error.value) == f"env_id is required for {algo} (for example env_id={example!r})."
+
+
+def test_a_missing_dataset_file_is_named_before_the_action_space(capsys, tmp_path):
+    missing = tmp_path / "missing.h5"
+    assert main(["train", "bcq", "--dataset", str(missing), "--env", "CartPole-v1"]) == 2
+    assert capsys.readouterr().err.startswith(f"acrl: error: dataset file '{missing}' does not exist")
+
+
+def test_sweep_directory_names_every_environment():
+    assert SweepSpec("ppo", envs=["CartPole-v1", "acrl/AntDirectional-v5"]).default_dir().name.startswith(
+        "sweep-ppo-CartPole-v1+acrl_AntDirectional-v5-")
 
 
 @pytest.mark.parametrize("algo, env, other", [("bcq", "CartPole-v1", "discrete_bcq"),
                                               ("discrete_bcq", "Pendulum-v1", "bcq")])
 def test_wrong_action_space_names_the_other_bcq(capsys, tmp_path, algo, env, other):
+    h5py.File(tmp_path / "x.h5", "w").close()  # an HDF5 file: its datasets are read after the action space check
     assert main(["train", algo, "--dataset", str(tmp_path / "x.h5"), "--env", env,
                  "--run-dir", str(tmp_path / "run")]) == 2
     err = capsys.readouterr().err
@@ -175,3 +251,21 @@ def test_plot_directory_without_metrics(capsys, tmp_path):
     # A run directory that has not evaluated yet: the library's message.
     assert main(["plot", str(tmp_path / "runs" / "a"), "--out", str(tmp_path / "c.png")]) == 2
     assert "has logged 'eval/return_mean' yet" in capsys.readouterr().err
+
+
+def test_plot_says_where_it_writes(capsys, tmp_path, monkeypatch):
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "metrics.csv").write_text("step,eval/return_mean\n10,1.0\n20,3.0\n")
+    monkeypatch.chdir(tmp_path)  # the default --out is relative to the current directory
+    assert main(["plot", "run"]) == 0
+    captured = capsys.readouterr()
+    assert (captured.out, captured.err) == ("", "figure: learning_curves.png\n")
+    assert (tmp_path / "learning_curves.png").stat().st_size > 0
+
+
+def test_an_id_of_an_unregistered_namespace_suggests_no_other_ids(capsys):
+    # "Atari/" stands for a namespace whose package is not imported (ALE/ without ale-py): before, the
+    # closest ids of the whole registry came back (CarRacing-v3, Ant-v5, CartPole-v1).
+    assert main(["train", "ppo", "--env", "Atari/Pong-v5"]) == 2
+    err = capsys.readouterr().err
+    assert "No Atari/ environment is registered" in err and "Did you mean" not in err, err

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes.util
 import io
 import json
 import os
@@ -186,6 +187,50 @@ def test_an_unwritable_out_is_one_error_line(cartpole_run, tmp_path, capsys):
     assert "cannot write the video" in capsys.readouterr().err
     assert main(["record", str(cartpole_run), "--seed", "-1"]) == 2
     assert "--seed must be >= 0" in capsys.readouterr().err
+
+
+def test_evaluate_the_latest_checkpoint(cartpole_run, tmp_path, capsys):
+    run_dir = tmp_path / "run"
+    shutil.copytree(cartpole_run, run_dir)
+    assert main(["evaluate", str(run_dir), "--checkpoint", "latest", "--episodes", "1"]) == 0
+    capsys.readouterr()
+    assert json.loads((run_dir / "evaluate.json").read_text())["checkpoint"] == "latest.pt"
+
+
+@pytest.fixture(scope="module")
+def mujoco_run(tmp_path_factory):
+    """A PPO InvertedPendulum-v5 run of 32 steps (a MuJoCo task: loading it imports mujoco)."""
+    run_dir = tmp_path_factory.mktemp("mujoco") / "run"
+    PPO("InvertedPendulum-v5", seed=0, n_steps=32, batch_size=16, n_epochs=1, eval_freq=32,
+        eval_episodes=1).learn(32, run_dir=run_dir, progress=False)
+    return run_dir
+
+
+@pytest.mark.parametrize("backend", ["bogus", "glx"])
+def test_a_bad_mujoco_gl_is_one_error_line(mujoco_run, tmp_path, backend):
+    """bogus: `import mujoco` itself fails (in a fresh process, where it is not yet imported); glx: MuJoCo
+    imports, but Gymnasium's renderer refuses it (and its half-made viewer printed "Exception ignored")."""
+    out = tmp_path / "x.mp4"
+    proc = subprocess.run([sys.executable, "-m", "acrl", "record", str(mujoco_run), "--max-steps", "2", "--out",
+                           str(out)], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(ROOT), "MUJOCO_GL": backend})
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith(f"acrl: error: MUJOCO_GL='{backend}' is not a renderer") and \
+        proc.stderr.count("\n") == 1, proc.stderr
+    assert "apt-get install libegl1 libegl-mesa0 libgl1 libgl1-mesa-dri" in proc.stderr
+    assert not out.exists() and proc.stdout == ""
+
+
+def test_osmesa_without_its_library_is_refused_before_training(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("MUJOCO_GL", "osmesa")
+    monkeypatch.setattr(ctypes.util, "find_library", lambda name: None)  # as on a machine without libOSMesa
+    run_dir = tmp_path / "run"
+    assert main(["train", "ppo", "--env", "InvertedPendulum-v5", "--video-freq", "1", "--total-steps", "32",
+                 "--run-dir", str(run_dir), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("acrl: error: MUJOCO_GL=osmesa needs libOSMesa, which is not installed: apt-get install "
+                          "libosmesa6") and err.count("\n") == 1, err
+    assert not run_dir.exists()
 
 
 def test_sigterm_stops_a_recording_like_ctrl_c(cartpole_run, tmp_path):
