@@ -7,7 +7,7 @@ owns a local copy of the model and its own environment (seeded with seed + rank)
     roll out up to n_steps (t_max) steps, or to the end of the episode
     R = 0 if the episode terminated, else V(last observation)     (truncation: bootstrap too)
     for t = T-1 .. 0:  R = r_t + gamma * R,  A_t = R - V(s_t)
-    loss = -mean(log pi(a_t|s_t) A_t) + vf_coef * mean((R_t - V(s_t))^2) - ent_coef * mean(H[pi(.|s_t)])
+    loss = sum_t [-log pi(a_t|s_t) A_t + vf_coef (R_t - V(s_t))^2 - ent_coef H[pi(.|s_t)]] / t_max
     zero the local gradients, backpropagate, clip their norm, hand them to the global
     parameters and step the shared optimizer (no lock: "Hogwild", Sec. 4)
 
@@ -18,8 +18,8 @@ unused), so the budget is exact without a lock per step.
 With n_envs > 1 (not in the paper; 1 is the default) a worker steps n_envs environments in
 lockstep: a rollout is up to n_steps steps of each, and stops at the step where any of their
 episodes ends, so each environment's segment still lies inside one episode and bootstraps as
-above; the loss averages over all n_envs * T steps, and there is still one gradient push per
-rollout. The per-update cost (sync, backward pass, optimizer step) is then shared by n_envs
+above; the loss sums over all n_envs * T steps over n_envs * t_max, and there is still one
+gradient push per rollout. The per-update cost (sync, backward pass, optimizer step) is then shared by n_envs
 times as many steps.
 
 The per-step and per-update paths are kept lean (`benchmarks/a3c_scaling.py`): the global
@@ -401,19 +401,26 @@ def bootstrap_value(rollout: Rollout, model: ActorCritic,
 
 def a3c_loss(model: ActorCritic, rollout: Rollout, rewards: np.ndarray, bootstrap: np.ndarray, config: A3CConfig,
              ) -> tuple[torch.Tensor, dict[str, float]]:
-    """The actor-critic loss of Algorithm S3 on one rollout (means over its T * N steps).
+    """The actor-critic loss of Algorithm S3 on one rollout of T <= t_max steps of N environments.
 
-    loss = -mean(log pi(a_t|s_t) * A_t) + vf_coef * mean((R_t - V(s_t))^2) - ent_coef * mean(H_t),
+    loss = (1 / (t_max N)) sum_{t, i} [-log pi(a_t|s_t) A_t + vf_coef (R_t - V(s_t))^2 - ent_coef H(pi(.|s_t))],
     with A_t and the targets R_t from `segment_advantages` on V(s_t) held constant: with
     gae_lambda = 1, R_t are the n-step returns and A_t = R_t - V(s_t) (Mnih et al. 2016,
     Sec. 4, Eq. for the A3C gradient, and the entropy regularization of Williams & Peng 1991).
 
+    The sum is divided by the fixed t_max N (config.n_steps * config.n_envs), not by the
+    rollout's own T N: Algorithm S3 sums the gradients of a rollout's steps, so a rollout cut
+    short by an episode's end must weigh each of its transitions as a full one does (a mean
+    would weigh a 1-step rollout's transition t_max times as much); the constant keeps the
+    learning-rate scale of a full rollout's mean, that of the tuned presets.
+
     Args:
         rewards: (T, N) float32, the rollout's rewards as learned from (scaled by reward_scale).
         bootstrap: (N,) float32, the value after each environment's last step (`bootstrap_value`).
-        config: gamma, gae_lambda, ent_coef and vf_coef.
+        config: n_steps, gamma, gae_lambda, ent_coef and vf_coef.
     Returns:
-        (scalar loss with gradients to `model`, {"policy_loss", "value_loss", "entropy"}).
+        (scalar loss with gradients to `model`, {"policy_loss", "value_loss", "entropy"}: the
+        three terms' means over the rollout's T N steps, unweighted).
     """
     log_probs, entropy, values = model.evaluate_actions(rollout.observations.flatten(0, 1),
                                                         rollout.actions.flatten(0, 1))
@@ -422,7 +429,8 @@ def a3c_loss(model: ActorCritic, rollout: Rollout, rewards: np.ndarray, bootstra
     policy_loss = -(log_probs * torch.from_numpy(advantages).flatten()).mean()
     value_loss = (torch.from_numpy(targets).flatten() - values).square().mean()
     entropy_mean = entropy.mean()
-    loss = policy_loss + config.vf_coef * value_loss - config.ent_coef * entropy_mean
+    mean_loss = policy_loss + config.vf_coef * value_loss - config.ent_coef * entropy_mean
+    loss = mean_loss * (len(rewards) / config.n_steps)  # the sum over the T N steps over t_max N
     return loss, {"policy_loss": policy_loss.item(), "value_loss": value_loss.item(), "entropy": entropy_mean.item()}
 
 

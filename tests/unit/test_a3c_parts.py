@@ -15,6 +15,8 @@ from acrl.algos.a3c import (
     A3C,
     A3CConfig,
     ActorCritic,
+    Rollout,
+    a3c_loss,
     apply_gradients,
     bootstrap_value,
     claim_steps,
@@ -397,3 +399,76 @@ def test_the_model_cards_command_spells_out_defaults_that_depend_on_the_machine(
     command = reproduce_command("a3c", config).split()
     assert f"workers={default_workers()}" in command and f"start_method={config.start_method}" in command
     assert not any(word.startswith("n_steps=") for word in command)  # the preset's own values stay implicit
+
+
+# ------------------------------------------------------------------- the loss
+class HandSetModel(nn.Module):
+    """pi and V set by hand, state-independent policy: V(s) = w * s[0] with w = 1; discrete:
+    Categorical with probabilities (3/4, 1/4) (logits (ln 3, 0)); Gaussian: N(0, 1) (mean 0, log-std 0)."""
+
+    def __init__(self, discrete: bool):
+        super().__init__()
+        self.discrete = discrete
+        self.w = nn.Parameter(torch.tensor(1.0))
+        self.policy = nn.Parameter(torch.tensor([float(np.log(3.0)), 0.0]) if discrete else torch.zeros(2))
+
+    def evaluate_actions(self, obs, actions):
+        if self.discrete:
+            dist = torch.distributions.Categorical(logits=self.policy.expand(len(obs), 2))
+            log_probs, entropy = dist.log_prob(actions), dist.entropy()
+        else:
+            mean, std = self.policy[0].expand(len(obs), 1), self.policy[1].exp().expand(len(obs), 1)
+            dist = torch.distributions.Normal(mean, std)
+            log_probs, entropy = dist.log_prob(actions).sum(-1), dist.entropy().sum(-1)
+        return log_probs, entropy, self.w * obs[:, 0]
+
+
+LN = {p: float(np.log(p)) for p in (0.25, 0.75)}
+CATEGORICAL_ENTROPY = -(0.75 * LN[0.75] + 0.25 * LN[0.25])  # 0.5623
+LOG_SQRT_2PI = float(np.log(np.sqrt(2 * np.pi)))
+NORMAL_ENTROPY = 0.5 + LOG_SQRT_2PI  # 1.4189 for std 1
+
+
+@pytest.mark.parametrize("discrete", [True, False])
+def test_a3c_loss_by_hand_for_a_full_and_a_one_step_rollout(discrete):
+    """t_max 2, one env, gamma 0.5, vf_coef 0.25, ent_coef 0.1 (each term's sign and weight shows).
+
+    Full rollout: s = (1, 2), rewards (1, 1), terminated: R = (1 + 0.5 * 1, 1) = (1.5, 1),
+    V = (1, 2), A = (0.5, -1). Discrete actions (0, 1): log pi = (ln 3/4, ln 1/4); Gaussian actions
+    (1, 0) under N(0, 1): log pi = (-1/2 - ln sqrt(2 pi), -ln sqrt(2 pi)).
+    Per-step means: policy -(0.5 log pi_0 - log pi_1) / 2, value ((0.5)^2 + 1^2) / 2 = 0.625, entropy H.
+    loss = (policy + 0.25 value - 0.1 H) * T / t_max = the sum over the steps over t_max * N.
+
+    One-step rollout (an episode's end after 1 of the t_max 2 steps): s = 2, reward 1, terminated:
+    R = 1, V = 2, A = -1, action 1 (discrete) or 0 (Gaussian); per-step means policy log pi_1,
+    value 1, entropy H; the loss is half of their combination (T / t_max = 1/2), so its one
+    transition weighs what a transition of a full rollout does.
+
+    d loss / d w comes from the value term alone (advantages and targets are constants): with t_max N = 2,
+    d/dw 0.25 * sum_t (R_t - w s_t)^2 / 2 = -0.25 * sum_t s_t (R_t - V_t): full -0.25 * (1 * 0.5 + 2 * -1) = 0.375,
+    one-step -0.25 * (2 * -1) = 0.5.
+    """
+    if discrete:
+        full_actions, one_action = torch.tensor([0, 1]), torch.tensor([1])
+        log_pi, entropy = (LN[0.75], LN[0.25]), CATEGORICAL_ENTROPY
+    else:
+        full_actions, one_action = torch.tensor([[1.0], [0.0]]), torch.tensor([[0.0]])
+        log_pi, entropy = (-0.5 - LOG_SQRT_2PI, -LOG_SQRT_2PI), NORMAL_ENTROPY
+    config = A3CConfig(n_steps=2, gamma=0.5, vf_coef=0.25, ent_coef=0.1)
+    cases = [  # observations, actions, rewards; policy, value, entropy means; loss; d loss / d w
+        ([1.0, 2.0], full_actions, [1.0, 1.0], -(0.5 * log_pi[0] - log_pi[1]) / 2, 0.625, entropy, 1.0, 0.375),
+        ([2.0], one_action, [1.0], log_pi[1], 1.0, entropy, 0.5, 0.5),
+    ]
+    for observations, actions, rewards, policy, value, mean_entropy, fraction, grad_w in cases:
+        model = HandSetModel(discrete)
+        steps = len(observations)
+        rollout = Rollout(
+            observations=torch.tensor(observations).reshape(steps, 1, 1), raw_observations=np.zeros((steps, 1)),
+            actions=actions.reshape(steps, 1, *actions.shape[1:]), rewards=np.array(rewards, np.float32)[:, None],
+            terminated=np.array([True]), truncated=np.array([False]), last_obs=np.zeros((1, 1), np.float32),
+            next_obs=np.zeros((1, 1), np.float32), episode_returns=np.zeros(1), episode_lengths=np.zeros(1, np.int64))
+        loss, stats = a3c_loss(model, rollout, rollout.rewards, np.zeros(1, np.float32), config)
+        assert stats == pytest.approx({"policy_loss": policy, "value_loss": value, "entropy": mean_entropy}, rel=1e-5)
+        assert loss.item() == pytest.approx(fraction * (policy + 0.25 * value - 0.1 * mean_entropy), rel=1e-5)
+        loss.backward()
+        assert model.w.grad.item() == pytest.approx(grad_w, rel=1e-5)
