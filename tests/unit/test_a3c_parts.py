@@ -3,7 +3,7 @@ the actor-critic model and config validation. Expected values are computed by ha
 
 import copy
 import multiprocessing
-from types import SimpleNamespace
+import os
 
 import gymnasium as gym
 import numpy as np
@@ -19,11 +19,8 @@ from acrl.algos.a3c import (
     a3c_loss,
     apply_gradients,
     bootstrap_value,
-    claim_steps,
     collect_rollout,
-    default_workers,
     make_worker_envs,
-    return_steps,
     sync_parameters,
 )
 from acrl.core.envs import ActionAdapter, LeanSyncVectorEnv
@@ -31,6 +28,7 @@ from acrl.core.errors import InputError
 from acrl.parts.normalization import IdentityNormalizer
 from acrl.parts.optim import SharedAdam, flatten_parameters
 from acrl.parts.returns import segment_advantages
+from acrl.parts.workers import StepBudget, default_workers
 
 TRUNCATED_RETURNS = [6.355, 5.95, 5.5]  # 1 + .9 (1 + .9 (1 + .9 * 5)), 1 + .9 (1 + .9 * 5), 1 + .9 * 5
 TERMINATED_RETURNS = [2.71, 1.9, 1.0]  # 1 + .9 + .81, 1 + .9, 1
@@ -133,36 +131,37 @@ def test_a_rollout_of_several_envs_stops_where_one_episode_ends_and_each_bootstr
     np.testing.assert_allclose(returns, np.stack([TERMINATED_RETURNS, TRUNCATED_RETURNS], 1), rtol=1e-6)
 
 
-def shared_counter(steps: int = 0) -> SimpleNamespace:
-    """The step-budget part of `SharedState`: counter, its lock and the stop flag."""
-    ctx = multiprocessing.get_context("fork")
-    return SimpleNamespace(steps=ctx.RawValue("q", steps), step_lock=ctx.Lock(), stop=ctx.RawValue("b", 0))
+def step_budget(total: int, start: int = 0) -> StepBudget:
+    """A budget of `total` steps for one worker, this process's own (its parent is ours)."""
+    return StepBudget(multiprocessing.get_context("fork"), 1, start, total, parent_pid=os.getppid())
 
 
 def test_workers_claim_the_budget_a_rollout_at_a_time_and_give_back_what_an_episode_end_left():
     """Budget 12, t_max 5: claims of 5, 5, then the 2 left; an episode that ends after 3 of its
-    5 steps gives 2 back, which the next claim takes; a stop grants nothing."""
-    shared = shared_counter()
-    assert [claim_steps(shared, 12, 5) for _ in range(2)] == [5, 5]
+    5 steps gives 2 back, which the next claim takes; the steps taken are counted apart from
+    the claims; a stop grants nothing."""
+    budget = step_budget(12)
+    assert [budget.claim(5) for _ in range(2)] == [5, 5]
     envs, obs = vector_of(CounterEnv(terminate_at=3))
     rollout = collect_rollout(envs, StubModel(), obs, 5, ActionAdapter(envs.single_action_space),
                               IdentityNormalizer())
     assert len(rollout) == 3 and rollout.terminated.tolist() == [True]
-    return_steps(shared, 5 - len(rollout))
-    assert shared.steps.value == 8
-    assert [claim_steps(shared, 12, 5), claim_steps(shared, 12, 5)] == [4, 0]
-    assert shared.steps.value == 12
-    shared = shared_counter()
-    shared.stop.value = 1
-    assert claim_steps(shared, 12, 5) == 0 and shared.steps.value == 0
+    budget.release(5 - len(rollout))
+    budget.count_taken(0, len(rollout))
+    assert budget.claimed.value == 8 and budget.steps_taken() == 3  # 5 claimed by a rollout still running
+    assert [budget.claim(5), budget.claim(5)] == [4, 0]
+    assert budget.claimed.value == 12
+    budget = step_budget(12, start=2)
+    budget.stop()
+    assert budget.claim(5) == 0 and budget.claimed.value == 2 and budget.steps_taken() == 2
 
 
 def test_with_several_envs_the_budget_is_claimed_in_whole_rows():
     """Budget 20, t_max 4, 3 envs: 4 rows (12 steps), then ceil(8 / 3) = 3 rows (9 steps: the
     counter ends 1 past the budget), then nothing."""
-    shared = shared_counter()
-    assert [claim_steps(shared, 20, 4, n_envs=3) for _ in range(3)] == [4, 3, 0]
-    assert shared.steps.value == 21
+    budget = step_budget(20)
+    assert [budget.claim(4, row_size=3) for _ in range(3)] == [4, 3, 0]
+    assert budget.claimed.value == 21
 
 
 def test_rollout_of_a_smaller_claim_stops_there():
