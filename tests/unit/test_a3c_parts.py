@@ -471,3 +471,30 @@ def test_a3c_loss_by_hand_for_a_full_and_a_one_step_rollout(discrete):
         assert loss.item() == pytest.approx(fraction * (policy + 0.25 * value - 0.1 * mean_entropy), rel=1e-5)
         loss.backward()
         assert model.w.grad.item() == pytest.approx(grad_w, rel=1e-5)
+
+
+# ------------------------------------------------------------------- the parent's report
+def test_fps_counts_the_steps_taken_since_the_last_report_evaluations_included(monkeypatch):
+    """The parent's clock and the workers' counters set by hand, no worker running (the budget is spent,
+    so `training()` starts none and `iteration` does not wait).
+
+    t = 1 s: 100 steps taken since the start (t = 0): 100 steps/s. Then an evaluation lasts until
+    t = 3 s while the workers take 300 steps; the next report at t = 3.01 s, 2 steps later, and
+    with a rollout of 40 steps claimed but not taken yet: (300 + 2) / 2.01 s = 150.2 steps/s,
+    at step 402 (not 442, and not 2 steps / 0.01 s = 200 steps/s)."""
+    import acrl.algos.a3c as a3c
+
+    clock = iter([0.0, 1.0, 3.01])
+    monkeypatch.setattr(a3c.time, "perf_counter", lambda: next(clock))
+    agent = A3C("CartPole-v1", workers=1, seed=0)
+    agent.total_steps = 0  # nothing left: no worker starts
+    with agent.training():
+        budget = agent._budget
+        budget.count_taken(0, 100)
+        first = agent.iteration(100)
+        budget.count_taken(0, 302)
+        budget.claimed.value = 442  # 40 of them claimed by a rollout still running
+        second = agent.iteration(100)
+    assert (first["time/fps"], first["time/elapsed_s"]) == (100.0, 1.0)
+    assert second["time/fps"] == pytest.approx(302 / 2.01) and second["time/elapsed_s"] == 3.01
+    assert agent.num_steps == 402
