@@ -48,7 +48,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
 import torch
 import torch.multiprocessing as mp
@@ -57,7 +56,7 @@ from torch.distributions import Categorical, Distribution, Normal
 
 from acrl.algos.base import Agent
 from acrl.core.config import RunConfig, in_unit_interval, positive
-from acrl.core.envs import ActionAdapter, EnvSpec, LeanSyncVectorEnv, make_vec_env
+from acrl.core.envs import ActionAdapter, LeanSyncVectorEnv
 from acrl.core.errors import InputError, TrainingError
 from acrl.parts.nets import (
     ACTIVATIONS,
@@ -79,7 +78,17 @@ from acrl.parts.optim import (
 )
 from acrl.parts.returns import segment_advantages
 from acrl.parts.stats import EpisodeStats
-from acrl.parts.workers import StepBudget, WorkerPool, WorkerStats, default_start_method, default_workers
+from acrl.parts.workers import (
+    StepBudget,
+    WorkerPool,
+    WorkerStats,
+    apply_gradients,
+    default_start_method,
+    default_workers,
+    make_worker_envs,
+    picklable_env,
+    sync_parameters,
+)
 
 EPISODE_WINDOW = 100
 """Episodes per worker kept in shared memory for `rollout/ep_return_mean`."""
@@ -301,27 +310,6 @@ class Rollout:
         return len(self.rewards)
 
 
-def make_worker_envs(env: EnvSpec | gym.envs.registration.EnvSpec, seed: int, rank: int,
-                     n_envs: int = 1) -> tuple[LeanSyncVectorEnv, np.ndarray]:
-    """Build worker `rank`'s n_envs environments; env i is seeded with seed + rank * n_envs + i
-    (docs/correctness.md items 7 and 10).
-
-    Args:
-        env: an id, env, factory, or a Gymnasium `EnvSpec` (what the parent sends, so that a
-            custom env registered by an importable module also works under "spawn").
-    Returns:
-        (envs, first observations (n_envs, obs_dim)): `make_vec_env`'s `LeanSyncVectorEnv`
-        (same-step autoreset; a NaN/inf observation or reward raises TrainingError naming env
-        rank * n_envs + i), reset with those seeds, each action space seeded with its env's seed.
-    """
-    first = rank * n_envs
-    envs = make_vec_env(env, n_envs, first_index=first)
-    obs, _ = envs.reset(seed=seed + first)
-    for i, sub in enumerate(envs.envs):
-        sub.action_space.seed(seed + first + i)
-    return envs, obs
-
-
 def collect_rollout(envs: LeanSyncVectorEnv, model: ActorCritic, obs: np.ndarray, n_steps: int,
                     adapter: ActionAdapter, normalizer: ObservationNormalizer | IdentityNormalizer) -> Rollout:
     """Act with `model` from `obs` for n_steps steps (>= 1), or fewer when an episode ends.
@@ -412,45 +400,6 @@ def a3c_loss(model: ActorCritic, rollout: Rollout, rewards: np.ndarray, bootstra
     mean_loss = policy_loss + config.vf_coef * value_loss - config.ent_coef * entropy_mean
     loss = mean_loss * (len(rewards) / config.n_steps)  # the sum over the T N steps over t_max N
     return loss, {"policy_loss": policy_loss.item(), "value_loss": value_loss.item(), "entropy": entropy_mean.item()}
-
-
-def sync_parameters(local: torch.Tensor, global_parameters: torch.Tensor) -> None:
-    """Copy the global parameters into the worker's local model (Algorithm S3: "synchronize
-    thread-specific parameters theta' = theta"): one in-place copy between the two flat
-    parameter tensors (P,) of `flatten_parameters`."""
-    local.copy_(global_parameters)
-
-
-def apply_gradients(local: torch.Tensor, optimizer: torch.optim.Optimizer, loss: torch.Tensor,
-                    max_grad_norm: float | None) -> float:
-    """Backpropagate `loss` into the worker's flat gradient and step the shared optimizer with it.
-
-    The local gradient buffer is zeroed before the backward pass, so the global parameters
-    receive exactly this update's gradient, never a sum with earlier ones (the bug of handing
-    a gradient over once by aliasing, then accumulating). The hand-over is an assignment: the
-    global flat tensor's `.grad` (private to this process) is the local buffer during the
-    step and None after it.
-
-    Args:
-        local: the worker's flat parameter tensor (P,) from `flatten_parameters(model,
-            gradients=True)`; `loss` depends on it through the model's parameter views.
-        optimizer: the shared optimizer over the global flat parameter tensor (P,).
-        max_grad_norm: the gradient's L2 norm is clipped to this first, by torch's rule
-            g * min(1, max_norm / (norm + 1e-6)) (None: not clipped; Pascanu et al. 2013).
-    Returns:
-        the gradient norm before clipping.
-    """
-    gradient = local.grad
-    gradient.zero_()
-    loss.backward()
-    norm = torch.linalg.vector_norm(gradient)
-    if max_grad_norm is not None:
-        gradient.mul_((max_grad_norm / (norm + 1e-6)).clamp(max=1.0))
-    (global_parameters,) = optimizer.param_groups[0]["params"]
-    global_parameters.grad = gradient
-    optimizer.step()
-    global_parameters.grad = None
-    return float(norm)
 
 
 # ------------------------------------------------------------------------------------ the worker process
@@ -612,7 +561,7 @@ class A3C(Agent):
         self._last_report = (self._started, self.num_steps)
         try:
             if self.num_steps < self.total_steps:
-                self._pool.start(run_worker, cfg.workers, (cfg, self._env_for_workers(), self._shared))
+                self._pool.start(run_worker, cfg.workers, (cfg, picklable_env(self.env), self._shared))
             yield
         finally:
             self._pool.stop()
@@ -646,11 +595,3 @@ class A3C(Agent):
         metrics["time/elapsed_s"] = now - self._started
         metrics["time/fps"] = (self.num_steps - steps_then) / max(now - then, 1e-9)
         return metrics
-
-    def _env_for_workers(self) -> Any:
-        """A picklable description of the env: a Gymnasium EnvSpec for ids and specced envs."""
-        if isinstance(self.env, str):
-            return gym.spec(self.env)
-        if isinstance(self.env, gym.Env) and self.env.spec is not None:
-            return self.env.spec
-        return self.env

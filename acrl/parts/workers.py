@@ -1,6 +1,9 @@
 """Process machinery for Hogwild workers: processes that train one model in shared memory without locks
 (Recht et al. 2011), as A3C's do (Mnih et al. 2016, Sec. 4). It knows nothing of what the workers train.
 
+- `make_worker_envs` (each worker's environments, seeded by rank), `sync_parameters` and
+  `apply_gradients` (a worker's copy of the shared parameters, and the hand-over of its
+  gradients to the shared optimizer).
 - `StepBudget`: the global step counter of a run, shared by the workers. A worker claims a
   rollout's steps under a lock before the rollout (`claim`), gives back those it did not take
   (`release`, when an episode ended first) and counts the steps it took in its own slot
@@ -37,9 +40,11 @@ import traceback
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 import torch
 
+from acrl.core.envs import EnvSpec, LeanSyncVectorEnv, make_vec_env
 from acrl.core.errors import TrainingError
 
 JOIN_TIMEOUT_S = 5.0
@@ -61,6 +66,79 @@ def default_start_method() -> str:
     return "fork" if sys.platform.startswith("linux") else "spawn"
 
 
+# ------------------------------------------------------------------------------------ in a worker
+def picklable_env(env: EnvSpec) -> EnvSpec | gym.envs.registration.EnvSpec:
+    """What a worker can build `env` from under any start method: the Gymnasium EnvSpec of an id
+    or of an env made from one (a custom env registered by an importable module then works
+    under "spawn" too), else `env` itself (a factory must then be picklable by reference)."""
+    if isinstance(env, str):
+        return gym.spec(env)
+    if isinstance(env, gym.Env) and env.spec is not None:
+        return env.spec
+    return env
+
+
+def make_worker_envs(env: EnvSpec | gym.envs.registration.EnvSpec, seed: int, rank: int,
+                     n_envs: int = 1) -> tuple[LeanSyncVectorEnv, np.ndarray]:
+    """Build worker `rank`'s n_envs environments; env i is seeded with seed + rank * n_envs + i
+    (docs/correctness.md items 7 and 10).
+
+    Args:
+        env: an id, env, factory, or a Gymnasium `EnvSpec` (what the parent sends, so that a
+            custom env registered by an importable module also works under "spawn").
+    Returns:
+        (envs, first observations (n_envs, obs_dim)): `make_vec_env`'s `LeanSyncVectorEnv`
+        (same-step autoreset; a NaN/inf observation or reward raises TrainingError naming env
+        rank * n_envs + i), reset with those seeds, each action space seeded with its env's seed.
+    """
+    first = rank * n_envs
+    envs = make_vec_env(env, n_envs, first_index=first)
+    obs, _ = envs.reset(seed=seed + first)
+    for i, sub in enumerate(envs.envs):
+        sub.action_space.seed(seed + first + i)
+    return envs, obs
+
+
+def sync_parameters(local: torch.Tensor, global_parameters: torch.Tensor) -> None:
+    """Copy the global parameters into the worker's local model (A3C's Algorithm S3: "synchronize
+    thread-specific parameters theta' = theta"): one in-place copy between the two flat
+    parameter tensors (P,) of `acrl.parts.optim.flatten_parameters`."""
+    local.copy_(global_parameters)
+
+
+def apply_gradients(local: torch.Tensor, optimizer: torch.optim.Optimizer, loss: torch.Tensor,
+                    max_grad_norm: float | None) -> float:
+    """Backpropagate `loss` into the worker's flat gradient and step the shared optimizer with it.
+
+    The local gradient buffer is zeroed before the backward pass, so the global parameters
+    receive exactly this update's gradient, never a sum with earlier ones (the bug of handing
+    a gradient over once by aliasing, then accumulating). The hand-over is an assignment: the
+    global flat tensor's `.grad` (private to this process) is the local buffer during the
+    step and None after it.
+
+    Args:
+        local: the worker's flat parameter tensor (P,) from `acrl.parts.optim.flatten_parameters(
+            model, gradients=True)`; `loss` depends on it through the model's parameter views.
+        optimizer: the shared optimizer over the global flat parameter tensor (P,).
+        max_grad_norm: the gradient's L2 norm is clipped to this first, by torch's rule
+            g * min(1, max_norm / (norm + 1e-6)) (None: not clipped; Pascanu et al. 2013).
+    Returns:
+        the gradient norm before clipping.
+    """
+    gradient = local.grad
+    gradient.zero_()
+    loss.backward()
+    norm = torch.linalg.vector_norm(gradient)
+    if max_grad_norm is not None:
+        gradient.mul_((max_grad_norm / (norm + 1e-6)).clamp(max=1.0))
+    (global_parameters,) = optimizer.param_groups[0]["params"]
+    global_parameters.grad = gradient
+    optimizer.step()
+    global_parameters.grad = None
+    return float(norm)
+
+
+# ------------------------------------------------------------------------------------ shared between processes
 class StepBudget:
     """A run's global step budget, shared by its workers: claimed a rollout at a time, counted when taken.
 

@@ -17,18 +17,15 @@ from acrl.algos.a3c import (
     ActorCritic,
     Rollout,
     a3c_loss,
-    apply_gradients,
     bootstrap_value,
     collect_rollout,
-    make_worker_envs,
-    sync_parameters,
 )
 from acrl.core.envs import ActionAdapter, LeanSyncVectorEnv
 from acrl.core.errors import InputError
 from acrl.parts.normalization import IdentityNormalizer
 from acrl.parts.optim import SharedAdam, flatten_parameters
 from acrl.parts.returns import segment_advantages
-from acrl.parts.workers import StepBudget, default_workers
+from acrl.parts.workers import StepBudget, apply_gradients, default_workers, make_worker_envs, sync_parameters
 
 TRUNCATED_RETURNS = [6.355, 5.95, 5.5]  # 1 + .9 (1 + .9 (1 + .9 * 5)), 1 + .9 (1 + .9 * 5), 1 + .9 * 5
 TERMINATED_RETURNS = [2.71, 1.9, 1.0]  # 1 + .9 + .81, 1 + .9, 1
