@@ -495,3 +495,16 @@ def test_fps_counts_the_steps_taken_since_the_last_report_evaluations_included(m
     assert (first["time/fps"], first["time/elapsed_s"]) == (100.0, 1.0)
     assert second["time/fps"] == pytest.approx(302 / 2.01) and second["time/elapsed_s"] == 3.01
     assert agent.num_steps == 402
+
+
+def test_the_snapshot_is_a_private_frozen_copy_of_the_global_model():
+    """What the loop evaluates, saves and checks for non-finite values while the workers train:
+    equal to the global model when taken, in private memory, unchanged by later updates."""
+    agent = A3C("CartPole-v1", workers=1, seed=0)
+    frozen = agent.snapshot().nets["model"]
+    before = [p.clone() for p in agent.model.parameters()]
+    with torch.no_grad():
+        agent.parameters.add_(1.0)  # a worker's update
+    for old, new, copied in zip(before, agent.model.parameters(), frozen.parameters()):
+        assert torch.equal(copied, old) and torch.equal(new, old + 1.0)
+        assert new.is_shared() and not copied.is_shared()
