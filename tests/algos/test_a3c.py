@@ -73,13 +73,14 @@ def assert_no_children_left():
 @pytest.mark.parametrize("start_method", START_METHODS)
 def test_workers_start_after_a_torch_forward_pass_and_join(start_method):
     """The parent has used torch (intra-op threads) before forking: 4 workers still sync and
-    update at least 10 times each and all join well within 60 s."""
+    update at least 10 times each and all join well within 120 s (under "spawn" each worker
+    imports torch: about 35 s for the four on a loaded 2-core machine)."""
     torch.set_num_threads(2)
     torch.nn.Linear(256, 256)(torch.randn(512, 256)).sum().item()
     started = time.monotonic()
     agent = A3C("CartPole-v1", workers=4, n_steps=5, total_steps=200, eval_freq=0, seed=0,
                 start_method=start_method).learn(progress=False)
-    assert time.monotonic() - started < 60
+    assert time.monotonic() - started < 120
     assert agent.num_steps == 200
     assert agent.updates >= 40  # each update covers at most n_steps = 5 of the 200 steps
     step = agent.optimizer.state[agent.parameters]["step"].item()
