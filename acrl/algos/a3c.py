@@ -7,20 +7,21 @@ owns a local copy of the model and its own environment (seeded with seed + rank)
     roll out up to n_steps (t_max) steps, or to the end of the episode
     R = 0 if the episode terminated, else V(last observation)     (truncation: bootstrap too)
     for t = T-1 .. 0:  R = r_t + gamma * R,  A_t = R - V(s_t)
-    loss = -mean(log pi(a_t|s_t) A_t) + vf_coef * mean((R_t - V(s_t))^2) - ent_coef * mean(H[pi(.|s_t)])
+    loss = sum_t [-log pi(a_t|s_t) A_t + vf_coef (R_t - V(s_t))^2 - ent_coef H[pi(.|s_t)]] / t_max
     zero the local gradients, backpropagate, clip their norm, hand them to the global
     parameters and step the shared optimizer (no lock: "Hogwild", Sec. 4)
 
 until the global step counter reaches the budget. A worker claims its rollout's steps
-from the counter under a lock before the rollout (and gives back those an episode's end left
-unused), so the budget is exact without a lock per step.
+from the counter under a lock before the rollout, gives back those an episode's end left
+unused and counts those it took, so the budget is exact without a lock per step
+(`acrl.parts.workers.StepBudget`).
 
 With n_envs > 1 (not in the paper; 1 is the default) a worker steps n_envs environments in
 lockstep: a rollout is up to n_steps steps of each, and stops at the step where any of their
 episodes ends, so each environment's segment still lies inside one episode and bootstraps as
-above; the loss averages over all n_envs * T steps, and there is still one gradient push per
-rollout. The per-update cost (sync, backward pass, optimizer step) is then shared by n_envs
-times as many steps.
+above; the loss sums over the n_envs * T steps and divides by n_envs * t_max, and there is
+still one gradient push per rollout. The per-update cost (sync, backward pass, optimizer step)
+is then shared by n_envs times as many steps.
 
 The per-step and per-update paths are kept lean (`benchmarks/a3c_scaling.py`): the global
 parameters and each worker's local copy and gradients are each one flat tensor
@@ -28,33 +29,25 @@ parameters and each worker's local copy and gradients are each one flat tensor
 assignment, and the shared optimizer steps one tensor; acting samples without
 `torch.distributions` objects and without autograd.
 
-The parent process trains through the run loop (`acrl.core.loop`) like every agent:
-its iteration waits for the next `log_freq` steps and gathers the workers' statistics, and the
+The parent process trains through the run loop (`acrl.core.loop`) like every agent: its
+iteration waits for the workers' next `log_freq` steps and gathers their statistics, and the
 loop evaluates a frozen copy of the global model (`snapshot`), logs, keeps the best checkpoint
-and writes the learning curve. The workers run inside `training()`, which joins them with a
-timeout; Ctrl-C or SIGTERM, a worker that raises and a worker killed by the OS all stop the
-run with a final checkpoint and no orphaned process (docs/correctness.md item 7).
-
-Only the workers take locks (the step counter's and the normalizer statistics'): the parent
-never waits on one, so a worker killed while holding a lock cannot hang it, and after a
-failure the parent terminates any worker left waiting.
+and writes the learning curve. The processes themselves (start, supervision, tracebacks, the
+stop on Ctrl-C or SIGTERM, on a worker that raised or was killed by the OS, joins with a
+timeout, no orphans; docs/correctness.md item 7) are `acrl.parts.workers.WorkerPool`'s, held
+by `training()`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import copy
-import multiprocessing.connection
 import os
-import signal
-import sys
 import time
-import traceback
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
 import torch
 import torch.multiprocessing as mp
@@ -63,7 +56,7 @@ from torch.distributions import Categorical, Distribution, Normal
 
 from acrl.algos.base import Agent
 from acrl.core.config import RunConfig, in_unit_interval, layer_widths, positive
-from acrl.core.envs import ActionAdapter, EnvSpec, LeanSyncVectorEnv, make_vec_env
+from acrl.core.envs import ActionAdapter, LeanSyncVectorEnv
 from acrl.core.errors import InputError, TrainingError
 from acrl.parts.nets import (
     ACTIVATIONS,
@@ -85,26 +78,22 @@ from acrl.parts.optim import (
 )
 from acrl.parts.returns import segment_advantages
 from acrl.parts.stats import EpisodeStats
+from acrl.parts.workers import (
+    StepBudget,
+    WorkerPool,
+    WorkerStats,
+    apply_gradients,
+    default_start_method,
+    default_workers,
+    make_worker_envs,
+    picklable_env,
+    sync_parameters,
+)
 
 EPISODE_WINDOW = 100
 """Episodes per worker kept in shared memory for `rollout/ep_return_mean`."""
 UPDATE_STATS = ("policy_loss", "value_loss", "entropy", "grad_norm")
-"""Per-update statistics each worker accumulates in shared memory (then the update count)."""
-JOIN_TIMEOUT_S = 5.0
-"""How long the parent waits for workers to stop by themselves before terminating them."""
-
-
-def default_workers() -> int:
-    """The number of CPU cores this process may run on (the default of `A3CConfig.workers`)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
-
-
-def default_start_method() -> str:
-    """"fork" on Linux (fast start, nothing pickled), else "spawn"."""
-    return "fork" if sys.platform.startswith("linux") else "spawn"
+"""Per-update statistics each worker reports (`WorkerStats`)."""
 
 
 @dataclass
@@ -318,27 +307,6 @@ class Rollout:
         return len(self.rewards)
 
 
-def make_worker_envs(env: EnvSpec | gym.envs.registration.EnvSpec, seed: int, rank: int,
-                     n_envs: int = 1) -> tuple[LeanSyncVectorEnv, np.ndarray]:
-    """Build worker `rank`'s n_envs environments; env i is seeded with seed + rank * n_envs + i
-    (docs/correctness.md items 7 and 10).
-
-    Args:
-        env: an id, env, factory, or a Gymnasium `EnvSpec` (what the parent sends, so that a
-            custom env registered by an importable module also works under "spawn").
-    Returns:
-        (envs, first observations (n_envs, obs_dim)): `make_vec_env`'s `LeanSyncVectorEnv`
-        (same-step autoreset; a NaN/inf observation or reward raises TrainingError naming env
-        rank * n_envs + i), reset with those seeds, each action space seeded with its env's seed.
-    """
-    first = rank * n_envs
-    envs = make_vec_env(env, n_envs, first_index=first)
-    obs, _ = envs.reset(seed=seed + first)
-    for i, sub in enumerate(envs.envs):
-        sub.action_space.seed(seed + first + i)
-    return envs, obs
-
-
 def collect_rollout(envs: LeanSyncVectorEnv, model: ActorCritic, obs: np.ndarray, n_steps: int,
                     adapter: ActionAdapter, normalizer: ObservationNormalizer | IdentityNormalizer) -> Rollout:
     """Act with `model` from `obs` for n_steps steps (>= 1), or fewer when an episode ends.
@@ -398,19 +366,26 @@ def bootstrap_value(rollout: Rollout, model: ActorCritic,
 
 def a3c_loss(model: ActorCritic, rollout: Rollout, rewards: np.ndarray, bootstrap: np.ndarray, config: A3CConfig,
              ) -> tuple[torch.Tensor, dict[str, float]]:
-    """The actor-critic loss of Algorithm S3 on one rollout (means over its T * N steps).
+    """The actor-critic loss of Algorithm S3 on one rollout of T <= t_max steps of N environments.
 
-    loss = -mean(log pi(a_t|s_t) * A_t) + vf_coef * mean((R_t - V(s_t))^2) - ent_coef * mean(H_t),
+    loss = (1 / (t_max N)) sum_{t, i} [-log pi(a_t|s_t) A_t + vf_coef (R_t - V(s_t))^2 - ent_coef H(pi(.|s_t))],
     with A_t and the targets R_t from `segment_advantages` on V(s_t) held constant: with
     gae_lambda = 1, R_t are the n-step returns and A_t = R_t - V(s_t) (Mnih et al. 2016,
     Sec. 4, Eq. for the A3C gradient, and the entropy regularization of Williams & Peng 1991).
 
+    The sum is divided by the fixed t_max N (config.n_steps * config.n_envs), not by the
+    rollout's own T N: Algorithm S3 sums the gradients of a rollout's steps, so a rollout cut
+    short by an episode's end must weigh each of its transitions as a full one does (a mean
+    would weigh a 1-step rollout's transition t_max times as much); the constant keeps the
+    learning-rate scale of a full rollout's mean, that of the tuned presets.
+
     Args:
         rewards: (T, N) float32, the rollout's rewards as learned from (scaled by reward_scale).
         bootstrap: (N,) float32, the value after each environment's last step (`bootstrap_value`).
-        config: gamma, gae_lambda, ent_coef and vf_coef.
+        config: n_steps, gamma, gae_lambda, ent_coef and vf_coef.
     Returns:
-        (scalar loss with gradients to `model`, {"policy_loss", "value_loss", "entropy"}).
+        (scalar loss with gradients to `model`, {"policy_loss", "value_loss", "entropy"}: the
+        three terms' means over the rollout's T N steps, unweighted).
     """
     log_probs, entropy, values = model.evaluate_actions(rollout.observations.flatten(0, 1),
                                                         rollout.actions.flatten(0, 1))
@@ -419,53 +394,15 @@ def a3c_loss(model: ActorCritic, rollout: Rollout, rewards: np.ndarray, bootstra
     policy_loss = -(log_probs * torch.from_numpy(advantages).flatten()).mean()
     value_loss = (torch.from_numpy(targets).flatten() - values).square().mean()
     entropy_mean = entropy.mean()
-    loss = policy_loss + config.vf_coef * value_loss - config.ent_coef * entropy_mean
+    mean_loss = policy_loss + config.vf_coef * value_loss - config.ent_coef * entropy_mean
+    loss = mean_loss * (len(rewards) / config.n_steps)  # the sum over the T N steps over t_max N
     return loss, {"policy_loss": policy_loss.item(), "value_loss": value_loss.item(), "entropy": entropy_mean.item()}
-
-
-def sync_parameters(local: torch.Tensor, global_parameters: torch.Tensor) -> None:
-    """Copy the global parameters into the worker's local model (Algorithm S3: "synchronize
-    thread-specific parameters theta' = theta"): one in-place copy between the two flat
-    parameter tensors (P,) of `flatten_parameters`."""
-    local.copy_(global_parameters)
-
-
-def apply_gradients(local: torch.Tensor, optimizer: torch.optim.Optimizer, loss: torch.Tensor,
-                    max_grad_norm: float | None) -> float:
-    """Backpropagate `loss` into the worker's flat gradient and step the shared optimizer with it.
-
-    The local gradient buffer is zeroed before the backward pass, so the global parameters
-    receive exactly this update's gradient, never a sum with earlier ones (the bug of handing
-    a gradient over once by aliasing, then accumulating). The hand-over is an assignment: the
-    global flat tensor's `.grad` (private to this process) is the local buffer during the
-    step and None after it.
-
-    Args:
-        local: the worker's flat parameter tensor (P,) from `flatten_parameters(model,
-            gradients=True)`; `loss` depends on it through the model's parameter views.
-        optimizer: the shared optimizer over the global flat parameter tensor (P,).
-        max_grad_norm: the gradient's L2 norm is clipped to this first, by torch's rule
-            g * min(1, max_norm / (norm + 1e-6)) (None: not clipped; Pascanu et al. 2013).
-    Returns:
-        the gradient norm before clipping.
-    """
-    gradient = local.grad
-    gradient.zero_()
-    loss.backward()
-    norm = torch.linalg.vector_norm(gradient)
-    if max_grad_norm is not None:
-        gradient.mul_((max_grad_norm / (norm + 1e-6)).clamp(max=1.0))
-    (global_parameters,) = optimizer.param_groups[0]["params"]
-    global_parameters.grad = gradient
-    optimizer.step()
-    global_parameters.grad = None
-    return float(norm)
 
 
 # ------------------------------------------------------------------------------------ the worker process
 @dataclass
 class SharedState:
-    """What the parent and the workers share. Everything is in shared memory.
+    """The global model and what else the parent and the workers share, all in shared memory.
 
     Attributes:
         model / parameters / optimizer: the global model, its parameters as one flat tensor
@@ -473,14 +410,7 @@ class SharedState:
             over that tensor.
         normalizer: the observation normalizer (statistics shared with `normalize_obs`, else
             the identity), and `normalizer_lock` for its updates.
-        steps: global step counter (ctypes int64): steps taken or claimed by a running
-            rollout; `step_lock` guards its changes.
-        stop: set to 1 by the parent to make the workers stop after their current rollout.
-        episode_returns / episode_lengths: (workers, EPISODE_WINDOW) float64 ring buffers;
-            episode_counts: (workers,) int64 episodes finished per worker.
-        update_stats: (workers, len(UPDATE_STATS) + 1) float64 running sums of the update
-            statistics, then the number of updates.
-    Each worker writes only its own row, so the parent reads them without locks.
+        stats: the workers' update statistics (`UPDATE_STATS`) and finished episodes.
     """
 
     model: ActorCritic
@@ -488,74 +418,26 @@ class SharedState:
     optimizer: torch.optim.Optimizer
     normalizer: ObservationNormalizer | IdentityNormalizer
     normalizer_lock: Any
-    steps: Any
-    step_lock: Any
-    stop: Any
-    episode_returns: torch.Tensor
-    episode_lengths: torch.Tensor
-    episode_counts: torch.Tensor
-    update_stats: torch.Tensor
+    stats: WorkerStats
 
 
-def claim_steps(shared: SharedState, total_steps: int, n_steps: int, n_envs: int = 1) -> int:
-    """Claim up to n_steps rows of n_envs steps of the global budget under the lock.
-
-    Returns the rows granted, min(n_steps, ceil(steps left / n_envs)), and adds rows * n_envs
-    to the counter (so the last claim may pass the budget by up to n_envs - 1 steps); 0 when
-    the budget is spent or the parent said stop.
-    """
-    if shared.stop.value:
-        return 0
-    with shared.step_lock:
-        granted = min(n_steps, -(-(total_steps - shared.steps.value) // n_envs))
-        if granted <= 0:
-            return 0
-        shared.steps.value += granted * n_envs
-        return granted
-
-
-def return_steps(shared: SharedState, steps: int) -> None:
-    """Give back `steps` claimed steps that a rollout did not take (an episode ended first)."""
-    if steps:
-        with shared.step_lock:
-            shared.steps.value -= steps
-
-
-def worker_main(rank: int, config: A3CConfig, env: Any, start_step: int, total_steps: int, shared: SharedState,
-                error_pipe: Any, parent_pid: int) -> None:
-    """Entry point of worker process `rank`: run `run_worker`; on an exception send the
-    traceback to the parent through `error_pipe` and exit with code 1.
-
-    Ctrl-C is ignored here (the parent coordinates the stop); SIGTERM keeps its default.
-    """
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    try:
-        run_worker(rank, config, env, start_step, total_steps, shared, parent_pid)
-    except Exception:
-        error_pipe.send(traceback.format_exc()[-30_000:])  # stays below the pipe's buffer
-        error_pipe.close()
-        sys.exit(1)
-
-
-def run_worker(rank: int, config: A3CConfig, env: Any, start_step: int, total_steps: int, shared: SharedState,
-               parent_pid: int) -> None:
-    """The worker loop of Algorithm S3 until the global budget is spent or the parent says stop.
+def run_worker(rank: int, budget: StepBudget, config: A3CConfig, env: Any, shared: SharedState) -> None:
+    """The worker loop of Algorithm S3, until the global budget is spent or the parent says stop
+    (`StepBudget.claim` grants nothing then); `WorkerPool` runs it in each worker process.
 
     Args:
-        rank: worker index in [0, workers); with seed = config.seed + start_step, its envs
-            are seeded as `make_worker_envs` says and torch/numpy with seed + rank.
+        rank: worker index in [0, workers); with seed = config.seed + budget.start (a resumed
+            run sees new episodes), its envs are seeded as `make_worker_envs` says and
+            torch/numpy with seed + rank.
+        budget: the global step budget (steps claimed before each rollout, the unused given
+            back, the taken counted).
         env: what `make_worker_envs` accepts.
-        start_step: the global step at which this learn() started (0 for a new run, so a
-            resumed run sees new episodes).
-        total_steps: the global step budget.
         shared: the `SharedState` built by the parent.
-        parent_pid: the worker returns if its parent has gone (no orphan keeps training).
     Raises:
         TrainingError: a non-finite loss.
     """
     torch.set_num_threads(1)
-    seed = config.seed + start_step
+    seed = config.seed + budget.start
     torch.manual_seed(seed + rank)
     np.random.seed((seed + rank) % 2**32)
     envs, obs = make_worker_envs(env, seed, rank, config.n_envs)
@@ -563,14 +445,12 @@ def run_worker(rank: int, config: A3CConfig, env: Any, start_step: int, total_st
     local = copy.deepcopy(shared.model)  # private memory: deepcopy does not keep the sharing
     local_parameters = flatten_parameters(local, gradients=True)
     normalizer = shared.normalizer
-    while os.getppid() == parent_pid:
-        granted = claim_steps(shared, total_steps, config.n_steps, config.n_envs)
-        if granted == 0:
-            break
+    while granted := budget.claim(config.n_steps, config.n_envs):
         sync_parameters(local_parameters, shared.parameters)
         rollout = collect_rollout(envs, local, obs, granted, adapter, normalizer)
-        return_steps(shared, (granted - len(rollout)) * config.n_envs)
-        if shared.stop.value:
+        budget.release((granted - len(rollout)) * config.n_envs)
+        budget.count_taken(rank, len(rollout) * config.n_envs)
+        if budget.stopped.value:
             break
         if config.normalize_obs:
             with shared.normalizer_lock:
@@ -578,20 +458,13 @@ def run_worker(rank: int, config: A3CConfig, env: Any, start_step: int, total_st
         loss, stats = a3c_loss(local, rollout, rollout.rewards * config.reward_scale,
                                bootstrap_value(rollout, local, normalizer), config)
         if not torch.isfinite(loss):
-            raise TrainingError(f"worker {rank}, global step {shared.steps.value}: the loss is {loss.item()} "
+            raise TrainingError(f"worker {rank}, global step {budget.steps_taken()}: the loss is {loss.item()} "
                                 f"({stats}).")
         if config.anneal_lr:
-            anneal_learning_rate(shared.optimizer, config.learning_rate, shared.steps.value, total_steps)
+            anneal_learning_rate(shared.optimizer, config.learning_rate, budget.claimed.value, budget.total)
         stats["grad_norm"] = apply_gradients(local_parameters, shared.optimizer, loss, config.max_grad_norm)
-        row = shared.update_stats[rank]
-        row[:-1] += torch.tensor([stats[k] for k in UPDATE_STATS], dtype=torch.float64)
-        row[-1] += 1
-        for episode_return, episode_length in zip(rollout.episode_returns.tolist(),
-                                                  rollout.episode_lengths.tolist()):
-            slot = int(shared.episode_counts[rank]) % EPISODE_WINDOW
-            shared.episode_returns[rank, slot] = episode_return
-            shared.episode_lengths[rank, slot] = episode_length
-            shared.episode_counts[rank] += 1
+        shared.stats.add_update(rank, stats)
+        shared.stats.add_episodes(rank, rollout.episode_returns.tolist(), rollout.episode_lengths.tolist())
         obs = rollout.next_obs
     envs.close()
 
@@ -638,8 +511,6 @@ class A3C(Agent):
             self.obs_normalizer.stats.share_memory()
         self.episode_stats = EpisodeStats(EPISODE_WINDOW)
         self.updates = 0
-        self._workers: list[Any] = []
-        self._error_pipes: list[Any] = []
 
     def _policy_action(self, obs: torch.Tensor, deterministic: bool) -> torch.Tensor:
         return self.model.sample(obs, deterministic)
@@ -675,66 +546,45 @@ class A3C(Agent):
     @contextlib.contextmanager
     def training(self) -> Iterator[None]:
         """Start the workers (when there is budget left), and stop and join them on leaving, however
-        the block ends; `num_steps` is then the global step counter's final value."""
-        ctx = mp.get_context(self.config.start_method)
-        self._shared = shared = self._shared_state(ctx)
+        the block ends; `num_steps` is then the steps they took, those taken while stopping included."""
+        cfg = self.config
+        ctx = mp.get_context(cfg.start_method)
+        self._budget = StepBudget(ctx, cfg.workers, self.num_steps, self.total_steps, parent_pid=os.getpid())
+        self._shared = SharedState(model=self.model, parameters=self.parameters, optimizer=self.optimizer,
+                                   normalizer=self.obs_normalizer, normalizer_lock=ctx.Lock(),
+                                   stats=WorkerStats(cfg.workers, UPDATE_STATS, EPISODE_WINDOW))
+        self._pool = WorkerPool(ctx, self._budget, "acrl-a3c-worker")
         self._started = time.perf_counter()
         self._last_report = (self._started, self.num_steps)
-        self._episodes_seen = [0] * self.config.workers
-        self._stats_seen = torch.zeros_like(shared.update_stats)
-        self._workers, self._error_pipes = [], []
         try:
             if self.num_steps < self.total_steps:
-                for rank in range(self.config.workers):
-                    reader, writer = ctx.Pipe(duplex=False)
-                    process = ctx.Process(target=worker_main, name=f"acrl-a3c-worker-{rank}", daemon=True,
-                                          args=(rank, self.config, self._env_for_workers(), self.num_steps,
-                                                self.total_steps, shared, writer, os.getpid()))
-                    process.start()
-                    writer.close()
-                    self._workers.append(process)
-                    self._error_pipes.append(reader)
+                self._pool.start(run_worker, cfg.workers, (cfg, picklable_env(self.env), self._shared))
             yield
         finally:
-            self._stop_workers()
-            self.num_steps = int(shared.steps.value)
-            for pipe in self._error_pipes:
-                pipe.close()
+            self._pool.stop()
+            self.num_steps = self._budget.steps_taken()
 
     def iteration(self, max_steps: int) -> dict[str, float]:
-        """Wait until the workers have taken min(log_freq, max_steps) more global steps (or, at the
-        budget, have all exited), then report their statistics since the last call.
+        """Wait until the workers have taken min(log_freq, max_steps) more global steps (at the
+        budget: until they have all exited), then report their statistics since the last call.
+        After `training()` has stopped them it returns at once, with what they did while stopping.
 
         Metrics: train/policy_loss, value_loss, entropy, grad_norm (means over the updates in
         between), rollout/ episode statistics, time/elapsed_s (wall seconds since the workers
-        started) and time/fps: global steps per wall second since the previous call returned,
-        evaluations included, because the workers keep stepping while the parent evaluates (the
-        run loop's own rate, steps over the iteration's seconds, would count those steps in a
-        wait of a few milliseconds).
+        started) and time/fps: global steps taken (not claimed by a running rollout) per wall
+        second since the previous call returned, evaluations included, because the workers keep
+        stepping while the parent evaluates (the run loop's own rate, steps over the iteration's
+        seconds, would count those steps in a wait of a few milliseconds).
 
         Raises:
             TrainingError: a worker raised (its traceback is in the message) or was killed.
         """
-        shared, workers = self._shared, self._workers
-        start = self.num_steps
-        while True:
-            self._check_workers()
-            finished = all(w.exitcode == 0 for w in workers)
-            self.num_steps = int(shared.steps.value)
-            if finished or (self.num_steps - start >= min(self.config.log_freq, max_steps)
-                            and self.num_steps < self.total_steps):
-                break
-            # 10 ms: the workers take a few hundred steps in it, so rows stay close to log_freq apart
-            multiprocessing.connection.wait([w.sentinel for w in workers if w.exitcode is None], timeout=0.01)
-        metrics: dict[str, float] = {}
-        stats = shared.update_stats.clone()
-        delta, self._stats_seen = stats - self._stats_seen, stats
-        updates = delta[:, -1].sum().item()
-        self.updates += int(updates)
-        if updates:
-            for i, key in enumerate(UPDATE_STATS):
-                metrics[f"train/{key}"] = delta[:, i].sum().item() / updates
-        self._read_episodes()
+        self._pool.wait_for(self.num_steps + min(self.config.log_freq, max_steps))
+        self.num_steps = self._budget.steps_taken()
+        updates, means = self._shared.stats.read_updates()
+        self.updates += updates
+        metrics = {f"train/{key}": value for key, value in means.items()}
+        self.episode_stats.add(*self._shared.stats.read_episodes())
         metrics |= self.episode_stats.metrics()
         now = time.perf_counter()
         then, steps_then = self._last_report
@@ -742,69 +592,3 @@ class A3C(Agent):
         metrics["time/elapsed_s"] = now - self._started
         metrics["time/fps"] = (self.num_steps - steps_then) / max(now - then, 1e-9)
         return metrics
-
-    def _env_for_workers(self) -> Any:
-        """A picklable description of the env: a Gymnasium EnvSpec for ids and specced envs."""
-        if isinstance(self.env, str):
-            return gym.spec(self.env)
-        if isinstance(self.env, gym.Env) and self.env.spec is not None:
-            return self.env.spec
-        return self.env
-
-    def _shared_state(self, ctx: Any) -> SharedState:
-        workers = self.config.workers
-        steps = ctx.RawValue("q", self.num_steps)
-        return SharedState(
-            model=self.model, parameters=self.parameters, optimizer=self.optimizer, normalizer=self.obs_normalizer,
-            normalizer_lock=ctx.Lock(), steps=steps, step_lock=ctx.Lock(), stop=ctx.RawValue("b", 0),
-            episode_returns=torch.zeros((workers, EPISODE_WINDOW), dtype=torch.float64).share_memory_(),
-            episode_lengths=torch.zeros((workers, EPISODE_WINDOW), dtype=torch.float64).share_memory_(),
-            episode_counts=torch.zeros(workers, dtype=torch.int64).share_memory_(),
-            update_stats=torch.zeros((workers, len(UPDATE_STATS) + 1), dtype=torch.float64).share_memory_())
-
-    def _read_episodes(self) -> None:
-        """Move episodes finished since the last call from the shared ring buffers to `episode_stats`."""
-        shared, seen = self._shared, self._episodes_seen
-        for rank, count in enumerate(shared.episode_counts.tolist()):
-            slots = [i % EPISODE_WINDOW for i in range(max(seen[rank], count - EPISODE_WINDOW), count)]
-            self.episode_stats.add(shared.episode_returns[rank, slots].tolist(),
-                                   shared.episode_lengths[rank, slots].tolist())
-            seen[rank] = count
-
-    def _check_workers(self) -> None:
-        for rank, worker in enumerate(self._workers):
-            code = worker.exitcode
-            if code is None or code == 0:
-                continue
-            report = _receive_traceback(self._error_pipes[rank])
-            if report is not None:
-                what = f"worker {rank} raised an exception:\n{report}"
-            elif code < 0:
-                what = f"worker {rank} (pid {worker.pid}) was killed by {signal.Signals(-code).name}."
-            else:
-                what = f"worker {rank} (pid {worker.pid}) exited with code {code}."
-            raise TrainingError(f"global step {int(self._shared.steps.value)}: {what}\nThe run stopped (a run "
-                                "directory keeps its final state in checkpoints/latest.pt).")
-
-    def _stop_workers(self) -> None:
-        """Ask the workers to stop, join them with a timeout, then terminate and kill stragglers."""
-        self._shared.stop.value = 1
-        deadline = time.monotonic() + JOIN_TIMEOUT_S
-        try:
-            for worker in self._workers:
-                worker.join(timeout=max(deadline - time.monotonic(), 0.0))
-        finally:
-            for escalate in ("terminate", "kill"):
-                stragglers = [w for w in self._workers if w.is_alive()]
-                for worker in stragglers:
-                    getattr(worker, escalate)()
-                for worker in stragglers:
-                    worker.join(timeout=2.0)
-
-
-def _receive_traceback(pipe: Any) -> str | None:
-    """The traceback a failed worker sent, or None (a killed worker's pipe is just closed)."""
-    try:
-        return pipe.recv() if pipe.poll() else None
-    except (EOFError, OSError):
-        return None

@@ -105,7 +105,11 @@ class Trainable(Protocol):
         its metrics (a `time/fps` among them replaces the loop's, steps over the iteration's seconds)."""
 
     def training(self) -> AbstractContextManager[None]:
-        """Held while the loop runs iterations (A3C: its worker processes run inside it)."""
+        """Held while the loop runs iterations (A3C: its worker processes run inside it).
+
+        Leaving it may take num_steps past the last iteration's (A3C's workers finish their
+        rollouts as they stop); the loop then calls `iteration(0)` once more, which takes no
+        step and reports those, so that the last row is at the step latest.pt holds."""
 
     def snapshot(self) -> Trainable:
         """The agent frozen for evaluation and best.pt (itself, unless training runs elsewhere)."""
@@ -188,7 +192,7 @@ class Run:
         """
         agent, cfg = self.agent, self.agent.config
         step = agent.num_steps
-        metrics.setdefault("time/fps", (step - before) / max(seconds, 1e-9))  # A3C measures its own
+        metrics.setdefault("time/fps", (step - before) / max(seconds, 1e-9))  # unless the agent measures its own
         check_finite(agent, metrics)
         for callback in self.callbacks:
             self.stopped |= bool(callback.on_iteration(step, metrics))
@@ -222,9 +226,14 @@ class Run:
         agent = self.agent
         try:
             self._session.close()  # A3C: the workers stop here, before anything is saved
+            tail = {}
+            if exc_type is None and agent.num_steps != self.logger.step:  # steps taken while training() closed
+                tail = agent.iteration(0)
+                if not (self.run_dir is not None and self.done):  # else it joins the final evaluation's row
+                    self.logger.log(agent.num_steps, tail)
             if self.run_dir is not None:
                 if exc_type is None and self.done:
-                    self._finish()
+                    self._finish(tail)
                 elif exc_type is None or (agent.checkpoint_on_failure and parameters_finite(agent)):
                     self._save_latest()  # stopped by a signal (or a failure A3C survives): resume from here
         finally:
@@ -236,10 +245,10 @@ class Run:
         for callback in self.callbacks:
             callback.on_checkpoint(self.agent.num_steps, path)
 
-    def _finish(self) -> None:
+    def _finish(self, tail: dict[str, float]) -> None:
         agent, run_dir = self.agent, self.run_dir
         if self.last_eval_step != agent.num_steps:  # stopped by a callback between evaluations
-            self.logger.log(agent.num_steps, self._evaluate())
+            self.logger.log(agent.num_steps, {**tail, **self._evaluate()})
         self._save_latest()
         write_json_atomic(run_dir / "eval.json", {k: v for k, v in agent.best_eval.items() if k != "step"})
         from acrl.core.plotting import plot_runs  # matplotlib loads only when a run finishes
@@ -295,32 +304,27 @@ def check_run_dir(run_dir: Path, resuming: bool) -> None:
 
 
 def check_finite(agent: Trainable, metrics: Mapping[str, float]) -> None:
-    """Raise `TrainingError` naming the step and the quantity if a metric or parameter is not finite."""
+    """Raise `TrainingError` naming the step and the quantity if a metric or parameter is not finite.
+
+    The parameters checked are `agent.snapshot()`'s, the weights the loop evaluates and keeps:
+    an agent whose weights change outside `iteration` (A3C's workers) gives a frozen copy
+    there, which nothing changes while `torch.isfinite` reads each element twice (x == x: a value
+    written between the two reads would look like NaN).
+    """
     for key, value in metrics.items():
         if not math.isfinite(value):
             raise TrainingError(f"step {agent.num_steps}: {key} is {value}; stopping. "
                                 "The last good checkpoint is kept.")
-    for net_name, net in agent.nets.items():
+    for net_name, net in agent.snapshot().nets.items():
         for name, param in net.named_parameters():
-            if not tensor_finite(param):
+            if not torch.isfinite(param).all():
                 raise TrainingError(f"step {agent.num_steps}: parameter {net_name}.{name} is not finite; "
                                     "stopping. The last good checkpoint is kept.")
 
 
 def parameters_finite(agent: Trainable) -> bool:
     """Whether every parameter of every network of `agent` is finite."""
-    return all(tensor_finite(param) for net in agent.nets.values() for param in net.parameters())
-
-
-def tensor_finite(tensor: torch.Tensor) -> bool:
-    """Whether every element of `tensor` is finite, each element read once.
-
-    `torch.isfinite` computes x == x (and |x| != inf), reading every element twice: on the
-    parameters A3C's workers are updating at that moment, a value that changes between the two
-    reads looks like NaN (a false "not finite" stop, in 1 of 3 Pendulum-v1 runs at 25,000 steps/s).
-    A copy is read once, and nothing changes it.
-    """
-    return bool(torch.isfinite(tensor.detach().clone()).all())
+    return all(bool(torch.isfinite(param).all()) for net in agent.nets.values() for param in net.parameters())
 
 
 @contextlib.contextmanager

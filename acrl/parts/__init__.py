@@ -1,1 +1,2 @@
-"""Building blocks the algorithms share: networks, buffers, returns, normalisation, optimizers, datasets, statistics."""
+"""Building blocks the algorithms share: networks, buffers, returns, normalisation, optimizers, datasets, statistics,
+Hogwild worker processes."""

@@ -3,7 +3,7 @@ the actor-critic model and config validation. Expected values are computed by ha
 
 import copy
 import multiprocessing
-from types import SimpleNamespace
+import os
 
 import gymnasium as gym
 import numpy as np
@@ -15,20 +15,17 @@ from acrl.algos.a3c import (
     A3C,
     A3CConfig,
     ActorCritic,
-    apply_gradients,
+    Rollout,
+    a3c_loss,
     bootstrap_value,
-    claim_steps,
     collect_rollout,
-    default_workers,
-    make_worker_envs,
-    return_steps,
-    sync_parameters,
 )
 from acrl.core.envs import ActionAdapter, LeanSyncVectorEnv
 from acrl.core.errors import InputError
 from acrl.parts.normalization import IdentityNormalizer
 from acrl.parts.optim import SharedAdam, flatten_parameters
 from acrl.parts.returns import segment_advantages
+from acrl.parts.workers import StepBudget, apply_gradients, default_workers, make_worker_envs, sync_parameters
 
 TRUNCATED_RETURNS = [6.355, 5.95, 5.5]  # 1 + .9 (1 + .9 (1 + .9 * 5)), 1 + .9 (1 + .9 * 5), 1 + .9 * 5
 TERMINATED_RETURNS = [2.71, 1.9, 1.0]  # 1 + .9 + .81, 1 + .9, 1
@@ -131,36 +128,37 @@ def test_a_rollout_of_several_envs_stops_where_one_episode_ends_and_each_bootstr
     np.testing.assert_allclose(returns, np.stack([TERMINATED_RETURNS, TRUNCATED_RETURNS], 1), rtol=1e-6)
 
 
-def shared_counter(steps: int = 0) -> SimpleNamespace:
-    """The step-budget part of `SharedState`: counter, its lock and the stop flag."""
-    ctx = multiprocessing.get_context("fork")
-    return SimpleNamespace(steps=ctx.RawValue("q", steps), step_lock=ctx.Lock(), stop=ctx.RawValue("b", 0))
+def step_budget(total: int, start: int = 0) -> StepBudget:
+    """A budget of `total` steps for one worker, this process's own (its parent is ours)."""
+    return StepBudget(multiprocessing.get_context("fork"), 1, start, total, parent_pid=os.getppid())
 
 
 def test_workers_claim_the_budget_a_rollout_at_a_time_and_give_back_what_an_episode_end_left():
     """Budget 12, t_max 5: claims of 5, 5, then the 2 left; an episode that ends after 3 of its
-    5 steps gives 2 back, which the next claim takes; a stop grants nothing."""
-    shared = shared_counter()
-    assert [claim_steps(shared, 12, 5) for _ in range(2)] == [5, 5]
+    5 steps gives 2 back, which the next claim takes; the steps taken are counted apart from
+    the claims; a stop grants nothing."""
+    budget = step_budget(12)
+    assert [budget.claim(5) for _ in range(2)] == [5, 5]
     envs, obs = vector_of(CounterEnv(terminate_at=3))
     rollout = collect_rollout(envs, StubModel(), obs, 5, ActionAdapter(envs.single_action_space),
                               IdentityNormalizer())
     assert len(rollout) == 3 and rollout.terminated.tolist() == [True]
-    return_steps(shared, 5 - len(rollout))
-    assert shared.steps.value == 8
-    assert [claim_steps(shared, 12, 5), claim_steps(shared, 12, 5)] == [4, 0]
-    assert shared.steps.value == 12
-    shared = shared_counter()
-    shared.stop.value = 1
-    assert claim_steps(shared, 12, 5) == 0 and shared.steps.value == 0
+    budget.release(5 - len(rollout))
+    budget.count_taken(0, len(rollout))
+    assert budget.claimed.value == 8 and budget.steps_taken() == 3  # 5 claimed by a rollout still running
+    assert [budget.claim(5), budget.claim(5)] == [4, 0]
+    assert budget.claimed.value == 12
+    budget = step_budget(12, start=2)
+    budget.stop()
+    assert budget.claim(5) == 0 and budget.claimed.value == 2 and budget.steps_taken() == 2
 
 
 def test_with_several_envs_the_budget_is_claimed_in_whole_rows():
     """Budget 20, t_max 4, 3 envs: 4 rows (12 steps), then ceil(8 / 3) = 3 rows (9 steps: the
     counter ends 1 past the budget), then nothing."""
-    shared = shared_counter()
-    assert [claim_steps(shared, 20, 4, n_envs=3) for _ in range(3)] == [4, 3, 0]
-    assert shared.steps.value == 21
+    budget = step_budget(20)
+    assert [budget.claim(4, row_size=3) for _ in range(3)] == [4, 3, 0]
+    assert budget.claimed.value == 21
 
 
 def test_rollout_of_a_smaller_claim_stops_there():
@@ -397,3 +395,116 @@ def test_the_model_cards_command_spells_out_defaults_that_depend_on_the_machine(
     command = reproduce_command("a3c", config).split()
     assert f"workers={default_workers()}" in command and f"start_method={config.start_method}" in command
     assert not any(word.startswith("n_steps=") for word in command)  # the preset's own values stay implicit
+
+
+# ------------------------------------------------------------------- the loss
+class HandSetModel(nn.Module):
+    """pi and V set by hand, state-independent policy: V(s) = w * s[0] with w = 1; discrete:
+    Categorical with probabilities (3/4, 1/4) (logits (ln 3, 0)); Gaussian: N(0, 1) (mean 0, log-std 0)."""
+
+    def __init__(self, discrete: bool):
+        super().__init__()
+        self.discrete = discrete
+        self.w = nn.Parameter(torch.tensor(1.0))
+        self.policy = nn.Parameter(torch.tensor([float(np.log(3.0)), 0.0]) if discrete else torch.zeros(2))
+
+    def evaluate_actions(self, obs, actions):
+        if self.discrete:
+            dist = torch.distributions.Categorical(logits=self.policy.expand(len(obs), 2))
+            log_probs, entropy = dist.log_prob(actions), dist.entropy()
+        else:
+            mean, std = self.policy[0].expand(len(obs), 1), self.policy[1].exp().expand(len(obs), 1)
+            dist = torch.distributions.Normal(mean, std)
+            log_probs, entropy = dist.log_prob(actions).sum(-1), dist.entropy().sum(-1)
+        return log_probs, entropy, self.w * obs[:, 0]
+
+
+LN = {p: float(np.log(p)) for p in (0.25, 0.75)}
+CATEGORICAL_ENTROPY = -(0.75 * LN[0.75] + 0.25 * LN[0.25])  # 0.5623
+LOG_SQRT_2PI = float(np.log(np.sqrt(2 * np.pi)))
+NORMAL_ENTROPY = 0.5 + LOG_SQRT_2PI  # 1.4189 for std 1
+
+
+@pytest.mark.parametrize("discrete", [True, False])
+def test_a3c_loss_by_hand_for_a_full_and_a_one_step_rollout(discrete):
+    """t_max 2, one env, gamma 0.5, vf_coef 0.25, ent_coef 0.1 (each term's sign and weight shows).
+
+    Full rollout: s = (1, 2), rewards (1, 1), terminated: R = (1 + 0.5 * 1, 1) = (1.5, 1),
+    V = (1, 2), A = (0.5, -1). Discrete actions (0, 1): log pi = (ln 3/4, ln 1/4); Gaussian actions
+    (1, 0) under N(0, 1): log pi = (-1/2 - ln sqrt(2 pi), -ln sqrt(2 pi)).
+    Per-step means: policy -(0.5 log pi_0 - log pi_1) / 2, value ((0.5)^2 + 1^2) / 2 = 0.625, entropy H.
+    loss = (policy + 0.25 value - 0.1 H) * T / t_max = the sum over the steps over t_max * N.
+
+    One-step rollout (an episode's end after 1 of the t_max 2 steps): s = 2, reward 1, terminated:
+    R = 1, V = 2, A = -1, action 1 (discrete) or 0 (Gaussian); per-step means policy log pi_1,
+    value 1, entropy H; the loss is half of their combination (T / t_max = 1/2), so its one
+    transition weighs what a transition of a full rollout does.
+
+    d loss / d w comes from the value term alone (advantages and targets are constants): with t_max N = 2,
+    d/dw 0.25 * sum_t (R_t - w s_t)^2 / 2 = -0.25 * sum_t s_t (R_t - V_t): full -0.25 * (1 * 0.5 + 2 * -1) = 0.375,
+    one-step -0.25 * (2 * -1) = 0.5.
+    """
+    if discrete:
+        full_actions, one_action = torch.tensor([0, 1]), torch.tensor([1])
+        log_pi, entropy = (LN[0.75], LN[0.25]), CATEGORICAL_ENTROPY
+    else:
+        full_actions, one_action = torch.tensor([[1.0], [0.0]]), torch.tensor([[0.0]])
+        log_pi, entropy = (-0.5 - LOG_SQRT_2PI, -LOG_SQRT_2PI), NORMAL_ENTROPY
+    config = A3CConfig(n_steps=2, gamma=0.5, vf_coef=0.25, ent_coef=0.1)
+    cases = [  # observations, actions, rewards; policy, value, entropy means; loss; d loss / d w
+        ([1.0, 2.0], full_actions, [1.0, 1.0], -(0.5 * log_pi[0] - log_pi[1]) / 2, 0.625, entropy, 1.0, 0.375),
+        ([2.0], one_action, [1.0], log_pi[1], 1.0, entropy, 0.5, 0.5),
+    ]
+    for observations, actions, rewards, policy, value, mean_entropy, fraction, grad_w in cases:
+        model = HandSetModel(discrete)
+        steps = len(observations)
+        rollout = Rollout(
+            observations=torch.tensor(observations).reshape(steps, 1, 1), raw_observations=np.zeros((steps, 1)),
+            actions=actions.reshape(steps, 1, *actions.shape[1:]), rewards=np.array(rewards, np.float32)[:, None],
+            terminated=np.array([True]), truncated=np.array([False]), last_obs=np.zeros((1, 1), np.float32),
+            next_obs=np.zeros((1, 1), np.float32), episode_returns=np.zeros(1), episode_lengths=np.zeros(1, np.int64))
+        loss, stats = a3c_loss(model, rollout, rollout.rewards, np.zeros(1, np.float32), config)
+        assert stats == pytest.approx({"policy_loss": policy, "value_loss": value, "entropy": mean_entropy}, rel=1e-5)
+        assert loss.item() == pytest.approx(fraction * (policy + 0.25 * value - 0.1 * mean_entropy), rel=1e-5)
+        loss.backward()
+        assert model.w.grad.item() == pytest.approx(grad_w, rel=1e-5)
+
+
+# ------------------------------------------------------------------- the parent's report
+def test_fps_counts_the_steps_taken_since_the_last_report_evaluations_included(monkeypatch):
+    """The parent's clock and the workers' counters set by hand, no worker running (the budget is spent,
+    so `training()` starts none and `iteration` does not wait).
+
+    t = 1 s: 100 steps taken since the start (t = 0): 100 steps/s. Then an evaluation lasts until
+    t = 3 s while the workers take 300 steps; the next report at t = 3.01 s, 2 steps later, and
+    with a rollout of 40 steps claimed but not taken yet: (300 + 2) / 2.01 s = 150.2 steps/s,
+    at step 402 (not 442, and not 2 steps / 0.01 s = 200 steps/s)."""
+    import acrl.algos.a3c as a3c
+
+    clock = iter([0.0, 1.0, 3.01])
+    monkeypatch.setattr(a3c.time, "perf_counter", lambda: next(clock))
+    agent = A3C("CartPole-v1", workers=1, seed=0)
+    agent.total_steps = 0  # nothing left: no worker starts
+    with agent.training():
+        budget = agent._budget
+        budget.count_taken(0, 100)
+        first = agent.iteration(100)
+        budget.count_taken(0, 302)
+        budget.claimed.value = 442  # 40 of them claimed by a rollout still running
+        second = agent.iteration(100)
+    assert (first["time/fps"], first["time/elapsed_s"]) == (100.0, 1.0)
+    assert second["time/fps"] == pytest.approx(302 / 2.01) and second["time/elapsed_s"] == 3.01
+    assert agent.num_steps == 402
+
+
+def test_the_snapshot_is_a_private_frozen_copy_of_the_global_model():
+    """What the loop evaluates, saves and checks for non-finite values while the workers train:
+    equal to the global model when taken, in private memory, unchanged by later updates."""
+    agent = A3C("CartPole-v1", workers=1, seed=0)
+    frozen = agent.snapshot().nets["model"]
+    before = [p.clone() for p in agent.model.parameters()]
+    with torch.no_grad():
+        agent.parameters.add_(1.0)  # a worker's update
+    for old, new, copied in zip(before, agent.model.parameters(), frozen.parameters()):
+        assert torch.equal(copied, old) and torch.equal(new, old + 1.0)
+        assert new.is_shared() and not copied.is_shared()

@@ -11,9 +11,10 @@ import torch
 import torch.multiprocessing as mp
 
 from acrl import A3C, BCQ, PPO, DiscreteBCQ
-from acrl.algos.a3c import run_worker
+from acrl.algos.a3c import UPDATE_STATS, SharedState, run_worker
 from acrl.algos.base import EVAL_SEED_OFFSET
 from acrl.parts.buffers import ReplayBuffer
+from acrl.parts.workers import StepBudget, WorkerStats
 from tests.unit.test_bcq import SMALL, write_dataset
 
 
@@ -51,11 +52,13 @@ def test_a3c_worker_runs_with_one_torch_thread():
     original = torch.get_num_threads()
     try:
         agent = A3C(lambda: CountdownEnv(made), seed=0, workers=1, n_steps=3, hidden_sizes=(4,))
-        shared = agent._shared_state(mp.get_context())
+        budget = StepBudget(mp.get_context(), 1, 0, 12, parent_pid=os.getppid())
+        shared = SharedState(agent.model, agent.parameters, agent.optimizer, agent.obs_normalizer,
+                             mp.get_context().Lock(), WorkerStats(1, UPDATE_STATS))
         torch.set_num_threads(3)  # what the worker inherits; it must drop to one thread itself
-        run_worker(0, agent.config, lambda: CountdownEnv(made), 0, 12, shared, os.getppid())
+        run_worker(0, budget, agent.config, lambda: CountdownEnv(made), shared)
         worker_env = made[-1]
-        assert worker_env.steps == 12 and int(shared.steps.value) == 12
+        assert worker_env.steps == 12 and budget.steps_taken() == 12
         assert worker_env.threads and set(worker_env.threads) == {1}  # at every reset and step
         assert torch.get_num_threads() == 1
         assert worker_env.resets[0] == agent.config.seed + 0  # rank 0: seed + rank

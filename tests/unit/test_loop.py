@@ -2,9 +2,11 @@
 see and how they stop a run, lockstep runs, NaN checks, the progress bar's total."""
 
 import contextlib
+import copy
 import json
 import math
 import time
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -171,13 +173,15 @@ def _scale_in_place(weight: torch.Tensor, running, stop) -> None:
 
 def test_the_finite_check_reads_parameters_another_process_updates_once():
     """`torch.isfinite` reads each element twice (x == x): on a tensor another process is changing,
-    some checks in half a second used to see NaN that was never there. `check_finite` reads a copy."""
+    some checks in half a second used to see NaN that was never there. `check_finite` reads the
+    agent's snapshot, which an agent trained by other processes (A3C) makes a frozen copy."""
     net = nn.Linear(64, 64)
     with torch.no_grad():
         net.weight.uniform_(0.5, 1.0)
     net.share_memory()
     agent = ScriptedAgent(total=10, eval_freq=0)
     agent.nets = {"net": net}
+    agent.snapshot = lambda: SimpleNamespace(nets={"net": copy.deepcopy(net)})
     ctx = torch.multiprocessing.get_context("fork")
     running, stop = ctx.Event(), ctx.Event()
     process = ctx.Process(target=_scale_in_place, args=(net.weight, running, stop), daemon=True)
