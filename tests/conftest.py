@@ -21,6 +21,13 @@ from acrl.parts.datasets import OfflineDataset, save_dataset
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Exempt the slow tests (learning runs of up to an hour, `-m slow`) from pyproject's per-test timeout."""
+    for item in items:
+        if item.get_closest_marker("slow") and not item.get_closest_marker("timeout"):
+            item.add_marker(pytest.mark.timeout(0))
+
+
 def run_cli(*args: str, cwd: Path | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
     """`python -m acrl ARGS` in a subprocess; returns the completed process (text output)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}

@@ -123,6 +123,28 @@ def parse_space(options: list[str]) -> dict[str, Dimension]:
     return space
 
 
+def read_space(file: str | Path | None, options: list[str]) -> tuple[dict[str, Dimension], dict[str, Any]]:
+    """The search space and the fixed values of `acrl tune`: a file's `space:` (KEY: SPEC) and
+    `set:` (KEY: value), with the `--space KEY=SPEC` options added (a key in both: the option's).
+
+    Returns:
+        ({key: Dimension}, {key: fixed value}).
+    Raises:
+        InputError: an unreadable file, one that is not a mapping of `space:` and `set:`, or a bad
+            space (`parse_space`).
+    """
+    space, fixed = {}, {}
+    if file:
+        try:
+            data = yaml.safe_load(Path(file).read_text()) or {}
+        except (OSError, yaml.YAMLError) as exc:
+            raise InputError(f"cannot read {file}: {exc}") from None
+        if not isinstance(data, dict) or set(data) - {"space", "set"}:
+            raise InputError(f"{file} must be a YAML mapping with `space:` (KEY: SPEC) and optionally `set:`.")
+        space, fixed = dict(data.get("space") or {}), dict(data.get("set") or {})
+    return parse_space([f"{key}={spec}" for key, spec in space.items()] + list(options)), fixed
+
+
 class Study:
     """A Ray actor on the driver's node that owns the Optuna study (journal file on the driver's disk).
 
@@ -403,7 +425,8 @@ def write_study(out: Path, record: dict[str, Any], trials: list[dict[str, Any]])
 
 def plot_study(trials: list[dict[str, Any]], out: Path) -> Path:
     """Left: each finished trial's objective and the best so far; right: every trial's evaluations
-    against steps (pruned trials dashed). Written atomically."""
+    against steps, the best trial red, the other complete ones blue, pruned ones grey and dashed,
+    failed ones black and dotted, with a legend of those kinds. Written atomically."""
     import matplotlib.ticker
 
     from acrl.core.plotting import plt, save_figure  # matplotlib with the Agg backend
@@ -421,12 +444,21 @@ def plot_study(trials: list[dict[str, Any]], out: Path) -> Path:
     history.set_ylabel("final evaluation return")
     history.legend(fontsize=8)
     history.grid(alpha=0.3)
-    for t in trials:
+    top = max(done, key=lambda t: t["value"])["number"] if done else None
+    styles = {"COMPLETE": ("complete", "tab:blue", "-"), "PRUNED": ("pruned", "grey", "--"),
+              "FAIL": ("failed", "black", ":")}
+    labelled = set()
+    for t in sorted(trials, key=lambda t: t["number"] == top):  # the best one drawn last, on top
         if t["intermediate"]:
+            name, color, ls = ((f"best: trial {top}", "tab:red", "-") if t["number"] == top else
+                               styles.get(t["state"], (t["state"].lower(), "tab:orange", "-")))
             steps, values = zip(*sorted(t["intermediate"].items()))
-            curves.plot(steps, values, ls="--" if t["state"] == "PRUNED" else "-", lw=1, marker="o", ms=3,
-                        color="grey" if t["state"] == "PRUNED" else None)
+            curves.plot(steps, values, color=color, ls=ls, lw=2 if t["number"] == top else 1, marker="o", ms=3,
+                        label="_nolegend_" if name in labelled else name)
+            labelled.add(name)
     curves.set_xlabel("steps")
-    curves.set_ylabel("evaluation return (pruned: dashed)")
+    curves.set_ylabel("evaluation return")
     curves.grid(alpha=0.3)
+    if labelled:
+        curves.legend(fontsize=8)
     return save_figure(fig, out)

@@ -10,7 +10,8 @@ import time
 import pytest
 
 from acrl.sweep.executor import ClusterOptions, is_done
-from acrl.sweep.grid import SweepSpec, run_sweep
+from acrl.sweep.grid import run_sweep
+from acrl.sweep.spec import SweepSpec
 from tests.conftest import PPO_TINY as TINY
 from tests.conftest import steps_of
 

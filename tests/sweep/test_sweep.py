@@ -18,7 +18,8 @@ import pytest
 from acrl.core.errors import InputError
 from acrl.core.loop import Callback
 from acrl.sweep.executor import ClusterOptions, Job, require, run_job_here, run_jobs
-from acrl.sweep.grid import SweepSpec, expand, run_sweep, train_run
+from acrl.sweep.grid import expand, run_sweep, train_run
+from acrl.sweep.spec import SweepSpec
 from tests.conftest import PPO_TINY as TINY
 from tests.conftest import ROOT, run_cli, steps_of
 
