@@ -11,8 +11,9 @@ import sys
 import pytest
 import yaml
 
+import acrl.core.plotting
 from acrl.core.errors import InputError
-from acrl.sweep.tune import Dimension, Study, one_driver, parse_space, run_tune
+from acrl.sweep.tune import Dimension, Study, one_driver, parse_space, plot_study, run_tune
 from tests.conftest import PPO_TINY, ROOT, run_cli
 
 ray = pytest.importorskip("ray")
@@ -99,6 +100,22 @@ def test_a_second_driver_on_one_directory_is_refused_and_a_killed_one_leaves_no_
         holder.wait()
     with one_driver(tmp_path / "t"):  # the OS dropped the dead driver's lock
         pass
+
+
+def test_the_studys_curves_panel_has_a_legend_of_the_trials_kinds(tmp_path, monkeypatch):
+    kept = []
+    monkeypatch.setattr(acrl.core.plotting, "save_figure", lambda fig, out: kept.append(fig) or out)
+    trials = [{"number": 0, "state": "COMPLETE", "value": 80.0, "intermediate": {100: 50.0, 200: 80.0}},
+              {"number": 1, "state": "PRUNED", "value": None, "intermediate": {100: 10.0}},
+              {"number": 2, "state": "COMPLETE", "value": 90.0, "intermediate": {100: 60.0, 200: 90.0}},
+              {"number": 3, "state": "PRUNED", "value": None, "intermediate": {100: 5.0}},
+              {"number": 4, "state": "FAIL", "value": None, "intermediate": {100: 1.0}}]
+    plot_study(trials, tmp_path / "study.png")
+    curves = kept[0].axes[1]
+    assert [t.get_text() for t in curves.get_legend().get_texts()] == ["complete", "pruned", "failed",
+                                                                       "best: trial 2"]
+    assert [line.get_color() for line in curves.lines] == ["tab:blue", "grey", "grey", "black", "tab:red"]
+    acrl.core.plotting.plt.close(kept[0])
 
 
 def test_a_search_of_4_trials_writes_its_table_figure_and_best_preset_and_a_rerun_adds_none(tmp_path, local_ray):
