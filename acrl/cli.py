@@ -526,24 +526,12 @@ def experiment(args: Experiment) -> None:
 def sweep(args: Sweep) -> None:
     """Print the sweep's Markdown table on stdout; where the files are on stderr."""
     from acrl.core.config import parse_set_options
-    from acrl.sweep.grid import SweepSpec, run_sweep
+    from acrl.sweep.grid import run_sweep
     from acrl.sweep.results import markdown
+    from acrl.sweep.spec import SweepSpec
 
-    if args.file is None and args.algo is None:
-        raise InputError("acrl sweep needs ALGO or --file SWEEP.yaml (for example: acrl sweep ppo --env CartPole-v1 "
-                         "--seeds 0 1 2 --set 'learning_rate=[3e-4, 1e-3]').")
-    spec = SweepSpec.from_file(args.file) if args.file else SweepSpec(args.algo)
-    if args.algo is not None:
-        spec.algo = args.algo
-    if args.env:
-        spec.envs = list(args.env)
-    if args.seeds:
-        spec.seeds = list(args.seeds)
-    if args.dataset:
-        spec.datasets = [str(Path(d).resolve()) for d in args.dataset]
-    spec.values.update(parse_set_options(args.set))
-    spec.total_steps = args.total_steps if args.total_steps is not None else spec.total_steps
-    spec.preset = args.preset if args.preset is not None else spec.preset
+    spec = SweepSpec.from_command(args.file, args.algo, args.env, args.seeds, args.dataset,
+                                  parse_set_options(args.set), args.total_steps, args.preset)
     out = Path(args.out) if args.out else spec.default_dir()
     summary = run_sweep(spec, out, args.options(), progress=args.progress)
     print(markdown(summary))
@@ -555,18 +543,9 @@ def tune(args: Tune) -> None:
     import yaml
 
     from acrl.core.config import parse_set_options
-    from acrl.sweep.tune import parse_space, run_tune
+    from acrl.sweep.tune import read_space, run_tune
 
-    space, fixed = {}, {}
-    if args.file:
-        try:
-            data = yaml.safe_load(Path(args.file).read_text()) or {}
-        except (OSError, yaml.YAMLError) as exc:
-            raise InputError(f"cannot read {args.file}: {exc}") from None
-        if not isinstance(data, dict) or set(data) - {"space", "set"}:
-            raise InputError(f"{args.file} must be a YAML mapping with `space:` (KEY: SPEC) and optionally `set:`.")
-        space, fixed = dict(data.get("space") or {}), dict(data.get("set") or {})
-    space = parse_space([f"{key}={spec}" for key, spec in space.items()] + args.space)
+    space, fixed = read_space(args.file, args.space)
     summary = run_tune(args.algo, args.env, args.trials, space, args.out, args.total_steps,
                        args.seed, args.preset, {**fixed, **parse_set_options(args.set)}, args.pruner,
                        args.startup_trials, args.parallel, args.options(), args.progress)

@@ -69,7 +69,8 @@ def shell_loop(root: Path, seeds: list[int], steps: int) -> float:
 def sweep(root: Path, seeds: list[int], steps: int) -> tuple[float, list[float], list[float]]:
     """(wall-clock s of the sweep, s from its start to each run's config.yaml, in order, and each
     run's own duration, config.yaml to eval.json)."""
-    from acrl.sweep.grid import SweepSpec, run_sweep
+    from acrl.sweep.grid import run_sweep
+    from acrl.sweep.spec import SweepSpec
 
     begin = time.time()
     started = time.perf_counter()

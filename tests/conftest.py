@@ -1,7 +1,9 @@
-"""Shared test helpers: run the CLI in a subprocess, tiny custom environments."""
+"""Shared test helpers: run the CLI in a subprocess, tiny custom environments, small configs, a
+dataset writer. Test modules import them from here, never from each other."""
 
 from __future__ import annotations
 
+import csv
 import os
 import subprocess
 import sys
@@ -12,8 +14,18 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 import pytest
+import torch
+
+from acrl.parts.datasets import OfflineDataset, save_dataset
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Exempt the slow tests (learning runs of up to an hour, `-m slow`) from pyproject's per-test timeout."""
+    for item in items:
+        if item.get_closest_marker("slow") and not item.get_closest_marker("timeout"):
+            item.add_marker(pytest.mark.timeout(0))
 
 
 def run_cli(*args: str, cwd: Path | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -22,6 +34,47 @@ def run_cli(*args: str, cwd: Path | None = None, timeout: float = 300) -> subpro
     return subprocess.run([sys.executable, "-m", "acrl", *args], cwd=cwd, env=env, capture_output=True,
                           text=True, timeout=timeout)
 
+
+PPO_TINY = {"n_steps": 64, "n_envs": 2, "n_epochs": 2, "batch_size": 64, "eval_freq": 256, "eval_episodes": 2,
+            "checkpoint_freq": 256}
+"""PPO on CartPole at a size that trains 512 steps in about a second (the sweep and tune tests)."""
+
+BCQ_SMALL = {"actor_hidden_sizes": (8,), "critic_hidden_sizes": (8,), "vae_hidden_sizes": (8,), "batch_size": 4,
+             "eval_freq": 0, "iteration_steps": 5}
+"""BCQ with 8-unit networks, batches of 4 and no evaluation: for checks of its pieces, not its learning."""
+
+
+def steps_of(run_dir: Path) -> list[int]:
+    """The `step` column of run_dir/metrics.csv, in order."""
+    with (run_dir / "metrics.csv").open() as f:
+        return [int(row["step"]) for row in csv.DictReader(f)]
+
+
+def set_linear(layer: torch.nn.Linear, weight: list[list[float]], bias: list[float]) -> None:
+    """Set a linear layer's weight (out, in) and bias (out,) to the given values, in place."""
+    with torch.no_grad():
+        layer.weight.copy_(torch.tensor(weight, dtype=torch.float32))
+        layer.bias.copy_(torch.tensor(bias, dtype=torch.float32))
+
+
+def write_dataset(path: Path, env_id: str = "Pendulum-v1", n: int = 40, seed: int = 0) -> OfflineDataset:
+    """Write an HDF5 dataset of `n` random transitions for `env_id`'s spaces (transition 1 terminated,
+    2 truncated) to `path`; returns it."""
+    env = gym.make(env_id)
+    rng = np.random.default_rng(seed)
+    obs_dim = env.observation_space.shape[0]
+    if isinstance(env.action_space, gym.spaces.Discrete):
+        actions = rng.integers(0, env.action_space.n, n)
+    else:
+        low, high = env.action_space.low, env.action_space.high
+        actions = rng.uniform(low, high, (n, len(low))).astype(np.float32)
+    terminals, timeouts = np.zeros(n, bool), np.zeros(n, bool)
+    terminals[1], timeouts[2] = True, True
+    data = OfflineDataset(rng.normal(size=(n, obs_dim)).astype(np.float32), actions,
+                          rng.normal(size=n).astype(np.float32), rng.normal(size=(n, obs_dim)).astype(np.float32),
+                          terminals, timeouts, {"env_id": env_id, "kind": "test"})
+    save_dataset(path, data)
+    return data
 
 
 def signal_when_ready(proc: subprocess.Popen, ready: Callable[[], bool], signum: int, timeout: float = 120) -> str:
@@ -66,3 +119,30 @@ class ConstantRewardEnv(gym.Env):
 def constant_reward_env():
     """Factory for ConstantRewardEnv truncated every 5 steps."""
     return lambda: gym.wrappers.TimeLimit(ConstantRewardEnv(), max_episode_steps=5)
+
+
+class CountdownEnv(gym.Env):
+    """Observation [t / 5], an episode of exactly 5 steps whatever the actions, reward drawn
+    uniformly from the env's own RNG (so returns depend on the seed and only on it). Every
+    instance is appended to `made`; it records the seed of each reset, its step count and, in
+    `threads`, torch.get_num_threads() at each reset and step."""
+
+    observation_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self, made: list[CountdownEnv]):
+        made.append(self)
+        self.resets, self.threads, self.steps, self.t = [], [], 0, 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.resets.append(seed)
+        self.threads.append(torch.get_num_threads())
+        self.t = 0
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action):
+        self.threads.append(torch.get_num_threads())
+        self.steps += 1
+        self.t += 1
+        return np.array([self.t / 5], np.float32), float(self.np_random.uniform()), self.t >= 5, False, {}

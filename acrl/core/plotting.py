@@ -1,8 +1,11 @@
 """Learning curves from run directories: evaluation return against environment steps.
 
-Runs that share an algorithm, environment and preset (several seeds of one config) are drawn
-as their mean with a band of one standard deviation, after interpolating each run onto a
-common grid of steps; a single run is drawn as its own line.
+Runs whose configs differ only in the seed are drawn as their mean with a band of one standard
+deviation on the steps they share (`align_curves`); a single run is drawn as its own line, and
+runs that share fewer than two steps as points. Each curve's label is its algorithm,
+environment and preset, followed by the settings in which its config differs from the other
+curves of that algorithm, environment and preset (`curve_labels`), e.g. "ppo CartPole-v1
+learning_rate=0.001".
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 import csv
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -39,18 +43,68 @@ def read_curve(run_dir: str | Path, key: str = "eval/return_mean") -> tuple[np.n
     return np.array(steps), np.array(values)
 
 
-def _group(run_dir: Path) -> tuple[str, str]:
-    """(legend label, grouping key): runs whose configs differ only in the seed share the key."""
+IGNORED_SETTINGS = ("seed", "torch_threads", "checkpoint_freq")
+"""Config fields that do not change what a run learns: runs that differ only in them are seeds of one curve."""
+
+
+def run_config(run_dir: Path) -> tuple[str, dict[str, Any]]:
+    """(algorithm, its config.yaml's config without `IGNORED_SETTINGS`) of a run; (the directory's
+    name, {}) for a run without config.yaml."""
     config_path = run_dir / "config.yaml"
     if not config_path.is_file():
-        return run_dir.name, str(run_dir)
+        return run_dir.name, {}
     with config_path.open() as f:
         config = yaml.safe_load(f) or {}
-    hyper = config.get("config", {})
-    preset = f" [{hyper['preset']}]" if hyper.get("preset") else ""
-    label = f"{config.get('algo', '?')} {hyper.get('env_id', '?')}{preset}"
-    settings = {k: v for k, v in hyper.items() if k not in ("seed", "torch_threads", "checkpoint_freq")}
-    return label, f"{config.get('algo')} {sorted(settings.items(), key=str)}"
+    return str(config.get("algo", "?")), {k: v for k, v in config.get("config", {}).items()
+                                         if k not in IGNORED_SETTINGS}
+
+
+def _value_text(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def curve_labels(configs: list[tuple[str, dict[str, Any]]]) -> list[str]:
+    """A legend label per (algorithm, settings) pair, all pairs distinct: "ALGO ENV_ID [PRESET]"
+    (no brackets without a preset), followed by `key=value` for every setting whose value differs
+    between the configs with that same first part, in the configs' key order.
+
+    Example: [("ppo", {"env_id": "CartPole-v1", "learning_rate": 0.001, "n_epochs": 10}), ("ppo",
+    {"env_id": "CartPole-v1", "learning_rate": 0.0003, "n_epochs": 10})] ->
+    ["ppo CartPole-v1 learning_rate=0.001", "ppo CartPole-v1 learning_rate=0.0003"].
+    """
+    heads = []
+    for algo, settings in configs:
+        preset = f" [{settings['preset']}]" if settings.get("preset") else ""
+        heads.append(f"{algo} {settings['env_id']}{preset}" if "env_id" in settings else algo)
+    labels = []
+    for head, (_, settings) in zip(heads, configs):
+        others = [s for h, (_, s) in zip(heads, configs) if h == head]
+        keys = dict.fromkeys(k for s in others for k in s)  # every key, first seen first
+        differing = [k for k in keys if any(s.get(k) != settings.get(k) for s in others)]
+        labels.append(" ".join([head, *(f"{k}={_value_text(settings.get(k))}" for k in differing)]))
+    return labels
+
+
+def align_curves(curves: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """Several runs' curves (the seeds of one config) on one grid of steps, for a statistic over
+    runs at each step: the band of `plot_runs`, `acrl.sweep.results` and `acrl.offline.experiments`.
+
+    The grid is every step at which some run evaluated, from the latest first evaluation to the
+    earliest last one, and each run is linearly interpolated onto it (`np.interp`). Interpolation,
+    not truncation to the shortest run's number of points: runs that evaluate at different steps
+    (A3C's workers cross evaluation boundaries at different steps, a budget that is not a multiple
+    of the rollout) would otherwise be averaged at the same index, which mixes values from
+    different steps and draws them at the first run's steps; where the runs share their steps,
+    the two agree. Nothing is extrapolated past a run's first or last evaluation.
+
+    Args:
+        curves: per run, (steps (P_i,) increasing, values (P_i,)), P_i >= 1, float64.
+    Returns:
+        (grid (G,) float64, values (n_runs, G) float64); G = 0 when the runs' step ranges do not overlap.
+    """
+    grid = np.unique(np.concatenate([steps for steps, _ in curves]))
+    grid = grid[(grid >= max(steps[0] for steps, _ in curves)) & (grid <= min(steps[-1] for steps, _ in curves))]
+    return grid, np.stack([np.interp(grid, steps, values) for steps, values in curves])
 
 
 def plot_runs(run_dirs: list[str | Path], out: str | Path, key: str = "eval/return_mean",
@@ -66,30 +120,30 @@ def plot_runs(run_dirs: list[str | Path], out: str | Path, key: str = "eval/retu
     if not Path(out).parent.is_dir():
         raise InputError(f"cannot write the plot to {out}: the folder {Path(out).parent} does not exist.")
     groups: dict[str, list[tuple[np.ndarray, np.ndarray]]] = defaultdict(list)
-    labels: dict[str, str] = {}
+    configs: dict[str, tuple[str, dict[str, Any]]] = {}
     for run_dir in map(Path, run_dirs):
         steps, values = read_curve(run_dir, key)
         if len(steps):
-            label, group = _group(run_dir)
+            algo, settings = run_config(run_dir)
+            group = f"{algo} {sorted(settings.items(), key=str)}" if settings else str(run_dir)
             groups[group].append((steps, values))
-            labels.setdefault(group, label)
+            configs.setdefault(group, (algo, settings))
     if not groups:
         raise InputError(f"none of {', '.join(map(str, run_dirs))} has logged {key!r} yet.")
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    for group, curves in groups.items():
-        # Configs that differ in more than the seed but share algo, env and preset get a number.
-        same_label = [g for g in groups if labels[g] == labels[group]]
-        label = labels[group] + (f" #{same_label.index(group) + 1}" if len(same_label) > 1 else "")
+    for curves, label in zip(groups.values(), curve_labels(list(configs.values()))):
         if len(curves) == 1:
             ax.plot(*curves[0], marker="o", markersize=3, label=label)  # markers: one point still shows
             continue
-        # The band covers only the steps every seed has reached: no value is extrapolated.
-        grid = np.unique(np.concatenate([s for s, _ in curves]))
-        grid = grid[(grid >= max(s[0] for s, _ in curves)) & (grid <= min(s[-1] for s, _ in curves))]
-        stacked = np.stack([np.interp(grid, s, v) for s, v in curves])
+        grid, stacked = align_curves(curves)
+        label = f"{label} ({len(curves)} seeds)"
+        if len(grid) < 2:  # no common stretch to draw a band on (e.g. one evaluation each): every evaluation
+            ax.scatter(np.concatenate([s for s, _ in curves]), np.concatenate([v for _, v in curves]), s=12,
+                       label=label)
+            continue
         mean, std = stacked.mean(0), stacked.std(0)
-        ax.plot(grid, mean, label=f"{label} ({len(curves)} seeds)")
-        ax.fill_between(grid, mean - std, mean + std, alpha=0.25)
+        line, = ax.plot(grid, mean, label=label)
+        ax.fill_between(grid, mean - std, mean + std, color=line.get_color(), alpha=0.25)
     ax.set_xlabel(x_label)
     ax.set_ylabel(key)
     ax.grid(alpha=0.3)

@@ -51,7 +51,7 @@ from acrl.core.config import RunConfig, preset_values, update_config  # noqa: E4
 from acrl.core.envs import env_factory  # noqa: E402
 from acrl.core.errors import InputError  # noqa: E402
 from acrl.core.loop import Callback, Run, train, write_json_atomic  # noqa: E402
-from acrl.core.plotting import read_curve, save_figure  # noqa: E402
+from acrl.core.plotting import align_curves, read_curve, save_figure  # noqa: E402
 from acrl.core.version import __version__  # noqa: E402
 from acrl.offline.collect import behavioral_run_dir, buffer_dataset, collect_dataset  # noqa: E402
 from acrl.parts.datasets import OfflineDataset, save_dataset  # noqa: E402
@@ -496,10 +496,8 @@ def extrapolation_markdown(summary: dict[str, Any]) -> str:
 
 
 def _band(curves: list[list[list[float]]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Mean and std of several [step, value] curves on the steps they share."""
-    length = min(len(c) for c in curves)
-    steps = np.array([p[0] for p in curves[0][:length]], dtype=float)
-    values = np.array([[p[1] for p in c[:length]] for c in curves], dtype=float)
+    """Mean and std over seeds of several [step, value] curves on the steps they share (`align_curves`)."""
+    steps, values = align_curves([tuple(np.asarray(c, dtype=float).T) for c in curves])
     return steps, values.mean(0), values.std(0)
 
 

@@ -6,8 +6,10 @@ their mean, standard deviation and interquartile mean (IQM: the mean of the midd
 with 95% percentile-bootstrap confidence intervals of the mean and the IQM (Agarwal et al. 2021,
 "Deep RL at the Edge of the Statistical Precipice", NeurIPS; their `rliable` library, 2,000
 resamples, a fixed random state so the table repeats). The figure has a panel per environment
-and per configuration the IQM learning curve with its 95% bootstrap band, on the evaluation steps
-every seed has reached.
+(the runs' own, each dataset's for an offline sweep without `--env`) and per configuration the
+IQM learning curve with its 95% bootstrap band on the steps its seeds share
+(`acrl.core.plotting.align_curves`), and each run's final evaluation as a point: what the table
+summarises, and all there is to see when the runs evaluate once.
 
 Written to SWEEP_DIR/results.json, results.md and curves.png; `acrl plot SWEEP_DIR` rewrites them.
 """
@@ -24,8 +26,9 @@ import numpy as np
 
 from acrl.core.errors import InputError
 from acrl.core.loop import write_json_atomic
-from acrl.core.plotting import plt, read_curve, save_figure
+from acrl.core.plotting import align_curves, plt, read_curve, run_config, save_figure
 from acrl.sweep.executor import is_done, require
+from acrl.sweep.spec import sweep_runs
 
 BOOTSTRAP_REPS = 2_000
 
@@ -71,22 +74,19 @@ def summarize(sweep_dir: str | Path) -> dict[str, Any]:
     Raises:
         InputError: not a sweep directory, or no run with an evaluation yet.
     """
-    from acrl.sweep.grid import sweep_runs
-
     sweep_dir = Path(sweep_dir)
     runs = sweep_runs(sweep_dir)
     finals: dict[str, dict[str, float]] = defaultdict(dict)
     curves: dict[str, list[tuple[np.ndarray, np.ndarray]]] = defaultdict(list)
-    panels: dict[str, list[str]] = defaultdict(list)
-    for name, group, panel in runs:
+    panels: dict[str, dict[str, str]] = defaultdict(dict)
+    for name, group, env_id, label in runs:
         if not is_done(sweep_dir, name):
             continue
         steps, values = read_curve(sweep_dir / name)
         if len(values):
             finals[group][name] = float(values[-1])
             curves[group].append((steps, values))
-            if group not in panels[panel]:
-                panels[panel].append(group)
+            panels[env_id or run_config(sweep_dir / name)[1]["env_id"]][group] = label
     if not finals:
         raise InputError(f"no run of the sweep in {sweep_dir} has finished yet; nothing to summarise.")
     stats = interval_estimates({group: np.array(list(v.values())) for group, v in finals.items()})
@@ -118,32 +118,35 @@ def markdown(summary: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def plot_curves(curves: dict[str, list[tuple[np.ndarray, np.ndarray]]], panels: dict[str, list[str]],
+def plot_curves(curves: dict[str, list[tuple[np.ndarray, np.ndarray]]], panels: dict[str, dict[str, str]],
                 out: Path) -> Path:
-    """IQM learning curve with a 95% bootstrap band per configuration, a panel per environment.
+    """Per configuration, the IQM learning curve with a 95% bootstrap band and each run's final
+    evaluation as a point; a panel per environment.
 
     Args:
         curves: configuration -> [(steps, eval returns) per run].
-        panels: panel title (the environment) -> its configurations.
+        panels: panel title (the environment) -> {configuration: its legend label}.
         out: the PNG to write (atomically).
-    Each configuration uses the evaluation steps its runs share (the shortest run's).
+    Each configuration's curve is on the steps its runs share (`align_curves`); with fewer than
+    two such steps there is no curve, only the points.
     """
-    bands = {}
-    for group, runs in curves.items():
-        length = min(len(steps) for steps, _ in runs)
-        bands[group] = (runs[0][0][:length], np.stack([values[:length] for _, values in runs]))
-    stats = interval_estimates({group: values for group, (_, values) in bands.items()})
+    aligned = {group: align_curves(runs) for group, runs in curves.items()}
+    banded = {group: values for group, (steps, values) in aligned.items() if len(steps) > 1}
+    stats = interval_estimates(banded) if banded else {}
     fig, axes = plt.subplots(1, len(panels), figsize=(6.5 * len(panels), 4.2), squeeze=False)
     for ax, (panel, groups) in zip(axes[0], panels.items()):
-        for group in groups:
-            steps, values = bands[group]
-            low, high = stats[group]["iqm_ci"]
-            label = group.removeprefix(f"{panel}-")
-            line, = ax.plot(steps, stats[group]["iqm"], label=f"{label} ({len(values)} seeds)")
-            ax.fill_between(steps, low, high, color=line.get_color(), alpha=0.2)
-        ax.set_title(panel or "sweep")
+        for group, label in groups.items():
+            steps, _ = aligned[group]
+            last = np.array([(s[-1], v[-1]) for s, v in curves[group]])
+            seeds = f"{len(last)} seed{'s' if len(last) > 1 else ''}"
+            dots = ax.scatter(last[:, 0], last[:, 1], s=14, zorder=3, label=f"{label} ({seeds})")
+            if group in stats:
+                low, high = stats[group]["iqm_ci"]
+                ax.plot(steps, stats[group]["iqm"], color=dots.get_facecolor()[0])
+                ax.fill_between(steps, low, high, color=dots.get_facecolor()[0], alpha=0.2)
+        ax.set_title(panel)
         ax.set_xlabel("steps")
-        ax.set_ylabel("evaluation return (IQM, 95% CI)")
+        ax.set_ylabel("evaluation return (IQM, 95% CI; points: final)")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
     return save_figure(fig, out)

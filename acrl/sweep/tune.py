@@ -17,7 +17,9 @@ Each trial is an ordinary run directory `TUNE_DIR/trial-NNN` trained by the swee
 (`acrl.sweep.executor`: any core or node, files shipped home, retries from checkpoints), so a
 trial can be evaluated, resumed and plotted like any run. The study lives in
 `TUNE_DIR/study.journal` (Optuna's journal storage, written by an actor on the driver's node):
-rerunning the same command continues it, resuming trials that were running. At the end:
+rerunning the same command continues it, resuming trials that were running. One driver at a time:
+it holds an OS lock on `TUNE_DIR/tune.lock` (released when it ends, a crash included), and a second
+`acrl tune` on the same directory stops with an error. At the end:
 trials.md / trials.json (every trial: state, value, parameters), study.png (objective per trial
 with the best so far, and every trial's evaluations with pruned ones dashed) and preset.yaml,
 the best configuration as a preset entry whose `source` names the study.
@@ -25,10 +27,13 @@ the best configuration as a preset entry whose `source` names the study.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import sys
 import time
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,13 +44,14 @@ from acrl.core.errors import InputError
 from acrl.core.loop import Callback, write_json_atomic
 from acrl.sweep.executor import Cluster, ClusterOptions, Job, require
 
-KINDS = ("loguniform", "uniform", "int", "categorical")
+DISTRIBUTIONS = ("loguniform", "uniform", "int", "categorical")
+"""The search space's distributions (a Dimension's kind), Optuna's float (log or not), int and categorical."""
 PRUNERS = ("median", "asha", "none")
 
 
 @dataclass(frozen=True)
 class Dimension:
-    """One key's search range: kind in `KINDS`; low and high for the numeric kinds, choices for categorical."""
+    """One key's search range: kind in `DISTRIBUTIONS`; low and high for the numeric kinds, choices for categorical."""
 
     kind: str
     low: float | None = None
@@ -62,8 +68,8 @@ class Dimension:
         """
         kind, _, rest = str(spec).partition(":")
         example = f"{key}=loguniform:1e-5:1e-2, {key}=uniform:0.1:0.3, {key}=int:3:30 or {key}=categorical:32,64"
-        if kind not in KINDS:
-            raise InputError(f"search space {key}={spec!r}: unknown kind {kind!r}; choose {', '.join(KINDS)}, "
+        if kind not in DISTRIBUTIONS:
+            raise InputError(f"search space {key}={spec!r}: unknown kind {kind!r}; choose {', '.join(DISTRIBUTIONS)}, "
                              f"e.g. {example}.")
         if kind == "categorical":
             choices = tuple(yaml.safe_load(v) for v in rest.split(",") if v.strip())
@@ -117,6 +123,28 @@ def parse_space(options: list[str]) -> dict[str, Dimension]:
     return space
 
 
+def read_space(file: str | Path | None, options: list[str]) -> tuple[dict[str, Dimension], dict[str, Any]]:
+    """The search space and the fixed values of `acrl tune`: a file's `space:` (KEY: SPEC) and
+    `set:` (KEY: value), with the `--space KEY=SPEC` options added (a key in both: the option's).
+
+    Returns:
+        ({key: Dimension}, {key: fixed value}).
+    Raises:
+        InputError: an unreadable file, one that is not a mapping of `space:` and `set:`, or a bad
+            space (`parse_space`).
+    """
+    space, fixed = {}, {}
+    if file:
+        try:
+            data = yaml.safe_load(Path(file).read_text()) or {}
+        except (OSError, yaml.YAMLError) as exc:
+            raise InputError(f"cannot read {file}: {exc}") from None
+        if not isinstance(data, dict) or set(data) - {"space", "set"}:
+            raise InputError(f"{file} must be a YAML mapping with `space:` (KEY: SPEC) and optionally `set:`.")
+        space, fixed = dict(data.get("space") or {}), dict(data.get("set") or {})
+    return parse_space([f"{key}={spec}" for key, spec in space.items()] + list(options)), fixed
+
+
 class Study:
     """A Ray actor on the driver's node that owns the Optuna study (journal file on the driver's disk).
 
@@ -143,38 +171,47 @@ class Study:
             sampler=optuna.samplers.TPESampler(n_startup_trials=startup_trials, seed=seed + existing,
                                                multivariate=True),
             pruner=pruners[pruner])
-        self.space = space
-        self.open: dict[int, Any] = {}
+        self.storage, self.space = storage, space
+        self.study_id = storage.get_study_id_from_name("acrl")
 
     def running(self) -> list[tuple[int, dict[str, Any]]]:
         """(number, params) of trials left RUNNING by an interrupted driver, to resume."""
         import optuna
 
-        found = []
-        for frozen in self.study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
-            self.open[frozen.number] = optuna.trial.Trial(self.study, frozen._trial_id)  # Optuna has no public way back
-            found.append((frozen.number, frozen.params))
-        return found
+        return [(frozen.number, frozen.params)
+                for frozen in self.study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,))]
 
     def ask(self) -> tuple[int, dict[str, Any]]:
+        """A new trial: (its number, {key: sampled value})."""
         trial = self.study.ask()
-        params = {key: dim.suggest(trial, key) for key, dim in self.space.items()}
-        self.open[trial.number] = trial
-        return trial.number, params
+        return trial.number, {key: dim.suggest(trial, key) for key, dim in self.space.items()}
 
     def report(self, number: int, step: int, value: float) -> bool:
-        """Record an intermediate evaluation; returns whether the pruner stops the trial."""
-        trial = self.open[number]
-        trial.report(value, step)
-        return trial.should_prune()
+        """Record the trial's evaluation at `step`; returns whether the pruner stops the trial.
+
+        A trial's evaluations arrive in step order, except after a retry from its checkpoint,
+        which evaluates some steps again, with values of their own: those replace the earlier
+        attempt's (Optuna's `Trial.report` would keep the first value of a step), and values at
+        later steps, which this attempt has not reached, are the earlier attempt's, so the pruner
+        does not see them and `trials` leaves them out. The study then holds what the trial's
+        metrics.csv holds, whose rows after the checkpoint the retry rewrote too.
+        """
+        import copy
+
+        trial_id = self.storage.get_trial_id_from_study_id_trial_number(self.study_id, number)
+        self.storage.set_trial_intermediate_value(trial_id, step, value)
+        self.storage.set_trial_user_attr(trial_id, "last_step", step)
+        frozen = copy.copy(self.storage.get_trial(trial_id))  # a copy: the journal's own stays as it is
+        frozen.intermediate_values = {s: v for s, v in frozen.intermediate_values.items() if s <= step}
+        return self.study.pruner.prune(self.study, frozen)
 
     def tell(self, number: int, value: float | None, pruned: bool) -> None:
+        """End trial `number`: pruned, complete with `value`, or failed (value None, not pruned)."""
         import optuna
 
         state = (optuna.trial.TrialState.PRUNED if pruned else
                  optuna.trial.TrialState.COMPLETE if value is not None else optuna.trial.TrialState.FAIL)
         self.study.tell(number, value if state == optuna.trial.TrialState.COMPLETE else None, state=state)
-        self.open.pop(number, None)
 
     def counts(self) -> dict[str, int]:
         """Trials by state name (COMPLETE, PRUNED, FAIL, RUNNING)."""
@@ -184,9 +221,10 @@ class Study:
         return out
 
     def trials(self) -> list[dict[str, Any]]:
-        """Every trial as JSON: number, state, value, params, intermediate {step: value}."""
+        """Every trial as JSON: number, state, value, params, intermediate {step: value} up to its last report."""
         return [{"number": t.number, "state": t.state.name, "value": t.value, "params": t.params,
-                 "intermediate": {int(k): v for k, v in t.intermediate_values.items()}}
+                 "intermediate": {int(k): v for k, v in t.intermediate_values.items()
+                                  if k <= t.user_attrs.get("last_step", k)}}
                 for t in self.study.get_trials(deepcopy=False)]
 
 
@@ -240,7 +278,8 @@ def run_tune(algo: str, env_id: str, trials: int, space: dict[str, Dimension], o
     Returns:
         {"best": {"number", "value", "params"}, "trials": [...], "preset": the preset entry}.
     Raises:
-        InputError: a bad space, key, value, pruner or trial count, before anything starts.
+        InputError: a bad space, key, value, pruner or trial count, before anything starts; another
+            driver running the search in `out` (`one_driver`).
         KeyboardInterrupt: Ctrl-C, once the running trials have checkpointed.
     """
     from acrl.algos import get_algorithm, make_config
@@ -283,10 +322,9 @@ def run_tune(algo: str, env_id: str, trials: int, space: dict[str, Dimension], o
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    with Cluster(out, options) as cluster:
+    with one_driver(out), Cluster(out, options) as cluster:
         if progress:
             print(f"search of {algo} on {env_id}: {trials} trials -> {out}", file=sys.stderr)
-        out.mkdir(parents=True, exist_ok=True)
         existing.write_text(yaml.safe_dump(record, sort_keys=False))
         pinned = NodeAffinitySchedulingStrategy(node_id=cluster.driver_node, soft=False)
         study = ray.remote(num_cpus=0, scheduling_strategy=pinned)(Study).remote(
@@ -329,6 +367,28 @@ def run_tune(algo: str, env_id: str, trials: int, space: dict[str, Dimension], o
     return write_study(out, record, all_trials)
 
 
+@contextmanager
+def one_driver(out: Path) -> Iterator[None]:
+    """Hold an exclusive lock on OUT/tune.lock (`fcntl.flock`) while a driver runs the search in `out`.
+
+    Two drivers on one study would both tell it the same trials (Optuna then refuses: "Cannot
+    tell a FAIL trial") and mark them failed. The lock belongs to the open file, so the OS
+    releases it when the driver ends, however it ends: a crashed driver leaves no stale lock.
+    Creates `out` if needed.
+
+    Raises:
+        InputError: another process holds the lock.
+    """
+    out.mkdir(parents=True, exist_ok=True)
+    with (out / "tune.lock").open("w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise InputError(f"another acrl tune is running the search in {out} (it holds {out / 'tune.lock'}); "
+                             "wait for it to finish, or choose another --out.") from None
+        yield
+
+
 def write_study(out: Path, record: dict[str, Any], trials: list[dict[str, Any]]) -> dict[str, Any]:
     """trials.json, trials.md, study.png and preset.yaml of a finished search; returns trials.json's content.
 
@@ -365,7 +425,8 @@ def write_study(out: Path, record: dict[str, Any], trials: list[dict[str, Any]])
 
 def plot_study(trials: list[dict[str, Any]], out: Path) -> Path:
     """Left: each finished trial's objective and the best so far; right: every trial's evaluations
-    against steps (pruned trials dashed). Written atomically."""
+    against steps, the best trial red, the other complete ones blue, pruned ones grey and dashed,
+    failed ones black and dotted, with a legend of those kinds. Written atomically."""
     import matplotlib.ticker
 
     from acrl.core.plotting import plt, save_figure  # matplotlib with the Agg backend
@@ -383,12 +444,21 @@ def plot_study(trials: list[dict[str, Any]], out: Path) -> Path:
     history.set_ylabel("final evaluation return")
     history.legend(fontsize=8)
     history.grid(alpha=0.3)
-    for t in trials:
+    top = max(done, key=lambda t: t["value"])["number"] if done else None
+    styles = {"COMPLETE": ("complete", "tab:blue", "-"), "PRUNED": ("pruned", "grey", "--"),
+              "FAIL": ("failed", "black", ":")}
+    labelled = set()
+    for t in sorted(trials, key=lambda t: t["number"] == top):  # the best one drawn last, on top
         if t["intermediate"]:
+            name, color, ls = ((f"best: trial {top}", "tab:red", "-") if t["number"] == top else
+                               styles.get(t["state"], (t["state"].lower(), "tab:orange", "-")))
             steps, values = zip(*sorted(t["intermediate"].items()))
-            curves.plot(steps, values, ls="--" if t["state"] == "PRUNED" else "-", lw=1, marker="o", ms=3,
-                        color="grey" if t["state"] == "PRUNED" else None)
+            curves.plot(steps, values, color=color, ls=ls, lw=2 if t["number"] == top else 1, marker="o", ms=3,
+                        label="_nolegend_" if name in labelled else name)
+            labelled.add(name)
     curves.set_xlabel("steps")
-    curves.set_ylabel("evaluation return (pruned: dashed)")
+    curves.set_ylabel("evaluation return")
     curves.grid(alpha=0.3)
+    if labelled:
+        curves.legend(fontsize=8)
     return save_figure(fig, out)

@@ -10,8 +10,10 @@ import time
 import pytest
 
 from acrl.sweep.executor import ClusterOptions, is_done
-from acrl.sweep.grid import SweepSpec, run_sweep
-from tests.sweep.test_sweep import TINY, steps_of
+from acrl.sweep.grid import run_sweep
+from acrl.sweep.spec import SweepSpec
+from tests.conftest import PPO_TINY as TINY
+from tests.conftest import steps_of
 
 ray = pytest.importorskip("ray")
 from ray.cluster_utils import Cluster  # noqa: E402

@@ -18,14 +18,12 @@ import pytest
 from acrl.core.errors import InputError
 from acrl.core.loop import Callback
 from acrl.sweep.executor import ClusterOptions, Job, require, run_job_here, run_jobs
-from acrl.sweep.grid import SweepSpec, expand, run_sweep, train_run
-from tests.conftest import ROOT, run_cli
+from acrl.sweep.grid import expand, run_sweep, train_run
+from acrl.sweep.spec import SweepSpec
+from tests.conftest import PPO_TINY as TINY
+from tests.conftest import ROOT, run_cli, steps_of
 
 ray = pytest.importorskip("ray")
-
-TINY = {"n_steps": 64, "n_envs": 2, "n_epochs": 2, "batch_size": 64, "eval_freq": 256, "eval_episodes": 2,
-        "checkpoint_freq": 256}
-"""PPO on CartPole at a size that trains 512 steps in about a second."""
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -34,11 +32,6 @@ def local_ray():
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the workers need not import tests/
     yield
     ray.shutdown()
-
-
-def steps_of(run_dir: Path) -> list[int]:
-    with (run_dir / "metrics.csv").open() as f:
-        return [int(row["step"]) for row in csv.DictReader(f)]
 
 
 def test_grid_of_2_seeds_and_2_learning_rates_writes_4_runs_a_table_and_a_figure_and_a_rerun_trains_nothing(tmp_path):

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import subprocess
+import sys
 
 import pytest
 import yaml
 
+import acrl.core.plotting
 from acrl.core.errors import InputError
-from acrl.sweep.tune import Dimension, Study, parse_space, run_tune
-from tests.conftest import run_cli
-from tests.sweep.test_sweep import TINY
+from acrl.sweep.tune import Dimension, Study, one_driver, parse_space, plot_study, run_tune
+from tests.conftest import PPO_TINY, ROOT, run_cli
 
 ray = pytest.importorskip("ray")
 pytest.importorskip("optuna")
@@ -62,10 +65,63 @@ def test_the_median_pruner_stops_a_trial_below_the_median_of_earlier_ones_at_the
     assert [t["state"] for t in reopened.trials()] == ["COMPLETE", "PRUNED"]
 
 
+def test_a_retried_trial_replaces_its_earlier_evaluations_for_the_pruner_and_the_table(tmp_path):
+    study = Study(str(tmp_path / "study.journal"), seed=0, pruner="median", startup_trials=1,
+                  space={"learning_rate": Dimension("loguniform", 1e-4, 1e-2)})
+    first, _ = study.ask()
+    study.report(first, 100, 50.0)
+    study.report(first, 200, 80.0)
+    study.tell(first, 80.0, pruned=False)
+    second, _ = study.ask()
+    assert not study.report(second, 100, 60.0)  # 60 > trial 0's 50 at step 100
+    assert not study.report(second, 200, 85.0)  # best 85 > trial 0's 80 at step 200
+    # The worker dies; the retry resumes from a checkpoint before step 100 and evaluates step 100 again.
+    # Its metrics.csv now reads {100: 40}: best 40 < 50 at step 100, pruned. Keeping the first attempt's
+    # values (Optuna's report ignores a step it has) would judge best 85 against 80 at step 200: not pruned.
+    assert study.report(second, 100, 40.0)
+    study.tell(second, None, pruned=True)
+    assert [t["intermediate"] for t in study.trials()] == [{100: 50.0, 200: 80.0}, {100: 40.0}]
+    assert study.trials()[1]["state"] == "PRUNED"
+
+
+def test_a_second_driver_on_one_directory_is_refused_and_a_killed_one_leaves_no_lock(tmp_path):
+    script = ("import sys, time; from pathlib import Path; from acrl.sweep.tune import one_driver\n"
+              "with one_driver(Path(sys.argv[1])):\n    print('locked', flush=True); time.sleep(600)")
+    holder = subprocess.Popen([sys.executable, "-c", script, str(tmp_path / "t")], stdout=subprocess.PIPE, text=True,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        assert holder.stdout.readline() == "locked\n"
+        result = run_cli("tune", "ppo", "--env", "CartPole-v1", "--trials", "2", "--startup-trials", "1", "--space",
+                         "learning_rate=loguniform:1e-4:1e-3", "--out", "t", cwd=tmp_path)
+        assert result.returncode == 2, result.stderr
+        assert result.stderr.count("\n") == 1 and "another acrl tune is running the search in t" in result.stderr
+    finally:
+        holder.kill()  # SIGKILL: no cleanup of any kind runs
+        holder.wait()
+    with one_driver(tmp_path / "t"):  # the OS dropped the dead driver's lock
+        pass
+
+
+def test_the_studys_curves_panel_has_a_legend_of_the_trials_kinds(tmp_path, monkeypatch):
+    kept = []
+    monkeypatch.setattr(acrl.core.plotting, "save_figure", lambda fig, out: kept.append(fig) or out)
+    trials = [{"number": 0, "state": "COMPLETE", "value": 80.0, "intermediate": {100: 50.0, 200: 80.0}},
+              {"number": 1, "state": "PRUNED", "value": None, "intermediate": {100: 10.0}},
+              {"number": 2, "state": "COMPLETE", "value": 90.0, "intermediate": {100: 60.0, 200: 90.0}},
+              {"number": 3, "state": "PRUNED", "value": None, "intermediate": {100: 5.0}},
+              {"number": 4, "state": "FAIL", "value": None, "intermediate": {100: 1.0}}]
+    plot_study(trials, tmp_path / "study.png")
+    curves = kept[0].axes[1]
+    assert [t.get_text() for t in curves.get_legend().get_texts()] == ["complete", "pruned", "failed",
+                                                                       "best: trial 2"]
+    assert [line.get_color() for line in curves.lines] == ["tab:blue", "grey", "grey", "black", "tab:red"]
+    acrl.core.plotting.plt.close(kept[0])
+
+
 def test_a_search_of_4_trials_writes_its_table_figure_and_best_preset_and_a_rerun_adds_none(tmp_path, local_ray):
     space = parse_space(["learning_rate=loguniform:1e-4:3e-3", "n_epochs=int:1:3"])
-    summary = run_tune("ppo", "CartPole-v1", 4, space, tmp_path, total_steps=512, overrides=TINY, startup_trials=2,
-                       progress=False)
+    summary = run_tune("ppo", "CartPole-v1", 4, space, tmp_path, total_steps=512, overrides=PPO_TINY,
+                       startup_trials=2, progress=False)
 
     trials = summary["trials"]
     assert sorted(t["number"] for t in trials) == [0, 1, 2, 3]
@@ -79,17 +135,17 @@ def test_a_search_of_4_trials_writes_its_table_figure_and_best_preset_and_a_reru
     best = max(complete, key=lambda t: t["value"])
     assert summary["best"]["number"] == best["number"]
     preset = yaml.safe_load((tmp_path / "preset.yaml").read_text())["CartPole-v1"]["tuned"]
-    assert preset["learning_rate"] == best["params"]["learning_rate"] and preset["n_steps"] == TINY["n_steps"]
+    assert preset["learning_rate"] == best["params"]["learning_rate"] and preset["n_steps"] == PPO_TINY["n_steps"]
     assert "study.journal" in preset["source"] and f"best trial {best['number']}" in preset["source"]
     assert (tmp_path / "trials.md").read_text().count("\n| ") == 2 + 4  # header, rule and 4 trials
     assert (tmp_path / "study.png").stat().st_size > 10_000
 
-    again = run_tune("ppo", "CartPole-v1", 4, space, tmp_path, total_steps=512, overrides=TINY, startup_trials=2,
-                     progress=False)
+    again = run_tune("ppo", "CartPole-v1", 4, space, tmp_path, total_steps=512, overrides=PPO_TINY,
+                     startup_trials=2, progress=False)
     assert len(again["trials"]) == 4
     assert json.loads((tmp_path / "trials.json").read_text())["best"] == summary["best"]
-    more = run_tune("ppo", "CartPole-v1", 5, space, tmp_path, total_steps=512, overrides=TINY, startup_trials=2,
-                    progress=False)  # continued: one trial more, not a repeat of an earlier one
+    more = run_tune("ppo", "CartPole-v1", 5, space, tmp_path, total_steps=512, overrides=PPO_TINY,
+                    startup_trials=2, progress=False)  # continued: one trial more, not a repeat of an earlier one
     params = {t["number"]: t["params"] for t in more["trials"]}
     assert len(params) == 5 and all(params[4] != params[n] for n in range(4))
 

@@ -4,7 +4,6 @@ networks and data loading (docs/correctness.md items 1, 8, 9, 10)."""
 
 import math
 
-import gymnasium as gym
 import numpy as np
 import pytest
 import torch
@@ -23,17 +22,9 @@ from acrl.algos.bcq import (
 )
 from acrl.core.errors import InputError
 from acrl.parts.buffers import ReplayBuffer
-from acrl.parts.datasets import OfflineDataset, save_dataset
 from acrl.parts.nets import TwinQ
-
-SMALL = {"actor_hidden_sizes": (8,), "critic_hidden_sizes": (8,), "vae_hidden_sizes": (8,), "batch_size": 4,
-         "eval_freq": 0, "iteration_steps": 5}
-
-
-def set_linear(layer, weight, bias):
-    with torch.no_grad():
-        layer.weight.copy_(torch.tensor(weight, dtype=torch.float32))
-        layer.bias.copy_(torch.tensor(bias, dtype=torch.float32))
+from tests.conftest import BCQ_SMALL as SMALL
+from tests.conftest import set_linear, write_dataset
 
 
 def tiny_nets():
@@ -162,24 +153,6 @@ def test_module_shapes(batch):
 
 
 # ------------------------------------------------------------------------------- the agent
-
-
-def write_dataset(path, env_id="Pendulum-v1", n=40, seed=0):
-    env = gym.make(env_id)
-    rng = np.random.default_rng(seed)
-    obs_dim = env.observation_space.shape[0]
-    if isinstance(env.action_space, gym.spaces.Discrete):
-        actions = rng.integers(0, env.action_space.n, n)
-    else:
-        low, high = env.action_space.low, env.action_space.high
-        actions = rng.uniform(low, high, (n, len(low))).astype(np.float32)
-    terminals, timeouts = np.zeros(n, bool), np.zeros(n, bool)
-    terminals[1], timeouts[2] = True, True
-    data = OfflineDataset(rng.normal(size=(n, obs_dim)).astype(np.float32), actions,
-                          rng.normal(size=n).astype(np.float32), rng.normal(size=(n, obs_dim)).astype(np.float32),
-                          terminals, timeouts, {"env_id": env_id, "kind": "test"})
-    save_dataset(path, data)
-    return data
 
 
 class ArangeRng:

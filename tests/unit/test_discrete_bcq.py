@@ -8,7 +8,7 @@ import torch
 from acrl import BCQ, DiscreteBCQ
 from acrl.algos.discrete_bcq import DiscreteBCQConfig, DiscreteBCQNet, allowed_actions, discrete_target, masked_argmax
 from acrl.core.errors import InputError
-from tests.unit.test_bcq import set_linear, write_dataset
+from tests.conftest import set_linear, write_dataset
 
 
 @pytest.mark.parametrize("batch", [1, 100])
