@@ -73,8 +73,8 @@ def hand_agent(n_steps=4, value=0.0, **hyperparameters):
     settings = {"seed": 0, "n_steps": n_steps, "batch_size": 4, "n_epochs": 1, "hidden_sizes": (4,)}
     agent = PPO("CartPole-v1", **(settings | hyperparameters))
     with torch.no_grad():
-        agent.actor.logits[-1].weight.zero_()
-        agent.actor.logits[-1].bias.copy_(torch.tensor([0.0, math.log(3.0)]))
+        agent.actor.linear.weight.zero_()
+        agent.actor.linear.bias.copy_(torch.tensor([0.0, math.log(3.0)]))
         agent.critic.net[-1].weight.zero_()
         agent.critic.net[-1].bias.fill_(value)
     return agent
