@@ -48,7 +48,8 @@ def _ops(fn):
 @needs_private
 def test_linear_private_and_fallback_paths_agree(private_apis):
     gen = torch.Generator().manual_seed(0)
-    x, w, b = torch.randn(100, 750, generator=gen), torch.randn(600, 750, generator=gen), torch.randn(600, generator=gen)
+    x, w = torch.randn(100, 750, generator=gen), torch.randn(600, 750, generator=gen)
+    b = torch.randn(600, generator=gen)
     u = torch.randn(100, 600, generator=gen)
     results = {}
     for enabled in (True, False):
