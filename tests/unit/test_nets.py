@@ -16,17 +16,9 @@ from acrl.parts.nets import TwinQ, forward_chain, layer_chain, mlp
 from acrl.parts.optim import flatten_parameters
 
 
-def GaussianActor(obs_dim, act_dim, hidden_sizes, **kwargs):  # noqa: N802 (the policy PPO builds)
-    return policy_head(False, obs_dim, act_dim, hidden_sizes, **kwargs)
-
-
-def CategoricalActor(obs_dim, n_actions, hidden_sizes):  # noqa: N802
-    return policy_head(True, obs_dim, n_actions, hidden_sizes)
-
-
 @pytest.mark.parametrize("log_std", [-105.0, 50.0])
 def test_gaussian_extreme_log_std_is_finite(log_std):
-    actor = GaussianActor(3, 2, (8,))
+    actor = policy_head(False, 3, 2, (8,))
     with torch.no_grad():
         actor.log_std.fill_(log_std)
     obs = torch.randn(16, 3)
@@ -39,7 +31,7 @@ def test_gaussian_extreme_log_std_is_finite(log_std):
 
 
 def test_gaussian_std_floor_and_ceiling():
-    actor = GaussianActor(1, 1, (4,), log_std_min=-5.0)
+    actor = policy_head(False, 1, 1, (4,), log_std_min=-5.0)
     with torch.no_grad():
         actor.log_std.fill_(-105.0)
     assert actor.distribution(torch.zeros(1, 4)).stddev.item() == pytest.approx(math.exp(-5.0))
@@ -49,7 +41,7 @@ def test_gaussian_std_floor_and_ceiling():
 
 
 def test_categorical_log_prob_matches_softmax_by_hand():
-    actor = CategoricalActor(2, 3, (4,))
+    actor = policy_head(True, 2, 3, (4,))
     features = actor.encoder(torch.zeros(1, 2))
     logits = actor(features)[0]
     lp, entropy = actor.log_prob_entropy(features, torch.tensor([1]))
@@ -147,7 +139,7 @@ def test_layer_chain_computes_the_module_call_and_follows_in_place_updates():
 
 def test_categorical_sample_is_a_draw_from_the_softmax():
     """Logits (0, ln 3) everywhere: P(action 1) = 3/4; 20,000 draws within 4 standard errors."""
-    actor = CategoricalActor(2, 2, (4,))
+    actor = policy_head(True, 2, 2, (4,))
     with torch.no_grad():
         actor.linear.weight.zero_()
         actor.linear.bias.copy_(torch.tensor([0.0, math.log(3.0)]))
