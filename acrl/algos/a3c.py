@@ -52,22 +52,14 @@ import numpy as np
 import torch
 import torch.multiprocessing as mp
 from torch import nn
-from torch.distributions import Categorical, Distribution, Normal
+from torch.distributions import Distribution
 
 from acrl.algos.base import Agent
 from acrl.core.config import RunConfig, in_unit_interval, layer_widths, positive
 from acrl.core.envs import ActionAdapter, LeanSyncVectorEnv
 from acrl.core.errors import InputError, TrainingError
-from acrl.parts.nets import (
-    ACTIVATIONS,
-    CategoricalActor,
-    GaussianActor,
-    ValueNet,
-    forward_chain,
-    gumbel_max,
-    layer_chain,
-    mlp,
-)
+from acrl.parts.heads import policy_head
+from acrl.parts.nets import ACTIVATIONS, ValueNet, output_layer
 from acrl.parts.normalization import IdentityNormalizer, ObservationNormalizer
 from acrl.parts.optim import (
     SharedAdam,
@@ -183,11 +175,18 @@ class A3CConfig(RunConfig):
 class ActorCritic(nn.Module):
     """pi(a|s) and V(s) for A3C: separate actor and critic nets, or one trunk with two heads.
 
-    Discrete actions: a Categorical over logits. Box actions: a diagonal Gaussian with a
-    state-independent log-std, std = exp(clamp(log_std, log_std_min, 2)) > 0 (docs/correctness.md item 4),
-    in the policy's units ([-1, 1] per bounded dimension; `ActionAdapter` maps to the Box).
+    The policy is `acrl.parts.heads.policy_head`'s: an MLP encoder and a Categorical head
+    (Discrete actions) or a diagonal Gaussian head with a state-independent log-std (Box
+    actions; std = exp of the log-std bounded to [log_std_min, 2], > 0, docs/correctness.md
+    item 4), in the policy's units ([-1, 1] per bounded dimension; `ActionAdapter` maps to the
+    Box). With a shared trunk the policy's encoder is the trunk and the value is one linear
+    layer on its features (`value_head`); otherwise the critic is a `ValueNet` of its own.
     Mnih et al. 2016, Sec. 5.2 and 9 (Supplementary), use one trunk with a softmax and a linear
     value output; their continuous policy had a state-dependent softplus variance.
+
+    Parameters come in the order of the flat layout of earlier checkpoints (the policy's
+    log-std, its encoder, its output layer, then the value's), and state dicts with the keys of
+    before the heads (`trunk.*`, `policy_head.*`, `value_head.0.*`, `log_std`) load.
 
     Args:
         obs_dim: observation size; act_dim: number of discrete actions or action dimensions.
@@ -201,56 +200,31 @@ class ActorCritic(nn.Module):
                  shared_trunk: bool = False, log_std_init: float = 0.0, log_std_min: float = -5.0):
         super().__init__()
         self.discrete, self.shared_trunk = discrete, shared_trunk
-        self.log_std_min, self.log_std_max = log_std_min, 2.0
+        self.actor = policy_head(discrete, obs_dim, act_dim, hidden_sizes, activation, log_std_init, log_std_min)
         if shared_trunk:
-            width = hidden_sizes[-1]
-            self.trunk = nn.Sequential(mlp(obs_dim, hidden_sizes[:-1], width, activation, output_gain=2**0.5),
-                                       ACTIVATIONS[activation]())
-            self.policy_head = mlp(width, (), act_dim, output_gain=0.01)
-            self.value_head = mlp(width, (), 1, output_gain=1.0)
-            if not discrete:
-                self.log_std = nn.Parameter(torch.full((act_dim,), float(log_std_init)))
+            self.value_head = output_layer(hidden_sizes[-1], 1, 1.0)
         else:
-            self.actor: nn.Module = (CategoricalActor(obs_dim, act_dim, hidden_sizes, activation) if discrete else
-                                     GaussianActor(obs_dim, act_dim, hidden_sizes, activation, log_std_init,
-                                                   log_std_min))
             self.critic = ValueNet(obs_dim, critic_hidden_sizes or hidden_sizes, activation)
-        self.policy_chain = layer_chain(self.trunk, self.policy_head) if shared_trunk else self.actor.chain
+        self.register_load_state_dict_pre_hook(_rename_shared_trunk_keys)
 
     def distribution(self, obs: torch.Tensor) -> Distribution:
         """The policy at obs (B, obs_dim): Categorical or Normal with batch shape (B, act_dim)."""
-        if not self.shared_trunk:
-            return self.actor.distribution(obs)
-        return self._head_distribution(self.trunk(obs))
+        return self.actor.distribution(self.actor.encoder(obs))
 
     def value(self, obs: torch.Tensor) -> torch.Tensor:
         """V(s): obs (B, obs_dim) float32 -> (B,) float32."""
         if not self.shared_trunk:
             return self.critic(obs)
-        return self.value_head(self.trunk(obs)).squeeze(-1)
-
-    def _head_distribution(self, features: torch.Tensor) -> Distribution:
-        out = self.policy_head(features)
-        if self.discrete:
-            return Categorical(logits=out, validate_args=False)
-        std = self.log_std.clamp(self.log_std_min, self.log_std_max).exp().expand_as(out)
-        return Normal(out, std, validate_args=False)
+        return self.value_head(self.actor.encoder(obs)).squeeze(-1)
 
     def sample(self, obs: torch.Tensor, deterministic: bool = False) -> torch.Tensor:
         """Raw actions for obs (B, obs_dim): (B,) int64 (mode if deterministic) or (B, act_dim) (mean).
 
-        Samples from `distribution(obs)` without building a `torch.distributions` object and
-        without module calls (the policy's `layer_chain`): this runs once per environment step
-        in every worker, where those cost more than the network's arithmetic. Discrete actions
-        are drawn by `gumbel_max`; no log-probability is computed (the loss recomputes it).
+        The head's acting path (no `torch.distributions` object, no module calls, no autograd):
+        this runs once per environment step in every worker. No log-probability is computed
+        (the loss recomputes it).
         """
-        out = forward_chain(self.policy_chain, obs)
-        if self.discrete:
-            return out.argmax(-1) if deterministic else gumbel_max(out)
-        if deterministic:
-            return out
-        log_std = self.log_std if self.shared_trunk else self.actor.log_std
-        return out + log_std.clamp(self.log_std_min, self.log_std_max).exp() * torch.randn_like(out)
+        return self.actor.sample(obs, deterministic, with_log_prob=False)[0]
 
     def evaluate_actions(self, obs: torch.Tensor,
                          actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -259,16 +233,22 @@ class ActorCritic(nn.Module):
         obs (B, obs_dim) float32; actions (B,) int64 or (B, act_dim) float32 raw samples.
         One pass through the shared trunk when there is one; differentiable.
         """
-        if not self.shared_trunk:
-            log_probs, entropy = self.actor.log_prob_entropy(obs, actions)
-            return log_probs, entropy, self.critic(obs)
-        features = self.trunk(obs)
-        dist = self._head_distribution(features)
-        if self.discrete:
-            log_probs, entropy = dist.log_prob(actions.long()), dist.entropy()
-        else:
-            log_probs, entropy = dist.log_prob(actions).sum(-1), dist.entropy().sum(-1)
-        return log_probs, entropy, self.value_head(features).squeeze(-1)
+        features = self.actor.encoder(obs)
+        log_probs, entropy = self.actor.log_prob_entropy(features, actions)
+        values = self.value_head(features).squeeze(-1) if self.shared_trunk else self.critic(obs)
+        return log_probs, entropy, values
+
+
+def _rename_shared_trunk_keys(module: nn.Module, state_dict: dict[str, Any], prefix: str, *args: Any) -> None:
+    """State-dict pre-hook: the keys of a shared-trunk `ActorCritic` from before the heads, renamed
+    in place (`trunk.0.*` -> `actor.encoder.*`, `policy_head.0.*` -> `actor.linear.*`,
+    `value_head.0.*` -> `value_head.*`, `log_std` -> `actor.log_std`)."""
+    renames = {"trunk.0.": "actor.encoder.", "policy_head.0.": "actor.linear.", "value_head.0.": "value_head.",
+               "log_std": "actor.log_std"}
+    for key in list(state_dict):
+        for old, new in renames.items():
+            if key.startswith(prefix + old):
+                state_dict[prefix + new + key[len(prefix + old):]] = state_dict.pop(key)
 
 
 # ------------------------------------------------------------------------------------ one worker's pieces

@@ -20,14 +20,14 @@ from typing import Any
 
 import numpy as np
 import torch
-from torch import nn
 
 from acrl.algos.base import Agent
 from acrl.core.config import RunConfig, in_unit_interval, layer_widths, positive
 from acrl.core.envs import make_vec_env
 from acrl.core.errors import InputError
 from acrl.parts.buffers import RolloutBuffer
-from acrl.parts.nets import CategoricalActor, GaussianActor, ValueNet
+from acrl.parts.heads import policy_head
+from acrl.parts.nets import ValueNet
 from acrl.parts.normalization import ObservationNormalizer, RewardScaler
 from acrl.parts.optim import anneal_learning_rate, clip_grad_norm, flatten_optimizer_state, flatten_parameters
 from acrl.parts.returns import gae
@@ -127,11 +127,8 @@ class PPO(Agent):
 
     def _build(self) -> None:
         cfg = self.config
-        if self.discrete:
-            self.actor: nn.Module = CategoricalActor(self.obs_dim, self.act_dim, cfg.hidden_sizes, cfg.activation)
-        else:
-            self.actor = GaussianActor(self.obs_dim, self.act_dim, cfg.hidden_sizes, cfg.activation,
-                                       cfg.log_std_init, cfg.log_std_min)
+        self.actor = policy_head(self.discrete, self.obs_dim, self.act_dim, cfg.hidden_sizes, cfg.activation,
+                                 cfg.log_std_init, cfg.log_std_min)
         self.critic = ValueNet(self.obs_dim, cfg.hidden_sizes, cfg.activation)
         self.nets = {"actor": self.actor, "critic": self.critic}
         # Each net's parameters and gradients are one flat tensor (`flatten_parameters`, on the
@@ -205,7 +202,8 @@ class PPO(Agent):
         log_ratios: list[torch.Tensor] = []
         for batch in self.buffer.minibatches(cfg.batch_size, self.rng, cfg.n_epochs, self.device,
                                              cfg.normalize_advantage):
-            log_probs, entropy = self.actor.log_prob_entropy(batch["observations"], batch["actions"])
+            features = self.actor.encoder(batch["observations"])
+            log_probs, entropy = self.actor.log_prob_entropy(features, batch["actions"])
             log_ratio = log_probs - batch["log_probs"]
             if cfg.target_kl is not None and approx_kl(log_ratio.detach()).item() > 1.5 * cfg.target_kl:
                 break
@@ -245,7 +243,7 @@ class PPO(Agent):
         metrics["train/learning_rate"] = self.optimizer.param_groups[0]["lr"]
         if not self.discrete:
             with torch.no_grad():
-                metrics["train/std"] = float(self.actor.distribution(batch["observations"][:1]).stddev.mean())
+                metrics["train/std"] = float(self.actor.bounded_log_std().exp().mean())
         return metrics
 
     def iteration(self, max_steps: int) -> dict[str, float]:

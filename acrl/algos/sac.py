@@ -10,7 +10,7 @@ A stochastic policy pi(a|s) = tanh(N(mu(s), sigma(s))) maximises return plus alp
     targets: theta' <- tau * theta + (1 - tau) * theta' after every update                  (Algorithm 1)
 
 The squashing's change of variables, log pi(a|s) = log N(u) - sum_i log(1 - tanh(u_i)^2), is
-Appendix C; `squashed_log_prob` writes log(1 - tanh(u)^2) as 2 (log 2 - u - softplus(-2u)),
+Appendix C; `acrl.parts.heads.squashed_log_prob` writes log(1 - tanh(u)^2) as 2 (log 2 - u - softplus(-2u)),
 finite at any u. Like SB3 and the authors' code, alpha is learned as log_alpha (positive by
 construction; the gradient has Eq. 18's sign) and all three optimizers share one learning rate.
 
@@ -30,20 +30,28 @@ from typing import ClassVar
 import gymnasium as gym
 import numpy as np
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from acrl.algos.ddpg import td_target
 from acrl.algos.off_policy import OffPolicyAgent, OffPolicyConfig
 from acrl.core.config import RunConfig, positive
 from acrl.core.envs import require_finite_bounds
-from acrl.parts.nets import TwinQ, mlp
+from acrl.parts.heads import SquashedGaussianHead
+from acrl.parts.nets import TwinQ, mlp_encoder
 from acrl.parts.optim import hard_update, polyak_update
 
 LOG_STD_MIN, LOG_STD_MAX = -20.0, 2.0
 """log-std clamp of the authors' code (haarnoja/sac) and SB3: -20 is only a numerical floor (the
 entropy target keeps sigma far above it), 2 stops sigma (7.4) where tanh is saturated anyway."""
-_LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
+
+
+def squashed_gaussian_actor(obs_dim: int, act_dim: int,
+                            hidden_sizes: tuple[int, ...] = (256, 256)) -> SquashedGaussianHead:
+    """SAC's actor pi(a|s) = tanh(N(mu(s), diag(sigma(s)^2))) (Sec. 4.2): a ReLU `mlp_encoder`
+    (hidden_sizes, orthogonal init) and a `SquashedGaussianHead` whose output layer holds the
+    act_dim means and the act_dim log-stds, clamped to [LOG_STD_MIN, LOG_STD_MAX]."""
+    encoder = mlp_encoder(obs_dim, hidden_sizes, "relu")
+    return SquashedGaussianHead(encoder, (obs_dim, *hidden_sizes)[-1], act_dim, LOG_STD_MIN, LOG_STD_MAX)
 
 
 @dataclass
@@ -70,49 +78,6 @@ class SACConfig(OffPolicyConfig):
         """Raise `InputError` for values SAC cannot run with (see the attribute list)."""
         super().validate()
         positive(self, "ent_coef", "init_ent_coef")
-
-
-def squashed_log_prob(u: torch.Tensor, mean: torch.Tensor, log_std: torch.Tensor) -> torch.Tensor:
-    """log pi(tanh(u)|s) = sum_i [log N(u_i; mean_i, std_i) - log(1 - tanh(u_i)^2)] (Appendix C).
-
-    log(1 - tanh(u)^2) = 2 (log 2 - u - softplus(-2u)) exactly, finite for any u (the naive form
-    is log 0 = -inf once tanh(u) rounds to 1, |u| > ~9 in float32).
-    Args:
-        u: (B, act_dim) float32 pre-squash samples; mean, log_std: (B, act_dim) float32.
-    Returns:
-        (B,) float32 log-densities of the actions tanh(u) in [-1, 1]^act_dim.
-    """
-    gaussian = -0.5 * ((u - mean) / log_std.exp()).square() - log_std - _LOG_SQRT_2PI
-    log_det = 2.0 * (math.log(2.0) - u - F.softplus(-2.0 * u))
-    return (gaussian - log_det).sum(-1)
-
-
-class SquashedGaussianActor(nn.Module):
-    """pi(a|s) = tanh(N(mu(s), diag(sigma(s)^2))) with state-dependent mean and log-std heads (Sec. 4.2).
-
-    One ReLU trunk (`hidden_sizes`, orthogonal init) whose last layer holds both heads: act_dim
-    means and act_dim log-stds, the latter clamped to [LOG_STD_MIN, LOG_STD_MAX]. Output gain 0.01,
-    so the untrained policy is about tanh(N(0, 1)) in every state.
-    """
-
-    def __init__(self, obs_dim: int, act_dim: int, hidden_sizes: tuple[int, ...] = (256, 256)):
-        super().__init__()
-        self.net = mlp(obs_dim, hidden_sizes, 2 * act_dim, "relu", output_gain=0.01)
-
-    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """obs (B, obs_dim) float32 -> (mean (B, act_dim), clamped log_std (B, act_dim)) of u."""
-        mean, log_std = self.net(obs).chunk(2, dim=-1)
-        return mean, log_std.clamp(LOG_STD_MIN, LOG_STD_MAX)
-
-    def sample(self, obs: torch.Tensor, deterministic: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
-        """Actions (B, act_dim) in [-1, 1] and log pi (B,) for obs (B, obs_dim), all float32.
-
-        A reparameterised sample tanh(mean + std * eps), eps ~ N(0, I) (Eq. 8: gradients reach the
-        actor through the action), or tanh(mean) when deterministic (the density at u = mean).
-        """
-        mean, log_std = self(obs)
-        u = mean if deterministic else mean + log_std.exp() * torch.randn_like(mean)
-        return torch.tanh(u), squashed_log_prob(u, mean, log_std)
 
 
 class Temperature(nn.Module):
@@ -146,7 +111,7 @@ class SAC(OffPolicyAgent):
     def _build_networks(self) -> None:
         cfg = self.config
         require_finite_bounds(self.action_space, "SAC's tanh-squashed actor")
-        self.actor = SquashedGaussianActor(self.obs_dim, self.act_dim, cfg.hidden_sizes)
+        self.actor = squashed_gaussian_actor(self.obs_dim, self.act_dim, cfg.hidden_sizes)
         self.critic = TwinQ(self.obs_dim, self.act_dim, cfg.hidden_sizes)
         self.critic_target = TwinQ(self.obs_dim, self.act_dim, cfg.hidden_sizes)
         hard_update(self.critic_target, self.critic)  # exact copies at the start (docs/correctness.md item 9)

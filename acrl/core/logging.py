@@ -18,6 +18,8 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
+from acrl.core.torch_fast import add_summary
+
 
 class Logger:
     """Write metrics rows to `run_dir/metrics.csv` and TensorBoard, and drive a progress bar.
@@ -95,7 +97,7 @@ class Logger:
         buffer = io.BytesIO()
         images[0].save(buffer, format="GIF", save_all=True, append_images=images[1:], duration=1000 / fps, loop=0)
         image = Summary.Image(height=height, width=width, colorspace=3, encoded_image_string=buffer.getvalue())
-        self.writer.file_writer.add_summary(Summary(value=[Summary.Value(tag=tag, image=image)]), step)
+        add_summary(self.writer, Summary(value=[Summary.Value(tag=tag, image=image)]), step)
 
     def _rewrite(self) -> None:
         tmp = self.csv_path.with_suffix(".csv.tmp")

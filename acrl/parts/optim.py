@@ -4,7 +4,8 @@ What is here:
 
 - `SharedAdam` and `SharedRMSprop`: torch's Adam and RMSprop whose whole state (moments *and*
   the step count) is created in the constructor and placed in shared memory, so that every A3C
-  worker process updates the same statistics (Mnih et al. 2016).
+  worker process updates the same statistics (Mnih et al. 2016); both on one base that creates,
+  shares and reloads the state.
 - `polyak_update` and `hard_update`: soft and exact in-place updates of target networks
   (Lillicrap et al. 2016; Fujimoto et al. 2019).
 - `clip_grad_norm`: global gradient-norm clipping with fewer small ops than torch's (Pascanu et al. 2013).
@@ -95,7 +96,56 @@ def _load_state_in_place(optimizer: torch.optim.Optimizer,
                 state[key] = value.detach().clone()
 
 
-class SharedAdam(torch.optim.Adam):
+class _SharedOptimizer(torch.optim.Optimizer):
+    """What `SharedAdam` and `SharedRMSprop` share: their whole state, step count included, created
+    eagerly (`_init_state`) and kept in shared memory, across `load_state_dict` too.
+
+    A subclass defines `_state_keys(group)`, the per-parameter state tensors (besides "step") its
+    update creates for a parameter group, and calls `_share_initial_state()` at the end of its
+    constructor.
+    """
+
+    def _share_initial_state(self) -> None:
+        self._init_state()
+        self.share_memory()
+
+    def _init_state(self) -> None:
+        """Create the state torch would create lazily at the first step (missing keys only): "step",
+        a 0-dim float32 CPU tensor, and zeros like the parameter for each of `_state_keys`."""
+        for group in self.param_groups:
+            keys = self._state_keys(group)
+            for p in group["params"]:
+                state = self.state[p]
+                if "step" not in state:
+                    state["step"] = torch.zeros((), dtype=torch.float32)
+                for key in keys:
+                    if key not in state:
+                        state[key] = torch.zeros_like(p, memory_format=torch.preserve_format)
+
+    def share_memory(self) -> _SharedOptimizer:
+        """Move all state tensors to shared memory in place; the constructor already calls it.
+
+        Returns self. Tensors on a GPU are left where they are (CUDA tensors are shared between
+        processes by torch without this call).
+        """
+        _share_state(self)
+        return self
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Load a checkpoint made by `state_dict()` (of this class or of its torch optimizer).
+
+        The loaded values are copied into this optimizer's existing shared tensors, so the
+        state stays in shared memory and does not alias the tensors of `state_dict`.
+        Hyperparameters (`lr`, `betas`, ...) are taken from `state_dict` as torch does.
+
+        Raises:
+            ValueError: the parameter groups do not match (from torch).
+        """
+        _load_state_in_place(self, super().load_state_dict, state_dict)
+        self._share_initial_state()
+
+
+class SharedAdam(_SharedOptimizer, torch.optim.Adam):
     """Adam whose state, step count included, lives in shared memory (for A3C workers).
 
     The constructor creates, for every parameter `p` (any shape, float32 as acrl uses):
@@ -147,48 +197,13 @@ class SharedAdam(torch.optim.Adam):
         super().__init__(params, lr=float(lr), betas=(float(betas[0]), float(betas[1])),
                          eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
                          foreach=False, fused=False, capturable=False)
-        self._init_state()
-        self.share_memory()
+        self._share_initial_state()
 
-    def _init_state(self) -> None:
-        """Create the state torch would create lazily at the first step (missing keys only)."""
-        for group in self.param_groups:
-            keys = ["exp_avg", "exp_avg_sq"]
-            if group["amsgrad"]:
-                keys.append("max_exp_avg_sq")
-            for p in group["params"]:
-                state = self.state[p]
-                if "step" not in state:
-                    state["step"] = torch.zeros((), dtype=torch.float32)
-                for key in keys:
-                    if key not in state:
-                        state[key] = torch.zeros_like(p, memory_format=torch.preserve_format)
-
-    def share_memory(self) -> SharedAdam:
-        """Move all state tensors to shared memory in place; the constructor already calls it.
-
-        Returns self. Tensors on a GPU are left where they are (CUDA tensors are shared between
-        processes by torch without this call).
-        """
-        _share_state(self)
-        return self
-
-    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        """Load a checkpoint made by `state_dict()` (of this class or of `torch.optim.Adam`).
-
-        The loaded values are copied into this optimizer's existing shared tensors, so the
-        state stays in shared memory and does not alias the tensors of `state_dict`.
-        Hyperparameters (`lr`, `betas`, ...) are taken from `state_dict` as torch does.
-
-        Raises:
-            ValueError: the parameter groups do not match (from torch).
-        """
-        _load_state_in_place(self, super().load_state_dict, state_dict)
-        self._init_state()
-        self.share_memory()
+    def _state_keys(self, group: dict[str, Any]) -> list[str]:
+        return ["exp_avg", "exp_avg_sq", *(["max_exp_avg_sq"] if group["amsgrad"] else [])]
 
 
-class SharedRMSprop(torch.optim.RMSprop):
+class SharedRMSprop(_SharedOptimizer, torch.optim.RMSprop):
     """RMSprop whose statistics, step count included, live in shared memory ("Shared RMSProp").
 
     Mnih et al. 2016, "Asynchronous Methods for Deep Reinforcement Learning", Sec. 4
@@ -231,44 +246,11 @@ class SharedRMSprop(torch.optim.RMSprop):
         super().__init__(params, lr=float(lr), alpha=alpha, eps=eps, weight_decay=weight_decay,
                          momentum=momentum, centered=centered, foreach=False,
                          capturable=False)
-        self._init_state()
-        self.share_memory()
+        self._share_initial_state()
 
-    def _init_state(self) -> None:
-        """Create the state torch would create lazily at the first step (missing keys only)."""
-        for group in self.param_groups:
-            keys = ["square_avg"]
-            if group["momentum"] > 0:
-                keys.append("momentum_buffer")
-            if group["centered"]:
-                keys.append("grad_avg")
-            for p in group["params"]:
-                state = self.state[p]
-                if "step" not in state:
-                    state["step"] = torch.zeros((), dtype=torch.float32)
-                for key in keys:
-                    if key not in state:
-                        state[key] = torch.zeros_like(p, memory_format=torch.preserve_format)
-
-    def share_memory(self) -> SharedRMSprop:
-        """Move all state tensors to shared memory in place; the constructor already calls it.
-
-        Returns self.
-        """
-        _share_state(self)
-        return self
-
-    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        """Load a checkpoint made by `state_dict()`, copying into the existing shared tensors.
-
-        See `SharedAdam.load_state_dict`.
-
-        Raises:
-            ValueError: the parameter groups do not match (from torch).
-        """
-        _load_state_in_place(self, super().load_state_dict, state_dict)
-        self._init_state()
-        self.share_memory()
+    def _state_keys(self, group: dict[str, Any]) -> list[str]:
+        return ["square_avg", *(["momentum_buffer"] if group["momentum"] > 0 else []),
+                *(["grad_avg"] if group["centered"] else [])]
 
 
 # --------------------------------------------------------------------------------------------

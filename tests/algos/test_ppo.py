@@ -37,7 +37,8 @@ def test_stored_actions_are_raw_samples_with_ratio_one():
     actions = torch.from_numpy(agent.buffer.actions.reshape(-1, 1))
     assert (actions.abs() > 1).float().mean() > 0.3
     with torch.no_grad():
-        log_probs, _ = agent.actor.log_prob_entropy(torch.from_numpy(agent.buffer.observations.reshape(-1, 3)), actions)
+        features = agent.actor.encoder(torch.from_numpy(agent.buffer.observations.reshape(-1, 3)))
+        log_probs, _ = agent.actor.log_prob_entropy(features, actions)
     ratio = torch.exp(log_probs - torch.from_numpy(agent.buffer.log_probs.reshape(-1)))
     torch.testing.assert_close(ratio, torch.ones_like(ratio), atol=1e-5, rtol=0)
 

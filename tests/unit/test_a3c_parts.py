@@ -282,13 +282,13 @@ def test_actor_critic_shapes(discrete):
     assert sum(p.numel() for p in model.parameters()) == (15 if discrete else 17)
     ln2, ln3, ln2pi = float(np.log(2.0)), float(np.log(3.0)), float(np.log(2 * np.pi))
     with torch.no_grad():
-        for layer, weight, bias in ((model.trunk[0][0], [[1.0, 0.0], [0.0, 1.0]], [0.0, -1.0]),
-                                    (model.value_head[0], [[1.0, -0.5]], [0.25]),
-                                    (model.policy_head[0], [[ln3 / 2, 0.0], [-ln3 / 2, 0.0]], [0.0, ln3])):
+        for layer, weight, bias in ((model.actor.encoder[0], [[1.0, 0.0], [0.0, 1.0]], [0.0, -1.0]),
+                                    (model.value_head, [[1.0, -0.5]], [0.25]),
+                                    (model.actor.linear, [[ln3 / 2, 0.0], [-ln3 / 2, 0.0]], [0.0, ln3])):
             layer.weight.copy_(torch.tensor(weight))
             layer.bias.copy_(torch.tensor(bias))
         if not discrete:
-            model.log_std.copy_(torch.tensor([0.0, ln2]))  # std (1, 2)
+            model.actor.log_std.copy_(torch.tensor([0.0, ln2]))  # std (1, 2)
     obs = torch.tensor([[2.0, 3.0], [-1.0, 0.5]])
     torch.testing.assert_close(model.value(obs), torch.tensor([1.25, 0.25]))
     if discrete:
@@ -315,7 +315,7 @@ def test_actor_critic_shapes(discrete):
 def test_gumbel_max_sampling_follows_softmax():
     model = ActorCritic(1, 2, True, (4,))
     with torch.no_grad():
-        head = model.actor.logits[-1]
+        head = model.actor.linear
         head.weight.zero_()
         head.bias.copy_(torch.tensor([0.0, np.log(3.0)]))  # P(action 1) = 0.75
     torch.manual_seed(0)
@@ -326,7 +326,7 @@ def test_gumbel_max_sampling_follows_softmax():
 @pytest.mark.parametrize("shared_trunk", [False, True])
 def test_gaussian_std_has_a_floor_and_stays_finite(shared_trunk):
     model = ActorCritic(3, 2, False, (8,), shared_trunk=shared_trunk, log_std_min=-5.0)
-    log_std = model.log_std if shared_trunk else model.actor.log_std
+    log_std = model.actor.log_std
     with torch.no_grad():
         log_std.fill_(-1e6)
     obs = torch.randn(4, 3)

@@ -20,6 +20,7 @@ from acrl.algos.bcq import (
     select_continuous,
     soft_clipped_double_q,
 )
+from acrl.core import torch_fast
 from acrl.core.errors import InputError
 from acrl.parts.buffers import ReplayBuffer
 from acrl.parts.nets import TwinQ
@@ -260,21 +261,24 @@ def test_evaluation_repeats_and_leaves_the_training_random_stream_alone(tmp_path
     assert torch.equal(torch.get_rng_state(), before)
 
 
-def test_onednn_products_leave_the_update_unchanged(monkeypatch):
+@pytest.mark.skipif(not (torch_fast.ONEDNN_AVAILABLE and torch_fast.private_apis_enabled()),
+                    reason="this torch has no oneDNN, or ACRL_PRIVATE_APIS=0: both runs would be torch's own")
+def test_onednn_products_leave_the_update_unchanged():
     """At the paper's sizes (where the products run on oneDNN) a fixed-seed run's losses are torch's own
     within float32 round-off (benchmarks/update_roofline.py measures the speed)."""
-    from acrl.parts import nets
-
     rng = np.random.default_rng(0)
     buffer = ReplayBuffer(1000, 11, (3,))
     buffer.add(rng.normal(size=(1000, 11)), rng.uniform(-1, 1, (1000, 3)), rng.normal(size=1000),
                rng.normal(size=(1000, 11)), rng.random(1000) < 0.05, np.zeros(1000, bool))
     losses = {}
-    for onednn in (True, False):
-        monkeypatch.setattr(nets, "_ONEDNN", onednn and nets._ONEDNN)
-        agent = BCQ("Hopper-v5", buffer=buffer, seed=0, eval_freq=0)  # 750-750 VAE, 400-300 nets, batch 100
-        torch.manual_seed(0)
-        losses[onednn] = [agent.update(buffer.sample(100, ArangeRng())) for _ in range(3)]
+    try:
+        for onednn in (True, False):
+            torch_fast.set_private_apis(onednn)
+            agent = BCQ("Hopper-v5", buffer=buffer, seed=0, eval_freq=0)  # 750-750 VAE, 400-300 nets, batch 100
+            torch.manual_seed(0)
+            losses[onednn] = [agent.update(buffer.sample(100, ArangeRng())) for _ in range(3)]
+    finally:
+        torch_fast.set_private_apis(True)
     for with_onednn, without in zip(losses[True], losses[False], strict=True):
         assert with_onednn.keys() == without.keys()
         for key in with_onednn:

@@ -1,6 +1,7 @@
 """Action distributions stay finite at extreme parameters (docs/correctness.md item 4); the oneDNN-backed
-Linear computes the textbook product and gradients; the acting path (`layer_chain`) computes the
-module call and samples from the softmax."""
+Linear computes the textbook product and gradients (second derivatives, frozen weights, torch.func and
+torch.compile included); the acting path (`layer_chain`) computes the module call and samples from the
+softmax."""
 
 import math
 
@@ -8,19 +9,21 @@ import pytest
 import torch
 from torch import nn
 
+from acrl.core import torch_fast
 from acrl.parts import nets
-from acrl.parts.nets import CategoricalActor, GaussianActor, TwinQ, forward_chain, layer_chain, mlp
+from acrl.parts.heads import policy_head
+from acrl.parts.nets import TwinQ, forward_chain, layer_chain, mlp
 from acrl.parts.optim import flatten_parameters
 
 
 @pytest.mark.parametrize("log_std", [-105.0, 50.0])
 def test_gaussian_extreme_log_std_is_finite(log_std):
-    actor = GaussianActor(3, 2, (8,))
+    actor = policy_head(False, 3, 2, (8,))
     with torch.no_grad():
         actor.log_std.fill_(log_std)
     obs = torch.randn(16, 3)
     actions, log_probs = actor.sample(obs)
-    lp, entropy = actor.log_prob_entropy(obs, actions + 3.0)  # far from the mean too
+    lp, entropy = actor.log_prob_entropy(actor.encoder(obs), actions + 3.0)  # far from the mean too
     for t in (actions, log_probs, lp, entropy):
         assert torch.isfinite(t).all()
     lp.mean().backward()
@@ -28,20 +31,20 @@ def test_gaussian_extreme_log_std_is_finite(log_std):
 
 
 def test_gaussian_std_floor_and_ceiling():
-    actor = GaussianActor(1, 1, (4,), log_std_min=-5.0, log_std_max=2.0)
+    actor = policy_head(False, 1, 1, (4,), log_std_min=-5.0)
     with torch.no_grad():
         actor.log_std.fill_(-105.0)
-    assert actor.distribution(torch.zeros(1, 1)).stddev.item() == pytest.approx(math.exp(-5.0))
+    assert actor.distribution(torch.zeros(1, 4)).stddev.item() == pytest.approx(math.exp(-5.0))
     with torch.no_grad():
         actor.log_std.fill_(50.0)
-    assert actor.distribution(torch.zeros(1, 1)).stddev.item() == pytest.approx(math.exp(2.0))
+    assert actor.distribution(torch.zeros(1, 4)).stddev.item() == pytest.approx(math.exp(2.0))
 
 
 def test_categorical_log_prob_matches_softmax_by_hand():
-    actor = CategoricalActor(2, 3, (4,))
-    obs = torch.zeros(1, 2)
-    logits = actor.logits(obs)[0]
-    lp, entropy = actor.log_prob_entropy(obs, torch.tensor([1]))
+    actor = policy_head(True, 2, 3, (4,))
+    features = actor.encoder(torch.zeros(1, 2))
+    logits = actor(features)[0]
+    lp, entropy = actor.log_prob_entropy(features, torch.tensor([1]))
     probs = torch.exp(logits) / torch.exp(logits).sum()
     assert lp.item() == pytest.approx(math.log(probs[1].item()), abs=1e-6)
     assert entropy.item() == pytest.approx(-(probs * probs.log()).sum().item(), abs=1e-6)
@@ -82,7 +85,11 @@ def _onednn_calls(fn):
     return Count.calls
 
 
-@pytest.mark.skipif(not nets._ONEDNN, reason="this torch has no oneDNN")
+ONEDNN = torch_fast.ONEDNN_AVAILABLE and torch_fast.private_apis_enabled()
+needs_onednn = pytest.mark.skipif(not ONEDNN, reason="this torch has no oneDNN, or ACRL_PRIVATE_APIS=0")
+
+
+@needs_onednn
 def test_large_linear_runs_on_onednn_with_the_textbook_gradients():
     torch.manual_seed(0)
     layer = nets.Linear(750, 600)
@@ -92,7 +99,7 @@ def test_large_linear_runs_on_onednn_with_the_textbook_gradients():
     def step():
         layer(x).mul(upstream).sum().backward()  # dL/dy = upstream
 
-    assert 100 * 750 * 600 >= nets.ONEDNN_MIN_MACS
+    assert 100 * 750 * 600 >= torch_fast.ONEDNN_MIN_MACS
     assert _onednn_calls(step) == 3  # y = x W^T + b, dL/dx = g W, dL/dW = g^T x
     x64, w64, g64 = x.detach().double(), layer.weight.detach().double(), upstream.double()
     expected = x64 @ w64.T + layer.bias.detach().double()
@@ -108,7 +115,7 @@ def test_small_or_gradient_free_linears_and_the_state_dict():
     large = nets.Linear(750, 600)
     x = torch.randn(100, 750)
     with torch.no_grad():
-        expected = 1 if nets._ONEDNN else 0
+        expected = 1 if ONEDNN else 0
         assert _onednn_calls(lambda: large(x)) == expected  # no autograd node, the same product
     plain = torch.nn.Linear(750, 600)
     plain.load_state_dict(large.state_dict())  # checkpoints are nn.Linear's
@@ -132,10 +139,10 @@ def test_layer_chain_computes_the_module_call_and_follows_in_place_updates():
 
 def test_categorical_sample_is_a_draw_from_the_softmax():
     """Logits (0, ln 3) everywhere: P(action 1) = 3/4; 20,000 draws within 4 standard errors."""
-    actor = CategoricalActor(2, 2, (4,))
+    actor = policy_head(True, 2, 2, (4,))
     with torch.no_grad():
-        actor.logits[-1].weight.zero_()
-        actor.logits[-1].bias.copy_(torch.tensor([0.0, math.log(3.0)]))
+        actor.linear.weight.zero_()
+        actor.linear.bias.copy_(torch.tensor([0.0, math.log(3.0)]))
     torch.manual_seed(0)
     actions, log_probs = actor.sample(torch.zeros(20_000, 2))
     assert abs(actions.float().mean().item() - 0.75) < 4 * math.sqrt(0.75 * 0.25 / 20_000)
@@ -145,7 +152,7 @@ def test_categorical_sample_is_a_draw_from_the_softmax():
 @pytest.mark.parametrize("shape", [(4, 64), (512, 64)])
 def test_tanh_values_and_gradients_match_torch_tanh(shape):
     """(4, 64) stays on torch.tanh; (512, 64) goes through 2 sigmoid(2x) - 1 (`SIGMOID_TANH_MIN_ELEMENTS`)."""
-    assert (math.prod(shape) >= nets.SIGMOID_TANH_MIN_ELEMENTS) == (shape[0] == 512)
+    assert (math.prod(shape) >= torch_fast.SIGMOID_TANH_MIN_ELEMENTS) == (shape[0] == 512)
     x = (torch.randn(shape) * 3).requires_grad_()
     weights = torch.randn(shape)
     (nets.Tanh()(x) * weights).sum().backward()

@@ -42,3 +42,16 @@ def test_reward_scaler_divides_by_return_std():
     scaler(np.array([1.0]), np.array([False]))
     out = scaler(np.array([3.0]), np.array([False]))
     np.testing.assert_allclose(out, [3.0])
+
+
+def test_reward_scaler_tracks_discounted_returns_reset_at_episode_ends():
+    """Two envs, gamma 0.5; env 1's episode ends at the first step. By hand:
+    step 1: G = (1, 3), statistics of {1, 3}: var 1, so the rewards are divided by 1; G -> (1, 0).
+    step 2: G = (0.5 * 1 + 2, 0 + 4) = (2.5, 4); statistics of {1, 3, 2.5, 4}: mean 2.625,
+    var (1.625^2 + 0.375^2 + 0.125^2 + 1.375^2) / 4 = 1.171875; rewards (2, 4) / sqrt(1.171875).
+    (Without the reset, G would be (2.5, 5.5); a no-op scaler would return (2, 4).)"""
+    scaler = RewardScaler(n_envs=2, gamma=0.5)
+    np.testing.assert_allclose(scaler(np.array([1.0, 3.0]), np.array([False, True])), [1.0, 3.0], rtol=1e-6)
+    out = scaler(np.array([2.0, 4.0]), np.array([False, False]))
+    np.testing.assert_allclose(out, np.array([2.0, 4.0]) / np.sqrt(1.171875), rtol=1e-6)
+    assert out.dtype == np.float32

@@ -73,8 +73,8 @@ def hand_agent(n_steps=4, value=0.0, **hyperparameters):
     settings = {"seed": 0, "n_steps": n_steps, "batch_size": 4, "n_epochs": 1, "hidden_sizes": (4,)}
     agent = PPO("CartPole-v1", **(settings | hyperparameters))
     with torch.no_grad():
-        agent.actor.logits[-1].weight.zero_()
-        agent.actor.logits[-1].bias.copy_(torch.tensor([0.0, math.log(3.0)]))
+        agent.actor.linear.weight.zero_()
+        agent.actor.linear.bias.copy_(torch.tensor([0.0, math.log(3.0)]))
         agent.critic.net[-1].weight.zero_()
         agent.critic.net[-1].bias.fill_(value)
     return agent
@@ -231,3 +231,35 @@ def test_a_whole_rollout_minibatch_is_normalised_the_same_in_every_epoch():
         torch.testing.assert_close(batch["advantages"], expected)
     raw = next(agent.buffer.minibatches(4, agent.rng, 1))
     torch.testing.assert_close(raw["advantages"], torch.tensor(ADVANTAGES))  # without the flag: as stored
+
+
+def test_entropy_bonus_gradient_by_hand(monkeypatch):
+    """Advantages 0 and ratios 1: the policy term has no gradient, so the actor's gradient is that of
+    -ent_coef * H. With logits z = (0, ln 3) at every state, p = (1/4, 3/4) and
+    dH/dz_k = -p_k (log p_k + H): the output bias gets -0.1 * (dH/dz_0, dH/dz_1) = (-0.0206, +0.0206),
+    which pushes the policy towards more entropy; a flipped sign gives the opposite."""
+    agent = hand_agent(clip_range=0.2, max_grad_norm=1e6, ent_coef=0.1)
+    fill_buffer(agent, ACTIONS, [0.0] * 4, [0.0] * 4)
+    seen = []
+    monkeypatch.setattr(agent.optimizer, "step", lambda: seen.append(agent.actor.linear.bias.grad.clone()))
+    metrics = agent.update()
+    p = (0.25, 0.75)
+    d_entropy = [-pk * (math.log(pk) + ENTROPY) for pk in p]
+    (bias_grad,) = seen
+    torch.testing.assert_close(bias_grad, torch.tensor([-0.1 * d for d in d_entropy]), rtol=1e-5, atol=1e-7)
+    assert bias_grad[0] < 0 < bias_grad[1]  # gradient descent raises z_0: towards the uniform policy
+    assert metrics["train/entropy"] == pytest.approx(ENTROPY, rel=1e-5)
+    assert metrics["train/policy_loss"] == pytest.approx(0.0, abs=1e-7)
+
+
+def test_learning_rate_anneals_linearly_through_the_update():
+    """anneal_lr with 16 total steps and rollouts of 4: the k-th update (k = 0..3) runs at
+    lr = 1e-3 * (1 - 4k / 16) = 1e-3, 7.5e-4, 5e-4, 2.5e-4 (steps taken before its rollout)."""
+    agent = PPO("CartPole-v1", seed=0, n_steps=4, batch_size=4, n_epochs=1, hidden_sizes=(4,), learning_rate=1e-3,
+                anneal_lr=True, total_steps=16)
+    rates = []
+    for _ in range(4):
+        metrics = agent.iteration(4)
+        rates.append((metrics["train/learning_rate"], agent.optimizer.param_groups[0]["lr"]))
+    for (logged, used), expected in zip(rates, (1e-3, 7.5e-4, 5e-4, 2.5e-4), strict=True):
+        assert logged == used == pytest.approx(expected, rel=1e-12)

@@ -10,9 +10,10 @@ import torch
 from torch.distributions import Normal, TanhTransform, TransformedDistribution
 
 from acrl import SAC
-from acrl.algos.sac import LOG_STD_MAX, LOG_STD_MIN, squashed_log_prob
+from acrl.algos.sac import LOG_STD_MAX, LOG_STD_MIN
 from acrl.core.errors import InputError
 from acrl.parts.buffers import ReplayBuffer
+from acrl.parts.heads import squashed_log_prob
 
 TINY = {"hidden_sizes": (1,), "buffer_size": 100, "batch_size": 3, "start_steps": 0}
 SMALL = {"hidden_sizes": (8, 8), "buffer_size": 200, "batch_size": 16, "start_steps": 20, "iteration_steps": 20,
@@ -56,13 +57,13 @@ def test_log_prob_is_finite_and_exact_where_tanh_saturates(u):
 
 def test_actor_clamps_log_std_and_deterministic_action_is_tanh_mean():
     agent = SAC("Pendulum-v1", seed=0, **TINY)
-    out = agent.actor.net[-1]
+    out = agent.actor.linear
     obs = torch.zeros(1, 3)
     set_linear(out, [[0.0], [0.0]], [0.7, 50.0])
-    mean, log_std = agent.actor(obs)
+    mean, log_std = agent.actor.mean_log_std(agent.actor.encoder(obs))
     assert (mean.item(), log_std.item()) == (pytest.approx(0.7), LOG_STD_MAX)
     set_linear(out, [[0.0], [0.0]], [0.7, -50.0])
-    assert agent.actor(obs)[1].item() == LOG_STD_MIN == -20.0
+    assert agent.actor.mean_log_std(agent.actor.encoder(obs))[1].item() == LOG_STD_MIN == -20.0
     set_linear(out, [[0.0], [0.0]], [0.7, 0.0])
     action, log_pi = agent.actor.sample(obs, deterministic=True)
     # density at u = mean with std 1: -log sqrt(2 pi) - log(1 - tanh(0.7)^2)

@@ -1,0 +1,291 @@
+"""Policy heads: Categorical, diagonal Gaussian, tanh-squashed Gaussian; one set for PPO, A3C and SAC.
+
+A policy is encoder -> head. The encoder maps observations (B, obs_dim) float32 to features
+(B, features_dim) float32 (today an MLP trunk, `acrl.parts.nets.mlp_encoder`); the head's output
+layer (orthogonal init, gain 0.01) maps features to the distribution's parameters, and the
+head samples, scores and measures the entropy of actions in policy units: action indices for
+Discrete spaces, [-1, 1] per bounded Box dimension (`acrl.core.envs.ActionAdapter` maps them to
+the environment's Box).
+
+Each head owns its encoder, registered between the head's own parameter (a state-independent
+log-std) and its output layer, so a policy's parameters come in the order the flat-parameter
+optimizers of PPO and A3C (and their checkpoints) lay out: log-std, encoder, output layer. An
+actor-critic with a shared trunk runs the trunk once through `head.encoder` and passes the
+features to the head's feature-level methods (`forward`, `distribution`, `log_prob_entropy`) and
+to its value layer.
+
+Acting (once per environment step) runs the encoder and output layer as plain functions
+(`acrl.parts.nets.layer_chain`) and samples without `torch.distributions` objects: at batch 1
+their Python overhead costs more than the arithmetic. The chain is rebuilt whenever the head or
+a module holding it loads a state dict (`load_state_dict(..., assign=True)` replaces the
+parameter tensors).
+
+Checkpoints written before this module existed (keys `logits.*`, `mean.*`, `net.*`) load
+through a state-dict pre-hook that renames their keys (`_legacy_keys`).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.distributions import Categorical, Normal
+
+from acrl.parts.nets import forward_chain, layer_chain, mlp_encoder, output_layer
+
+_LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
+
+
+def gumbel_max(logits: torch.Tensor) -> torch.Tensor:
+    """One sample per row of softmax(logits): logits (B, n) float -> (B,) int64.
+
+    argmax(logits + G) with G = -log(E), E ~ Exponential(1) i.i.d., is Gumbel(0, 1) noise: the
+    Gumbel-max trick (Gumbel 1954; Maddison et al. 2014) draws exactly from the softmax, in
+    three small ops, about three times faster than `torch.multinomial` at batch 1.
+    """
+    return (logits - torch.empty_like(logits).exponential_().log_()).argmax(-1)
+
+
+def bounded_log_std(log_std: torch.Tensor, low: float, high: float) -> torch.Tensor:
+    """log_std clamped to [low, high] in value, with the gradient of the identity everywhere.
+
+    A hard clamp has zero gradient outside its bounds: a log-std parameter that Adam's momentum
+    carries below the floor (-5.001) gets no gradient again and the policy's std can never grow
+    back. Here the value is clamp(log_std) exactly (in range: log_std itself, bit for bit, with
+    the same gradient 1), and outside the range the gradient at the bound passes straight
+    through (the straight-through estimator, Bengio et al. 2013), so the parameter returns as
+    soon as the loss asks for a larger (or smaller) std. Chosen over SAC's tanh rescaling
+    (Haarnoja et al. 2018's code), which would change every in-range value and so the learning
+    results behind acrl's presets, and over clamping the parameter after each optimizer step,
+    which every optimizer step (A3C's Hogwild workers included) would have to remember.
+
+    Args:
+        log_std: any shape, float.
+        low, high: the bounds, low < high.
+    Returns:
+        The same shape and dtype as log_std.
+    """
+    detached = log_std.detach()
+    return detached.clamp(low, high) + (log_std - detached)
+
+
+def _legacy_keys(prefix: str, state_dict: dict[str, Any], old: str, n_hidden: int) -> None:
+    """Rename, in place, the keys of a checkpoint whose policy was one `mlp` named `old`:
+    `{old}.{2i}.*` (i < n_hidden) -> `encoder.{2i}.*`, `{old}.{2 n_hidden}.*` -> `linear.*`."""
+    pattern = re.compile(re.escape(prefix + old) + r"\.(\d+)\.(.+)")
+    for key in [k for k in state_dict if k.startswith(prefix + old + ".")]:
+        match = pattern.fullmatch(key)
+        if match is None:
+            continue
+        index, name = int(match.group(1)), match.group(2)
+        new = f"linear.{name}" if index == 2 * n_hidden else f"encoder.{index}.{name}"
+        state_dict[prefix + new] = state_dict.pop(key)
+
+
+class _Head(nn.Module):
+    """What the heads share: the encoder, the output layer, the acting chain and its upkeep."""
+
+    legacy_name = ""
+    """The attribute that held the whole policy MLP before the heads existed (for old checkpoints)."""
+
+    def __init__(self, encoder: nn.Module, features_dim: int, out_dim: int, log_std: nn.Parameter | None = None):
+        super().__init__()
+        if log_std is not None:
+            self.log_std = log_std  # registered first: the parameter order of flat layouts and checkpoints
+        self.encoder = encoder
+        self.linear = output_layer(features_dim, out_dim, 0.01)
+        self._chain = layer_chain(self.encoder, self.linear)
+        self.register_load_state_dict_pre_hook(self._rename_legacy_keys)
+        self.register_load_state_dict_post_hook(self._rebuild_chain)
+
+    @staticmethod
+    def _rename_legacy_keys(module: nn.Module, state_dict: dict[str, Any], prefix: str, *args: Any) -> None:
+        n_hidden = sum(isinstance(m, nn.Linear) for m in module.encoder.modules())
+        _legacy_keys(prefix, state_dict, module.legacy_name, n_hidden)
+
+    @staticmethod
+    def _rebuild_chain(module: nn.Module, incompatible_keys: Any) -> None:
+        module._chain = layer_chain(module.encoder, module.linear)
+
+    def forward(self, features: torch.Tensor) -> torch.Tensor:
+        """The output layer: features (B, features_dim) float32 -> (B, out_dim)."""
+        return self.linear(features)
+
+
+class CategoricalHead(_Head):
+    """Softmax policy over `n_actions` discrete actions (Williams 1992; Mnih et al. 2016).
+
+    `forward(features)` gives the logits (B, n_actions), unrestricted; `distribution` wraps them
+    in `torch.distributions.Categorical`; `log_prob_entropy` and `sample` compute the same
+    quantities straight from `log_softmax` (on small batches the distribution object costs
+    about as much as the network itself).
+
+    Args:
+        encoder: obs (B, obs_dim) -> features (B, features_dim); Linear/Tanh/ReLU Sequentials.
+        features_dim: the encoder's output width; n_actions: the number of actions.
+    """
+
+    legacy_name = "logits"
+
+    def __init__(self, encoder: nn.Module, features_dim: int, n_actions: int):
+        super().__init__(encoder, features_dim, n_actions)
+
+    def distribution(self, features: torch.Tensor) -> Categorical:
+        """features (B, features_dim) -> Categorical over (B,) int64 actions."""
+        return Categorical(logits=self(features), validate_args=False)
+
+    def log_prob_entropy(self, features: torch.Tensor, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Log-probability (B,) and entropy (B,) in nats of actions (B,) int64 at features (B, features_dim)."""
+        log_p = torch.log_softmax(self(features), dim=-1)
+        log_prob = log_p.gather(-1, actions.long().unsqueeze(-1)).squeeze(-1)
+        return log_prob, -(log_p.exp() * log_p).sum(-1)
+
+    def sample(self, obs: torch.Tensor, deterministic: bool = False,
+               with_log_prob: bool = True) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """For acting: actions (B,) int64 at obs (B, obs_dim) (argmax when deterministic, else
+        `gumbel_max`, an exact draw from the softmax) and their log-probabilities (B,), or None
+        without `with_log_prob`. Runs the encoder and head as one `layer_chain`."""
+        logits = forward_chain(self._chain, obs)
+        actions = logits.argmax(-1) if deterministic else gumbel_max(logits)
+        if not with_log_prob:
+            return actions, None
+        return actions, torch.log_softmax(logits, dim=-1).gather(-1, actions.unsqueeze(-1)).squeeze(-1)
+
+
+class GaussianHead(_Head):
+    """Diagonal Gaussian policy with a state-independent log-std (Schulman et al. 2017, Sec. 6.1).
+
+    mean = output layer(features); std = exp(`bounded_log_std`(log_std, log_std_min,
+    log_std_max)) is positive by construction and has a floor, so sampling, log-probabilities
+    and entropy stay finite at any parameter value (docs/correctness.md item 4), and the bound
+    keeps a gradient on both sides. Actions are raw samples in policy units; clipping to the Box
+    happens only on the copy sent to the environment.
+
+    Args:
+        encoder, features_dim: as `CategoricalHead`; act_dim: action dimensions.
+        log_std_init: the log-std's initial value; log_std_min, log_std_max: its bounds.
+    """
+
+    legacy_name = "mean"
+
+    def __init__(self, encoder: nn.Module, features_dim: int, act_dim: int, log_std_init: float = 0.0,
+                 log_std_min: float = -5.0, log_std_max: float = 2.0):
+        super().__init__(encoder, features_dim, act_dim, nn.Parameter(torch.full((act_dim,), float(log_std_init))))
+        self.log_std_min, self.log_std_max = log_std_min, log_std_max
+
+    def bounded_log_std(self) -> torch.Tensor:
+        """log_std (act_dim,) within [log_std_min, log_std_max], differentiable (`bounded_log_std`)."""
+        return bounded_log_std(self.log_std, self.log_std_min, self.log_std_max)
+
+    def distribution(self, features: torch.Tensor) -> Normal:
+        """features (B, features_dim) -> Normal with batch shape (B, act_dim)."""
+        mean = self(features)
+        return Normal(mean, self.bounded_log_std().exp().expand_as(mean), validate_args=False)
+
+    def log_prob_entropy(self, features: torch.Tensor, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Log-density (B,) and entropy (B,) in nats of raw actions (B, act_dim), summed over dims."""
+        mean, log_std = self(features), self.bounded_log_std()
+        entropy = (0.5 + _LOG_SQRT_2PI + log_std).sum().expand(len(mean))
+        # Normal.log_prob summed over dims, written out: fewer small tensor operations per call.
+        z = (actions - mean) / log_std.exp()
+        return -0.5 * z.square().sum(-1) - (log_std.sum() + _LOG_SQRT_2PI * mean.shape[-1]), entropy
+
+    @torch.no_grad()
+    def sample(self, obs: torch.Tensor, deterministic: bool = False,
+               with_log_prob: bool = True) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """For acting: raw actions (B, act_dim) at obs (B, obs_dim) (the mean when deterministic)
+        and their log-densities (B,), or None without `with_log_prob`.
+
+        actions = mean + std * z with z ~ N(0, I), so log N(actions; mean, std) =
+        -|z|^2 / 2 - sum(log std) - act_dim log sqrt(2 pi) comes from z directly. Without
+        gradients (a sample, as `Normal.sample`; the losses use `log_prob_entropy`). The mean
+        comes from the encoder and head as one `layer_chain`.
+        """
+        mean = forward_chain(self._chain, obs)
+        log_std = self.log_std.clamp(self.log_std_min, self.log_std_max)
+        if deterministic:
+            actions, z = mean, None
+        else:
+            z = torch.randn_like(mean)
+            actions = torch.addcmul(mean, log_std.exp(), z)
+        if not with_log_prob:
+            return actions, None
+        normalizer = log_std.sum() + _LOG_SQRT_2PI * mean.shape[-1]
+        if z is None:
+            return actions, (-normalizer).expand(len(mean))
+        return actions, -0.5 * z.square().sum(-1) - normalizer
+
+
+def squashed_log_prob(u: torch.Tensor, mean: torch.Tensor, log_std: torch.Tensor) -> torch.Tensor:
+    """log pi(tanh(u)|s) = sum_i [log N(u_i; mean_i, std_i) - log(1 - tanh(u_i)^2)]
+    (Haarnoja et al. 2018, arXiv:1812.05905, Appendix C).
+
+    log(1 - tanh(u)^2) = 2 (log 2 - u - softplus(-2u)) exactly, finite for any u (the naive form
+    is log 0 = -inf once tanh(u) rounds to 1, |u| > ~9 in float32).
+    Args:
+        u: (B, act_dim) float32 pre-squash samples; mean, log_std: (B, act_dim) float32.
+    Returns:
+        (B,) float32 log-densities of the actions tanh(u) in [-1, 1]^act_dim.
+    """
+    gaussian = -0.5 * ((u - mean) / log_std.exp()).square() - log_std - _LOG_SQRT_2PI
+    log_det = 2.0 * (math.log(2.0) - u - F.softplus(-2.0 * u))
+    return (gaussian - log_det).sum(-1)
+
+
+class SquashedGaussianHead(_Head):
+    """pi(a|s) = tanh(N(mu(s), diag(sigma(s)^2))) with state-dependent mean and log-std
+    (Haarnoja et al. 2018, arXiv:1812.05905, Sec. 4.2): SAC's actor.
+
+    The output layer holds both: act_dim means, then act_dim log-stds, the latter clamped to
+    [log_std_min, log_std_max] (a hard clamp, as the authors' code and SB3: the floor -20 is only
+    numerical, the entropy target keeps sigma far above it). Output gain 0.01, so the untrained
+    policy is about tanh(N(0, 1)) in every state. Sampling is reparameterised and keeps its
+    gradients (Eq. 8), so it runs through the modules, not a layer chain.
+
+    Args:
+        encoder, features_dim: as `CategoricalHead`; act_dim: action dimensions.
+        log_std_min, log_std_max: the clamp of the log-std.
+    """
+
+    legacy_name = "net"
+
+    def __init__(self, encoder: nn.Module, features_dim: int, act_dim: int, log_std_min: float = -20.0,
+                 log_std_max: float = 2.0):
+        super().__init__(encoder, features_dim, 2 * act_dim)
+        self.log_std_min, self.log_std_max = log_std_min, log_std_max
+
+    def mean_log_std(self, features: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """features (B, features_dim) -> (mean (B, act_dim), clamped log_std (B, act_dim)) of u."""
+        mean, log_std = self(features).chunk(2, dim=-1)
+        return mean, log_std.clamp(self.log_std_min, self.log_std_max)
+
+    def sample(self, obs: torch.Tensor, deterministic: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+        """Actions (B, act_dim) in [-1, 1] and log pi (B,) for obs (B, obs_dim), all float32.
+
+        A reparameterised sample tanh(mean + std * eps), eps ~ N(0, I) (Eq. 8: gradients reach the
+        actor through the action), or tanh(mean) when deterministic (the density at u = mean).
+        """
+        mean, log_std = self.mean_log_std(self.encoder(obs))
+        u = mean if deterministic else mean + log_std.exp() * torch.randn_like(mean)
+        return torch.tanh(u), squashed_log_prob(u, mean, log_std)
+
+
+def policy_head(discrete: bool, obs_dim: int, act_dim: int, hidden_sizes: tuple[int, ...], activation: str = "tanh",
+                log_std_init: float = 0.0, log_std_min: float = -5.0) -> CategoricalHead | GaussianHead:
+    """The policy of PPO and A3C for an action space: an `mlp_encoder` (obs_dim -> hidden_sizes,
+    `activation`) and a `CategoricalHead` over act_dim actions (discrete) or a `GaussianHead` of
+    act_dim dimensions with a state-independent log-std starting at `log_std_init`, floor
+    `log_std_min`, ceiling 2.
+
+    Raises:
+        KeyError: an activation other than "tanh" or "relu".
+    """
+    encoder = mlp_encoder(obs_dim, hidden_sizes, activation)
+    features_dim = (obs_dim, *hidden_sizes)[-1]
+    if discrete:
+        return CategoricalHead(encoder, features_dim, act_dim)
+    return GaussianHead(encoder, features_dim, act_dim, log_std_init, log_std_min)
