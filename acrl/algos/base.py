@@ -12,7 +12,6 @@ and latest checkpoints, NaN checks, logging, signals, callbacks) is the run loop
 from __future__ import annotations
 
 import contextlib
-import os
 import random
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -30,6 +29,7 @@ from acrl.core.devices import resolve_device
 from acrl.core.envs import ActionAdapter, EnvSpec, check_spaces, env_factory
 from acrl.core.errors import InputError
 from acrl.core.evaluation import evaluate
+from acrl.core.files import write_text_atomic
 from acrl.core.loop import Callback, Run, train
 from acrl.parts.normalization import IdentityNormalizer, ObservationNormalizer
 
@@ -241,12 +241,8 @@ class Agent:
 
     def write_config(self, run_dir: Path) -> None:
         """Write run_dir/config.yaml (algorithm and full config, atomically), creating run_dir."""
-        run_dir.mkdir(parents=True, exist_ok=True)
-        path = run_dir / "config.yaml"  # rewritten by a resume: its total_steps is the new budget
         text = yaml.safe_dump({"algo": self.algo, "config": self.config.to_dict()}, sort_keys=False)
-        tmp = path.with_suffix(".yaml.tmp")
-        tmp.write_text(text)
-        os.replace(tmp, path)
+        write_text_atomic(run_dir / "config.yaml", text)  # rewritten by a resume: its total_steps is the new budget
 
     # ----------------------------------------------------------------- checkpoints
     def state_dict(self, replay_buffer: bool = True) -> dict[str, Any]:

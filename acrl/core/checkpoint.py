@@ -12,7 +12,6 @@ from it. Layout:
 
 from __future__ import annotations
 
-import os
 import random
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ import numpy as np
 import torch
 
 from acrl.core.errors import InputError
+from acrl.core.files import atomic_path
 from acrl.core.version import __version__
 
 FORMAT = "acrl-checkpoint"
@@ -53,17 +53,14 @@ def _tuples(value: Any) -> Any:
 
 def save_checkpoint(path: str | Path, algo: str, config: dict[str, Any], state: dict[str, Any],
                     rng: dict[str, Any]) -> None:
-    """Write a checkpoint atomically: to `path.tmp` in the same directory, then `os.replace`.
+    """Write a checkpoint atomically (`acrl.core.files.atomic_path`), creating its directory.
 
     A crash mid-write leaves the previous checkpoint intact.
     """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     payload = {"format": FORMAT, "format_version": FORMAT_VERSION, "acrl_version": __version__,
                "algo": algo, "config": config, "state": state, "rng": rng}
-    tmp = path.with_name(path.name + ".tmp")
-    torch.save(payload, tmp)
-    os.replace(tmp, path)
+    with atomic_path(path) as tmp:
+        torch.save(payload, tmp)
 
 
 def load_checkpoint(path: str | Path) -> dict[str, Any]:

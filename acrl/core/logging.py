@@ -12,11 +12,12 @@ from __future__ import annotations
 import csv
 import io
 import math
-import os
 from pathlib import Path
 
 import numpy as np
 from tqdm import tqdm
+
+from acrl.core.files import atomic_path
 
 
 class Logger:
@@ -98,12 +99,10 @@ class Logger:
         self.writer.file_writer.add_summary(Summary(value=[Summary.Value(tag=tag, image=image)]), step)
 
     def _rewrite(self) -> None:
-        tmp = self.csv_path.with_suffix(".csv.tmp")
-        with tmp.open("w", newline="") as f:
+        with atomic_path(self.csv_path) as tmp, tmp.open("w", newline="") as f:
             writer = csv.DictWriter(f, self.columns)
             writer.writeheader()
             writer.writerows(self.rows)
-        os.replace(tmp, self.csv_path)
 
     def close(self) -> None:
         self.bar.close()

@@ -29,9 +29,7 @@ At the end it writes the run's model card, run_dir/README.md (`acrl.core.model_c
 from __future__ import annotations
 
 import contextlib
-import json
 import math
-import os
 import signal
 import sys
 import threading
@@ -46,6 +44,7 @@ from torch import nn
 
 from acrl.core.config import RunConfig
 from acrl.core.errors import InputError, TrainingError
+from acrl.core.files import write_json_atomic
 from acrl.core.logging import Logger
 
 
@@ -351,14 +350,3 @@ def stop_after_iteration() -> Iterator[list[str]]:
         for s, old in previous.items():
             signal.signal(s, old)
 
-
-def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
-    """Write `data` as indented JSON to `path` via a temp file and `os.replace`."""
-    write_text_atomic(path, json.dumps(data, indent=2) + "\n")
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write `text` to `path` via the temp file PATH.tmp and `os.replace` (a reader never sees half a file)."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)

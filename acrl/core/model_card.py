@@ -21,7 +21,7 @@ import yaml
 
 from acrl.core.config import RunConfig, preset_values, update_config
 from acrl.core.errors import InputError
-from acrl.core.loop import write_text_atomic
+from acrl.core.files import write_text_atomic
 from acrl.core.version import __version__
 
 SKIPPED = {"env_id", "seed", "total_steps", "preset", "device", "dataset"}
