@@ -17,6 +17,7 @@ import torch
 import acrl
 from acrl import PPO, InputError, TrainingError
 from tests.conftest import ROOT, ConstantRewardEnv, run_cli, signal_when_ready
+from tests.unit.test_checkpoint import save_format_1
 
 TINY = {"n_steps": 64, "batch_size": 32, "n_epochs": 2, "eval_episodes": 2}
 
@@ -257,10 +258,11 @@ def test_cli_resume_without_checkpoint_and_corrupt_checkpoint(tmp_path):
 
 
 @pytest.mark.parametrize("critic_weight_decay", [0.0, 1e-3])
-def test_checkpoint_with_a_per_layer_optimizer_state_still_loads(critic_weight_decay):
-    """Checkpoints written before the parameters became one flat tensor per net hold Adam's
-    state per layer (12 parameters in one group, or the actor's 6 and the critic's 6 in two with
-    critic weight decay); loading one gives the same moments as the flat state they came from."""
+def test_checkpoint_with_a_per_layer_optimizer_state_still_loads(critic_weight_decay, tmp_path):
+    """Checkpoints of format 1, written before the parameters became one flat tensor per net,
+    hold Adam's state per layer (12 parameters in one group, or the actor's 6 and the critic's 6
+    in two with critic weight decay); loading one gives the same moments as the flat state they
+    came from."""
     settings = {**TINY, "seed": 0, "eval_freq": 0, "critic_weight_decay": critic_weight_decay}
     agent = PPO("CartPole-v1", **settings)
     agent.collect()
@@ -283,8 +285,7 @@ def test_checkpoint_with_a_per_layer_optimizer_state_still_loads(critic_weight_d
     assert index == 12
     old = {**state, "optimizers": {"optimizer": {"state": per_layer, "param_groups": old_groups}}}
 
-    loaded = PPO("CartPole-v1", **settings)
-    loaded.load_state_dict(old)
+    loaded = PPO.load(save_format_1(tmp_path / "old.pt", agent, old))
     for k in (0, 1):
         for key in ("exp_avg", "exp_avg_sq", "step"):
             assert torch.equal(loaded.optimizer.state_dict()["state"][k][key], flat_state["state"][k][key])

@@ -1,7 +1,5 @@
 """acrl.core.files: a write that fails part-way leaves the previous file as it was, and no temporary file."""
 
-import json
-
 import pytest
 import torch
 
