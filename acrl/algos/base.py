@@ -101,6 +101,27 @@ class Agent:
         for net in self.nets.values():  # in place: the optimizers keep their parameters
             net.to(self.device)
 
+    @classmethod
+    def from_preset(cls, env: EnvSpec, preset: str | None = None, **hyperparameters: Any) -> Agent:
+        """The agent `acrl train` builds: the algorithm's defaults < the preset < `hyperparameters`.
+
+        `cls(env)` takes the defaults only; the tuned presets (acrl/presets/ALGO.yaml, each
+        with its source) apply here and in the CLI through the same `acrl.algos.make_config`.
+
+        Args:
+            env: a Gymnasium id, env instance or zero-argument factory; its id selects the preset.
+            preset: a preset name for this environment (default: its `default` preset when it
+                has one, else none), as `acrl train --preset`.
+            **hyperparameters: config fields set over the preset, e.g. `seed=1, total_steps=50_000`.
+        Raises:
+            InputError: a preset that does not exist for this algorithm and environment (the
+                message lists those that do), an unknown hyperparameter or a bad value.
+        """
+        from acrl.algos import make_config  # the registry, in this package's __init__
+
+        _, config = make_config(cls.algo, env_factory(env)[1], preset, hyperparameters, f"{cls.__name__}.from_preset")
+        return cls(env, config=config)
+
     def _device(self) -> torch.device:
         """The config's device, resolved on this machine (`acrl.core.devices.resolve_device`).
 
