@@ -375,9 +375,9 @@ def report(run_dir: Path) -> None:
     summary = json.loads((run_dir / "eval.json").read_text())
     print(json.dumps(summary))
     last, resumed = summary["last"], summary["resumed_at"]
-    earlier = f", before the resume at step {resumed:,}" if resumed and summary["step"] <= resumed else ""
-    print(f"best: return {summary['return_mean']:.1f} at step {summary['step']:,}{earlier} "
-          f"({run_dir / summary['checkpoint']}); last evaluation: return {last['return_mean']:.1f} at step "
+    earlier = f" (from before the resume at step {resumed:,})" if resumed and summary["step"] <= resumed else ""
+    print(f"best evaluation: return {summary['return_mean']:.1f} at step {summary['step']:,}{earlier}, kept in "
+          f"{run_dir / summary['checkpoint']}; last evaluation: return {last['return_mean']:.1f} at step "
           f"{last['step']:,}", file=sys.stderr)
     print(f"learning curve: {run_dir / 'learning_curve.png'}", file=sys.stderr)
 
