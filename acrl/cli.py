@@ -353,6 +353,7 @@ def existing_run_dir(path: str) -> Path:
 
 def resume(args: Resume) -> None:
     from acrl.algos import load
+    from acrl.core.loop import ConsoleReport
 
     run_dir = existing_run_dir(args.run_dir)
     agent = load(run_dir / "checkpoints" / "latest.pt", device=args.device)
@@ -361,8 +362,6 @@ def resume(args: Resume) -> None:
         given = f"--total-steps {args.total_steps} does not go beyond it. " if args.total_steps is not None else ""
         raise InputError(f"the run is at step {agent.num_steps} of its budget {agent.total_steps}; nothing to "
                          f"resume. {given}Pass --total-steps N with N > {agent.num_steps} to train further.")
-    from acrl.core.loop import ConsoleReport
-
     print(f"resuming {agent.algo} on {agent.config.env_id} at step {agent.num_steps}", file=sys.stderr)
     agent.learn(total_steps=args.total_steps, run_dir=run_dir, progress=args.progress,
                 callbacks=[ConsoleReport(evaluations=not args.progress)])

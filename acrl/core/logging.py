@@ -53,6 +53,8 @@ class Logger:
         self.rate_label = "fps" if unit == "step" else f"{unit}s/s"
         self.bar = tqdm(total=total_steps, initial=start_step, disable=not progress, unit=unit, desc=label,
                         dynamic_ncols=True, leave=True)
+        self.step = start_step
+        """The step of the last row (or where the run started)."""
         self._bar_lock = threading.Lock()
 
     def log(self, step: int, metrics: dict[str, float]) -> None:
@@ -74,6 +76,7 @@ class Logger:
         if step > self.bar.total:  # a last whole rollout may pass the budget: the bar keeps a total
             self.bar.total = step
         self.show_progress(step)
+        self.step = step
         shown = {self.rate_label: metrics.get("time/fps"), "return": metrics.get("rollout/ep_return_mean"),
                  "eval": metrics.get("eval/return_mean")}
         self.bar.set_postfix({k: f"{v:.4g}" for k, v in shown.items() if v is not None}, refresh=False)
