@@ -59,9 +59,9 @@ from acrl.core.logging import Logger
 class Callback:
     """Hook into a run, as Stable-Baselines3's callbacks: subclass and override what you need.
 
-    Each method may return True to stop the run after the current iteration; the run then
-    finishes normally at that step (final evaluation, latest.pt, eval.json). The default
-    methods do nothing.
+    `on_iteration` and `on_evaluation` may return True to stop the run after the current
+    iteration; the run then finishes normally at that step (final evaluation, latest.pt,
+    eval.json). The default methods do nothing.
     """
 
     def on_training_start(self, step: int, run_dir: Path | None) -> None:
