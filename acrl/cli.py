@@ -335,16 +335,15 @@ def build_agent(args: Train):
 
 
 def train(args: Train) -> None:
-    from acrl.core.loop import check_run_dir
+    from acrl.core.loop import ConsoleReport
 
     agent = build_agent(args)
     cfg = agent.config
     run_dir = Path(args.run_dir or f"runs/{args.algo}-{cfg.env_id.replace('/', '_')}-s{cfg.seed}-"
                    f"{time.strftime('%Y%m%d-%H%M%S')}")
-    check_run_dir(run_dir, resuming=False)
-    agent.before_learning()  # an offline agent checks its dataset before the run is announced
-    print(f"training {args.algo} on {cfg.env_id} -> {run_dir}", file=sys.stderr)
-    agent.learn(run_dir=run_dir, progress=args.progress)
+    # announced once learn's checks (the run directory, an offline agent's dataset) have passed
+    console = ConsoleReport(f"training {args.algo} on {cfg.env_id} -> {run_dir}", evaluations=not args.progress)
+    agent.learn(run_dir=run_dir, progress=args.progress, callbacks=[console])
     report(run_dir)
 
 
@@ -357,6 +356,7 @@ def existing_run_dir(path: str) -> Path:
 
 def resume(args: Resume) -> None:
     from acrl.algos import load
+    from acrl.core.loop import ConsoleReport
 
     run_dir = existing_run_dir(args.run_dir)
     agent = load(run_dir / "checkpoints" / "latest.pt", device=args.device)
@@ -366,13 +366,21 @@ def resume(args: Resume) -> None:
         raise InputError(f"the run is at step {agent.num_steps} of its budget {agent.total_steps}; nothing to "
                          f"resume. {given}Pass --total-steps N with N > {agent.num_steps} to train further.")
     print(f"resuming {agent.algo} on {agent.config.env_id} at step {agent.num_steps}", file=sys.stderr)
-    agent.learn(total_steps=args.total_steps, run_dir=run_dir, progress=args.progress)
+    agent.learn(total_steps=args.total_steps, run_dir=run_dir, progress=args.progress,
+                callbacks=[ConsoleReport(evaluations=not args.progress)])
     report(run_dir)
 
 
 def report(run_dir: Path) -> None:
-    """Print the final evaluation (eval.json) and where the learning curve is."""
-    print(json.dumps(json.loads((run_dir / "eval.json").read_text())))
+    """Print eval.json on stdout (the best checkpoint's evaluation, its step and the last evaluation);
+    on stderr, which evaluation that is against the last one, and where the learning curve is."""
+    summary = json.loads((run_dir / "eval.json").read_text())
+    print(json.dumps(summary))
+    last, resumed = summary["last"], summary["resumed_at"]
+    earlier = f" (from before the resume at step {resumed:,})" if resumed and summary["step"] <= resumed else ""
+    print(f"best evaluation: return {summary['return_mean']:.1f} at step {summary['step']:,}{earlier}, kept in "
+          f"{run_dir / summary['checkpoint']}; last evaluation: return {last['return_mean']:.1f} at step "
+          f"{last['step']:,}", file=sys.stderr)
     print(f"learning curve: {run_dir / 'learning_curve.png'}", file=sys.stderr)
 
 
@@ -403,7 +411,7 @@ def evaluate(args: Evaluate) -> None:
     from acrl.algos import load
     from acrl.algos.base import EVAL_SEED_OFFSET
     from acrl.core.evaluation import evaluate as run_evaluation
-    from acrl.core.loop import write_json_atomic
+    from acrl.core.files import write_json_atomic
     from acrl.core.model_card import write_model_card
 
     if args.episodes < 1:
@@ -417,7 +425,8 @@ def evaluate(args: Evaluate) -> None:
     write_json_atomic(run_dir / "evaluate.json", {"checkpoint": path.name, "seed": seed,
                                                   "date": time.strftime("%Y-%m-%d %H:%M"), "result": result})
     write_model_card(run_dir, agent)
-    print(json.dumps(result))
+    print(json.dumps({**result, "checkpoint": f"checkpoints/{path.name}", "step": agent.num_steps}))
+    print(f"evaluated {path}, saved at step {agent.num_steps:,}", file=sys.stderr)
 
 
 def record(args: Record) -> None:
@@ -611,19 +620,12 @@ def synopsis(width: int = 110) -> str:
 
 @contextmanager
 def one_line_warnings() -> Iterator[None]:
-    """While active, each warning prints once, as the line `acrl: warning: MESSAGE` on stderr, without
+    """While active, each warning prints as the line `acrl: warning: MESSAGE` on stderr, without
     Python's file:line and source line; the warning filters and `warnings.showwarning` are restored after.
-
-    Once per distinct message: the same warning raised from two places (e.g. `before_learning`, called by
-    the CLI and again by `learn`) is one line.
     """
-    shown: set[str] = set()
 
     def show(message, category, filename, lineno, file=None, line=None) -> None:
-        text = " ".join(str(message).split())
-        if text not in shown:
-            shown.add(text)
-            print(f"acrl: warning: {text}", file=file or sys.stderr)
+        print(f"acrl: warning: {' '.join(str(message).split())}", file=file or sys.stderr)
 
     with warnings.catch_warnings():
         warnings.showwarning = show

@@ -318,13 +318,12 @@ def main(argv: list[str] | None = None) -> int:
                      "command": " ".join([Path(sys.argv[0]).name, *(argv if argv is not None else sys.argv[1:])])}
 
     def write(rows: list[dict]) -> None:  # atomically, after every finished run
+        from acrl.core.files import write_text_atomic
+
         summary["returns"] = sorted(rows, key=lambda r: (KINDS.index(r["kind"]), r["seed"]))
         summary["d3rlpy_version"] = rows[0]["d3rlpy"]["version"]
-        args.out.parent.mkdir(parents=True, exist_ok=True)
         for suffix, text in ((".json", json.dumps(summary, indent=2) + "\n"), (".md", markdown(summary))):
-            tmp = args.out.with_suffix(suffix + ".tmp")
-            tmp.write_text(text)
-            os.replace(tmp, args.out.with_suffix(suffix))
+            write_text_atomic(args.out.with_suffix(suffix), text)
 
     if args.experiment is not None:
         summary["experiment"] = str(args.experiment)

@@ -57,6 +57,7 @@ from acrl import PPO, PPOConfig
 from acrl.algos.base import EVAL_SEED_OFFSET
 from acrl.core.config import preset_values, update_config
 from acrl.core.evaluation import evaluate
+from acrl.core.files import write_json_atomic
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
@@ -452,9 +453,7 @@ def main() -> None:
         merged = {**meta, "parts": {**previous.get("parts", {}),
                                     **{part: {**meta, "args": {k: str(v) for k, v in vars(args).items()},
                                               "results": value} for part, value in parts.items()}}}
-        tmp = args.out.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(merged, indent=2, default=float) + "\n")
-        os.replace(tmp, args.out)
+        write_json_atomic(args.out, merged, default=float)
 
     if "throughput" in args.parts:
         print("throughput (evaluation off)", flush=True)

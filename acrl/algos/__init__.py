@@ -42,7 +42,7 @@ def get_algorithm(name: str) -> type:
 
 def make_config(algo: str, env_id: str | None = None, preset: str | None = None,
                 overrides: dict[str, Any] | None = None, origin: str = "--set", **flags: Any) -> tuple[type, RunConfig]:
-    """The agent class and full config of a run, as `acrl train` and `acrl sweep` build them.
+    """The agent class and full config of a run, as `acrl train`, `acrl sweep` and `Agent.from_preset` build them.
 
     Precedence: the algorithm's defaults < the preset (`preset`, else the environment's
     `default` if it has one) < `overrides` (what `--set` gives) < `flags` (explicit options

@@ -65,7 +65,6 @@ from acrl.parts.optim import (
     SharedAdam,
     SharedRMSprop,
     anneal_learning_rate,
-    flatten_optimizer_state,
     flatten_parameters,
 )
 from acrl.parts.returns import segment_advantages
@@ -507,16 +506,6 @@ class A3C(Agent):
 
     def _extra_state(self) -> dict[str, Any]:
         return {**self.episode_stats.state_dict(), "updates": self.updates}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        """`Agent.load_state_dict`, also for checkpoints whose optimizer state is per layer
-        (written before the parameters were one flat tensor; `flatten_optimizer_state`)."""
-        try:
-            optimizer_state = flatten_optimizer_state(state["optimizers"]["optimizer"])
-        except (KeyError, TypeError) as exc:
-            raise InputError(f"the checkpoint does not match this A3C: its optimizer state is unreadable "
-                             f"({exc!r}).") from None
-        super().load_state_dict({**state, "optimizers": {"optimizer": optimizer_state}})
 
     def _load_extra_state(self, state: dict[str, Any]) -> None:
         self.episode_stats.load_state_dict(state)

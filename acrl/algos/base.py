@@ -12,7 +12,8 @@ and latest checkpoints, NaN checks, logging, signals, callbacks) is the run loop
 from __future__ import annotations
 
 import contextlib
-import os
+import difflib
+import inspect
 import random
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -30,6 +31,7 @@ from acrl.core.devices import resolve_device
 from acrl.core.envs import ActionAdapter, EnvSpec, check_spaces, env_factory
 from acrl.core.errors import InputError
 from acrl.core.evaluation import evaluate
+from acrl.core.files import write_text_atomic
 from acrl.core.loop import Callback, Run, train
 from acrl.parts.normalization import IdentityNormalizer, ObservationNormalizer
 
@@ -101,6 +103,27 @@ class Agent:
         for net in self.nets.values():  # in place: the optimizers keep their parameters
             net.to(self.device)
 
+    @classmethod
+    def from_preset(cls, env: EnvSpec, preset: str | None = None, **hyperparameters: Any) -> Agent:
+        """The agent `acrl train` builds: the algorithm's defaults < the preset < `hyperparameters`.
+
+        `cls(env)` takes the defaults only; the tuned presets (acrl/presets/ALGO.yaml, each
+        with its source) apply here and in the CLI through the same `acrl.algos.make_config`.
+
+        Args:
+            env: a Gymnasium id, env instance or zero-argument factory; its id selects the preset.
+            preset: a preset name for this environment (default: its `default` preset when it
+                has one, else none), as `acrl train --preset`.
+            **hyperparameters: config fields set over the preset, e.g. `seed=1, total_steps=50_000`.
+        Raises:
+            InputError: a preset that does not exist for this algorithm and environment (the
+                message lists those that do), an unknown hyperparameter or a bad value.
+        """
+        from acrl.algos import make_config  # the registry, in this package's __init__
+
+        _, config = make_config(cls.algo, env_factory(env)[1], preset, hyperparameters, f"{cls.__name__}.from_preset")
+        return cls(env, config=config)
+
     def _device(self) -> torch.device:
         """The config's device, resolved on this machine (`acrl.core.devices.resolve_device`).
 
@@ -168,8 +191,9 @@ class Agent:
         return action[0] if single else action
 
     def evaluate(self, episodes: int | None = None, deterministic: bool = True) -> dict[str, Any]:
-        """Evaluate on a fresh env seeded with seed + 10_000 (see `acrl.core.evaluation.evaluate`)."""
-        return evaluate(self, self.env, episodes or self.config.eval_episodes, deterministic,
+        """Evaluate `episodes` episodes (default: the config's eval_episodes) on a fresh env seeded with
+        seed + 10_000 (see `acrl.core.evaluation.evaluate`, which raises InputError for episodes < 1)."""
+        return evaluate(self, self.env, self.config.eval_episodes if episodes is None else episodes, deterministic,
                         seed=self.config.seed + EVAL_SEED_OFFSET)
 
     def record_video(self, path: str | Path, episodes: int = 1, deterministic: bool = True, seed: int | None = None,
@@ -187,13 +211,14 @@ class Agent:
 
     # ----------------------------------------------------------------- training
     def learn(self, total_steps: int | None = None, run_dir: str | Path | None = None, progress: bool = True,
-              callbacks: Sequence[Callback] = (), label: str | None = None) -> Agent:
+              callbacks: Sequence[Callback] = (), label: str | None = None, **unknown: Any) -> Agent:
         """Train until `num_steps` reaches `total_steps` through the run loop (`acrl.core.loop`).
 
         With a `run_dir`, writes config.yaml, metrics.csv, TensorBoard events,
         checkpoints/latest.pt every `checkpoint_freq` steps and checkpoints/best.pt at each
-        new best evaluation, then learning_curve.png and eval.json (the best checkpoint's
-        evaluation) at the end. A loaded agent continues from its own `num_steps`.
+        new best evaluation, then learning_curve.png, eval.json (the best checkpoint's
+        evaluation and its step, and the last evaluation) and README.md (the model card) at the
+        end. A loaded agent continues from its own `num_steps`.
 
         A Ctrl-C or SIGTERM (in the main thread) stops training at the end of the current
         iteration, where checkpoints/latest.pt is written, so that `acrl resume` continues
@@ -207,19 +232,28 @@ class Agent:
                 one returning True ends the run early.
             label: the progress bar's description (e.g. "bcq on imperfect").
         Raises:
-            InputError: total_steps <= 0, or data the algorithm checks before training.
+            InputError: an unknown keyword (the message names the valid ones), total_steps <= 0, a
+                new run in a directory that holds one, or data the algorithm checks before training.
             TrainingError: a loss, statistic or parameter became NaN or infinite; the message
                 names the step and the quantity. The last good checkpoint is kept.
             KeyboardInterrupt: after a Ctrl-C or SIGTERM, once that iteration (and with a
                 run_dir, its checkpoint) is done.
         """
+        if unknown:
+            valid = list(inspect.signature(Agent.learn).parameters)[1:-1]
+            said = "; ".join(f"{key!r}" + "".join(f" (did you mean {close}?)"
+                                                   for close in difflib.get_close_matches(key, valid, n=1))
+                             for key in unknown)
+            raise InputError(f"learn() got an unknown keyword: {said}. It takes {', '.join(valid)}; hyperparameters "
+                             f"go to the constructor, e.g. {type(self).__name__}(env, learning_rate=...).")
         if total_steps is not None:
             if total_steps <= 0:
                 raise InputError(f"total_steps must be > 0, got {total_steps}.")
             self.total_steps = self.config.total_steps = total_steps
+        run = Run(self, run_dir, progress, callbacks, label)  # checks the run directory, writes nothing yet
         self.before_learning()
         torch.set_num_threads(self.config.torch_threads)
-        train([Run(self, run_dir, progress, callbacks, label)])
+        train([run])
         return self
 
     def before_learning(self) -> None:
@@ -241,12 +275,8 @@ class Agent:
 
     def write_config(self, run_dir: Path) -> None:
         """Write run_dir/config.yaml (algorithm and full config, atomically), creating run_dir."""
-        run_dir.mkdir(parents=True, exist_ok=True)
-        path = run_dir / "config.yaml"  # rewritten by a resume: its total_steps is the new budget
         text = yaml.safe_dump({"algo": self.algo, "config": self.config.to_dict()}, sort_keys=False)
-        tmp = path.with_suffix(".yaml.tmp")
-        tmp.write_text(text)
-        os.replace(tmp, path)
+        write_text_atomic(run_dir / "config.yaml", text)  # rewritten by a resume: its total_steps is the new budget
 
     # ----------------------------------------------------------------- checkpoints
     def state_dict(self, replay_buffer: bool = True) -> dict[str, Any]:

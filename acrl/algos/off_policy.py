@@ -265,7 +265,7 @@ class ReplayAgent(Agent):
         totals: dict[str, list[float]] = {}
         for _ in range(budget):
             self._sampled_update(totals)
-        self.num_steps += budget
+            self.num_steps += 1  # as it goes: the progress bar follows inside the iteration
         return _means(totals)
 
     # ----------------------------------------------------------------- checkpoints
@@ -322,10 +322,20 @@ class OffPolicyAgent(ReplayAgent):
         raise NotImplementedError
 
     def before_learning(self) -> None:
-        """Load and check the dataset (offline), or warn when the budget never leaves the random start steps."""
+        """Load and check the dataset (offline); online, warn when a resumed run starts from an empty
+        replay buffer (its random start steps come again) or the budget never leaves the random start steps."""
         if self.envs is None:
             super().before_learning()
-        elif self.total_steps <= self.config.start_steps:
+            return
+        cfg = self.config
+        if self.num_steps > 0 and len(self.buffer) == 0:  # resumed from a checkpoint without the buffer
+            random = f"the next {cfg.start_steps} steps act uniformly at random, as at the start, and " \
+                if cfg.start_steps else ""
+            warnings.warn(f"resuming at step {self.num_steps} with an empty replay buffer (a checkpoint holds one "
+                          f"only with save_replay_buffer=true, and best.pt never): {random}updates wait until it "
+                          f"holds {max(cfg.start_steps, cfg.batch_size)} new transitions. Train with --set "
+                          "save_replay_buffer=true to resume with the buffer.", stacklevel=2)
+        if self.total_steps <= self.config.start_steps:
             warnings.warn(f"total_steps {self.total_steps} <= start_steps {self.config.start_steps}: every action "
                           "will be uniformly random and no gradient update will happen. Train longer or lower "
                           "start_steps (--set start_steps=1000).", stacklevel=2)
@@ -379,7 +389,9 @@ class OffPolicyAgent(ReplayAgent):
         the gap between what the critic believes and what the policy gets. Besides `Agent.evaluate`'s
         keys (undiscounted returns), the result holds
             discounted_return_mean: the Monte-Carlo value, sum_t gamma^t r_t of each evaluation
-                episode from its first state, averaged (`acrl.core.evaluation.evaluate`);
+                episode from its first state, averaged (`acrl.core.evaluation.evaluate`); with a
+                critic, an episode cut by its time limit after T steps adds gamma^T Q1(s_T, pi(s_T)),
+                as the critic's own targets bootstrap through truncation;
         and, when `nets` has a "critic" (DDPG, TD3, SAC, BCQ; not BC or discrete BCQ):
             q_initial_mean: Q1(s_0, a_0) at the same episodes' first states and the actions the
                 policy took there, averaged: the critic's estimate of discounted_return_mean;
@@ -391,9 +403,10 @@ class OffPolicyAgent(ReplayAgent):
         """
         recorder = _StepRecorder(self)
         seed = self.config.seed + EVAL_SEED_OFFSET
-        result = evaluate(recorder, self.env, episodes or self.config.eval_episodes, deterministic, seed=seed,
-                          gamma=self.config.gamma)
-        if "critic" not in self.nets:
+        value = self._policy_value if "critic" in self.nets else None
+        result = evaluate(recorder, self.env, self.config.eval_episodes if episodes is None else episodes,
+                          deterministic, seed=seed, gamma=self.config.gamma, value=value)
+        if value is None:
             return result
         firsts = np.cumsum([0, *result["lengths"][:-1]])
         obs = self.obs_normalizer(np.stack(recorder.observations)[firsts]).to(self.device)
@@ -408,6 +421,13 @@ class OffPolicyAgent(ReplayAgent):
                 result["q_data_mean"] = critic.q1(states, self.buffer.actions[index]).mean().item()
                 result["q_policy_mean"] = critic.q1(states, self._policy_action(states, True)).mean().item()
         return result
+
+    def _policy_value(self, obs: np.ndarray) -> float:
+        """Q1(s, pi(s)) of one raw observation (obs_dim,), the deterministic policy's action: the
+        value the critic bootstraps from, added to a time-limited evaluation episode's return."""
+        x = self.obs_normalizer(np.asarray(obs, np.float32)[None]).to(self.device)
+        with torch.no_grad():
+            return self.nets["critic"].q1(x, self._policy_action(x, True)).item()
 
     # ----------------------------------------------------------------- checkpoints
     def state_dict(self, replay_buffer: bool = True) -> dict[str, Any]:

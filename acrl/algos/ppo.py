@@ -29,7 +29,7 @@ from acrl.parts.buffers import RolloutBuffer
 from acrl.parts.heads import policy_head
 from acrl.parts.nets import ValueNet
 from acrl.parts.normalization import ObservationNormalizer, RewardScaler
-from acrl.parts.optim import anneal_learning_rate, clip_grad_norm, flatten_optimizer_state, flatten_parameters
+from acrl.parts.optim import anneal_learning_rate, clip_grad_norm, flatten_parameters
 from acrl.parts.returns import gae
 from acrl.parts.stats import EpisodeStats
 
@@ -250,17 +250,6 @@ class PPO(Agent):
         """`collect` then `update`: one whole rollout of n_steps * n_envs steps, whatever `max_steps`."""
         self.collect()
         return self.update() | self.episode_stats.metrics()
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        """`Agent.load_state_dict`, also for checkpoints whose optimizer state is per layer
-        (written before the parameters were one flat tensor per net; `flatten_optimizer_state`)."""
-        counts = [len(list(net.parameters())) for net in (self.actor, self.critic)]
-        try:
-            optimizer_state = flatten_optimizer_state(state["optimizers"]["optimizer"], counts)
-        except (KeyError, TypeError) as exc:
-            raise InputError(f"the checkpoint does not match this PPO: its optimizer state is unreadable "
-                             f"({exc!r}).") from None
-        super().load_state_dict({**state, "optimizers": {"optimizer": optimizer_state}})
 
     def _extra_state(self) -> dict[str, Any]:
         state: dict[str, Any] = self.episode_stats.state_dict()

@@ -4,16 +4,21 @@ A checkpoint is a `torch.save`d dict of tensors and plain data only, so it loads
 `torch.load(weights_only=True)`: opening a checkpoint someone sent you never executes code
 from it. Layout:
 
-    format: "acrl-checkpoint", format_version: 1, acrl_version: str,
+    format: "acrl-checkpoint", format_version: 2, acrl_version: str,
     algo: "ppo" | "a3c" | ..., config: dict (the algorithm's config as plain data),
     state: dict (module and optimizer state dicts, normaliser statistics, counters),
     rng: dict (python, numpy and torch generator states)
+
+A change of layout bumps `FORMAT_VERSION` and adds to `MIGRATIONS` the function that turns a
+payload of the version before into the new layout; `load_checkpoint` applies them in turn, so
+every algorithm reads only the current layout and a checkpoint of any earlier version loads.
 """
 
 from __future__ import annotations
 
-import os
 import random
+import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,10 +26,14 @@ import numpy as np
 import torch
 
 from acrl.core.errors import InputError
+from acrl.core.files import atomic_path
 from acrl.core.version import __version__
 
 FORMAT = "acrl-checkpoint"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+"""The layout's version. 1: the first. 2: PPO's and A3C's optimizer state is over one flat
+parameter tensor per network (`acrl.parts.optim.flatten_parameters`); version 1 could hold it
+per layer."""
 
 
 def rng_state(generator: np.random.Generator) -> dict[str, Any]:
@@ -53,17 +62,14 @@ def _tuples(value: Any) -> Any:
 
 def save_checkpoint(path: str | Path, algo: str, config: dict[str, Any], state: dict[str, Any],
                     rng: dict[str, Any]) -> None:
-    """Write a checkpoint atomically: to `path.tmp` in the same directory, then `os.replace`.
+    """Write a checkpoint atomically (`acrl.core.files.atomic_path`), creating its directory.
 
     A crash mid-write leaves the previous checkpoint intact.
     """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     payload = {"format": FORMAT, "format_version": FORMAT_VERSION, "acrl_version": __version__,
                "algo": algo, "config": config, "state": state, "rng": rng}
-    tmp = path.with_name(path.name + ".tmp")
-    torch.save(payload, tmp)
-    os.replace(tmp, path)
+    with atomic_path(path) as tmp:
+        torch.save(payload, tmp)
 
 
 def load_checkpoint(path: str | Path) -> dict[str, Any]:
@@ -80,7 +86,9 @@ def load_checkpoint(path: str | Path) -> dict[str, Any]:
         raise InputError(f"no checkpoint at {path}. A run directory has checkpoints/latest.pt and "
                          "checkpoints/best.pt once training has written one.")
     try:
-        payload = torch.load(path, map_location="cpu", weights_only=True)
+        with warnings.catch_warnings():  # a raw pickle makes torch warn about its protocol before failing
+            warnings.filterwarnings("ignore", message="Detected pickle protocol", category=UserWarning)
+            payload = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # torch raises many kinds for truncated/corrupt zip files
         # Only the exception's type: torch's message for a non-weights file advises loading it
         # with weights_only=False, which is exactly what a checkpoint from elsewhere must not get.
@@ -88,10 +96,82 @@ def load_checkpoint(path: str | Path) -> dict[str, Any]:
                          f"file ({type(exc).__name__}). Use another checkpoint of the run or retrain.") from None
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
         raise InputError(f"{path} is a torch file but not an acrl checkpoint (no 'format: {FORMAT}').")
-    if payload.get("format_version", 0) > FORMAT_VERSION:
-        raise InputError(f"{path} has checkpoint format {payload['format_version']}; this acrl "
-                         f"({__version__}) reads format {FORMAT_VERSION}. Upgrade acrl.")
+    version = payload.get("format_version", 1)
+    if version > FORMAT_VERSION:
+        raise InputError(f"{path} has checkpoint format {version}; this acrl "
+                         f"({__version__}) reads formats up to {FORMAT_VERSION}. Upgrade acrl.")
     missing = {"algo", "config", "state", "rng"} - payload.keys()
     if missing:
         raise InputError(f"{path} is an incomplete acrl checkpoint: missing {sorted(missing)}.")
-    return payload
+    for old in range(version, FORMAT_VERSION):
+        try:
+            payload = MIGRATIONS[old](payload)
+        except (KeyError, TypeError) as exc:
+            raise InputError(f"{path} is a {payload['algo']} checkpoint of format {old} that cannot be read "
+                             f"({exc!r}): its state does not have that format's layout.") from None
+    return {**payload, "format_version": FORMAT_VERSION}
+
+
+def _flat_optimizer_state(payload: dict[str, Any]) -> dict[str, Any]:
+    """Format 1 -> 2: PPO's and A3C's optimizer state per layer -> over one flat tensor per net,
+    the nets in the checkpoint's order (PPO: actor, critic; A3C: its one model)."""
+    if payload["algo"] not in ("ppo", "a3c"):
+        return payload
+    state = payload["state"]
+    counts = [len(net) for net in state["nets"].values()]  # their state dicts hold parameters only
+    optimizer = flatten_optimizer_state(state["optimizers"]["optimizer"], counts)
+    return {**payload, "state": {**state, "optimizers": {**state["optimizers"], "optimizer": optimizer}}}
+
+
+MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _flat_optimizer_state}
+"""Format version N -> the function that turns a format-N payload into format N + 1."""
+
+
+def flatten_optimizer_state(state_dict: dict[str, Any], counts: list[int] | None = None) -> dict[str, Any]:
+    """An optimizer `state_dict()` over per-layer parameters -> the same state over their
+    `flatten_parameters` tensors.
+
+    Flat tensor k holds the next `counts[k]` parameters in order (default: all of them, one flat
+    tensor). Each parameter group keeps its settings and gets the flat tensors of its
+    parameters. Tensor states (moments) are flattened and concatenated in parameter order; the
+    step count is the largest of the parameters' (with lock-free A3C updates they may differ by
+    a few). A state already over len(counts) parameters is returned unchanged. The migration of
+    format version 1 uses it (`MIGRATIONS`): PPO's and A3C's checkpoints written before they
+    flattened their parameters (`acrl.parts.optim.flatten_parameters`).
+
+    Raises:
+        InputError: a flat tensor's parameters span two groups, counts do not add up to the
+            number of parameters, or a parameter has no state.
+    """
+    groups = state_dict["param_groups"]
+    ids = [i for group in groups for i in group["params"]]
+    counts = [len(ids)] if counts is None else counts
+    if len(ids) == len(counts):
+        return state_dict
+    if sum(counts) != len(ids):
+        raise InputError(f"the optimizer state has {len(ids)} parameters; expected {len(counts)} (flat) "
+                         f"or {sum(counts)} (per layer).")
+    states = [state_dict["state"].get(i) for i in ids]
+    if any(not s for s in states):
+        raise InputError("the optimizer state has parameters without state (a checkpoint before any update?).")
+    group_of = [g for g, group in enumerate(groups) for _ in group["params"]]
+    flat_states: dict[int, dict[str, Any]] = {}
+    new_groups: list[dict[str, Any]] = [{**group, "params": []} for group in groups]
+    start = 0
+    for k, count in enumerate(counts):
+        chunk = states[start:start + count]
+        if len(set(group_of[start:start + count])) != 1:
+            raise InputError(f"flat parameter {k} would take parameters of two optimizer groups.")
+        new_groups[group_of[start]]["params"].append(k)
+        flat: dict[str, Any] = {}
+        for key, value in chunk[0].items():
+            if key == "step":
+                flat[key] = max((s[key] for s in chunk), key=float)
+            elif torch.is_tensor(value):
+                flat[key] = torch.cat([s[key].reshape(-1) for s in chunk])
+            else:
+                flat[key] = value
+        flat_states[k] = flat
+        start += count
+    return {"state": flat_states, "param_groups": new_groups}
+

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
 import numpy as np
 import torch
 
 from acrl.core.envs import CheckFinite, EnvSpec, env_factory
+from acrl.core.errors import InputError
 
 
 class Predictor(Protocol):
@@ -19,7 +20,8 @@ class Predictor(Protocol):
 
 
 def evaluate(agent: Predictor, env: EnvSpec, episodes: int = 10, deterministic: bool = True,
-             seed: int | None = None, gamma: float | None = None) -> dict[str, Any]:
+             seed: int | None = None, gamma: float | None = None,
+             value: Callable[[np.ndarray], float] | None = None) -> dict[str, Any]:
     """Run `episodes` full episodes and report their undiscounted (and discounted) returns.
 
     `agent.predict` never updates observation statistics, so evaluation leaves a trained
@@ -35,8 +37,13 @@ def evaluate(agent: Predictor, env: EnvSpec, episodes: int = 10, deterministic: 
         deterministic: the policy's mode/mean action (default) or sampled actions.
         seed: seed for the first reset.
         gamma: a discount in [0, 1] to also report each episode's discounted return from its
-            first state, sum_t gamma^t r_t: the Monte-Carlo value that a critic's estimate at
+            first state, sum_{t<T} gamma^t r_t: the Monte-Carlo value that a critic's estimate at
             that state is compared with (Fujimoto et al. 2019, Sec. 5 and Figure 2).
+        value: with gamma, the critic's value of a state, V(s) = Q(s, pi(s)) (raw observation in
+            the env's units -> float). An episode cut by its time limit (truncated, not
+            terminated) after T steps then adds gamma^T V(s_T) at its final observation s_T: the
+            critic bootstraps through truncation (docs/correctness.md item 1), so the Monte-Carlo
+            value must look past the time limit too, and a perfect critic reads equal to it.
     Returns:
         JSON-ready dict: return_mean, return_std, returns (list), lengths (list),
         deterministic; with gamma, discounted_returns (list) and discounted_return_mean; for
@@ -44,14 +51,16 @@ def evaluate(agent: Predictor, env: EnvSpec, episodes: int = 10, deterministic: 
         NAME (the value in the last step's info, per episode) and NAME_mean, e.g. y_displacement
         and y_displacement_mean (m) for acrl/AntDirectional-v5.
     Raises:
-        InputError: an unknown environment id (see `acrl.core.envs.env_factory`).
+        InputError: episodes < 1; an unknown environment id (see `acrl.core.envs.env_factory`).
         TrainingError: the environment returned a NaN or infinite observation or reward.
     """
+    if isinstance(episodes, bool) or not isinstance(episodes, (int, np.integer)) or episodes < 1:
+        raise InputError(f"episodes must be an integer >= 1 (the number of evaluation episodes), got {episodes!r}.")
     instance = CheckFinite(env_factory(env)[0]())  # a NaN observation must not reach predict
     metrics: dict[str, list[float]] = {name: [] for name in episode_metric_names(instance)}
     with seeded_torch(seed):
         returns, discounted, lengths = _episodes(agent, instance, episodes, deterministic, seed, metrics,
-                                                 1.0 if gamma is None else gamma)
+                                                 1.0 if gamma is None else gamma, value if gamma is not None else None)
     instance.close()
     result = {"return_mean": float(np.mean(returns)), "return_std": float(np.std(returns)),
               "returns": returns, "lengths": lengths, "deterministic": deterministic}
@@ -87,7 +96,8 @@ def seeded_torch(seed: int | None) -> Iterator[None]:
 
 
 def _episodes(agent: Predictor, instance: Any, episodes: int, deterministic: bool, seed: int | None,
-              metrics: dict[str, list[float]], gamma: float) -> tuple[list[float], list[float], list[int]]:
+              metrics: dict[str, list[float]], gamma: float,
+              value: Callable[[np.ndarray], float] | None) -> tuple[list[float], list[float], list[int]]:
     returns, discounted_returns, lengths = [], [], []
     obs, _ = instance.reset(seed=seed)
     for _ in range(episodes):
@@ -99,6 +109,8 @@ def _episodes(agent: Predictor, instance: Any, episodes: int, deterministic: boo
             discounted += gamma**length * float(reward)
             length += 1
             done = terminated or truncated
+        if value is not None and truncated and not terminated:  # the horizon the critic bootstraps through
+            discounted += gamma**length * float(value(obs))
         returns.append(total)
         discounted_returns.append(discounted)
         lengths.append(length)

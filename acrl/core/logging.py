@@ -12,12 +12,13 @@ from __future__ import annotations
 import csv
 import io
 import math
-import os
+import threading
 from pathlib import Path
 
 import numpy as np
 from tqdm import tqdm
 
+from acrl.core.files import atomic_path
 from acrl.core.torch_fast import add_summary
 
 
@@ -54,6 +55,8 @@ class Logger:
         self.bar = tqdm(total=total_steps, initial=start_step, disable=not progress, unit=unit, desc=label,
                         dynamic_ncols=True, leave=True)
         self.step = start_step
+        """The step of the last row (or where the run started)."""
+        self._bar_lock = threading.Lock()
 
     def log(self, step: int, metrics: dict[str, float]) -> None:
         """Record `metrics` at `step`: one CSV row, TensorBoard scalars, progress-bar update."""
@@ -73,11 +76,18 @@ class Logger:
                     self.writer.add_scalar(key, value, step)
         if step > self.bar.total:  # a last whole rollout may pass the budget: the bar keeps a total
             self.bar.total = step
-        self.bar.update(step - self.step)
+        self.show_progress(step)
         self.step = step
         shown = {self.rate_label: metrics.get("time/fps"), "return": metrics.get("rollout/ep_return_mean"),
                  "eval": metrics.get("eval/return_mean")}
         self.bar.set_postfix({k: f"{v:.4g}" for k, v in shown.items() if v is not None}, refresh=False)
+
+    def show_progress(self, step: int) -> None:
+        """Move the progress bar forward to `step` without writing a row (also from the run
+        loop's refresher thread, inside a long iteration)."""
+        with self._bar_lock:
+            if step > self.bar.n:
+                self.bar.update(step - self.bar.n)
 
     def add_video(self, tag: str, frames: np.ndarray, step: int, fps: float) -> None:
         """Log (T, H, W, 3) uint8 `frames` to TensorBoard as a video summary at `step` (nothing without a run_dir).
@@ -100,12 +110,10 @@ class Logger:
         add_summary(self.writer, Summary(value=[Summary.Value(tag=tag, image=image)]), step)
 
     def _rewrite(self) -> None:
-        tmp = self.csv_path.with_suffix(".csv.tmp")
-        with tmp.open("w", newline="") as f:
+        with atomic_path(self.csv_path) as tmp, tmp.open("w", newline="") as f:
             writer = csv.DictWriter(f, self.columns)
             writer.writeheader()
             writer.writerows(self.rows)
-        os.replace(tmp, self.csv_path)
 
     def close(self) -> None:
         self.bar.close()

@@ -4,8 +4,13 @@
         while not run.done:
             before = agent.num_steps
             metrics = agent.iteration(run.budget())   # collect and/or update; advances num_steps
-            run.record(before, metrics, seconds)      # NaN checks, evaluation, best/latest, callbacks
-    # leaving the block: final evaluation, latest.pt, eval.json, learning_curve.png
+            run.check_iteration(before, metrics, seconds)  # NaN checks, time/, callbacks
+            if run.evaluation_due(before):
+                metrics.update(run.evaluate())        # best.pt, callbacks, videos
+            run.logger.log(agent.num_steps, metrics)  # metrics.csv, TensorBoard, progress bar
+            if run.checkpoint_due(before):
+                run.save_latest()
+    # leaving the block: final evaluation, latest.pt, eval.json, learning_curve.png, README.md
 
 `train` drives one or several runs in lockstep (the concurrent experiment trains three agents
 on one behavioral clock) under one signal policy:
@@ -22,16 +27,17 @@ points where the algorithm can, and once at the end), which weights are evaluate
 (`agent.snapshot()`, frozen while A3C's workers keep training), what a checkpoint holds
 (best.pt: no replay buffer), when latest.pt is written (every `checkpoint_freq` steps, at the
 end, at a stop), that every metric and parameter is finite after every iteration, and, with
-`video_freq`, which evaluations also record a clip (run_dir/videos/step-N.mp4 and TensorBoard).
-At the end it writes the run's model card, run_dir/README.md (`acrl.core.model_card`).
+`video_freq`, which evaluations also record a clip (every `video_freq`-th evaluation, counted
+over the run and its resumes: run_dir/videos/step-N.mp4 and TensorBoard). `time/elapsed_s` is
+the wall time of the run, its earlier sessions included when it was resumed. At the end it
+writes eval.json (the best checkpoint's evaluation with its step, and the last evaluation) and
+the run's model card, run_dir/README.md (`acrl.core.model_card`).
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import math
-import os
 import signal
 import sys
 import threading
@@ -46,16 +52,21 @@ from torch import nn
 
 from acrl.core.config import RunConfig
 from acrl.core.errors import InputError, TrainingError
+from acrl.core.files import write_json_atomic
 from acrl.core.logging import Logger
 
 
 class Callback:
     """Hook into a run, as Stable-Baselines3's callbacks: subclass and override what you need.
 
-    Each method may return True to stop the run after the current iteration; the run then
-    finishes normally at that step (final evaluation, latest.pt, eval.json). The default
-    methods do nothing.
+    `on_iteration` and `on_evaluation` may return True to stop the run after the current
+    iteration; the run then finishes normally at that step (final evaluation, latest.pt,
+    eval.json). The default methods do nothing.
     """
+
+    def on_training_start(self, step: int, run_dir: Path | None) -> None:
+        """Once, after the run's checks passed and config.yaml is written, before its first
+        iteration; `step` is where it starts (a resumed run's step). Its return value is ignored."""
 
     def on_iteration(self, step: int, metrics: Mapping[str, float]) -> bool | None:
         """After every iteration: `step` is the agent's num_steps (environment steps, or
@@ -80,6 +91,28 @@ class StopOnReturn(Callback):
 
     def on_evaluation(self, step: int, result: Mapping[str, Any]) -> bool:
         return result["return_mean"] >= self.target
+
+
+class ConsoleReport(Callback):
+    """Lines on stderr for a terminal (the CLI's): `start` once training starts (after the run's
+    checks, so that a refused run prints only its error) and, with `evaluations`, one line per
+    evaluation for a run without a progress bar (`--no-progress`), as Stable-Baselines3's
+    EvalCallback (verbose=1) and CleanRL's logs print them:
+
+        step 12,288: eval return 162.0 +/- 30.5 (10 episodes)
+    """
+
+    def __init__(self, start: str | None = None, evaluations: bool = True):
+        self.start, self.evaluations = start, evaluations
+
+    def on_training_start(self, step: int, run_dir: Path | None) -> None:
+        if self.start:
+            print(self.start, file=sys.stderr, flush=True)
+
+    def on_evaluation(self, step: int, result: Mapping[str, Any]) -> None:
+        if self.evaluations:
+            print(f"step {step:,}: eval return {result['return_mean']:.1f} +/- {result['return_std']:.1f} "
+                  f"({len(result['returns'])} episodes)", file=sys.stderr, flush=True)
 
 
 class Trainable(Protocol):
@@ -133,9 +166,12 @@ class Run:
     Args:
         agent: what `Trainable` describes.
         run_dir: the run directory, or None to log nowhere (no checkpoints, no final evaluation).
-        progress: show a progress bar.
+        progress: show a progress bar (refreshed every second while an iteration runs).
         callbacks: `Callback`s, called in order; `config.target_return` adds a `StopOnReturn`.
         label: the progress bar's description (default: none), e.g. "bcq on imperfect".
+    Raises:
+        InputError: a new run (the agent at step 0) in a directory that holds one (`check_run_dir`);
+            `video_freq` without what recording needs.
     """
 
     def __init__(self, agent: Trainable, run_dir: str | Path | None = None, progress: bool = True,
@@ -154,9 +190,15 @@ class Run:
             check_recording(agent.env)  # no GL, ffmpeg or rgb_array: say so before the run starts
         self.stopped = False
         """A callback or the target return ended the run early (it still finishes normally)."""
-        self.last_eval_step: int | None = None
+        self.start_step = agent.num_steps
+        """The step this session started from (0, or where a resumed run continued)."""
+        self.last_eval: dict[str, Any] | None = None
+        """The latest evaluation's result, with its "step"."""
+        self.evaluations = 0
+        """Evaluations of the run so far, those before a resume included (the rows of metrics.csv with one)."""
         self.logger: Logger | None = None
         self._session: contextlib.ExitStack | None = None
+        self._clock = (0.0, 0.0)  # (seconds of the earlier sessions, perf_counter at this one's start)
 
     @property
     def done(self) -> bool:
@@ -169,12 +211,20 @@ class Run:
             agent.write_config(self.run_dir)
         self.logger = Logger(self.run_dir, agent.total_steps, start_step=agent.num_steps, progress=self.progress,
                              unit=agent.step_unit, label=self.label)
+        earlier = [row for row in self.logger.rows if "time/elapsed_s" in row]  # rows kept from before a resume
+        self._clock = (earlier[-1]["time/elapsed_s"] if earlier else 0.0, time.perf_counter())
+        self.evaluations = sum("eval/return_mean" in row for row in self.logger.rows)
         self._session = contextlib.ExitStack()
         try:
             self._session.enter_context(agent.training())
+            if self.progress:
+                self._session.enter_context(refreshing(self.logger, agent))
         except BaseException:
+            self._session.close()
             self.logger.close()
             raise
+        for callback in self.callbacks:
+            callback.on_training_start(agent.num_steps, self.run_dir)
         return self
 
     def budget(self) -> int:
@@ -183,31 +233,46 @@ class Run:
         left = agent.total_steps - agent.num_steps
         return min(left, freq - agent.num_steps % freq) if freq else left
 
-    def record(self, before: int, metrics: dict[str, float], seconds: float) -> None:
-        """After an iteration that took the agent from step `before` in `seconds`: check, evaluate, log, save.
+    def check_iteration(self, before: int, metrics: dict[str, float], seconds: float) -> None:
+        """After an iteration that took the agent from step `before` in `seconds`: add the time/
+        metrics, check that every metric and parameter is finite, tell the callbacks.
+
+        `time/fps` is steps over `seconds` unless the agent measured its own; `time/elapsed_s`
+        is the agent's own (A3C: since its workers started) or the seconds since this session
+        started, plus the earlier sessions' (the last kept row's value after a resume).
 
         Raises:
             TrainingError: a metric or a parameter is NaN or infinite; the message names the
                 step and the quantity. The last good checkpoint is kept.
         """
-        agent, cfg = self.agent, self.agent.config
-        step = agent.num_steps
-        metrics.setdefault("time/fps", (step - before) / max(seconds, 1e-9))  # unless the agent measures its own
+        agent = self.agent
+        metrics.setdefault("time/fps", (agent.num_steps - before) / max(seconds, 1e-9))  # unless measured by the agent
+        earlier, started = self._clock
+        metrics["time/elapsed_s"] = earlier + metrics.get("time/elapsed_s", time.perf_counter() - started)
         check_finite(agent, metrics)
         for callback in self.callbacks:
-            self.stopped |= bool(callback.on_iteration(step, metrics))
-        eval_due = cfg.eval_freq and step // cfg.eval_freq > before // cfg.eval_freq
-        if eval_due or (self.run_dir is not None and self.done):  # the final evaluation joins the last row
-            metrics.update(self._evaluate())
-        self.logger.log(step, metrics)
-        if self.run_dir is not None and step // cfg.checkpoint_freq > before // cfg.checkpoint_freq:
-            self._save_latest()
+            self.stopped |= bool(callback.on_iteration(agent.num_steps, metrics))
 
-    def _evaluate(self) -> dict[str, float]:
+    def evaluation_due(self, before: int) -> bool:
+        """Whether the iteration from step `before` crossed a multiple of eval_freq, or ended a
+        run that has a directory (the final evaluation joins the last row)."""
+        freq = self.agent.config.eval_freq
+        crossed = bool(freq) and self.agent.num_steps // freq > before // freq
+        return crossed or (self.run_dir is not None and self.done)
+
+    def checkpoint_due(self, before: int) -> bool:
+        """Whether the iteration from step `before` crossed a multiple of checkpoint_freq (with a run directory)."""
+        freq = self.agent.config.checkpoint_freq
+        return self.run_dir is not None and self.agent.num_steps // freq > before // freq
+
+    def evaluate(self) -> dict[str, float]:
+        """Evaluate the agent's snapshot now: best.pt on a new best, the callbacks, every
+        `video_freq`-th evaluation a clip; returns the eval/ metrics of the row."""
         agent = self.agent
         policy = agent.snapshot()
         result = policy.evaluate()
-        self.last_eval_step = agent.num_steps
+        self.evaluations += 1
+        self.last_eval = {**result, "step": agent.num_steps}
         if agent.best_eval is None or result["return_mean"] > agent.best_eval["return_mean"]:
             agent.best_eval = {**result, "step": agent.num_steps}
             if self.run_dir is not None:
@@ -215,7 +280,7 @@ class Run:
         for callback in self.callbacks:
             self.stopped |= bool(callback.on_evaluation(agent.num_steps, result))
         cfg = agent.config
-        if self.run_dir is not None and cfg.video_freq and (agent.num_steps // cfg.eval_freq) % cfg.video_freq == 0:
+        if self.run_dir is not None and cfg.video_freq and self.evaluations % cfg.video_freq == 0:
             clip = policy.record_video(self.run_dir / "videos" / f"step-{agent.num_steps:09d}.mp4",
                                        max_steps=cfg.video_length, keep_frames=True)
             self.logger.add_video("eval/video", clip["video"], agent.num_steps, clip["fps"])
@@ -235,11 +300,12 @@ class Run:
                 if exc_type is None and self.done:
                     self._finish(tail)
                 elif exc_type is None or (agent.checkpoint_on_failure and parameters_finite(agent)):
-                    self._save_latest()  # stopped by a signal (or a failure A3C survives): resume from here
+                    self.save_latest()  # stopped by a signal (or a failure A3C survives): resume from here
         finally:
             self.logger.close()
 
-    def _save_latest(self) -> None:
+    def save_latest(self) -> None:
+        """Write checkpoints/latest.pt (replay buffer included where the config says) and tell the callbacks."""
         path = self.run_dir / "checkpoints" / "latest.pt"
         self.agent.save(path)
         for callback in self.callbacks:
@@ -247,10 +313,11 @@ class Run:
 
     def _finish(self, tail: dict[str, float]) -> None:
         agent, run_dir = self.agent, self.run_dir
-        if self.last_eval_step != agent.num_steps:  # stopped by a callback between evaluations
-            self.logger.log(agent.num_steps, {**tail, **self._evaluate()})
-        self._save_latest()
-        write_json_atomic(run_dir / "eval.json", {k: v for k, v in agent.best_eval.items() if k != "step"})
+        if self.last_eval is None or self.last_eval["step"] != agent.num_steps:  # stopped between evaluations
+            self.logger.log(agent.num_steps, {**tail, **self.evaluate()})
+        self.save_latest()
+        write_json_atomic(run_dir / "eval.json", {**agent.best_eval, "checkpoint": "checkpoints/best.pt",
+                                                  "resumed_at": self.start_step or None, "last": self.last_eval})
         from acrl.core.plotting import plot_runs  # matplotlib loads only when a run finishes
 
         x_label = "gradient updates" if agent.step_unit == "update" else "environment steps"
@@ -267,7 +334,7 @@ def train(runs: Sequence[Run]) -> None:
     agents stay on the same step (the concurrent experiment relies on it).
 
     Raises:
-        TrainingError: from `Run.record` or an agent's iteration.
+        TrainingError: from `Run.check_iteration` or an agent's iteration.
         KeyboardInterrupt: after a first signal, once every run has saved checkpoints/latest.pt;
             at once after a second.
     """
@@ -278,13 +345,39 @@ def train(runs: Sequence[Run]) -> None:
             for run in runs:
                 if run.done:
                     continue
-                before, started = run.agent.num_steps, time.perf_counter()
-                metrics = run.agent.iteration(run.budget())
-                run.record(before, metrics, time.perf_counter() - started)
+                agent = run.agent
+                before, started = agent.num_steps, time.perf_counter()
+                metrics = agent.iteration(run.budget())
+                run.check_iteration(before, metrics, time.perf_counter() - started)
+                if run.evaluation_due(before):
+                    metrics.update(run.evaluate())
+                run.logger.log(agent.num_steps, metrics)
+                if run.checkpoint_due(before):
+                    run.save_latest()
             if stop and not all(run.done for run in runs):
                 break
     if stop and not all(run.done for run in runs):  # the runs have saved latest.pt on leaving the block
         raise KeyboardInterrupt(f"{stop[0]} at step {max(run.agent.num_steps for run in runs)}")
+
+
+@contextlib.contextmanager
+def refreshing(logger: Logger, agent: Trainable, interval: float = 1.0) -> Iterator[None]:
+    """While the block runs, move `logger`'s progress bar to `agent.num_steps` every `interval`
+    seconds from a daemon thread, so that it moves inside long iterations (an off-policy or offline
+    iteration of 1,000 steps or updates); the rows stay one per iteration."""
+    stop = threading.Event()
+
+    def refresh() -> None:
+        while not stop.wait(interval):
+            logger.show_progress(agent.num_steps)
+
+    thread = threading.Thread(target=refresh, name="acrl-progress", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
 
 
 def check_run_dir(run_dir: Path, resuming: bool) -> None:
@@ -355,14 +448,3 @@ def stop_after_iteration() -> Iterator[list[str]]:
         for s, old in previous.items():
             signal.signal(s, old)
 
-
-def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
-    """Write `data` as indented JSON to `path` via a temp file and `os.replace`."""
-    write_text_atomic(path, json.dumps(data, indent=2) + "\n")
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write `text` to `path` via the temp file PATH.tmp and `os.replace` (a reader never sees half a file)."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)

@@ -21,7 +21,7 @@ import yaml
 
 from acrl.core.config import RunConfig, preset_values, update_config
 from acrl.core.errors import InputError
-from acrl.core.loop import write_text_atomic
+from acrl.core.files import write_text_atomic
 from acrl.core.version import __version__
 
 SKIPPED = {"env_id", "seed", "total_steps", "preset", "device", "dataset"}
@@ -88,14 +88,19 @@ def model_card(run_dir: Path, algo: str, config: RunConfig, step_unit: str = "st
     `step_unit` is what the budget counts: "step" (environment steps) or "update" (offline).
     """
     unit = "gradient updates" if step_unit == "update" else "environment steps"
+    best = json.loads((run_dir / "eval.json").read_text()) if (run_dir / "eval.json").is_file() else None
+    last = (best or {}).get("last")  # the run's last evaluation, where it ended (older eval.json files: none)
+    stopped = f" (stopped early at {last['step']:,})" if last and last["step"] < config.total_steps else ""
     lines = [f"# {algo.upper()} on {config.env_id}, seed {config.seed}", "",
              f"Written by acrl {__version__} (commit {acrl_commit()}) on {time.strftime('%Y-%m-%d %H:%M')}; "
-             f"budget {config.total_steps:,} {unit}{', preset ' + config.preset if config.preset else ''}.",
+             f"budget {config.total_steps:,} {unit}{stopped}{', preset ' + config.preset if config.preset else ''}.",
              "", "## Evaluation", ""]
     rows = []
-    if (run_dir / "eval.json").is_file():
-        rows.append(_row("best checkpoint, during training (eval.json)",
-                         json.loads((run_dir / "eval.json").read_text())))
+    if best:
+        at = f" at step {best['step']:,}" if "step" in best else ""
+        rows.append(_row(f"best checkpoint, during training{at} (eval.json)", best))
+    if last:
+        rows.append(_row(f"last evaluation during training, step {last['step']:,} (eval.json)", last))
     if (run_dir / "evaluate.json").is_file():
         last = json.loads((run_dir / "evaluate.json").read_text())
         rows.append(_row(f"`acrl evaluate` of {last['checkpoint']}, seed {last['seed']}, {last['date']}",

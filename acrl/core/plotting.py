@@ -23,6 +23,7 @@ import numpy as np  # noqa: E402
 import yaml  # noqa: E402
 
 from acrl.core.errors import InputError  # noqa: E402
+from acrl.core.files import atomic_path  # noqa: E402
 
 
 def read_curve(run_dir: str | Path, key: str = "eval/return_mean") -> tuple[np.ndarray, np.ndarray]:
@@ -155,8 +156,7 @@ def save_figure(fig: plt.Figure, out: str | Path) -> Path:
     """Lay out `fig`, write it as a PNG (110 dpi) atomically (temp file, then rename), close it; returns the path."""
     fig.tight_layout()
     out = Path(out)
-    tmp = out.with_name(out.stem + ".tmp.png")
-    fig.savefig(tmp, dpi=110)
+    with atomic_path(out) as tmp:
+        fig.savefig(tmp, dpi=110, format="png")
     plt.close(fig)
-    tmp.replace(out)
     return out

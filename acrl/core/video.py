@@ -22,7 +22,6 @@ fails). The classic-control tasks draw with pygame.
 
 from __future__ import annotations
 
-import contextlib
 import ctypes.util
 import functools
 import os
@@ -37,6 +36,7 @@ import numpy as np
 
 from acrl.core.errors import InputError
 from acrl.core.evaluation import episode_metric_names, seeded_torch
+from acrl.core.files import atomic_path
 
 GL_PACKAGES = "libegl1 libegl-mesa0 libgl1 libgl1-mesa-dri"
 """The Debian/Ubuntu packages MuJoCo's offscreen EGL rendering needs (`./run setup` installs them)."""
@@ -191,9 +191,10 @@ def caption(frame: np.ndarray, lines: list[str]) -> np.ndarray:
 def mp4_writer(path: Path, size: tuple[int, int], fps: float) -> Iterator[Any]:
     """A generator that takes (H, W, 3) uint8 frames and encodes them to `path` (H.264, yuv420p).
 
-    Written to the hidden file ".NAME.part" beside `path` and renamed when the block ends
-    without an exception: a failed or interrupted recording leaves no partial .mp4 (a killed
-    process may leave the .part file, which nothing reads). `size` is (width, height).
+    Written atomically (`acrl.core.files.atomic_path`: the hidden file ".NAME.tmp" beside `path`,
+    renamed when the block ends without an exception): a failed or interrupted recording leaves
+    no partial .mp4 (a killed process may leave the .tmp file, which nothing reads).
+    `size` is (width, height).
 
     Raises:
         InputError: no ffmpeg (see `ffmpeg_exe`), or `path` cannot be written (its folder
@@ -202,35 +203,31 @@ def mp4_writer(path: Path, size: tuple[int, int], fps: float) -> Iterator[Any]:
     os.environ.setdefault("IMAGEIO_FFMPEG_EXE", ffmpeg_exe())
     import imageio_ffmpeg
 
-    tmp = path.with_name(f".{path.name}.part")
-    writer = None
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"cannot write the video {path}: {exc}. Choose another --out.") from None
+    with atomic_path(path) as tmp:
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
             tmp.touch()
         except OSError as exc:
             raise InputError(f"cannot write the video {path}: {exc}. Choose another --out.") from None
         writer = imageio_ffmpeg.write_frames(str(tmp), size, fps=fps, codec="libx264", pix_fmt_out="yuv420p",
                                              macro_block_size=2, ffmpeg_log_level="error",
-                                             output_params=["-f", "mp4"])  # the .part name says no container
-        # ffmpeg starts with SIGINT and SIGTERM blocked: a signal whose handler raises (Ctrl-C, and
-        # SIGTERM in `acrl record`) while the fork runs Python's at-fork callbacks would be lost
-        # ("Exception ignored"); blocked, it is delivered right after. ffmpeg keeps the mask and
-        # ends when its input closes.
-        previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+                                             output_params=["-f", "mp4"])  # the .tmp name says no container
         try:
-            writer.send(None)  # start ffmpeg
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, previous)
-        yield writer
-        writer.close()
-        os.replace(tmp, path)
-    except BaseException:  # an error or a signal (KeyboardInterrupt) anywhere above: no partial file
-        if writer is not None:
+            # ffmpeg starts with SIGINT and SIGTERM blocked: a signal whose handler raises (Ctrl-C, and
+            # SIGTERM in `acrl record`) while the fork runs Python's at-fork callbacks would be lost
+            # ("Exception ignored"); blocked, it is delivered right after. ffmpeg keeps the mask and
+            # ends when its input closes.
+            previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+            try:
+                writer.send(None)  # start ffmpeg
+            finally:
+                signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+            yield writer
+        finally:  # an error or a signal (KeyboardInterrupt) anywhere above: atomic_path leaves no partial file
             writer.close()
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
 
 
 def record_video(agent: Any, env: Any, path: str | Path, episodes: int = 1, deterministic: bool = True,

@@ -14,7 +14,6 @@ come from the DDPG agent's own run, `imitation` uses a trained policy with no no
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +25,7 @@ import numpy as np
 
 from acrl.core.envs import require_finite_bounds
 from acrl.core.errors import InputError
+from acrl.core.files import atomic_path
 from acrl.core.version import __version__
 
 D4RL_KEYS = ("observations", "actions", "rewards", "next_observations", "terminals", "timeouts")
@@ -231,9 +231,8 @@ def save_dataset(path: str | os.PathLike, dataset: OfflineDataset) -> None:
     Datasets: observations, next_observations, rewards float32; actions float32 (Box) or int64
     (Discrete); terminals, timeouts bool (as D4RL stores them). `dataset.attrs` become the
     file's root attributes (values str, int, float or bool; None values are left out). The file
-    is written to a temporary file in the same directory and moved into place with
-    `os.replace`, so a reader never sees a half-written file. Missing parent directories are
-    created. Source: D4RL's HDF5 layout (Fu et al. 2020).
+    is written atomically (`acrl.core.files.atomic_path`), so a reader never sees a half-written
+    file. Missing parent directories are created. Source: D4RL's HDF5 layout (Fu et al. 2020).
 
     Raises:
         InputError: the dataset fails `OfflineDataset.validate()` (nothing is written), or an
@@ -246,25 +245,12 @@ def save_dataset(path: str | os.PathLike, dataset: OfflineDataset) -> None:
                 f"attribute '{name}' is a {type(value).__name__}; dataset attributes must be "
                 f"str, int, float, bool or None"
             )
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        with h5py.File(tmp, "w") as f:
-            for key in D4RL_KEYS:
-                f.create_dataset(key, data=getattr(dataset, key))
-            for name, value in dataset.attrs.items():
-                if value is not None:
-                    f.attrs[name] = value
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes the file owner-only; give it ordinary permissions
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
+    with atomic_path(path) as tmp, h5py.File(tmp, "w") as f:
+        for key in D4RL_KEYS:
+            f.create_dataset(key, data=getattr(dataset, key))
+        for name, value in dataset.attrs.items():
+            if value is not None:
+                f.attrs[name] = value
 
 
 def load_dataset(

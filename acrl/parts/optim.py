@@ -35,8 +35,8 @@ from torch import nn
 
 from acrl.core.errors import InputError
 
-__all__ = ["SharedAdam", "SharedRMSprop", "anneal_learning_rate", "clip_grad_norm", "flatten_optimizer_state",
-           "flatten_parameters", "hard_update", "polyak_update"]
+__all__ = ["SharedAdam", "SharedRMSprop", "anneal_learning_rate", "clip_grad_norm", "flatten_parameters",
+           "hard_update", "polyak_update"]
 
 
 def _check_number(name: str, value: Any, low: float, high: float = math.inf, *,
@@ -291,54 +291,6 @@ def flatten_parameters(module: nn.Module, gradients: bool = False) -> torch.Tens
             p.grad = flat.grad[offset:offset + n].view_as(p)
         offset += n
     return flat
-
-
-def flatten_optimizer_state(state_dict: dict[str, Any], counts: list[int] | None = None) -> dict[str, Any]:
-    """An optimizer `state_dict()` over per-layer parameters -> the same state over their
-    `flatten_parameters` tensors.
-
-    Flat tensor k holds the next `counts[k]` parameters in order (default: all of them, one flat
-    tensor). Each parameter group keeps its settings and gets the flat tensors of its
-    parameters. Tensor states (moments) are flattened and concatenated in parameter order; the
-    step count is the largest of the parameters' (with lock-free A3C updates they may differ by
-    a few). A state already over len(counts) parameters is returned unchanged. A3C and PPO use
-    it to read the optimizer state of checkpoints written before they flattened their parameters.
-
-    Raises:
-        InputError: a flat tensor's parameters span two groups, counts do not add up to the
-            number of parameters, or a parameter has no state.
-    """
-    groups = state_dict["param_groups"]
-    ids = [i for group in groups for i in group["params"]]
-    counts = [len(ids)] if counts is None else counts
-    if len(ids) == len(counts):
-        return state_dict
-    if sum(counts) != len(ids):
-        raise InputError(f"the optimizer state has {len(ids)} parameters; expected {len(counts)} (flat) "
-                         f"or {sum(counts)} (per layer).")
-    states = [state_dict["state"].get(i) for i in ids]
-    if any(not s for s in states):
-        raise InputError("the optimizer state has parameters without state (a checkpoint before any update?).")
-    group_of = [g for g, group in enumerate(groups) for _ in group["params"]]
-    flat_states: dict[int, dict[str, Any]] = {}
-    new_groups: list[dict[str, Any]] = [{**group, "params": []} for group in groups]
-    start = 0
-    for k, count in enumerate(counts):
-        chunk = states[start:start + count]
-        if len(set(group_of[start:start + count])) != 1:
-            raise InputError(f"flat parameter {k} would take parameters of two optimizer groups.")
-        new_groups[group_of[start]]["params"].append(k)
-        flat: dict[str, Any] = {}
-        for key, value in chunk[0].items():
-            if key == "step":
-                flat[key] = max((s[key] for s in chunk), key=float)
-            elif torch.is_tensor(value):
-                flat[key] = torch.cat([s[key].reshape(-1) for s in chunk])
-            else:
-                flat[key] = value
-        flat_states[k] = flat
-        start += count
-    return {"state": flat_states, "param_groups": new_groups}
 
 
 # --------------------------------------------------------------------------------------------

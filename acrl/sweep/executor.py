@@ -40,7 +40,8 @@ from pathlib import Path
 from typing import Any
 
 from acrl.core.errors import InputError, TrainingError
-from acrl.core.loop import Callback, write_json_atomic
+from acrl.core.files import write_bytes_atomic, write_json_atomic
+from acrl.core.loop import Callback
 
 EXTRA_HINT = "install acrl's ray extra: pip install -e '.[ray]' (./run setup does)"
 CONNECT_TIMEOUT_S = 10.0
@@ -139,11 +140,7 @@ def read_files(root: Path, paths: list[Path]) -> dict[str, bytes]:
 def write_files(root: Path, files: dict[str, bytes]) -> None:
     """Write each file under `root` (absolute keys as they are) atomically: temp file, then rename."""
     for key, data in files.items():
-        path = root / key
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".ship.tmp")
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
+        write_bytes_atomic(root / key, data)
 
 
 class Shipper(Callback):

@@ -17,6 +17,7 @@ import torch
 import acrl
 from acrl import PPO, InputError, TrainingError
 from tests.conftest import ROOT, ConstantRewardEnv, run_cli, signal_when_ready
+from tests.unit.test_checkpoint import save_format_1
 
 TINY = {"n_steps": 64, "batch_size": 32, "n_epochs": 2, "eval_episodes": 2}
 
@@ -110,8 +111,11 @@ def test_run_directory_contents(tmp_path):
         assert (tmp_path / name).is_file(), name
     assert list(tmp_path.glob("events.out.tfevents.*"))
     result = json.loads((tmp_path / "eval.json").read_text())
-    assert set(result) == {"return_mean", "return_std", "returns", "lengths", "deterministic"}
+    assert set(result) == {"return_mean", "return_std", "returns", "lengths", "deterministic", "step", "checkpoint",
+                           "resumed_at", "last"}
     assert len(result["returns"]) == 2 and result["deterministic"] is True
+    assert result["step"] in (128, 256) and result["checkpoint"] == "checkpoints/best.pt"
+    assert result["last"]["step"] == 256 and result["resumed_at"] is None
     payload = torch.load(tmp_path / "checkpoints/latest.pt", weights_only=True)
     assert payload["state"]["counters"]["num_steps"] == 256
 
@@ -135,6 +139,17 @@ def test_resume_restores_state_exactly_and_continues(tmp_path):
         finals.append(torch.cat([p.flatten() for p in resumed.actor.parameters()]))
     assert torch.equal(finals[0], finals[1])
     assert not torch.equal(finals[0], torch.cat([p.flatten() for p in loaded.actor.parameters()]))
+
+
+def test_bad_learn_and_evaluate_arguments_are_input_errors():
+    agent = PPO("CartPole-v1", **TINY)
+    with pytest.raises(InputError, match="unknown keyword: 'total_step' \\(did you mean total_steps\\?\\)"):
+        agent.learn(total_step=100)
+    with pytest.raises(InputError, match="episodes must be an integer >= 1 .*got 0"):
+        acrl.evaluate(agent, "CartPole-v1", episodes=0)
+    with pytest.raises(InputError, match="episodes must be an integer >= 1"):
+        agent.evaluate(episodes=0)  # not the config's eval_episodes in its place
+    assert agent.num_steps == 0
 
 
 def test_nan_loss_stops_with_step_and_quantity(tmp_path):
@@ -162,12 +177,22 @@ def test_cli_train_evaluate_resume_plot(tmp_path):
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["return_mean"] > 0
     assert "learning_curve.png" in out.stderr
+    # without a progress bar, a line per evaluation (one here, at 256); then which evaluation is reported
+    evaluation = json.loads((run / "eval.json").read_text())
+    assert f"step 256: eval return {evaluation['return_mean']:.1f} +/- " in out.stderr, out.stderr
+    assert f"best evaluation: return {evaluation['return_mean']:.1f} at step 256, kept in " in out.stderr, out.stderr
     evaluated = run_cli("evaluate", str(run), "--episodes", "3")
     assert evaluated.returncode == 0, evaluated.stderr
     result = json.loads(evaluated.stdout)
     assert len(result["returns"]) == 3 and result["deterministic"] is True
+    assert result["checkpoint"] == "checkpoints/best.pt" and result["step"] == 256
     resumed = run_cli("resume", str(run), "--total-steps", "512", "--no-progress")
     assert resumed.returncode == 0, resumed.stderr
+    summary = json.loads(resumed.stdout)
+    assert summary["resumed_at"] == 256 and summary["last"]["step"] == 512
+    assert f"last evaluation: return {summary['last']['return_mean']:.1f} at step 512" in resumed.stderr
+    if summary["step"] == 256:  # the best is still the first session's: the report says so
+        assert "at step 256 (from before the resume at step 256), kept in" in resumed.stderr, resumed.stderr
     steps = [float(r["step"]) for r in metric_rows(run)]
     assert steps == sorted(set(steps)) and steps[-1] == 512
     assert "total_steps: 512" in (run / "config.yaml").read_text()  # the resumed budget
@@ -258,10 +283,11 @@ def test_cli_resume_without_checkpoint_and_corrupt_checkpoint(tmp_path):
 
 
 @pytest.mark.parametrize("critic_weight_decay", [0.0, 1e-3])
-def test_checkpoint_with_a_per_layer_optimizer_state_still_loads(critic_weight_decay):
-    """Checkpoints written before the parameters became one flat tensor per net hold Adam's
-    state per layer (12 parameters in one group, or the actor's 6 and the critic's 6 in two with
-    critic weight decay); loading one gives the same moments as the flat state they came from."""
+def test_checkpoint_with_a_per_layer_optimizer_state_still_loads(critic_weight_decay, tmp_path):
+    """Checkpoints of format 1, written before the parameters became one flat tensor per net,
+    hold Adam's state per layer (12 parameters in one group, or the actor's 6 and the critic's 6
+    in two with critic weight decay); loading one gives the same moments as the flat state they
+    came from."""
     settings = {**TINY, "seed": 0, "eval_freq": 0, "critic_weight_decay": critic_weight_decay}
     agent = PPO("CartPole-v1", **settings)
     agent.collect()
@@ -284,8 +310,7 @@ def test_checkpoint_with_a_per_layer_optimizer_state_still_loads(critic_weight_d
     assert index == 12
     old = {**state, "optimizers": {"optimizer": {"state": per_layer, "param_groups": old_groups}}}
 
-    loaded = PPO("CartPole-v1", **settings)
-    loaded.load_state_dict(old)
+    loaded = PPO.load(save_format_1(tmp_path / "old.pt", agent, old))
     for k in (0, 1):
         for key in ("exp_avg", "exp_avg_sq", "step"):
             assert torch.equal(loaded.optimizer.state_dict()["state"][k][key], flat_state["state"][k][key])

@@ -178,7 +178,7 @@ def test_a_failed_recording_leaves_no_video(tmp_path):
 
     with pytest.raises(RuntimeError, match="policy failed"):
         record_video(Breaks(), "CartPole-v1", tmp_path / "x.mp4")
-    assert list(tmp_path.iterdir()) == []  # neither x.mp4 nor its hidden .part file
+    assert list(tmp_path.iterdir()) == []  # neither x.mp4 nor its hidden .tmp file
 
 
 def test_an_unwritable_out_is_one_error_line(cartpole_run, tmp_path, capsys):
@@ -238,6 +238,6 @@ def test_sigterm_stops_a_recording_like_ctrl_c(cartpole_run, tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "acrl", "record", str(cartpole_run), "--episodes", "200",
                              "--out", str(out)], stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "PYTHONPATH": str(ROOT)})
-    stderr = signal_when_ready(proc, lambda: (tmp_path / ".long.mp4.part").exists(), signal.SIGTERM)
+    stderr = signal_when_ready(proc, lambda: (tmp_path / ".long.mp4.tmp").exists(), signal.SIGTERM)
     assert proc.returncode == 130, stderr
     assert list(tmp_path.iterdir()) == []

@@ -26,6 +26,7 @@ from acrl.parts.normalization import IdentityNormalizer
 from acrl.parts.optim import SharedAdam, flatten_parameters
 from acrl.parts.returns import segment_advantages
 from acrl.parts.workers import StepBudget, apply_gradients, default_workers, make_worker_envs, sync_parameters
+from tests.unit.test_checkpoint import save_format_1
 
 TRUNCATED_RETURNS = [6.355, 5.95, 5.5]  # 1 + .9 (1 + .9 (1 + .9 * 5)), 1 + .9 (1 + .9 * 5), 1 + .9 * 5
 TERMINATED_RETURNS = [2.71, 1.9, 1.0]  # 1 + .9 + .81, 1 + .9, 1
@@ -220,8 +221,8 @@ def test_hand_over_clips_the_local_gradient_norm():
     torch.testing.assert_close(optimizer.received[0][0], torch.tensor([0.6, 0.8]))
 
 
-def test_checkpoints_with_per_layer_optimizer_state_load_into_the_flat_layout():
-    """Older A3C checkpoints hold one Adam state per layer; they load as the same moments, flat."""
+def test_checkpoints_with_per_layer_optimizer_state_load_into_the_flat_layout(tmp_path):
+    """A3C checkpoints of format 1 can hold one Adam state per layer; they load as the same moments, flat."""
     agent = A3C("CartPole-v1", workers=1, optimizer="adam", seed=0)
     size = agent.parameters.numel()
     agent.optimizer.state[agent.parameters]["exp_avg"].copy_(torch.arange(size, dtype=torch.float32))
@@ -233,13 +234,12 @@ def test_checkpoints_with_per_layer_optimizer_state_load_into_the_flat_layout():
                  for i, (chunk, p) in enumerate(zip(chunks, agent.model.parameters()))}
     old = {**state, "optimizers": {"optimizer": {"state": per_layer, "param_groups": [
         {**flat["param_groups"][0], "params": list(per_layer)}]}}}
-    loaded = A3C("CartPole-v1", workers=1, optimizer="adam", seed=1)
-    loaded.load_state_dict(old)
+    loaded = A3C.load(save_format_1(tmp_path / "old.pt", agent, old))
     loaded_state = loaded.optimizer.state[loaded.parameters]
     assert loaded_state["exp_avg"].tolist() == list(range(size)) and loaded_state["step"].item() == 4.0
     assert loaded_state["exp_avg_sq"].tolist() == [1.0] * size and loaded_state["exp_avg"].is_shared()
-    with pytest.raises(InputError, match="optimizer state is unreadable"):
-        loaded.load_state_dict({**state, "optimizers": {}})
+    with pytest.raises(InputError, match="checkpoint of format 1 that cannot be read"):
+        A3C.load(save_format_1(tmp_path / "bad.pt", agent, {**state, "optimizers": {}}))
 
 
 # ------------------------------------------------------------------- seeding

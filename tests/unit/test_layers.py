@@ -112,3 +112,65 @@ def test_the_checker_reports_upward_root_and_relative_imports():
         "acrl/algos/w.py:1 imports acrl (the package root, from inside the package)"]
     assert layer_violations("acrl/algos/__init__.py", "from .ppo import PPO\nfrom ..offline import collect\n") == [
         "acrl/algos/__init__.py:2 imports acrl.offline (layer 2 imports layer 4)"]
+
+
+def import_graph() -> dict[str, set[str]]:
+    """{module: the acrl modules it imports}, every import counted (as `imported_modules` finds them);
+    `from package import name` counts package.name when that is a module."""
+    files = {module_name(file.relative_to(ROOT).as_posix()): file for file in (ROOT / PACKAGE).rglob("*.py")}
+    graph = {}
+    for module, file in files.items():
+        path = file.relative_to(ROOT).as_posix()
+        tree = ast.parse(file.read_text(encoding="utf-8"), filename=path)
+        names = {(node.lineno, alias.name) for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+                 for alias in node.names}
+        targets = set()
+        for line, target in imported_modules(path, tree):
+            submodules = {f"{target}.{name}" for at, name in names if at == line} & files.keys()
+            targets |= submodules or {target}
+        graph[module] = targets & files.keys() - {module}
+    return graph
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The groups of modules that import each other, directly or through others (strongly connected
+    components of more than one module, Tarjan 1972), each sorted."""
+    index, low, stack, on_stack, cycles = {}, {}, [], set(), []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        on_stack.add(module)
+        for target in sorted(graph.get(module, ())):
+            if target not in index:
+                visit(target)
+                low[module] = min(low[module], low[target])
+            elif target in on_stack:
+                low[module] = min(low[module], index[target])
+        if low[module] == index[module]:
+            group = []
+            while not group or group[-1] != module:
+                group.append(stack.pop())
+                on_stack.discard(group[-1])
+            if len(group) > 1:
+                cycles.append(sorted(group))
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    return sorted(cycles)
+
+
+KNOWN_CYCLES = [["acrl.sweep.grid", "acrl.sweep.results"]]
+"""Helper h8-sweepux breaks this one on its branch; the integrator removes it from here after the merge."""
+
+
+def test_no_two_modules_import_each_other():
+    """A cycle (`core/loop.py` -> `core/model_card.py` -> `core/loop.py`, say) means neither module
+    can be read, or imported, without the other: the shared part belongs in a module of its own."""
+    assert import_cycles(import_graph()) == KNOWN_CYCLES
+
+
+def test_the_cycle_finder_sees_direct_and_indirect_cycles():
+    graph = {"a": {"b"}, "b": {"a", "c"}, "c": {"d"}, "d": {"e"}, "e": {"c"}, "f": {"a"}}
+    assert import_cycles(graph) == [["a", "b"], ["c", "d", "e"]]

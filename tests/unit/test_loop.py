@@ -3,11 +3,14 @@ see and how they stop a run, lockstep runs, NaN checks, the progress bar's total
 
 import contextlib
 import copy
+import csv
 import json
 import math
+import threading
 import time
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 import torch
 from torch import nn
@@ -15,7 +18,7 @@ from torch import nn
 from acrl.core.config import RunConfig
 from acrl.core.errors import InputError, TrainingError
 from acrl.core.logging import Logger
-from acrl.core.loop import Callback, Run, check_finite, train
+from acrl.core.loop import Callback, ConsoleReport, Run, check_finite, refreshing, train
 
 
 class ScriptedAgent:
@@ -36,6 +39,7 @@ class ScriptedAgent:
         self.returns = iter(returns or [float(i) for i in range(100)])
         self.saved: list[tuple[str, int, bool]] = []
         self.evaluated: list[int] = []
+        self.videos: list[int] = []
 
     def iteration(self, max_steps):
         self.num_steps += self.chunk if self.whole else min(self.chunk, max_steps)
@@ -59,6 +63,10 @@ class ScriptedAgent:
 
     def write_config(self, run_dir):
         run_dir.mkdir(parents=True, exist_ok=True)
+
+    def record_video(self, path, max_steps=None, keep_frames=False):
+        self.videos.append(self.num_steps)
+        return {"video": np.zeros((2, 4, 4, 3), np.uint8), "fps": 30.0}
 
 
 class Recorder(Callback):
@@ -161,39 +169,25 @@ def test_progress_bar_keeps_a_total_past_the_budget(capsys):
     assert final.startswith("bcq on final: 100%") and "16/16" in final and "update/s" in final
 
 
-def _scale_in_place(weight: torch.Tensor, running, stop) -> None:
-    """Multiply a shared positive tensor in place by factors near 1 until told to stop (as A3C's workers do)."""
-    torch.set_num_threads(1)
-    running.set()
-    with torch.no_grad():
-        while not stop.is_set():
-            weight.mul_(0.999)
-            weight.div_(0.999)
-
-
-def test_the_finite_check_reads_parameters_another_process_updates_once():
-    """`torch.isfinite` reads each element twice (x == x): on a tensor another process is changing,
-    some checks in half a second used to see NaN that was never there. `check_finite` reads the
-    agent's snapshot, which an agent trained by other processes (A3C) makes a frozen copy."""
-    net = nn.Linear(64, 64)
-    with torch.no_grad():
-        net.weight.uniform_(0.5, 1.0)
-    net.share_memory()
+def test_the_finite_check_never_reads_a_parameter_while_another_process_writes_it(monkeypatch):
+    """`torch.isfinite` reads each element twice (x == x): a worker's write between the two reads made a
+    finite parameter look like NaN (a false stop). Here that write happens inside every isfinite call,
+    deterministically: a NaN lands in the live parameter. The check must be reading a copy that nothing
+    changes (the agent's snapshot, frozen for an agent trained by other processes, or a clone)."""
+    net = nn.Linear(2, 2)
     agent = ScriptedAgent(total=10, eval_freq=0)
     agent.nets = {"net": net}
     agent.snapshot = lambda: SimpleNamespace(nets={"net": copy.deepcopy(net)})
-    ctx = torch.multiprocessing.get_context("fork")
-    running, stop = ctx.Event(), ctx.Event()
-    process = ctx.Process(target=_scale_in_place, args=(net.weight, running, stop), daemon=True)
-    process.start()
-    try:
-        assert running.wait(timeout=30)
-        deadline = time.monotonic() + 0.5
-        while time.monotonic() < deadline:
-            check_finite(agent, {})
-    finally:
-        stop.set()
-        process.join(timeout=10)
+    real = torch.isfinite
+
+    def torn(tensor):
+        with torch.no_grad():
+            net.weight.fill_(math.nan)  # the write between two reads
+        return real(tensor)
+
+    monkeypatch.setattr(torch, "isfinite", torn)
+    check_finite(agent, {})
+    assert math.isnan(net.weight[0, 0].item())  # the write did happen, and was not read
 
 
 def test_a_new_run_refuses_a_directory_that_holds_one_and_a_resumed_run_continues_there(tmp_path):
@@ -207,3 +201,74 @@ def test_a_new_run_refuses_a_directory_that_holds_one_and_a_resumed_run_continue
     resumed.num_steps = 10  # as `acrl.load` leaves it
     train([Run(resumed, tmp_path, progress=False)])
     assert resumed.num_steps == 20
+
+
+def test_videos_come_every_video_freq_th_evaluation_when_a_rollout_crosses_several_points(tmp_path, monkeypatch):
+    """Whole rollouts of 192 steps with eval_freq 64: each crosses three evaluation points and is
+    evaluated once, 7 evaluations in 1,344 steps. video_freq 3 films the 3rd and the 6th (steps 576 and
+    1,152); counting multiples of eval_freq instead filmed all 7 (192 // 64 = 3, 384 // 64 = 6, ...)."""
+    monkeypatch.setattr("acrl.core.video.check_recording", lambda env: None)
+    agent = ScriptedAgent(total=1344, eval_freq=64, chunk=192, whole=True)
+    agent.config.video_freq = 3
+    train([Run(agent, tmp_path, progress=False)])
+    assert agent.evaluated == [192 * k for k in range(1, 8)]
+    assert agent.videos == [576, 1152]
+
+
+def test_a_resumed_run_counts_its_earlier_evaluations_and_seconds(tmp_path, monkeypatch):
+    """metrics.csv kept from the first session: 2 evaluations, and 1,000 s at step 20. The resumed
+    session's 3rd evaluation films with video_freq 3 (at step 30), and time/elapsed_s goes on from 1,000."""
+    monkeypatch.setattr("acrl.core.video.check_recording", lambda env: None)
+    (tmp_path / "checkpoints").mkdir()
+    (tmp_path / "checkpoints" / "latest.pt").write_text("20")
+    (tmp_path / "metrics.csv").write_text("step,eval/return_mean,time/elapsed_s\n10,1.0,500.0\n20,2.0,1000.0\n")
+    agent = ScriptedAgent(total=50, eval_freq=10, chunk=10)
+    agent.num_steps, agent.config.video_freq = 20, 3
+    train([Run(agent, tmp_path, progress=False)])
+    assert agent.evaluated == [30, 40, 50] and agent.videos == [30]
+    with (tmp_path / "metrics.csv").open() as f:
+        elapsed = [float(row["time/elapsed_s"]) for row in csv.DictReader(f)]
+    assert elapsed[:2] == [500.0, 1000.0] and all(1000.0 <= e < 1060.0 for e in elapsed[2:]), elapsed
+    assert elapsed[2:] == sorted(elapsed[2:])
+
+
+def test_eval_json_names_the_best_step_and_holds_the_last_evaluation(tmp_path):
+    """Returns 5, 2, 1 at steps 10, 20, 30: best.pt is step 10's; the run ended on 1.0 at step 30."""
+    agent = ScriptedAgent(total=30, eval_freq=10, returns=[5.0, 2.0, 1.0])
+    train([Run(agent, tmp_path, progress=False)])
+    result = json.loads((tmp_path / "eval.json").read_text())
+    assert (result["return_mean"], result["step"], result["checkpoint"]) == (5.0, 10, "checkpoints/best.pt")
+    assert (result["last"]["return_mean"], result["last"]["step"], result["resumed_at"]) == (1.0, 30, None)
+
+
+def test_a_run_stopped_early_says_so_on_its_model_card(tmp_path):
+    train([Run(ScriptedAgent(total=100, eval_freq=10), tmp_path, progress=False, callbacks=[Recorder(stop_at=15)])])
+    card = (tmp_path / "README.md").read_text()
+    assert "budget 100 environment steps (stopped early at 17)" in card
+    assert "last evaluation during training, step 17" in card
+
+
+def test_console_report_announces_the_start_and_prints_a_line_per_evaluation(tmp_path, capsys):
+    agent = ScriptedAgent(total=20, eval_freq=10, returns=[1.5, 2.5])
+    train([Run(agent, tmp_path, progress=False, callbacks=[ConsoleReport("training scripted -> here")])])
+    assert capsys.readouterr().err.splitlines() == [
+        "training scripted -> here", "step 10: eval return 1.5 +/- 0.0 (0 episodes)",
+        "step 20: eval return 2.5 +/- 0.0 (0 episodes)"]
+    ConsoleReport(evaluations=False).on_evaluation(30, {"return_mean": 1.0, "return_std": 0.0, "returns": []})
+    assert capsys.readouterr().err == ""
+
+
+def test_the_progress_bar_follows_the_steps_inside_an_iteration():
+    """The refresher moves the bar to num_steps while an iteration runs, with no row."""
+    logger = Logger(None, 100, progress=True)
+    agent = ScriptedAgent(total=100, eval_freq=0)
+    with refreshing(logger, agent, interval=0.01):
+        agent.num_steps = 40
+        deadline = time.monotonic() + 30
+        while logger.bar.n != 40 and time.monotonic() < deadline:
+            time.sleep(0.01)
+    assert logger.bar.n == 40 and logger.rows == []
+    logger.log(60, {"time/fps": 1.0})
+    assert logger.bar.n == 60
+    logger.close()
+    assert not [t for t in threading.enumerate() if t.name == "acrl-progress"]

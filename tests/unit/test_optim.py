@@ -11,11 +11,11 @@ import torch
 import torch.multiprocessing as mp
 from torch import nn
 
+from acrl.core.checkpoint import flatten_optimizer_state
 from acrl.core.errors import InputError
 from acrl.parts.optim import (
     SharedAdam,
     SharedRMSprop,
-    flatten_optimizer_state,
     flatten_parameters,
     hard_update,
     polyak_update,

@@ -48,10 +48,47 @@ def test_value_estimates_by_hand():
     returns = []
     for _ in range(2):
         rewards = [env.step(np.array([2.0 * action], np.float32))[1] for _ in range(200)]
-        returns.append(sum(0.9**t * r for t, r in enumerate(rewards)))
+        # cut by the time limit: the critic's Q(s_200, pi(s_200)) = tanh(0.5), discounted 200 steps
+        returns.append(sum(0.9**t * r for t, r in enumerate(rewards)) + 0.9**200 * action)
         env.reset()
     assert result["discounted_return_mean"] == pytest.approx(np.mean(returns), rel=1e-6)
     assert result["discounted_returns"] == pytest.approx(returns, rel=1e-6)
+
+
+class Corridor(gym.Env):
+    """Reward 1 every step; the episode ends after 5 steps, terminated or (`truncate`) truncated."""
+
+    observation_space = gym.spaces.Box(-1.0, 1.0, (3,), np.float32)
+    action_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+
+    def __init__(self, truncate):
+        self.truncate, self.t = truncate, 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return np.zeros(3, np.float32), {}
+
+    def step(self, action):
+        self.t += 1
+        end = self.t == 5
+        return np.zeros(3, np.float32), 1.0, end and not self.truncate, end and self.truncate, {}
+
+
+@pytest.mark.parametrize("truncate", [True, False])
+def test_a_perfect_critic_reads_the_discounted_return_through_the_time_limit(truncate):
+    """gamma 0.9, reward 1 forever past a time limit of 5: the true value is 1 / (1 - 0.9) = 10, and a
+    critic that says Q = 10 everywhere is perfect. The discounted return of the 5 steps,
+    (1 - 0.9^5) / 0.1 = 4.0951, plus 0.9^5 * Q(s_5, pi(s_5)) = 5.9049 reads 10 as well. An episode that
+    terminates at step 5 has the value 4.0951 and bootstraps nothing."""
+    agent = DDPG(lambda: Corridor(truncate), buffer=pendulum_buffer([0.0]), hidden_sizes=(1,), gamma=0.9,
+                 eval_episodes=2)
+    set_linear(agent.critic.q_net[0], [[0.0, 0.0, 0.0, 0.0]], [0.0])
+    set_linear(agent.critic.q_net[2], [[0.0]], [10.0])
+    result = agent.evaluate()
+    assert result["q_initial_mean"] == pytest.approx(10.0)
+    expected = 10.0 if truncate else 4.0951
+    assert result["discounted_returns"] == pytest.approx([expected, expected], abs=1e-6)
 
 
 def test_no_critic_no_estimates_and_no_buffer_no_data_estimates():

@@ -1,0 +1,64 @@
+"""Atomic file writes, the one place for them: a reader never sees half a file, and a write that
+fails or is interrupted part-way leaves the previous file as it was.
+
+Each writes to the hidden temporary file `.NAME.tmp` beside the target (same directory, so the
+rename stays on one file system), then moves it into place with `os.replace`, which is atomic
+on POSIX and Windows. A process killed mid-write may leave the `.tmp` file, which nothing reads
+(the sweep's file shipping skips `*.tmp`) and the next write replaces.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | Path) -> Iterator[Path]:
+    """Yield a temporary path for a writer that takes a file name (`torch.save`, h5py, ffmpeg,
+    `savefig`); when the block ends without an exception it replaces `path`, otherwise it is removed
+    and `path` is untouched. The parent directory is created.
+
+    The temporary name does not end in the target's suffix: writers that infer a format from
+    the name need it given (`savefig(..., format="png")`).
+
+    Raises:
+        OSError: the directory cannot be created or written; whatever the block raises.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    except BaseException:  # an error or a signal (KeyboardInterrupt) in the block: no partial file
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+
+
+def write_bytes_atomic(path: str | Path, data: bytes) -> None:
+    """Write `data` to `path` atomically (see the module docstring), creating its directory."""
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(data)
+
+
+def write_text_atomic(path: str | Path, text: str) -> None:
+    """Write `text` (UTF-8) to `path` atomically (see the module docstring), creating its directory."""
+    with atomic_path(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+
+
+def write_json_atomic(path: str | Path, data: Any, **dumps: Any) -> None:
+    """Write `data` as indented JSON (2 spaces, a final newline) to `path` atomically.
+
+    `dumps` are further `json.dumps` options, e.g. `default=float`.
+
+    Raises:
+        TypeError: `data` holds something JSON cannot encode (nothing is written).
+    """
+    write_text_atomic(path, json.dumps(data, indent=2, **dumps) + "\n")
