@@ -36,7 +36,7 @@ class ShiftedActions(gym.Env):
 
 def test_ppo_predicts_and_rolls_out_discrete_actions_from_start():
     agent = PPO(ShiftedActions, seed=0, n_steps=4, batch_size=4, hidden_sizes=(4,), device="cpu")
-    last = agent.actor.logits[-1]
+    last = agent.actor.linear
     set_linear(last, torch.zeros(2, 4).tolist(), [0.0, 5.0])  # policy index 1 is the mode
     assert agent.predict(np.zeros(2, np.float32)) == 2  # index 1 + start 1
     set_linear(last, torch.zeros(2, 4).tolist(), [5.0, 0.0])
