@@ -7,8 +7,11 @@ profile, an earlier day's run) and have no result file: the text says so where i
 tests/unit/test_benchmarks_doc.py checks that the committed page is what this script writes, so a
 result changed without rebuilding the page fails the tests.
 
-    ./run bench report                  # rewrite docs/benchmarks.md
-    python benchmarks/report.py --check # exit 1 when docs/benchmarks.md is out of date
+It also writes the README's "results at a glance" table, between `<!-- results:start -->` and
+`<!-- results:end -->`.
+
+    ./run bench report                  # rewrite docs/benchmarks.md and the README's results table
+    python benchmarks/report.py --check # exit 1 when either is out of date
 """
 
 from __future__ import annotations
@@ -24,6 +27,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
 PAGE = ROOT / "docs" / "benchmarks.md"
+README = ROOT / "README.md"
+GLANCE = ("<!-- results:start -->\n", "<!-- results:end -->")
 MINUS = "\u2212"
 
 
@@ -816,6 +821,44 @@ strictest baseline and {x(m['speedup_over_shell_loop'])} what a shell loop gives
 proportion as runs grow (the ceiling on 2 cores is 2×)."""
 
 
+def glance(results: dict[str, dict]) -> str:
+    """The README's "results at a glance": one row per headline figure, each with its target."""
+    ppo = results["ppo_vs_sb3"]["parts"]["throughput"]["results"]
+    cart, ant8 = ppo["CartPole-v1, 8 envs"], ppo["Ant-v5, 8 envs"]
+    ant = results["ppo_long_ant"]["parts"]["long Ant-v5"]["results"]["acrl"]["mean_return"]
+    rerun = results["ppo_ant_1m_rerun"]["mean_final_return"]
+    one = next(r for r in results["a3c_scaling"]["summary"]
+               if r["n_steps"] == 20 and r["method"] == "acrl A3C, 1 worker")
+    race = results["a3c_vs_a2c"]["median"]
+    share = race["acrl A3C"]["wall_s"] / race["SB3 A2C"]["wall_s"]
+    preset = results["a3c_pendulum_1m"]["rounds"][-1]["settings"]["n_envs=2, n_steps=10 (the preset now)"]["runs"]
+    pendulum = statistics.mean(r["final_return_mean"] for r in preset)
+    bcq = results["update_roofline"]["threads"]["1"]["bcq"]
+    sac = results["sac_hopper"]["mean_final_eval"]
+    sweep = results["sweep_speedup"]["median"]["speedup_over_shell_loop"]
+    rows = [
+        ["PPO training steps/s against SB3 (CartPole-v1, 8 envs)", x(cart["median paired acrl/sb3"]),
+         f"≥ 2×: {'met' if cart['median paired acrl/sb3'] >= 2 else 'not met'}"],
+        ["PPO on Ant-v5 against stepping the raw envs (8 envs)", x(ant8["median paired acrl/raw"]),
+         f"≥ 0.75×: {'met' if ant8['median paired acrl/raw'] >= 0.75 else 'not met'}"],
+        ["PPO Ant-v5 after 1M steps, mean of 3 seeds (rerun)", f"{n(ant)} ({n(rerun)})",
+         f"≥ 2,500: {'met' if min(ant, rerun) >= 2500 else 'not met'}"],
+        ["A3C, 1 worker, against SB3 A2C (CartPole-v1, t_max 20)",
+         f"{x(one['vs_sb3'])}, {n(one['steady_steps_per_s'])} steps/s",
+         f"≥ 4× and 5,500: {'met' if one['vs_sb3'] >= 4 and one['steady_steps_per_s'] >= 5500 else 'not met'}"],
+        ["A3C time to 475 on CartPole-v1 against SB3 A2C", x(share), f"≤ 0.5×: {'met' if share <= 0.5 else 'not met'}"],
+        [f"A3C Pendulum-v1 after 1M steps, mean of {len(preset)} seeds", n(pendulum),
+         f"≥ −200: {'met' if pendulum >= -200 else 'not met'}"],
+        ["BCQ update: torch.mm roofline, d3rlpy (1 thread)",
+         f"{pct(bcq['of_roofline_mm'])}, {x(bcq['acrl'] / bcq['d3rlpy'])}",
+         f"≥ 75%, > 1×: {'met' if bcq['of_roofline_mm'] >= 0.75 and bcq['acrl'] > bcq['d3rlpy'] else 'not met'}"],
+        ["SAC Hopper-v5 at 300k steps, last evaluation, mean of 3 seeds", n(sac),
+         f"≥ 2,500: {'met' if sac >= 2500 else 'not met'}"],
+        ["`acrl sweep` of 4 runs on 2 cores against a shell loop", x(sweep), "(reported)"],
+    ]
+    return table(["measurement", "result", "target"], "lrl", rows)
+
+
 SECTIONS: list[Callable[[dict[str, dict]], str]] = [
     header, ppo_throughput, vector_env, ppo_solve, ppo_ant_long, a3c_scaling, a3c_vs_a2c, a3c_pendulum,
     update_roofline, bcq_pendulum, bcq_hopper, bcq_halfcheetah, bcq_walker2d, sac_hopper, sweep_speedup,
@@ -833,19 +876,26 @@ def render(directory: Path = RESULTS) -> str:
     return "\n\n".join(section(results) for section in SECTIONS) + "\n"
 
 
+def with_glance(readme: str, directory: Path = RESULTS) -> str:
+    """`readme` with the text between its results markers replaced by `glance` of the results in `directory`."""
+    start, end = readme.index(GLANCE[0]) + len(GLANCE[0]), readme.index(GLANCE[1])
+    return readme[:start] + glance(load_results(directory)) + "\n" + readme[end:]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--check", action="store_true", help="exit 1 if docs/benchmarks.md differs, write nothing")
     args = parser.parse_args(argv)
-    text = render()
+    text, readme = render(), with_glance(README.read_text())
     if args.check:
-        if not PAGE.exists() or PAGE.read_text() != text:
-            print("docs/benchmarks.md is out of date: run ./run bench report", file=sys.stderr)
-            return 1
-        return 0
+        stale = [p.name for p, t in ((PAGE, text), (README, readme)) if not p.exists() or p.read_text() != t]
+        if stale:
+            print(f"{' and '.join(stale)} out of date: run ./run bench report", file=sys.stderr)
+        return 1 if stale else 0
     PAGE.parent.mkdir(parents=True, exist_ok=True)
     PAGE.write_text(text)
-    print(f"wrote {PAGE.relative_to(ROOT)}")
+    README.write_text(readme)
+    print(f"wrote {PAGE.relative_to(ROOT)} and the results block of {README.relative_to(ROOT)}")
     return 0
 
 

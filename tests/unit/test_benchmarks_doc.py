@@ -1,4 +1,5 @@
-"""docs/benchmarks.md is what benchmarks/report.py builds from benchmarks/results/*.json, byte for byte.
+"""docs/benchmarks.md (and the README's results table) is what benchmarks/report.py builds from
+benchmarks/results/*.json, byte for byte.
 
 A result file changed without rebuilding the page (`./run bench report`) fails here; so does a
 result without the command that regenerates it.
@@ -27,10 +28,16 @@ def test_committed_page_is_what_the_results_build():
         "docs/benchmarks.md is out of date: run ./run bench report"
 
 
+def test_readme_results_block_is_what_the_results_build():
+    report = load_report()
+    readme = (ROOT / "README.md").read_text()
+    assert readme == report.with_glance(readme), "README.md's results block is out of date: run ./run bench report"
+
+
 def test_a_changed_result_changes_the_page(tmp_path):
     """The page reads its numbers from the JSON: SAC seed 0's last evaluation 3205.13 -> 2400.0 shows as
     '2,400' in its row, the mean of the last evaluations (2400 + 3160.50 + 3249.41) / 3 = 2936.64 as
-    '**2,937**', and the ≥ 2,500 target turns to not met."""
+    '**2,937**' (the README's mean row too), and the per-seed ≥ 2,500 target turns to not met."""
     report = load_report()
     results = tmp_path / "results"
     shutil.copytree(ROOT / "benchmarks" / "results", results, ignore=shutil.ignore_patterns("tmp"))
@@ -42,6 +49,8 @@ def test_a_changed_result_changes_the_page(tmp_path):
     assert "| 0 | 3,253 (285k) | 2,400 | 3,256 ± 8 |" in page
     assert "| **mean** | 3,318 | **2,937** | **3,257** |" in page
     assert "Target (≥ 2,500 at 300k steps) **not met**" in page
+    assert "| SAC Hopper-v5 at 300k steps, last evaluation, mean of 3 seeds | 2,937 | ≥ 2,500: met |" in \
+        report.with_glance("x\n<!-- results:start -->\n<!-- results:end -->\n", results)
 
 
 def test_every_result_names_its_command():
