@@ -1,10 +1,10 @@
 """What every benchmark result records about the run that produced it, and where results go by default.
 
-`bench_meta()` is one block, `meta` in every result file: the commit (and whether acrl/ had
-uncommitted changes), the date, the CPU, the load average before and after the measurement, and the
-versions of the libraries involved. benchmarks/report.py prints it above each table. A benchmark
-writes to `scratch_path(NAME)` (benchmarks/results/tmp/, git-ignored) unless `--out` names a file,
-so a trial run never overwrites a committed result.
+`bench_meta()` is one block, `meta` in every result file: the command that produced it, the commit
+(and whether acrl/ had uncommitted changes), the date, the CPU, the load average before and after
+the measurement, and the versions of the libraries involved. benchmarks/report.py prints it above
+each table. A benchmark writes to `scratch_path(NAME)` (benchmarks/results/tmp/, git-ignored)
+unless `--out` names a file, so a trial run never overwrites a committed result.
 """
 
 from __future__ import annotations
@@ -12,7 +12,9 @@ from __future__ import annotations
 import datetime
 import os
 import platform
+import shlex
 import subprocess
+import sys
 from collections.abc import Iterable
 from importlib import metadata
 from pathlib import Path
@@ -57,10 +59,11 @@ def bench_meta(load_before: list[float], libraries: Iterable[str] = ()) -> dict[
             (the peer: "stable-baselines3", "mujoco", ...); one not installed is recorded as None.
 
     Returns:
-        {"commit": full hash or None, "dirty": acrl/ has uncommitted changes, "date": UTC ISO 8601 to
-        the second, "cpu": model name, "cores": CPUs this process may use, "platform": platform.platform(),
-        "python": version, "load_average_before": [1, 5, 15 min], "load_average_after": [1, 5, 15 min],
-        "versions": {distribution: version or None}}.
+        {"command": this process's command line (`python benchmarks/NAME.py ARGS`), "commit": full hash
+        or None, "dirty": acrl/ has uncommitted changes, "date": UTC ISO 8601 to the second, "cpu": model
+        name, "cores": CPUs this process may use, "platform": platform.platform(), "python": version,
+        "load_average_before" and "load_average_after": [1, 5, 15 min], "versions": {distribution:
+        version or None}}.
     """
     versions: dict[str, str | None] = {}
     for name in (*LIBRARIES, *libraries):
@@ -68,7 +71,9 @@ def bench_meta(load_before: list[float], libraries: Iterable[str] = ()) -> dict[
             versions[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             versions[name] = None
-    return {"commit": _git("rev-parse", "HEAD") or None, "dirty": bool(_git("status", "--porcelain", "--", "acrl")),
+    script = os.path.relpath(sys.argv[0], ROOT) if sys.argv[0] else "-"
+    return {"command": shlex.join(["python", script, *sys.argv[1:]]), "commit": _git("rev-parse", "HEAD") or None,
+            "dirty": bool(_git("status", "--porcelain", "--", "acrl")),
             "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"), "cpu": _cpu(),
             "cores": len(os.sched_getaffinity(0)), "platform": platform.platform(),
             "python": platform.python_version(), "load_average_before": list(load_before),

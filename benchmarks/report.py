@@ -121,7 +121,7 @@ def conditions(d: dict, **given: str) -> str:
     if facts["versions"]:
         said.append(", ".join(f"{k} {v}" for k, v in facts["versions"].items()))
     missing = [k for k in ("commit", "date", "CPU", "load before", "load after", "versions") if not facts[k]]
-    command = given.get("command") or d.get("command")
+    command = given.get("command") or _first(d, "command", "meta.command")
     text = f"Regenerate: `{command}`. " if command else ""
     text += "Recorded: " + "; ".join(said) + "." if said else "Recorded: nothing of the machine."
     if missing:
@@ -320,6 +320,10 @@ def a3c_scaling(results: dict[str, dict]) -> str:
     # one worker's time per step, 1/rate = c + U / T: the update's fixed cost U and the per-step cost c
     update_s = (1 / one5["steady_steps_per_s"] - 1 / one20["steady_steps_per_s"]) / (1 / 5 - 1 / 20)
     step_s = 1 / one20["steady_steps_per_s"] - update_s / 20
+    sb3_rate = ("SB3's steady rate the same way, between its first and last rollout ends"
+                if d.get("sb3_rate") == "steady" else
+                "SB3's rate over its whole `learn` call, its set-up included (this result predates the steady rate "
+                "for both)")
     one_worker_runs = [r["steady_steps_per_s"] for r in d["runs"] if r["method"] == "acrl A3C, 1 worker"
                        and r["n_steps"] == 20]
     return f"""## A3C vs Stable-Baselines3 A2C
@@ -328,8 +332,8 @@ def a3c_scaling(results: dict[str, dict]) -> str:
 5, with 1 environment per worker (the paper's A3C) and with `--n-envs 4`; SB3 A2C with one
 environment and the same `n_steps`, in the same run; {n(int(d['settings']['steps_per_worker']))} steps per
 worker, median of {d['settings']['repeats']} repeats; A3C's steady rate, between its first and last metrics
-rows, so without starting the worker processes; SB3's rate over its whole `learn` call, which has no
-processes to start; the script also prints A3C's overall rate and its steps per worker CPU-second).
+rows, so without starting the worker processes; {sb3_rate}; the script also prints the overall rates
+and A3C's steps per worker CPU-second).
 Measured on an idle machine: nothing else was running, one script at a time; this machine ran
 everything about half as fast as the one of 2026-12-01 (SB3 A2C {n(get(20, 'SB3 A2C, 1 env')['steady_steps_per_s'])}
 steps/s at t_max 20 against 4,476 then; no result file).

@@ -129,15 +129,14 @@ def main(argv: list[str] | None = None) -> int:
     for (key, seed, _, _), run_dir in zip(jobs, done, strict=True):
         run_dirs.setdefault(key, {})[seed] = run_dir
 
-    command = " ".join(["python", "benchmarks/seed_runs.py", *(argv if argv is not None else sys.argv[1:])])
     commands = [f"acrl train {' '.join(TRAIN[args.name])} --seed S {' '.join(flags)}".strip()
                 for flags, _ in settings.values()]
     meta = bench_meta(load_before)
     if args.name == "sac_hopper":
-        result = {"command": command, "meta": meta, "commands": commands,
+        result = {"meta": meta, "commands": commands,
                   "total_steps": args.total_steps or 300_000, **sac_hopper(run_dirs[""])}
     elif args.name == "ppo_ant_1m":
-        result = {"benchmark": "PPO Ant-v5, 1M steps, the Ant preset", "command": command, "meta": meta,
+        result = {"benchmark": "PPO Ant-v5, 1M steps, the Ant preset", "meta": meta,
                   "commands": commands, **ppo_ant_1m(run_dirs[""])}
     else:
         committed = json.loads((RESULTS / "a3c_pendulum_1m.json").read_text())
@@ -148,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
             rows = [pendulum_run(seed, run_dir) for seed, run_dir in run_dirs[key].items()]
             current["settings"][key] = {"flags": flags, "runs": rows,
                                         "mean_final": f"{statistics.mean(r['final_return_mean'] for r in rows):.1f}"}
-        result = {**{k: v for k, v in committed.items() if k != "rounds"}, "command": command, "meta": meta,
+        result = {**{k: v for k, v in committed.items() if k not in ("rounds", "command", "conditions")}, "meta": meta,
                   "rounds": [committed["rounds"][0], current]}
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2) + "\n")

@@ -55,7 +55,9 @@ def test_a_changed_result_changes_the_page(tmp_path):
 
 def test_every_result_names_its_command():
     for path in sorted((ROOT / "benchmarks" / "results").glob("*.json")):
-        assert isinstance(json.loads(path.read_text()).get("command"), str), f"{path.name} has no command"
+        data = json.loads(path.read_text())
+        command = data.get("command") or data.get("meta", {}).get("command")  # bench_meta's, or one added by hand
+        assert isinstance(command, str) and command, f"{path.name} has no command"
 
 
 def test_conditions_name_what_an_old_result_does_not_record():
@@ -71,3 +73,32 @@ def test_numbers_use_separators_and_a_typographic_minus():
     report = load_report()
     assert [report.n(-1632.4), report.n(3457.5), report.n(-0.2), report.n(0.456, 1)] == ["−1,632", "3,458", "0", "0.5"]
     assert [report.signed(742.0), report.signed(-686.3)] == ["+742", "−686"]
+
+
+def load_meta():
+    spec = importlib.util.spec_from_file_location("benchmarks_meta", ROOT / "benchmarks" / "meta.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_bench_meta_records_the_conditions():
+    meta = load_meta().bench_meta([0.5, 0.25, 0.125], ["no-such-distribution"])
+    assert meta["load_average_before"] == [0.5, 0.25, 0.125]
+    assert len(meta["load_average_after"]) == 3
+    assert meta["versions"]["no-such-distribution"] is None and meta["versions"]["acrl"]
+    assert meta["date"].endswith("+00:00") and meta["cores"] >= 1 and meta["command"].startswith("python ")
+
+
+def test_benchmarks_write_to_the_scratch_folder_by_default():
+    """Every benchmark's --out defaults to benchmarks/results/tmp/ (git-ignored), never a committed result."""
+    meta = load_meta()
+    assert meta.scratch_path("x") == ROOT / "benchmarks" / "results" / "tmp" / "x.json"
+    assert "benchmarks/results/tmp/" in (ROOT / ".gitignore").read_text().split()
+    for script in sorted((ROOT / "benchmarks").glob("*.py")):
+        text = script.read_text()
+        if '"--out"' in text:
+            default = text[text.index('"--out"'):].split("\n")[0]
+            if "default=" not in default:  # chosen after parsing (seed_runs.py: per result name)
+                default = text[text.index("args.out or"):].split("\n")[0]
+            assert "scratch_path(" in default or '"tmp"' in default or "SCRATCH" in default, script.name
