@@ -110,7 +110,8 @@ def conditions(d: dict, **given: str) -> str:
     }
     said = []
     if facts["commit"]:
-        said.append(f"commit {str(facts['commit'])[:7]}")
+        dirty = " with uncommitted changes to acrl/" if _first(d, "meta.dirty", "dirty") else ""
+        said.append(f"commit {str(facts['commit'])[:7]}{dirty}")
     if facts["date"]:
         said.append(str(facts["date"]).replace("T", " ").replace("+00:00", " UTC"))
     if facts["CPU"]:
@@ -126,6 +127,8 @@ def conditions(d: dict, **given: str) -> str:
     text += "Recorded: " + "; ".join(said) + "." if said else "Recorded: nothing of the machine."
     if missing:
         text += f" Not recorded (the file predates `bench_meta()`): {', '.join(missing)}."
+    if "commands" in d:
+        text += " Its runs: " + "; ".join(f"`{c}`" for c in d["commands"]) + "."
     if "conditions" in d:
         text += f" Conditions: {d['conditions']}"
     return text
@@ -139,8 +142,9 @@ Built by `./run bench report` (`benchmarks/report.py`) from the JSON in `benchma
 do not edit by hand. Each section names the command that regenerates its result file and the
 conditions the file records.
 
-Measured on this project's machine (2 cores of an AMD EPYC, no GPU, one torch thread per process
-unless a table says otherwise), each peer run side by side in the same script, alternating runs.
+Measured on this project's 2-core machines (no GPU; one torch thread per process unless a table says
+otherwise; each section names the CPU its file records), each peer run side by side in the same
+script.
 The machine's speed varies a lot from day to day (Stable-Baselines3 PPO on CartPole ran at
 1,400–2,100 steps/s here on 2026-11-30 and 5,500 on 2026-12-01, raw Ant-v5 stepping at
 1,300–2,300 and 4,900; hand-read, no result file), and some runs shared it with other jobs, as
@@ -429,6 +433,8 @@ def a3c_pendulum(results: dict[str, dict]) -> str:
     earlier = earlier.replace("-", MINUS)
     log_std0 = [n(r["final_return_mean"]) for r in first["settings"]["log_std_init=0.0 (the preset before)"]["runs"]]
     mean = statistics.mean(finals)
+    reached = (f", the first evaluation at or above −200 coming between {kilo(min(firsts))} and {kilo(max(firsts))} "
+               "steps" if firsts else "")
     return f"""### Pendulum-v1, 2 workers, 1M steps
 
 `acrl train a3c --env Pendulum-v1 --workers 2 --seed S`, the `default` preset: 2 environments per
@@ -440,7 +446,7 @@ worker with t_max 10, GAE λ 0.9, an annealed learning rate; about 80 s per run;
 
 Target (≥ −200 within 1M steps with 2 workers): {met(mean >= -200)} by the mean over {len(finals)} seeds
 ({n(mean)}, median {n(statistics.median(finals))}, std {n(statistics.stdev(finals))}) and by {len(firsts)} of
-them, the first evaluation at or above −200 coming between {kilo(min(firsts))} and {kilo(max(firsts))} steps;
+them{reached};
 seed {worst['seed']} ends at {n(worst['final_return_mean'])}. The same 20 transitions per gradient push split
 over 2 environments instead of 1 lifted seed 1 ({n(before[1])} → {n(preset[1]['final_return_mean'])}); with
 4 environments at t_max 20 a worker pushes 4 times less often and learns too slowly in 1M steps. The
@@ -784,6 +790,7 @@ def sac_hopper(results: dict[str, dict]) -> str:
     rows.append(["**mean**", n(statistics.mean(r["best_eval"] for r in d["runs"])), f"**{n(d['mean_final_eval'])}**",
                  f"**{n(d['mean_best_checkpoint_fresh'])}**"])
     ok = all(r["final_eval"] >= 2500 for r in d["runs"])
+    every = " on every seed, by the last evaluation too"
     return f"""## SAC on Hopper-v5
 
 The preset in `acrl/presets/sac.yaml` (the paper's settings, {kilo(d['total_steps'])} steps), three seeds side
@@ -794,7 +801,7 @@ by side on the 2 cores, about 85 minutes each; curves in `benchmarks/results/sac
 {table(['seed', 'best evaluation during training (step)', f"last evaluation ({kilo(d['total_steps'])})",
         'best.pt on 10 fresh episodes (seed 123)'], 'lrrr', rows)}
 
-Target (≥ 2,500 at {kilo(d['total_steps'])} steps) {met(ok)} on every seed, by the last evaluation too;
+Target (≥ 2,500 at {kilo(d['total_steps'])} steps) {met(ok)}{every if ok else ''};
 rl-baselines3-zoo reports SAC at about 2,600 on Hopper-v3 after 1M steps."""
 
 

@@ -38,14 +38,16 @@ from meta import RESULTS, ROOT, bench_meta, load_average, scratch_path
 
 from acrl.core.plotting import read_curve
 
-# the settings of a3c_pendulum_1m's current round: flags on top of the preset, and the seeds run
+# the settings of a3c_pendulum_1m's current round: its run directories' names, flags on top of the preset, seeds
 A3C_PENDULUM = {
-    "n_envs=2, n_steps=10 (the preset now)": ([], range(10)),
-    "the preset of 6cb8bff (1 env per worker, n_steps 20)": (["--n-envs", "1", "--set", "n_steps=20"], range(5)),
-    "n_envs=4, n_steps=5": (["--n-envs", "4", "--set", "n_steps=5"], range(5)),
-    "n_envs=4, n_steps=20": (["--n-envs", "4", "--set", "n_steps=20"], range(2)),
-    "ent_coef=0.001 (seed 1 only)": (["--n-envs", "1", "--set", "n_steps=20", "ent_coef=0.001"], [1]),
-    "learning_rate=0.002 (seed 1 only)": (["--n-envs", "1", "--set", "n_steps=20", "learning_rate=0.002"], [1]),
+    "n_envs=2, n_steps=10 (the preset now)": ("preset", [], range(10)),
+    "the preset of 6cb8bff (1 env per worker, n_steps 20)": ("envs1-t20", ["--n-envs", "1", "--set", "n_steps=20"],
+                                                             range(5)),
+    "n_envs=4, n_steps=5": ("envs4-t5", ["--n-envs", "4", "--set", "n_steps=5"], range(5)),
+    "n_envs=4, n_steps=20": ("envs4-t20", ["--n-envs", "4", "--set", "n_steps=20"], range(2)),
+    "ent_coef=0.001 (seed 1 only)": ("ent0.001", ["--n-envs", "1", "--set", "n_steps=20", "ent_coef=0.001"], [1]),
+    "learning_rate=0.002 (seed 1 only)": ("lr0.002", ["--n-envs", "1", "--set", "n_steps=20", "learning_rate=0.002"],
+                                          [1]),
 }
 TRAIN = {
     "sac_hopper": ["sac", "--env", "Hopper-v5"],
@@ -55,8 +57,8 @@ TRAIN = {
 
 
 def acrl(*args: str) -> str:
-    """Run the acrl CLI in a subprocess; its stdout. Raises CalledProcessError when it fails."""
-    return subprocess.run([sys.executable, "-m", "acrl", *args], check=True, capture_output=True, text=True,
+    """Run the acrl CLI in a subprocess (its stderr passes through); its stdout. Raises CalledProcessError."""
+    return subprocess.run([sys.executable, "-m", "acrl", *args], check=True, stdout=subprocess.PIPE, text=True,
                           cwd=ROOT).stdout
 
 
@@ -120,9 +122,9 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out or scratch_path(args.name)
     load_before = load_average()
 
-    settings = A3C_PENDULUM if args.name == "a3c_pendulum_1m" else {"": ([], range(3))}
-    jobs = [(key, seed, runs_root / (f"{key.split(' ')[0]}-s{seed}" if key else f"s{seed}"), flags)
-            for key, (flags, seeds) in settings.items() for seed in (args.seeds or seeds)]
+    settings = A3C_PENDULUM if args.name == "a3c_pendulum_1m" else {"": ("", [], range(3))}
+    jobs = [(key, seed, runs_root / (f"{slug}-s{seed}" if slug else f"s{seed}"), flags)
+            for key, (slug, flags, seeds) in settings.items() for seed in (args.seeds or seeds)]
     with ThreadPoolExecutor(args.jobs) as pool:
         done = list(pool.map(lambda job: train(args.name, job[2], job[1], job[3], args.total_steps), jobs))
     run_dirs: dict[str, dict[int, Path]] = {}
@@ -130,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         run_dirs.setdefault(key, {})[seed] = run_dir
 
     commands = [f"acrl train {' '.join(TRAIN[args.name])} --seed S {' '.join(flags)}".strip()
-                for flags, _ in settings.values()]
+                for _, flags, _ in settings.values()]
     meta = bench_meta(load_before)
     if args.name == "sac_hopper":
         result = {"meta": meta, "commands": commands,
@@ -143,9 +145,10 @@ def main(argv: list[str] | None = None) -> int:
         current = {"date": meta["date"][:10], "commit_of_the_learning_code": (meta["commit"] or "")[:7],
                    "command": "acrl train a3c --env Pendulum-v1 --workers 2 --seed S [FLAGS] (FLAGS per setting)",
                    "machine": f"{meta['cores']} cores, {meta['cpu']}", "settings": {}}
-        for key, (flags, _) in A3C_PENDULUM.items():
+        for key, (_, flags, _) in A3C_PENDULUM.items():
             rows = [pendulum_run(seed, run_dir) for seed, run_dir in run_dirs[key].items()]
-            current["settings"][key] = {"flags": flags, "runs": rows,
+            earlier = committed["rounds"][-1]["settings"].get(key, {})  # its note records older runs
+            current["settings"][key] = {"flags": flags, "note": earlier.get("note", ""), "runs": rows,
                                         "mean_final": f"{statistics.mean(r['final_return_mean'] for r in rows):.1f}"}
         result = {**{k: v for k, v in committed.items() if k not in ("rounds", "command", "conditions")}, "meta": meta,
                   "rounds": [committed["rounds"][0], current]}
