@@ -1,9 +1,12 @@
 """Training throughput of acrl A3C against its worker count and against SB3 A2C with one environment.
 
 For every t_max in --n-steps and every repeat, in one process and interleaved (so that all
-configurations see the same machine), it trains on CartPole-v1 from scratch with evaluation off:
+configurations see the same machine; SB3 first in even repeats, last in odd ones), it trains on
+CartPole-v1 from scratch with evaluation off:
 - Stable-Baselines3 A2C with one environment and the same n_steps (its defaults otherwise: 64-64
-  tanh actor and critic, RMSProp), one torch thread: steps / seconds of `model.learn`;
+  tanh actor and critic, RMSProp), one torch thread: the steady rate between its first and last
+  rollout ends (as A3C's below: set-up and the first rollout excluded), and steps / seconds of the
+  whole `model.learn` call;
 - acrl A3C (the env's `default` preset, that n_steps) with each worker count in --workers and
   each number of environments per worker in --n-envs (1 is the paper's A3C):
   - steady steps/s: the global step rate between the first and the last metrics rows
@@ -15,14 +18,16 @@ configurations see the same machine), it trains on CartPole-v1 from scratch with
     contention) or only lack cores.
 Every run trains from scratch, so its rate includes the early, short CartPole episodes (a rollout
 stops at an episode's end, which means more updates per step). The table gives medians over the
-repeats: A3C's steady rate over SB3's, and the speed-up over 1 worker (with as many envs per
-worker). Run it on an otherwise idle
-machine: the JSON records the load average before and after.
+repeats: A3C's steady rate over SB3's steady rate, and the speed-up over 1 worker (with as many
+envs per worker). Run it on an otherwise idle machine: the JSON records `bench_meta()` (commit,
+CPU, load average before and after, versions).
 
-    python benchmarks/a3c_scaling.py                            # 1 and 2 workers of 1 and 4 envs, n_steps 20 and 5
+    python benchmarks/a3c_scaling.py --out benchmarks/results/a3c_scaling.json   # the committed result
+    python benchmarks/a3c_scaling.py --steps-per-worker 2000 --repeats 1         # a check in seconds
+
     python benchmarks/a3c_scaling.py --workers 1 2 4 8 --no-sb3 # on a bigger machine
 
-Prints a markdown table and writes benchmarks/results/a3c_scaling.json.
+Prints a markdown table and writes --out (default benchmarks/results/tmp/a3c_scaling.json).
 """
 
 from __future__ import annotations
@@ -30,8 +35,6 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import os
-import platform
 import resource
 import shutil
 import statistics
@@ -39,8 +42,8 @@ import time
 from pathlib import Path
 
 import torch
+from meta import RESULTS, bench_meta, load_average, scratch_path
 
-RESULTS = Path(__file__).parent / "results"
 ENV = "CartPole-v1"
 
 
@@ -81,16 +84,31 @@ def run_a3c(workers: int, n_envs: int, n_steps: int, steps_per_worker: int, seed
 
 def run_sb3(n_steps: int, steps: int, seed: int) -> dict:
     from stable_baselines3 import A2C
+    from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.env_util import make_vec_env
 
+    class RolloutClock(BaseCallback):
+        """(seconds, environment steps) at the end of every rollout: the steady rate, as A3C's metrics rows."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.marks: list[tuple[float, int]] = []
+
+        def _on_step(self) -> bool:
+            return True
+
+        def _on_rollout_end(self) -> None:
+            self.marks.append((time.perf_counter(), self.model.num_timesteps))
+
     model = A2C("MlpPolicy", make_vec_env(ENV, n_envs=1, seed=seed), n_steps=n_steps, seed=seed, device="cpu")
+    clock = RolloutClock()
     started = time.perf_counter()
-    model.learn(total_timesteps=steps)
+    model.learn(total_timesteps=steps, callback=clock)
     wall = time.perf_counter() - started
-    rate = model.num_timesteps / wall
+    (t0, s0), (t1, s1) = clock.marks[0], clock.marks[-1]
     return {"method": "SB3 A2C, 1 env", "workers": 0, "n_envs": 1, "n_steps": n_steps, "seed": seed,
-            "steps": int(model.num_timesteps), "wall_s": wall, "steady_steps_per_s": rate,
-            "overall_steps_per_s": rate, "steps_per_worker_cpu_s": None}
+            "steps": int(model.num_timesteps), "wall_s": wall, "steady_steps_per_s": (s1 - s0) / max(t1 - t0, 1e-9),
+            "overall_steps_per_s": model.num_timesteps / wall, "steps_per_worker_cpu_s": None}
 
 
 def main() -> None:
@@ -102,10 +120,11 @@ def main() -> None:
     parser.add_argument("--steps-per-worker", type=int, default=50_000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--no-sb3", action="store_true", help="leave out the SB3 A2C peer")
-    parser.add_argument("--out", type=Path, default=RESULTS / "a3c_scaling.json")
+    parser.add_argument("--out", type=Path, default=scratch_path("a3c_scaling"),
+                        help="result file (default: the scratch folder benchmarks/results/tmp/)")
     args = parser.parse_args()
     torch.set_num_threads(1)
-    load_before = os.getloadavg()
+    load_before = load_average()
 
     run_a3c(1, 1, args.n_steps[0], 2_000, seed=100)  # warm-up: the first run in a process pays one-time costs
     if not args.no_sb3:
@@ -113,17 +132,22 @@ def main() -> None:
     runs = []
     for repeat in range(args.repeats):
         for n_steps in args.n_steps:
-            if not args.no_sb3:
+            sb3_first = repeat % 2 == 0  # alternate which library runs first in a repeat
+            if not args.no_sb3 and sb3_first:
                 runs.append(run_sb3(n_steps, args.steps_per_worker, seed=repeat))
                 print(runs[-1], flush=True)
             for n_envs in args.n_envs:
                 for workers in args.workers:
                     runs.append(run_a3c(workers, n_envs, n_steps, args.steps_per_worker, seed=repeat))
                     print(runs[-1], flush=True)
+            if not args.no_sb3 and not sb3_first:
+                runs.append(run_sb3(n_steps, args.steps_per_worker, seed=repeat))
+                print(runs[-1], flush=True)
 
-    cpus = len(os.sched_getaffinity(0))
+    meta = bench_meta(load_before, ["stable-baselines3"])
     lines = [f"{ENV}, {args.steps_per_worker:,} steps per worker or env, median of {args.repeats} repeats, "
-             f"{cpus} CPUs, load average {load_before[0]:.2f} before and {os.getloadavg()[0]:.2f} after", "",
+             f"{meta['cores']} CPUs, load average {load_before[0]:.2f} before and "
+             f"{meta['load_average_after'][0]:.2f} after", "",
              "| n_steps | method | steady steps/s | vs SB3 A2C | vs 1 worker | overall steps/s "
              "| steps per worker CPU-s |", "|---|---|---|---|---|---|---|"]
     summary = []
@@ -150,10 +174,8 @@ def main() -> None:
     print("\n".join(lines))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({
-        "benchmark": "a3c_scaling", "env": ENV, "settings": {k: str(v) for k, v in vars(args).items()},
-        "machine": {"cpus": cpus, "platform": platform.platform(), "torch": torch.__version__,
-                    "load_average_before": load_before, "load_average_after": os.getloadavg()},
-        "summary": summary, "runs": runs}, indent=2) + "\n")
+        "benchmark": "a3c_scaling", "meta": meta, "env": ENV, "sb3_rate": "steady",
+        "settings": {k: str(v) for k, v in vars(args).items()}, "summary": summary, "runs": runs}, indent=2) + "\n")
     print(f"\nwrote {args.out}")
 
 

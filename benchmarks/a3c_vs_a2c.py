@@ -6,32 +6,29 @@ environment steps and the wall seconds to the end of that evaluation (every eval
 included for both, start-up included: A3C's clock starts when `learn` is called, before the
 workers start, and stops in a run-loop callback after the deciding evaluation; A2C's starts when
 `model.learn` is called and stops in its callback after the same evaluation), with the median
-over seeds.
+over seeds. The two alternate which runs first: acrl on even seeds, SB3 on odd ones.
 
 acrl A3C uses its CartPole-v1 `default` preset. SB3 A2C uses rl-baselines3-zoo's CartPole-v1
 settings (8 envs, ent_coef 0, SB3 defaults otherwise), one torch thread.
 
-    python benchmarks/a3c_vs_a2c.py                # 5 seeds
-    python benchmarks/a3c_vs_a2c.py --seeds 2      # quicker
+    python benchmarks/a3c_vs_a2c.py --seeds 10 --out benchmarks/results/a3c_vs_a2c.json   # the committed result
+    python benchmarks/a3c_vs_a2c.py --seeds 2 --max-steps 2000                         # a check in seconds
 
-Prints a markdown table and writes benchmarks/results/a3c_vs_a2c.json.
+Prints a markdown table and writes --out (default benchmarks/results/tmp/a3c_vs_a2c.json) with
+`bench_meta()`: commit, date, CPU, load average before and after, versions.
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
-import os
-import platform
 import shutil
 import statistics
 import time
 from pathlib import Path
 
 import torch
-
-RESULTS = Path(__file__).parent / "results"
+from meta import RESULTS, bench_meta, load_average, scratch_path
 
 
 def run_acrl(seed: int, args: argparse.Namespace) -> dict:
@@ -120,15 +117,17 @@ def main() -> None:
     parser.add_argument("--max-steps", type=int, default=200_000)
     parser.add_argument("--eval-freq", type=int, default=2_500)
     parser.add_argument("--eval-episodes", type=int, default=10)
-    parser.add_argument("--out", type=Path, default=RESULTS / "a3c_vs_a2c.json")
+    parser.add_argument("--out", type=Path, default=scratch_path("a3c_vs_a2c"),
+                        help="result file (default: the scratch folder benchmarks/results/tmp/)")
     args = parser.parse_args()
     torch.set_num_threads(1)
-    load_before = os.getloadavg()
+    load_before = load_average()
 
     results = {"acrl A3C": [], "SB3 A2C": []}
+    runners = {"acrl A3C": run_acrl, "SB3 A2C": run_sb3}
     for seed in range(args.seeds):
-        results["acrl A3C"].append(run_acrl(seed, args))
-        results["SB3 A2C"].append(run_sb3(seed, args))
+        for name in (list(runners) if seed % 2 == 0 else list(reversed(runners))):  # alternate who runs first
+            results[name].append(runners[name](seed, args))
         print(f"seed {seed}: " + "; ".join(f"{k}: {v[-1]}" for k, v in results.items()), flush=True)
 
     lines = [f"CartPole-v1, first evaluation >= {args.target:g} (median of {args.seeds} seeds, eval every "
@@ -146,11 +145,8 @@ def main() -> None:
     print("\n".join(lines))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({
-        "benchmark": "a3c_vs_a2c", "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        "env": "CartPole-v1", "settings": {k: str(v) for k, v in vars(args).items()},
-        "machine": {"cpus": len(os.sched_getaffinity(0)), "platform": platform.platform(), "torch": torch.__version__,
-                    "load_average_before": load_before, "load_average_after": os.getloadavg()},
-        "runs": results,
+        "benchmark": "a3c_vs_a2c", "meta": bench_meta(load_before, ["stable-baselines3"]),
+        "env": "CartPole-v1", "settings": {k: str(v) for k, v in vars(args).items()}, "runs": results,
         "median": {name: {"steps": median(runs, "steps"), "wall_s": median(runs, "wall_s")}
                    for name, runs in results.items()},
     }, indent=2) + "\n")

@@ -26,7 +26,9 @@ logger) and updates/s are recorded beside its return.
     python benchmarks/bcq_vs_d3rlpy.py --experiment runs/hopper-extrapolation --seeds 0 1 2 --jobs 2 \
         --out benchmarks/results/bcq_vs_d3rlpy_hopper
 
-Results: benchmarks/results/bcq_vs_d3rlpy.{json,md}; scratch files in benchmarks/results/tmp/.
+With --datasets, acrl and d3rlpy take turns going first (acrl on even seeds). Results: --out.json
+and --out.md (default benchmarks/results/tmp/bcq_vs_d3rlpy.*), with `bench_meta()` (command,
+commit, date, CPU, load average before and after, versions); scratch files in benchmarks/results/tmp/.
 """
 
 from __future__ import annotations
@@ -34,7 +36,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import time
@@ -251,10 +252,14 @@ def dataset_rows(python: Path, spec: dict, args: argparse.Namespace) -> list[dic
         npz = SCRATCH / f"{kind}.npz"
         to_npz(h5, npz)
         for seed in args.seeds:
-            row = {"kind": kind, "seed": seed,
-                   "acrl": run_acrl(h5, args.env, seed, args.updates, args.threads, args.eval_episodes),
-                   "d3rlpy": run_d3rlpy(python, {**spec, "npz": str(npz), "seed": seed, "updates": args.updates,
-                                                 "eval_episodes": args.eval_episodes, "eval_seed": seed + 10_000})}
+            row: dict = {"kind": kind, "seed": seed}
+            for lib in ("acrl", "d3rlpy") if seed % 2 == 0 else ("d3rlpy", "acrl"):  # alternate who goes first
+                if lib == "acrl":
+                    row["acrl"] = run_acrl(h5, args.env, seed, args.updates, args.threads, args.eval_episodes)
+                else:
+                    row["d3rlpy"] = run_d3rlpy(python, {**spec, "npz": str(npz), "seed": seed,
+                                                        "updates": args.updates, "eval_episodes": args.eval_episodes,
+                                                        "eval_seed": seed + 10_000})
             rows.append(row)
             print(f"{kind} seed {seed}: acrl {row['acrl']['return_mean']:.1f}, "
                   f"d3rlpy {row['d3rlpy']['return_mean']:.1f}", file=sys.stderr)
@@ -264,7 +269,8 @@ def dataset_rows(python: Path, spec: dict, args: argparse.Namespace) -> list[dic
 def markdown(summary: dict) -> str:
     """The summary as a markdown table: returns (and updates/s) per dataset and seed."""
     lines = [f"### BCQ: acrl vs d3rlpy {summary.get('d3rlpy_version', '')} on {summary['env_id']}", "",
-             f"{summary['machine']}; {summary['threads']} torch thread(s); settings: "
+             f"{summary['meta']['cpu']}, {summary['meta']['cores']} cores; {summary['threads']} torch thread(s); "
+             f"settings: "
              f"{'d3rlpy defaults for d3rlpy' if summary['d3rlpy_defaults'] else 'the paper (both)'}.", ""]
     if summary.get("returns"):
         lines += ["| dataset | seed | acrl return | d3rlpy return | acrl updates/s | d3rlpy updates/s |",
@@ -296,7 +302,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--jobs", type=int, default=1, help="with --experiment: d3rlpy runs at a time")
     parser.add_argument("--d3rlpy-defaults", action="store_true", help="d3rlpy's own BCQ defaults, not the paper's")
-    parser.add_argument("--out", type=Path, default=RESULTS / "bcq_vs_d3rlpy")
+    parser.add_argument("--out", type=Path, default=RESULTS / "tmp" / "bcq_vs_d3rlpy",
+                        help="results path without suffix (default: the scratch folder benchmarks/results/tmp/)")
     parser.add_argument("--d3rlpy-worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.d3rlpy_worker:
@@ -305,6 +312,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.datasets is None and args.experiment is None:
         parser.error("one of --datasets DIR or --experiment DIR is required")
 
+    from meta import bench_meta, load_average
+
+    load_before = load_average()
     try:
         python = ensure_venv()
     except RuntimeError as exc:
@@ -313,9 +323,7 @@ def main(argv: list[str] | None = None) -> int:
     SCRATCH.mkdir(parents=True, exist_ok=True)
     spec = {"env_id": args.env, "threads": args.threads, "d3rlpy_defaults": args.d3rlpy_defaults,
             "paper": {k: list(v) if isinstance(v, tuple) else v for k, v in PAPER.items()}}
-    summary: dict = {"env_id": args.env, "threads": args.threads, "d3rlpy_defaults": args.d3rlpy_defaults,
-                     "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores",
-                     "command": " ".join([Path(sys.argv[0]).name, *(argv if argv is not None else sys.argv[1:])])}
+    summary: dict = {"env_id": args.env, "threads": args.threads, "d3rlpy_defaults": args.d3rlpy_defaults}
 
     def write(rows: list[dict]) -> None:  # atomically, after every finished run
         from acrl.core.files import write_text_atomic
@@ -324,6 +332,11 @@ def main(argv: list[str] | None = None) -> int:
         summary["d3rlpy_version"] = rows[0]["d3rlpy"]["version"]
         for suffix, text in ((".json", json.dumps(summary, indent=2) + "\n"), (".md", markdown(summary))):
             write_text_atomic(args.out.with_suffix(suffix), text)
+
+    def save(rows: list[dict]) -> None:
+        """`write` with the conditions as of now (bench_meta: the load average after this run)."""
+        summary["meta"] = bench_meta(load_before, ["mujoco"])
+        write(rows)
 
     if args.experiment is not None:
         summary["experiment"] = str(args.experiment)
@@ -334,13 +347,13 @@ def main(argv: list[str] | None = None) -> int:
             same = all(old.get(key) == summary[key] for key in ("experiment", "threads", "d3rlpy_defaults"))
             rows = old["returns"] if same else []
         rows = experiment_rows(python, spec, args.experiment, args.seeds, args.kinds, args.eval_episodes,
-                               args.jobs, rows, write)
+                               args.jobs, rows, save)
         summary["env_id"] = spec["env_id"]
     else:
         if args.collect:
             collect(args.env, args.datasets, args.behavioral_steps, args.dataset_steps, args.seeds[0])
         rows = dataset_rows(python, spec, args)
-    write(rows)
+    save(rows)
     print(markdown(summary))
     return 0
 

@@ -9,20 +9,22 @@
     python benchmarks/gpu_checks.py                   # --device auto: CUDA when there is one
     python benchmarks/gpu_checks.py --device cpu --updates 50
 
-Writes benchmarks/results/gpu_checks.json (or --out) with the device's name and the figures.
+Writes --out (default benchmarks/results/tmp/gpu_checks.json; the committed result needs
+`--out benchmarks/results/gpu_checks.json`) with the device's name, the figures and `bench_meta()`
+(command, commit, date, CPU, load average before and after, versions).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import platform
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 import torch
+from meta import bench_meta, load_average, scratch_path
 
 import acrl
 from acrl.algos import get_algorithm
@@ -117,18 +119,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", default="auto")
     parser.add_argument("--updates", type=int, default=1000, help="timed updates per algorithm")
-    parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "gpu_checks.json"))
+    parser.add_argument("--out", type=Path, default=scratch_path("gpu_checks"),
+                        help="result file (default: the scratch folder benchmarks/results/tmp/)")
     args = parser.parse_args()
+    load_before = load_average()
     device = str(resolve_device(args.device))
     torch.set_num_threads(1 if device == "cpu" else torch.get_num_threads())
     with tempfile.TemporaryDirectory() as tmp:
         trained = train_each(device, Path(tmp))
     speed = {algo: round(updates_per_second(algo, device, args.updates), 1) for algo in PAPER_SIZES}
-    report = {"date": time.strftime("%Y-%m-%d"), "device": device, "acrl_version": acrl.__version__,
-              "torch": torch.__version__, "machine": platform.node(),
+    report = {"meta": bench_meta(load_before), "device": device,
               "gpu": torch.cuda.get_device_name(0) if device.startswith("cuda") else None,
               "trained": trained, "updates_per_s": speed}
-    Path(args.out).write_text(json.dumps(report, indent=2) + "\n")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2) + "\n")
     print(json.dumps(report, indent=2))
 
 

@@ -30,19 +30,19 @@ the preset normalises observations or rewards. One torch thread for both, on the
     python benchmarks/ppo_vs_sb3.py --parts solve --seeds 5
     python benchmarks/ppo_vs_sb3.py --parts --ant-long --ant-directional-long   # the long runs only
 
-Prints markdown tables and writes benchmarks/results/ppo_vs_sb3.json (date, commit, machine,
-arguments and results per part; a later run of other parts keeps the earlier parts' entries).
+Prints markdown tables and writes --out (default benchmarks/results/tmp/ppo_vs_sb3.json; the
+committed result needs `--out benchmarks/results/ppo_vs_sb3.json`): `bench_meta()` (command, commit,
+date, CPU, load average before and after, versions), arguments and results per part; a later run of
+other parts keeps the earlier parts' entries. A quick check: `--parts throughput --repeats 1
+--cartpole-steps 2048 --ant-steps 512 --raw-steps 500`.
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import os
-import platform
 import statistics
-import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -51,6 +51,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import torch
+from meta import ROOT, bench_meta, load_average, scratch_path
 
 import acrl  # also registers acrl/AntDirectional-v5
 from acrl import PPO, PPOConfig
@@ -58,10 +59,6 @@ from acrl.algos.base import EVAL_SEED_OFFSET
 from acrl.core.config import preset_values, update_config
 from acrl.core.evaluation import evaluate
 from acrl.core.files import write_json_atomic
-
-ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "benchmarks" / "results"
-
 
 # ---------------------------------------------------------------- the two learners
 # The throughput cases: (label, environment, preset overrides). With one Ant environment the
@@ -350,7 +347,7 @@ def long_run(env_id: str, args: argparse.Namespace, save: Callable[[dict[str, An
     per_seed: dict[str, list[dict[str, Any]]] = {lib: [] for lib in args.libs}
     summary: dict[str, Any] = {}
     for seed in range(args.long_seeds):
-        for lib in args.libs:
+        for lib in args.libs if seed % 2 == 0 else args.libs[::-1]:  # alternate who goes first
             started = time.perf_counter()
             if lib == "acrl":
                 predictor: Any = acrl_long_run(env_id, seed, args)
@@ -392,29 +389,6 @@ def print_long(env_id: str, summary: dict[str, Any], args: argparse.Namespace) -
 
 
 # ---------------------------------------------------------------- bookkeeping
-def machine_info() -> dict[str, Any]:
-    cpu = platform.processor()
-    try:
-        cpu = next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                   if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    import mujoco
-    import stable_baselines3
-
-    return {"platform": platform.platform(), "cpu": cpu, "cores": os.cpu_count(),
-            "load_average": os.getloadavg() if hasattr(os, "getloadavg") else None,
-            "python": platform.python_version(), "torch": torch.__version__, "gymnasium": gym.__version__,
-            "mujoco": mujoco.__version__, "stable_baselines3": stable_baselines3.__version__,
-            "acrl": acrl.__version__, "torch_threads": 1}
-
-
-def git_commit() -> dict[str, Any]:
-    def git(*cmd: str) -> str:
-        return subprocess.run(["git", *cmd], cwd=ROOT, capture_output=True, text=True).stdout.strip()
-    return {"commit": git("rev-parse", "HEAD") or None, "dirty": bool(git("status", "--porcelain", "--", "acrl"))}
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -436,12 +410,13 @@ def main() -> None:
     parser.add_argument("--long-eval-episodes", type=int, default=10)
     parser.add_argument("--long-dir", type=Path, default=ROOT / "runs" / "bench-long",
                         help="acrl's long runs live here (learning curves, checkpoints; resumed if present)")
-    parser.add_argument("--out", type=Path, default=RESULTS / "ppo_vs_sb3.json")
+    parser.add_argument("--out", type=Path, default=scratch_path("ppo_vs_sb3"),
+                        help="result file (default: the scratch folder benchmarks/results/tmp/)")
     args = parser.parse_args()
     torch.set_num_threads(1)
 
-    meta = {"date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-            **git_commit(), "machine": machine_info()}
+    load_before = load_average()
+    meta: dict[str, Any] = {}
     parts: dict[str, Any] = {}
 
     def save(name: str, result: Any) -> None:
@@ -449,7 +424,7 @@ def main() -> None:
         parts[name] = result
         args.out.parent.mkdir(parents=True, exist_ok=True)
         previous = json.loads(args.out.read_text()) if args.out.exists() else {}
-        meta["machine"]["load_average_end"] = os.getloadavg() if hasattr(os, "getloadavg") else None
+        meta["meta"] = bench_meta(load_before, ["stable-baselines3", "mujoco"])
         merged = {**meta, "parts": {**previous.get("parts", {}),
                                     **{part: {**meta, "args": {k: str(v) for k, v in vars(args).items()},
                                               "results": value} for part, value in parts.items()}}}

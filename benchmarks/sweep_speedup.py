@@ -16,10 +16,13 @@ run's config.yaml is written (the agent is built, the first iteration begins), l
 interval for an in-process run (building the agent). The last row compares a run's own duration
 alone (in-process) and beside another (in the sweep): what two runs on two cores cost each other.
 
-    python benchmarks/sweep_speedup.py                  # 4 runs of 200k steps, median of 3 repeats
-    python benchmarks/sweep_speedup.py --runs 8 --steps 100000
+The three ways alternate their order: the sweep last in even repeats, first in odd ones.
 
-Prints a table and writes benchmarks/results/sweep_speedup.json.
+    python benchmarks/sweep_speedup.py --out benchmarks/results/sweep_speedup.json   # 4 runs of 200k steps, 3 repeats
+    python benchmarks/sweep_speedup.py --runs 2 --steps 2000 --repeats 1             # a check in seconds
+
+Prints a table and writes --out (default benchmarks/results/tmp/sweep_speedup.json) with
+`bench_meta()`: commit, date, CPU, load average before and after, versions.
 """
 
 from __future__ import annotations
@@ -27,13 +30,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import tempfile
 import time
 from pathlib import Path
 
-RESULTS = Path(__file__).parent / "results"
+from meta import bench_meta, load_average, scratch_path
 
 
 def sequential(root: Path, seeds: list[int], steps: int) -> tuple[float, float]:
@@ -81,12 +83,15 @@ def sweep(root: Path, seeds: list[int], steps: int) -> tuple[float, list[float],
     return wall, sorted((r / "config.yaml").stat().st_mtime - begin for r in runs), durations
 
 
-def measure(seeds: list[int], steps: int, cores: int) -> dict[str, float]:
-    """One repeat: the three ways, one after another."""
+def measure(seeds: list[int], steps: int, cores: int, reverse: bool) -> dict[str, float]:
+    """One repeat: the three ways, one after another (shell loop, in-process, sweep; `reverse`: the other way round)."""
     with tempfile.TemporaryDirectory() as tmp:
-        loop_wall = shell_loop(Path(tmp) / "loop", seeds, steps)
-        seq_wall, seq_first = sequential(Path(tmp) / "sequential", seeds, steps)
-        sweep_wall, sweep_first, sweep_runs = sweep(Path(tmp) / "sweep", seeds, steps)
+        ways = {"loop": lambda: shell_loop(Path(tmp) / "loop", seeds, steps),
+                "sequential": lambda: sequential(Path(tmp) / "sequential", seeds, steps),
+                "sweep": lambda: sweep(Path(tmp) / "sweep", seeds, steps)}
+        done = {name: ways[name]() for name in (reversed(ways) if reverse else ways)}
+    loop_wall, (seq_wall, seq_first), (sweep_wall, sweep_first, sweep_runs) = (done["loop"], done["sequential"],
+                                                                               done["sweep"])
     first_wave = sweep_first[:cores]
     return {"shell_loop_wall_s": loop_wall, "in_process_wall_s": seq_wall, "sweep_wall_s": sweep_wall,
             "speedup_over_shell_loop": loop_wall / sweep_wall, "speedup_over_in_process": seq_wall / sweep_wall,
@@ -99,16 +104,17 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=4)
     parser.add_argument("--steps", type=int, default=200_000)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--out", type=Path, default=scratch_path("sweep_speedup"),
+                        help="result file (default: the scratch folder benchmarks/results/tmp/)")
     args = parser.parse_args()
     seeds = list(range(args.runs))
-    cores, load = os.cpu_count(), os.getloadavg()[0]
-    repeats = [measure(seeds, args.steps, cores) for _ in range(args.repeats)]
+    cores, load_before = len(os.sched_getaffinity(0)), load_average()
+    repeats = [measure(seeds, args.steps, cores, reverse=repeat % 2 == 1) for repeat in range(args.repeats)]
     median = {key: round(statistics.median(r[key] for r in repeats), 2) for key in repeats[0]}
-    result = {"date": time.strftime("%Y-%m-%d"), "machine": f"{platform.machine()}, {cores} cores",
-              "load_average_before": load, "runs": args.runs, "steps_per_run": args.steps,
+    result = {"meta": bench_meta(load_before, ["ray"]), "runs": args.runs, "steps_per_run": args.steps,
               "median": median, "repeats": [{k: round(v, 2) for k, v in r.items()} for r in repeats]}
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "sweep_speedup.json").write_text(json.dumps(result, indent=2) + "\n")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2) + "\n")
     print(f"| {args.runs} PPO CartPole runs x {args.steps} steps, {cores} cores, median of {args.repeats} | |")
     print("| --- | ---: |")
     print(f"| one after another: `acrl train` in a shell loop | {median['shell_loop_wall_s']:.1f} s |")

@@ -22,18 +22,19 @@ Sizes: BCQ (Fujimoto et al. 2019, Supp. D): VAE 750-750, actor and critics 400-3
 10 sampled actions per next state; TD3 (Fujimoto et al. 2018, Appendix C): 400-300, batch 100,
 policy delay 2; SAC (Haarnoja et al. 2018, Table 1): 256-256, batch 256.
 
-    ./run bench update_roofline                       # about 10 minutes on 2 cores
-    ./run bench update_roofline --algos bcq --threads 1 --repeats 1 --no-d3rlpy
+acrl and d3rlpy take turns going first: acrl for the first, third, ... algorithm, d3rlpy for the others.
 
-Results: benchmarks/results/update_roofline.{json,md}. Run it on an idle machine (`uptime`).
+    ./run bench update_roofline --repeats 5 --out benchmarks/results/update_roofline   # about 15 minutes on 2 cores
+    ./run bench update_roofline --algos bcq --threads 1 --repeats 1 --no-d3rlpy        # a check
+
+Writes --out.json and --out.md (default benchmarks/results/tmp/update_roofline.*), with `bench_meta()`:
+commit, date, CPU, load average before and after, versions. Run it on an idle machine (`uptime`).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import statistics
 import sys
 import time
@@ -227,9 +228,11 @@ def roofline(products: list[tuple[int, int, int]]) -> dict:
 
 def markdown(summary: dict) -> str:
     """The summary as one markdown table per thread count."""
+    meta = summary["meta"]
     lines = [f"### Off-policy updates/s against the roofline and d3rlpy {summary.get('d3rlpy_version', '')}", "",
-             f"{summary['machine']}; {summary['date']}; median of {summary['repeats']} runs each; "
-             f"`{summary['command']}`.", ""]
+             f"{meta['cpu']}, {meta['cores']} cores; {meta['date']}; load average {meta['load_average_before'][0]:.2f} "
+             f"before, {meta['load_average_after'][0]:.2f} after; median of {summary['repeats']} runs each; "
+             f"`{meta['command']}`.", ""]
     for threads, rows in summary["threads"].items():
         lines += [f"{threads} torch thread(s) (rooflines in updates/s; % of it: median of the paired runs):", "",
                   "| algorithm | GFLOP/update | acrl updates/s | roofline (torch.mm) | % of it | "
@@ -255,7 +258,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", nargs="+", type=int, default=[1, 2])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--no-d3rlpy", action="store_true", help="acrl and the roofline only")
-    parser.add_argument("--out", type=Path, default=RESULTS / "update_roofline")
+    parser.add_argument("--out", type=Path, default=SCRATCH.parent / "update_roofline",
+                        help="results path without suffix (default: the scratch folder benchmarks/results/tmp/)")
     parser.add_argument("--d3rlpy-worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.d3rlpy_worker:
@@ -263,8 +267,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     import numpy as np
-    import torch
+    from meta import bench_meta, load_average
 
+    load_before = load_average()
     python = None
     if not args.no_d3rlpy:
         from bcq_vs_d3rlpy import ensure_venv, run_d3rlpy
@@ -274,16 +279,22 @@ def main(argv: list[str] | None = None) -> int:
     arrays = random_arrays()
     npz = SCRATCH / "hopper-random.npz"
     np.savez(npz, **arrays)
-    command = " ".join(["./run bench update_roofline", *(argv if argv is not None else sys.argv[1:])])
-    summary: dict = {"date": time.strftime("%Y-%m-%d"), "repeats": args.repeats, "torch": torch.__version__,
-                     "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores",
-                     "command": command,
-                     "sizes": SIZES, "threads": {}}
-    summary["threads"] = {str(threads): {} for threads in args.threads}
-    summary["scaling"] = {}
-    for algo in args.algos:
+    summary: dict = {"repeats": args.repeats, "sizes": SIZES, "threads": {str(t): {} for t in args.threads},
+                     "scaling": {}}
+
+    def d3rlpy_runs(algo: str) -> dict[int, dict]:
+        """d3rlpy's `fit` on the same arrays and sizes, per thread count ({} with --no-d3rlpy)."""
+        if python is None:
+            return {}
+        return {threads: run_d3rlpy(python, {"algo": algo, "sizes": SIZES[algo], "threads": threads,
+                                              "npz": str(npz), "warmup": 20, "updates": UPDATES[algo],
+                                              "repeats": args.repeats}, __file__) for threads in args.threads}
+
+    for index, algo in enumerate(args.algos):
+        peer = d3rlpy_runs(algo) if index % 2 else {}  # d3rlpy first for every other algorithm
         agents = {threads: acrl_agent(algo, arrays, threads) for threads in args.threads}
         runs = acrl_runs(agents, UPDATES[algo], args.repeats)
+        peer = peer or d3rlpy_runs(algo)
         first = runs[args.threads[0]]["rates"]
         summary["scaling"][algo] = {
             str(t): statistics.median(a / b for a, b in zip(runs[t]["rates"], first, strict=True))
@@ -296,16 +307,15 @@ def main(argv: list[str] | None = None) -> int:
                    "of_roofline_mm": statistics.median(a * r["mm_seconds"] for a, r in zip(rates, rooflines)),
                    "of_roofline_best": statistics.median(a * r["best_seconds"] for a, r in zip(rates, rooflines)),
                    "rooflines": rooflines}
-            if python is not None:
-                spec = {"algo": algo, "sizes": SIZES[algo], "threads": threads, "npz": str(npz), "warmup": 20,
-                        "updates": UPDATES[algo], "repeats": args.repeats}
-                result = run_d3rlpy(python, spec, __file__)
+            if threads in peer:
+                result = peer[threads]
                 summary["d3rlpy_version"] = result["version"]
                 row.update(d3rlpy=statistics.median(result["updates_per_s"]), d3rlpy_runs=result["updates_per_s"])
             summary["threads"][str(threads)][algo] = row
             print(f"{threads} thread(s) {algo}: acrl {row['acrl']:.1f}/s = {row['of_roofline_mm']:.0%} of the torch.mm "
                   f"roofline, {row['of_roofline_best']:.0%} of the best kernel's; d3rlpy {row.get('d3rlpy', 0):.1f}/s",
                   file=sys.stderr)
+    summary = {"meta": bench_meta(load_before, ["mujoco"]), **summary}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.with_suffix(".json").write_text(json.dumps(summary, indent=2) + "\n")
     text = markdown(summary)

@@ -8,29 +8,27 @@ training wraps them) are stepped --steps times with uniform random actions throu
 Runs alternate between the two; the table gives the median microseconds per sub-environment step
 over --repeats runs, the difference, and Gymnasium's time over acrl's.
 
-    python benchmarks/vector_env.py                       # CartPole-v1 and Ant-v5, 8 envs, 5 repeats
+    python benchmarks/vector_env.py --out benchmarks/results/vector_env.json   # the committed result
+    python benchmarks/vector_env.py --steps 50 --repeats 1                     # a check in seconds
 
-Prints a markdown table and writes benchmarks/results/vector_env.json.
+Prints a markdown table and writes --out (default benchmarks/results/tmp/vector_env.json) with
+`bench_meta()`: commit, date, CPU, load average before and after, versions.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import statistics
 import time
 from pathlib import Path
 
 import gymnasium as gym
-import numpy as np
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
 from gymnasium.wrappers.vector import RecordEpisodeStatistics
+from meta import bench_meta, load_average, scratch_path
 
 from acrl.core.envs import CheckFinite, make_vec_env
-
-RESULTS = Path(__file__).parent / "results"
 
 
 def gymnasium_vector_env(env_id: str, n_envs: int) -> gym.vector.VectorEnv:
@@ -56,9 +54,10 @@ def main() -> None:
     parser.add_argument("--n-envs", type=int, default=8)
     parser.add_argument("--steps", type=int, default=1_000, help="vector steps per run")
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--out", type=Path, default=RESULTS / "vector_env.json")
+    parser.add_argument("--out", type=Path, default=scratch_path("vector_env"),
+                        help="result file (default: the scratch folder benchmarks/results/tmp/)")
     args = parser.parse_args()
-    load_before = os.getloadavg()
+    load_before = load_average()
     makers = {"gymnasium": gymnasium_vector_env, "acrl": make_vec_env}
     results: dict[str, dict[str, list[float]]] = {}
     for env_id in args.envs:
@@ -79,11 +78,8 @@ def main() -> None:
     print("\n".join(lines))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({
-        "benchmark": "vector_env", "settings": {k: str(v) for k, v in vars(args).items()},
-        "machine": {"cpus": len(os.sched_getaffinity(0)), "platform": platform.platform(),
-                    "numpy": np.__version__, "gymnasium": gym.__version__,
-                    "load_average_before": load_before, "load_average_after": os.getloadavg()},
-        "summary": summary, "runs": results}, indent=2) + "\n")
+        "benchmark": "vector_env", "meta": bench_meta(load_before, ["mujoco"]),
+        "settings": {k: str(v) for k, v in vars(args).items()}, "summary": summary, "runs": results}, indent=2) + "\n")
     print(f"\nwrote {args.out}")
 
 
