@@ -322,7 +322,7 @@ def build_agent(args: Train):
     from acrl.algos import make_config
     from acrl.core.config import parse_set_options
     from acrl.core.video import check_mujoco_gl
-    from acrl.parts.datasets import dataset_env_id
+    from acrl.parts.datasets import dataset_attrs
 
     if args.video_freq:
         check_mujoco_gl()  # before the env is made: a MuJoCo task imports mujoco, which fails on a bad MUJOCO_GL
@@ -330,7 +330,7 @@ def build_agent(args: Train):
                               total_steps=args.total_steps, n_envs=args.n_envs, device=args.device,
                               workers=args.workers, dataset=args.dataset, video_freq=args.video_freq)
     if args.dataset is not None:
-        dataset_env_id(args.dataset)  # a missing or unreadable file is named before the env and its action space
+        dataset_attrs(args.dataset)  # a missing or unreadable file is named before the env and its action space
     return cls(args.env or config.env_id, config=config)
 
 

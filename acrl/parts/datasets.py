@@ -559,6 +559,23 @@ def collect_transitions(
     )
 
 
+def dataset_attrs(path: str | Path) -> dict[str, Any]:
+    """The attributes of an HDF5 dataset file (kind, env_id, ...), read without its arrays.
+
+    Raises:
+        InputError: the file is missing or not HDF5.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"dataset file '{path}' does not exist; create one with `acrl collect` "
+                         "or pass the path of an existing HDF5 dataset.")
+    try:
+        with h5py.File(path, "r") as f:
+            return dict(f.attrs)
+    except OSError as err:
+        raise InputError(f"{path}: not a readable HDF5 file ({err}).") from None
+
+
 def dataset_env_id(path: str | Path) -> str:
     """The environment an HDF5 dataset was collected on: its `env_id` attribute, a registered id.
 
@@ -567,15 +584,7 @@ def dataset_env_id(path: str | Path) -> str:
             registered environment; the message asks for the environment (`--env ENV_ID` on
             the command line, `env=` from Python).
     """
-    path = Path(path)
-    if not path.is_file():
-        raise InputError(f"dataset file '{path}' does not exist; create one with `acrl collect` "
-                         "or pass the path of an existing HDF5 dataset.")
-    try:
-        with h5py.File(path, "r") as f:
-            env_id = f.attrs.get("env_id")
-    except OSError as err:
-        raise InputError(f"{path}: not a readable HDF5 file ({err}).") from None
+    env_id = dataset_attrs(path).get("env_id")
     if isinstance(env_id, bytes):
         env_id = env_id.decode()
     if isinstance(env_id, str) and env_id in gym.registry:

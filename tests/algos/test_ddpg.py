@@ -143,8 +143,8 @@ def test_offline_training_from_dataset_through_cli(behavioral, tmp_path, capsys)
     (["--kind", "imperfect"], "needs --policy"),
     (["--kind", "final", "--env", "CartPole-v1"], "PPO or A3C"),
     (["--kind", "final"], "needs --env"),
-    (["--kind", "expert", "--env", "Pendulum-v1"], "unknown dataset kind 'expert'"),
-    (["--kind", "concurrent", "--env", "Pendulum-v1"], "acrl experiment concurrent"),
+    (["--kind", "expert", "--env", "Pendulum-v1"], "--kind must be final, imitation or imperfect, got 'expert'"),
+    (["--kind", "concurrent", "--env", "Pendulum-v1"], "got 'concurrent'"),  # `acrl experiment concurrent`
     (["--kind", "final", "--env", "Pendulum-v1", "--steps", "0"], "positive integer"),
     (["--kind", "imitation", "--policy", "no/such/run"], "no checkpoint"),
 ])
