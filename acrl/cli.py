@@ -14,7 +14,7 @@
     acrl experiment extrapolation|concurrent --env ENV_ID [--steps-behavioral N] [--updates N] [--seeds N ...]
                     [--dataset-size N] [--final-noise STD] [--eval-freq N] [--eval-episodes N] [--out DIR]
                     [--behavioral-set key=value ...] [--bcq-set key=value ...] [--ddpg-set key=value ...]
-                    [--bc-set key=value ...] [--no-progress]
+                    [--bc-set key=value ...] [--address auto|HOST:PORT] [--no-progress]
     acrl sweep [ALGO] [--file SWEEP.yaml] [--env ENV ...] [--seeds N ...] [--total-steps N] [--preset NAME]
                [--dataset FILE ...] [--set key=value|key=[v1,v2] ...] [--out DIR] [--address auto|HOST:PORT]
                [--cpus-per-run C] [--gpus-per-run G] [--retries N] [--no-progress]
@@ -217,8 +217,11 @@ class Experiment:
     """Hyperparameters of the DDPG that learns from the data (offline / concurrent) as key=value."""
     bc_set: list[str] = field(default_factory=list)
     """Behavioral cloning hyperparameters as key=value, e.g. --bc-set hidden_sizes=[64,64]."""
+    address: str | None = None
+    """Ray cluster for the runs (the ray extra): auto (the one `ray start` runs here) or HOST:PORT (default: a
+    process pool on this machine, one run per core)."""
     progress: bool = True
-    """Show the progress bar."""
+    """Show the progress bars."""
 
 
 @dataclass(kw_only=True)
@@ -226,7 +229,8 @@ class OnRay:
     """Where the runs of a sweep or a search execute (`acrl.sweep.executor.ClusterOptions`)."""
 
     address: str | None = None
-    """Ray cluster: auto (the one `ray start` runs here) or HOST:PORT (default: a local instance, one run per core)."""
+    """Ray cluster (the ray extra): auto (the one `ray start` runs here) or HOST:PORT (default: this machine, one run
+    per core)."""
     cpus_per_run: float = 1.0
     """CPUs reserved per run (also its torch threads)."""
     gpus_per_run: float = 0.0
@@ -493,6 +497,7 @@ def experiment(args: Experiment) -> None:
         run_concurrent_experiment,
         run_extrapolation,
     )
+    from acrl.sweep.executor import ClusterOptions
 
     if args.name not in ("extrapolation", "concurrent"):
         raise InputError(f"unknown experiment {args.name!r}; choose extrapolation or concurrent.")
@@ -504,16 +509,17 @@ def experiment(args: Experiment) -> None:
     overrides = {"behavioral_overrides": parse_set_options(args.behavioral_set),
                  "bcq_overrides": parse_set_options(args.bcq_set), "ddpg_overrides": parse_set_options(args.ddpg_set),
                  "bc_overrides": parse_set_options(args.bc_set)}
-    print(f"experiment {args.name} on {args.env} -> {out}", file=sys.stderr)
+    options = ClusterOptions(address=args.address)
     if args.name == "extrapolation":
         summary = run_extrapolation(args.env, out, args.steps_behavioral, args.updates, args.seeds, args.dataset_size,
                                     args.eval_freq, args.eval_episodes, final_noise=args.final_noise,
-                                    progress=args.progress, **overrides)
+                                    progress=args.progress, options=options, **overrides)
         print(extrapolation_markdown(summary))
         print(f"table: {out / 'extrapolation.json'}; figure: {out / 'extrapolation.png'}", file=sys.stderr)
     else:
         results = run_concurrent_experiment(args.env, out, args.steps_behavioral, args.seeds, eval_freq=args.eval_freq,
-                                            eval_episodes=args.eval_episodes, progress=args.progress, **overrides)
+                                            eval_episodes=args.eval_episodes, options=options, progress=args.progress,
+                                            **overrides)
         print(concurrent_markdown(results))
         print(f"table: {out / 'concurrent.json'}; figure: {out / 'concurrent.png'}", file=sys.stderr)
 

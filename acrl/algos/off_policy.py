@@ -108,6 +108,16 @@ class OffPolicyConfig(ReplayConfig):
             raise InputError(f"hidden_sizes must be positive layer widths, got {list(self.hidden_sizes)}.")
 
 
+def warn_if_all_random(total_steps: int, start_steps: int) -> None:
+    """Warn that a run of `total_steps` environment steps never leaves its `start_steps` uniformly
+    random ones, so no gradient update happens (`OffPolicyAgent.before_learning`, and the
+    experiments' check of their behavioral DDPG on the driver)."""
+    if total_steps <= start_steps:
+        warnings.warn(f"total_steps {total_steps} <= start_steps {start_steps}: every action will be uniformly "
+                      "random and no gradient update will happen. Train longer or lower start_steps (--set "
+                      "start_steps=1000).", stacklevel=3)
+
+
 class OffPolicyAgent(Agent):
     """Base of the replay agents; see the module docstring.
 
@@ -226,10 +236,8 @@ class OffPolicyAgent(Agent):
         """Load and check the dataset (offline), or warn when the budget never leaves the random start steps."""
         if self.envs is None:
             self.load_data()
-        elif self.total_steps <= self.config.start_steps:
-            warnings.warn(f"total_steps {self.total_steps} <= start_steps {self.config.start_steps}: every action "
-                          "will be uniformly random and no gradient update will happen. Train longer or lower "
-                          "start_steps (--set start_steps=1000).", stacklevel=2)
+        else:
+            warn_if_all_random(self.total_steps, self.config.start_steps)
 
     # ----------------------------------------------------------------- collecting
     def collect_step(self) -> None:

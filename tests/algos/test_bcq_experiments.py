@@ -8,7 +8,7 @@ import pytest
 
 from acrl import load
 from acrl.cli import main
-from acrl.offline.experiments import KINDS, episode_returns, run_extrapolation
+from acrl.offline.experiments import BUFFERS, episode_returns, run_extrapolation
 from acrl.parts.datasets import OfflineDataset, load_dataset
 
 TINY_NETS = {"behavioral_overrides": {"start_steps": 100, "hidden_sizes": [16]},
@@ -25,7 +25,7 @@ def test_extrapolation_writes_table_figure_and_runs(tmp_path):
                                                "experiment.yaml"}
     assert json.loads((out / "extrapolation.json").read_text())["table"] == summary["table"]
     assert list(summary["table"]) == ["behavioral", "bcq", "ddpg", "bc"]
-    assert all(list(row) == list(KINDS) for row in summary["table"].values())
+    assert all(list(row) == list(BUFFERS) for row in summary["table"].values())
     final = load_dataset(out / "s0" / "final" / "final.h5")  # every transition of its own behavioral run
     assert len(final) == 300 and final.attrs["noise_std"] == 0.5
     assert len(load_dataset(out / "s0" / "data-imperfect" / "imperfect.h5")) == 250
