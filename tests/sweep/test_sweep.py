@@ -1,4 +1,5 @@
-"""acrl sweep on one local Ray instance shared by this module (2 CPUs, its traffic on loopback)."""
+"""acrl sweep on Ray: one local Ray instance shared by this module (2 CPUs, its traffic on loopback),
+which `ClusterOptions(address="auto")` joins (the local pool's own tests: test_local_pool.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +19,7 @@ from acrl.core.errors import InputError
 from acrl.core.loop import Callback
 from acrl.sweep.executor import ClusterOptions, Job, require, run_job_here, run_jobs
 from acrl.sweep.grid import SweepSpec, expand, run_sweep, train_run
-from tests.conftest import ROOT, run_cli
+from tests.conftest import ROOT, run_cli, signal_when_ready
 
 ray = pytest.importorskip("ray")
 
@@ -43,7 +43,7 @@ def steps_of(run_dir: Path) -> list[int]:
 
 def test_grid_of_2_seeds_and_2_learning_rates_writes_4_runs_a_table_and_a_figure_and_a_rerun_trains_nothing(tmp_path):
     spec = SweepSpec("ppo", ["CartPole-v1"], [0, 1], {"learning_rate": [3e-4, 1e-3], **TINY}, total_steps=512)
-    summary = run_sweep(spec, tmp_path, progress=False)
+    summary = run_sweep(spec, tmp_path, ClusterOptions(address="auto"), progress=False)
 
     names = sorted(p.name for p in tmp_path.iterdir() if p.is_dir())
     assert names == ["CartPole-v1-learning_rate=0.0003-s0", "CartPole-v1-learning_rate=0.0003-s1",
@@ -79,7 +79,7 @@ def test_grid_of_2_seeds_and_2_learning_rates_writes_4_runs_a_table_and_a_figure
 
     before = {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*") if p.is_file() and p.parent != tmp_path}
     # The same sweep again, from its own sweep.yaml, with RAY_ADDRESS naming a cluster that is not there:
-    # a plain sweep starts its own local Ray, and it trains nothing and rewrites nothing.
+    # a plain sweep runs on this machine whatever RAY_ADDRESS says, and it trains nothing and rewrites nothing.
     again = subprocess.run([sys.executable, "-m", "acrl", "sweep", "--file", str(tmp_path / "sweep.yaml"), "--out",
                             str(tmp_path)], env={**os.environ, "PYTHONPATH": str(ROOT), "RAY_ADDRESS": "127.0.0.1:9"},
                            capture_output=True, text=True, timeout=300)
@@ -108,7 +108,8 @@ def test_a_killed_run_process_is_retried_from_its_checkpoint_without_gap_or_dupl
     kwargs = {"algo": "ppo", "env_id": "CartPole-v1", "preset": None, "overrides": {**TINY, "checkpoint_freq": 512},
               "flags": {"seed": 0, "total_steps": 2048, "torch_threads": 1, "device": "cpu"},
               "callbacks": [KillOnce(str(marker))]}
-    results = run_jobs([Job("killed-run", train_run, kwargs)], tmp_path / "sweep", ClusterOptions(), progress=False)
+    results = run_jobs([Job("killed-run", train_run, kwargs)], tmp_path / "sweep", ClusterOptions(address="auto"),
+                       progress=False)
 
     assert int(marker.read_text()) == 512 + 256  # it died past its checkpoint at 512
     run = tmp_path / "sweep" / "killed-run"
@@ -227,42 +228,43 @@ def test_interval_estimates_of_a_curve_take_the_iqm_of_each_point():
     assert all(lo <= point <= hi for lo, point, hi in zip(low, stats["iqm"], high))
 
 
-def session_processes(sid: int) -> list[str]:
-    """Command lines of the live processes in session `sid` (zombies excluded)."""
-    out = subprocess.run(["ps", "-eo", "sid=,stat=,args="], capture_output=True, text=True).stdout
-    return [line for line in out.splitlines() if line.split()[0] == str(sid) and not line.split()[1].startswith("Z")]
+RAY_SWEEP = """
+import logging, sys
+import ray
+from acrl.sweep.executor import ClusterOptions
+from acrl.sweep.grid import SweepSpec, run_sweep
+ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.ERROR, log_to_driver=False)
+spec = SweepSpec("ppo", ["CartPole-v1"], [0, 1], {**TINY, "checkpoint_freq": 10**7}, total_steps=10**7)
+try:
+    run_sweep(spec, sys.argv[1], ClusterOptions(address="auto"), progress=False)
+except KeyboardInterrupt:
+    sys.exit(130)
+"""
 
 
-def test_ctrl_c_checkpoints_every_running_run_and_leaves_no_process(tmp_path):
+def ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@pytest.mark.parametrize("signum, start", [(signal.SIGTERM, None), (signal.SIGINT, ignore_sigint)],
+                         ids=["sigterm", "sigint-in-background"])
+def test_a_signal_to_a_driver_on_ray_checkpoints_every_running_run_and_ends_it(tmp_path, signum, start):
+    # Before: SIGTERM met Ray's own handler (a C++ stack dump, exit 134), and a driver started with
+    # SIGINT ignored trained on.
     out = tmp_path / "sweep"
-    overrides = [f"{k}={v}" for k, v in {**TINY, "checkpoint_freq": 10**7}.items()]  # latest.pt only at the stop
-    proc = subprocess.Popen([sys.executable, "-m", "acrl", "sweep", "ppo", "--env", "CartPole-v1", "--seeds", "0", "1",
-                             "--total-steps", str(10**7), "--set", *overrides, "--out", str(out), "--no-progress"],
+    proc = subprocess.Popen([sys.executable, "-c", f"TINY = {TINY!r}\n{RAY_SWEEP}", str(out)],
                             env={**os.environ, "PYTHONPATH": str(ROOT)}, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=start)
+    runs = [out / f"CartPole-v1-s{seed}" for seed in (0, 1)]
     try:
-        runs = [out / f"CartPole-v1-s{seed}" for seed in (0, 1)]
-        deadline = time.monotonic() + 120
-        while not all((r / "metrics.csv").is_file() and len(steps_of(r)) >= 2 for r in runs):
-            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
-            time.sleep(0.2)
-        os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does: the whole process group
-        _, stderr = proc.communicate(timeout=120)
+        stderr = signal_when_ready(proc, lambda: all((r / "metrics.csv").is_file() and len(steps_of(r)) >= 2
+                                                     for r in runs), signum)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
     assert proc.returncode == 130, stderr
-    assert "stopping the sweep" in stderr
-    for run in runs:  # each stopped at an iteration boundary with its checkpoint, not counted as done
+    assert "acrl: stopping: each running run writes checkpoints/latest.pt" in stderr
+    assert "SIGTERM received" not in stderr
+    for run in runs:
         assert (run / "checkpoints" / "latest.pt").is_file() and not (run / "job.json").exists()
         assert 0 < steps_of(run)[-1] < 10**7
-    assert wait_for(lambda: not session_processes(proc.pid), timeout=15), session_processes(proc.pid)
-
-
-def wait_for(predicate, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.2)
-    return True
