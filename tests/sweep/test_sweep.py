@@ -8,8 +8,10 @@ import json
 import logging
 import os
 import signal
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -268,3 +270,38 @@ def test_a_signal_to_a_driver_on_ray_checkpoints_every_running_run_and_ends_it(t
     for run in runs:
         assert (run / "checkpoints" / "latest.pt").is_file() and not (run / "job.json").exists()
         assert 0 < steps_of(run)[-1] < 10**7
+
+
+def test_a_port_that_is_not_a_ray_head_is_refused_in_one_line_within_the_connect_timeout(monkeypatch):
+    from acrl.sweep import executor
+
+    monkeypatch.setattr(executor, "CONNECT_TIMEOUT_S", 3.0)
+    server = socket.create_server(("127.0.0.1", 0))  # accepts connections, speaks no gRPC
+    address = f"127.0.0.1:{server.getsockname()[1]}"
+    started = time.monotonic()
+    with server, pytest.raises(InputError, match=f"{address} answers, but not as the head of a Ray cluster within 3 s"):
+        executor.cluster_metadata(address)
+    assert time.monotonic() - started < 3.0 + 2.0  # before: Ray's client, 40 s and its C++ warnings
+
+
+def test_a_cluster_with_another_ray_or_python_is_refused_naming_what_was_found():
+    import platform
+
+    from acrl.sweep.executor import check_versions, cluster_metadata
+
+    ours = cluster_metadata(ray.get_runtime_context().gcs_address)  # this module's Ray: the same versions
+    assert (ours["ray_version"], ours["python_version"]) == (ray.__version__, platform.python_version())
+    check_versions("h:1", ours)
+    with pytest.raises(InputError, match=rf"the Ray cluster at h:1 runs Ray 2\.9\.3 on Python 3\.10\.4, this driver "
+                                         rf"Ray {ray.__version__} on Python {platform.python_version()}"):
+        check_versions("h:1", {**ours, "ray_version": "2.9.3", "python_version": "3.10.4"})
+
+
+def test_a_sweep_joins_a_running_cluster_by_its_address(tmp_path):
+    address = ray.get_runtime_context().gcs_address  # this module's Ray, as `ray start --head` would run it
+    overrides = [f"{k}={v}" for k, v in TINY.items()]
+    result = run_cli("sweep", "ppo", "--env", "CartPole-v1", "--total-steps", "256", "--set", *overrides,
+                     "--address", address, "--out", str(tmp_path / "s"), "--no-progress")
+    assert result.returncode == 0, result.stderr
+    attempts = json.loads((tmp_path / "s" / "CartPole-v1-s0" / "job.json").read_text())["attempts"]
+    assert attempts == [ray.get_runtime_context().get_node_id()]  # it ran as a task of that cluster
