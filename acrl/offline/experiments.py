@@ -400,14 +400,15 @@ def run_extrapolation(env_id: str, out_dir: str | Path, steps_behavioral: int | 
                      "overrides": {**overrides["behavioral_overrides"], **common}}
     behavioral = run_jobs([*(Job(f"s{seed}/concurrent", concurrent_job, {  # the long jobs first
                                "env_id": env_id, "steps": steps_behavioral, "seed": seed, "eval_freq": eval_freq,
-                               "eval_episodes": eval_episodes, **overrides}) for seed in seeds),
+                               "eval_episodes": eval_episodes, **overrides}, steps=steps_behavioral) for seed in seeds),
                            *(Job(f"s{seed}/final", collect_job, {"kind": "final", "steps": steps_behavioral,
-                                                                  "seed": seed, **final_options}) for seed in seeds)],
+                                                                  "seed": seed, **final_options},
+                                 steps=steps_behavioral) for seed in seeds)],
                           out_dir, options, progress, on_start=on_start, label="behavioral runs")
     policy = "s{seed}/concurrent/behavioral/checkpoints/best.pt"
     collected = run_jobs([Job(f"s{seed}/data-{kind}", collect_job, {"kind": kind, "steps": dataset_size,
                                                                   "policy": policy.format(seed=seed), "seed": seed},
-                              inputs=(policy.format(seed=seed),))
+                              inputs=(policy.format(seed=seed),), steps=dataset_size)
                           for seed in seeds for kind in ("imitation", "imperfect")], out_dir, options, progress,
                          label="datasets")
     datasets = {"final": "s{seed}/final/final.h5", "imitation": "s{seed}/data-imitation/imitation.h5",
@@ -420,7 +421,7 @@ def run_extrapolation(env_id: str, out_dir: str | Path, steps_behavioral: int | 
                 flags = {"seed": seed, "total_steps": updates, "dataset": str(out_dir / dataset.format(seed=seed))}
                 jobs.append(Job(f"s{seed}/{kind}/{algo}", train_run, {
                     "algo": algo, "env_id": env_id, "preset": None, "overrides": {**values, **common},
-                    "flags": flags}, inputs=(dataset.format(seed=seed),)))
+                    "flags": flags}, inputs=(dataset.format(seed=seed),), steps=updates))
     trained = run_jobs(jobs, out_dir, options, progress, label="offline runs")
 
     results: dict[str, dict[str, list[dict[str, Any]]]] = {
@@ -628,9 +629,10 @@ def run_concurrent_experiment(env_id: str, out_dir: str | Path, steps: int | Non
     check_experiment(env_id, configs["behavioral"])
     on_start = _record(out_dir, {"experiment": "concurrent", "env_id": env_id, "steps": steps, "seeds": list(seeds),
                                  **kwargs}, f"experiment concurrent on {env_id} -> {out_dir}" if progress else None)
-    done = run_jobs([Job(f"s{seed}", concurrent_job, {"env_id": env_id, "steps": steps, "seed": seed, **kwargs})
-                     for seed in seeds], out_dir, options or ClusterOptions(), progress, on_start=on_start,
-                    label="concurrent runs")
+    budget = configs["behavioral"].total_steps
+    done = run_jobs([Job(f"s{seed}", concurrent_job, {"env_id": env_id, "steps": steps, "seed": seed, **kwargs},
+                         steps=budget) for seed in seeds], out_dir, options or ClusterOptions(), progress,
+                    on_start=on_start, label="concurrent runs")
     results = [done[f"s{seed}"] for seed in seeds]
     write_json_atomic(out_dir / "concurrent.json", {"acrl_version": __version__, "runs": results})
     (out_dir / "concurrent.md").write_text(concurrent_markdown(results))

@@ -84,20 +84,23 @@ def require(module: str, purpose: str) -> Any:
 
 @dataclass(frozen=True)
 class Job:
-    """One unit of work: `fn(root, root / name, callbacks, **kwargs)` in a Ray task.
+    """One unit of work: `fn(root, root / name, callbacks, **kwargs)` in a process of an `Executor`.
 
     Attributes:
         name: the job's directory under the sweep root (e.g. "CartPole-v1-learning_rate=0.001-s0").
-        fn: a module-level function (Ray pickles it by reference) that writes under its job
-            directory, passes `callbacks` to every run it trains, and returns a JSON-ready dict.
+        fn: a module-level function (pickled by reference) that writes under its job directory,
+            passes `callbacks` to every run it trains, and returns a JSON-ready dict.
         kwargs: its other arguments; paths inside the sweep are relative to the root.
         inputs: files it reads, absolute or relative to the root (shipped to another machine).
+        steps: its budget in steps (or updates), for the progress bar, which counts the steps
+            of its runs' metrics.csv as they grow; 0 if unknown (then the bar counts jobs).
     """
 
     name: str
     fn: Callable[..., dict[str, Any]]
     kwargs: dict[str, Any] = field(default_factory=dict)
     inputs: tuple[str, ...] = ()
+    steps: int = 0
 
 
 @dataclass(frozen=True)
@@ -754,6 +757,51 @@ def _summary(result: dict[str, Any]) -> str:
     return ", ".join(f"{k} {v:g}" for k, v in result.items() if isinstance(v, int | float) and not isinstance(v, bool))
 
 
+class _StepCounter:
+    """Sets a progress bar in steps every `PERIOD_S` seconds, from a thread: the steps of the
+    ended jobs plus, per running job, the last step of its metrics.csv files (the largest of
+    them: a job's runs advance in lockstep), at most its budget."""
+
+    PERIOD_S = 2.0
+
+    def __init__(self, bar: Any, root: Path, size: dict[str, int], ended: set[str]):
+        self.bar, self.root, self.size, self.ended = bar, root, size, ended
+        self.lock, self.stopped = threading.Lock(), threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while not self.stopped.wait(self.PERIOD_S):
+            self.show()
+
+    def show(self) -> None:
+        """Set the bar now."""
+        with self.lock:
+            self.bar.n = sum(steps if name in self.ended else min(steps, _last_step(self.root / name))
+                             for name, steps in list(self.size.items()))
+            self.bar.refresh()
+
+    def close(self) -> None:
+        self.stopped.set()
+        self.thread.join()
+
+
+def _last_step(job_dir: Path) -> int:
+    """The largest last step of the metrics.csv files under `job_dir` (0 without one)."""
+    last = 0
+    for path in job_dir.rglob("metrics.csv"):
+        try:
+            with path.open("rb") as f:
+                f.seek(max(0, path.stat().st_size - 4096))
+                lines = f.read().split(b"\n")[:-1]  # whole lines only: the text after the last newline may be partial
+        except OSError:
+            continue
+        rows = [line for line in lines if line[:1].isdigit()]  # not the header
+        if rows:
+            last = max(last, int(rows[-1].split(b",", 1)[0]))
+    return last
+
+
 def run_jobs(jobs: list[Job], root: str | Path, options: ClusterOptions, progress: bool = True,
              on_start: Callable[[], None] | None = None, label: str = "runs") -> dict[str, Any]:
     """Run `jobs` on `executor(root, options)` until each is done; skip those already done (job.json).
@@ -762,7 +810,8 @@ def run_jobs(jobs: list[Job], root: str | Path, options: ClusterOptions, progres
         jobs: jobs with distinct names.
         root: the sweep directory on the driver.
         options: where and how they run.
-        progress: a progress bar over jobs, named `label`, and a line per finished job.
+        progress: a progress bar named `label`, over the steps of the jobs' runs where every job
+            has its `steps` (else over jobs), and a short line per finished job.
         on_start: called once the executor is up and checked, before the first job starts (a sweep
             writes its sweep.yaml there, so a cluster that cannot be reached leaves nothing).
         label: what the jobs are, for the progress bar (e.g. "offline runs").
@@ -789,16 +838,24 @@ def run_jobs(jobs: list[Job], root: str | Path, options: ClusterOptions, progres
             on_start()
         return results
     failures = {}
+    in_steps = all(job.steps > 0 for job in jobs)
+    size = {job.name: job.steps if in_steps else 1 for job in jobs}
     with executor(root, options) as pool, signals_interrupt(), tqdm(
-            total=len(jobs), initial=len(results), desc=label, unit="run", disable=not progress,
-            dynamic_ncols=True) as bar:
+            total=sum(size.values()), initial=sum(size[name] for name in results), desc=label,
+            unit="step" if in_steps else "run", disable=not progress, dynamic_ncols=True) as bar:
         if on_start is not None:
             on_start()
         for job in todo:
             pool.submit(job)
+        ended: set[str] = set(results)
+        follow = _StepCounter(bar, root, size, ended) if progress and in_steps else None
         try:
             for job, outcome in pool.results():
-                bar.update(1)
+                ended.add(job.name)
+                if follow is None:
+                    bar.update(size[job.name])
+                else:
+                    follow.show()
                 if isinstance(outcome, BaseException):
                     failures[job.name] = outcome
                     tqdm.write(f"acrl: {job.name} failed: {outcome}", file=sys.stderr)
@@ -811,6 +868,9 @@ def run_jobs(jobs: list[Job], root: str | Path, options: ClusterOptions, progres
                   "rerun the same command to resume.", file=sys.stderr, flush=True)
             pool.stop()
             raise
+        finally:
+            if follow is not None:
+                follow.close()
     if failures:
         lines = "; ".join(f"{name}: {exc}" for name, exc in failures.items())
         raise TrainingError(f"{len(failures)} of {len(jobs)} {label} failed ({lines}). The others are complete; "

@@ -129,3 +129,15 @@ def wait_for(predicate, timeout: float) -> bool:
             return False
         time.sleep(0.2)
     return True
+
+
+def test_the_progress_bar_reads_a_running_job_s_last_whole_row_of_steps(tmp_path):
+    from acrl.sweep.executor import _last_step
+
+    job = tmp_path / "s0" / "concurrent"
+    (job / "behavioral").mkdir(parents=True)
+    (job / "bcq").mkdir()
+    (job / "behavioral" / "metrics.csv").write_text("step,train/loss\n1000,0.5\n2000,0.25\n")
+    (job / "bcq" / "metrics.csv").write_text("step,train/loss\n1000,0.5\n3000,0.2")  # a row being written
+    assert _last_step(job) == 2000  # the largest whole row; the header and the partial row do not count
+    assert _last_step(tmp_path / "nothing-yet") == 0
