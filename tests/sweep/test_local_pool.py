@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from acrl.core.errors import TrainingError
+from acrl.core.errors import InputError, TrainingError
 from acrl.core.loop import Callback
-from acrl.sweep.executor import ClusterOptions, Job, run_jobs
+from acrl.sweep.executor import ClusterOptions, Job, LocalPool, run_jobs
 from acrl.sweep.grid import train_run
 from tests.conftest import ROOT
 
@@ -141,3 +141,23 @@ def test_the_progress_bar_reads_a_running_job_s_last_whole_row_of_steps(tmp_path
     (job / "bcq" / "metrics.csv").write_text("step,train/loss\n1000,0.5\n3000,0.2")  # a row being written
     assert _last_step(job) == 2000  # the largest whole row; the header and the partial row do not count
     assert _last_step(tmp_path / "nothing-yet") == 0
+
+
+@pytest.mark.parametrize("share, expected", [(0.5, ["0", "0", "1", "1"]), (1.0, ["0", "1", "2", "3"]),
+                                             (2.0, ["0,1", "2,3"]), (0.0, ["", "", "", ""])])
+def test_each_slot_of_the_pool_sees_its_share_of_the_gpus(tmp_path, monkeypatch, share, expected):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 4)
+    monkeypatch.setattr(os, "cpu_count", lambda: 8)
+    pool = LocalPool(tmp_path, ClusterOptions(gpus_per_job=share))
+    assert [pool._gpu_ids(slot) for slot in range(pool.slots)][:4] == expected
+    assert pool.slots == (8 if share == 0 else min(8, int(4 // share)))
+
+
+def test_more_gpus_per_run_than_the_machine_has_is_refused(tmp_path, monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
+    with pytest.raises(InputError, match="each run asks for 1 GPU, but this machine has 0; lower --gpus-per-run"):
+        LocalPool(tmp_path, ClusterOptions(gpus_per_job=1))
