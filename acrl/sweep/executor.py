@@ -257,6 +257,10 @@ class Executor(ABC):
         return self
 
     @abstractmethod
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        """Stop the jobs still running (`stop`) and release what entering took."""
+
+    @abstractmethod
     def submit(self, job: Job) -> None:
         """Start `job` (or start it again), with what the driver holds of its directory."""
 

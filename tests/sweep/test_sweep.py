@@ -230,20 +230,6 @@ def test_interval_estimates_of_a_curve_take_the_iqm_of_each_point():
     assert all(lo <= point <= hi for lo, point, hi in zip(low, stats["iqm"], high))
 
 
-RAY_SWEEP = """
-import logging, sys
-import ray
-from acrl.sweep.executor import ClusterOptions
-from acrl.sweep.grid import SweepSpec, run_sweep
-ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.ERROR, log_to_driver=False)
-spec = SweepSpec("ppo", ["CartPole-v1"], [0, 1], {**TINY, "checkpoint_freq": 10**7}, total_steps=10**7)
-try:
-    run_sweep(spec, sys.argv[1], ClusterOptions(address="auto"), progress=False)
-except KeyboardInterrupt:
-    sys.exit(130)
-"""
-
-
 def ignore_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
@@ -252,9 +238,12 @@ def ignore_sigint() -> None:
                          ids=["sigterm", "sigint-in-background"])
 def test_a_signal_to_a_driver_on_ray_checkpoints_every_running_run_and_ends_it(tmp_path, signum, start):
     # Before: SIGTERM met Ray's own handler (a C++ stack dump, exit 134), and a driver started with
-    # SIGINT ignored trained on.
+    # SIGINT ignored trained on. The driver joins this module's Ray by its address.
     out = tmp_path / "sweep"
-    proc = subprocess.Popen([sys.executable, "-c", f"TINY = {TINY!r}\n{RAY_SWEEP}", str(out)],
+    overrides = [f"{k}={v}" for k, v in {**TINY, "checkpoint_freq": 10**7}.items()]  # latest.pt only at the stop
+    proc = subprocess.Popen([sys.executable, "-m", "acrl", "sweep", "ppo", "--env", "CartPole-v1", "--seeds", "0", "1",
+                             "--total-steps", str(10**7), "--set", *overrides, "--out", str(out), "--no-progress",
+                             "--address", ray.get_runtime_context().gcs_address],
                             env={**os.environ, "PYTHONPATH": str(ROOT)}, stderr=subprocess.PIPE, text=True,
                             start_new_session=True, preexec_fn=start)
     runs = [out / f"CartPole-v1-s{seed}" for seed in (0, 1)]
