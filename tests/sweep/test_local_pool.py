@@ -161,3 +161,11 @@ def test_more_gpus_per_run_than_the_machine_has_is_refused(tmp_path, monkeypatch
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
     with pytest.raises(InputError, match="each run asks for 1 GPU, but this machine has 0; lower --gpus-per-run"):
         LocalPool(tmp_path, ClusterOptions(gpus_per_job=1))
+
+
+def test_a_sweep_with_a_budget_counts_steps_across_its_runs(tmp_path, capsys):
+    from acrl.sweep.grid import SweepSpec, run_sweep
+
+    run_sweep(SweepSpec("ppo", ["CartPole-v1"], [0, 1], TINY, total_steps=256), tmp_path, progress=True)
+    err = capsys.readouterr().err
+    assert "runs: 100%" in err and "| 512/512 [" in err, err  # 2 runs x 256 steps, not "2/2" runs
