@@ -294,3 +294,17 @@ def test_a_sweep_joins_a_running_cluster_by_its_address(tmp_path):
     assert result.returncode == 0, result.stderr
     attempts = json.loads((tmp_path / "s" / "CartPole-v1-s0" / "job.json").read_text())["attempts"]
     assert attempts == [ray.get_runtime_context().get_node_id()]  # it ran as a task of that cluster
+
+
+def test_address_auto_without_a_cluster_here_and_a_malformed_address_are_one_line_each(tmp_path, monkeypatch):
+    import ray._private.services as services
+
+    from acrl.sweep.executor import Cluster
+
+    cluster = Cluster(tmp_path, ClusterOptions(address="auto"))
+    monkeypatch.setattr(services, "canonicalize_bootstrap_address", lambda address: None)  # no RAY_ADDRESS, no cluster
+    with pytest.raises(InputError, match=r"--address auto: no Ray cluster runs on this machine; start one with `ray "
+                                         r"start --head`, or drop --address"):
+        cluster._reachable("auto")
+    with pytest.raises(InputError, match="--address must be auto or HOST:PORT .* got 'head-node'"):
+        cluster._reachable("head-node")
