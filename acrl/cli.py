@@ -213,8 +213,11 @@ class Experiment:
     """Hyperparameters of the DDPG that learns from the data (offline / concurrent) as key=value."""
     bc_set: Annotated[list[str], values("KEY=VALUE")] = field(default_factory=list)
     """Behavioral cloning hyperparameters as key=value, e.g. --bc-set hidden_sizes=[64,64]."""
+    address: str | None = None
+    """Ray cluster for the runs (the ray extra): auto (the one `ray start` runs here) or HOST:PORT (default: a
+    process pool on this machine, one run per core)."""
     progress: bool = True
-    """Show the progress bar."""
+    """Show the progress bars."""
 
 
 @dataclass(kw_only=True)
@@ -222,7 +225,8 @@ class OnRay:
     """Where the runs of a sweep or a search execute (`acrl.sweep.executor.ClusterOptions`)."""
 
     address: Annotated[str | None, tyro.conf.arg(metavar="auto|HOST:PORT")] = None
-    """Ray cluster: auto (the one `ray start` runs here) or HOST:PORT (default: a local instance, one run per core)."""
+    """Ray cluster (the ray extra): auto (the one `ray start` runs here) or HOST:PORT (default: this machine, one run
+    per core)."""
     cpus_per_run: Annotated[float, tyro.conf.arg(metavar="C")] = 1.0
     """CPUs reserved per run (also its torch threads)."""
     gpus_per_run: Annotated[float, tyro.conf.arg(metavar="G")] = 0.0
@@ -507,6 +511,7 @@ def experiment(args: Experiment) -> None:
         run_concurrent_experiment,
         run_extrapolation,
     )
+    from acrl.sweep.executor import ClusterOptions
 
     if args.name not in ("extrapolation", "concurrent"):
         raise InputError(f"unknown experiment {args.name!r}; choose extrapolation or concurrent.")
@@ -518,16 +523,17 @@ def experiment(args: Experiment) -> None:
     overrides = {"behavioral_overrides": parse_set_options(args.behavioral_set),
                  "bcq_overrides": parse_set_options(args.bcq_set), "ddpg_overrides": parse_set_options(args.ddpg_set),
                  "bc_overrides": parse_set_options(args.bc_set)}
-    print(f"experiment {args.name} on {args.env} -> {out}", file=sys.stderr)
+    options = ClusterOptions(address=args.address)
     if args.name == "extrapolation":
         summary = run_extrapolation(args.env, out, args.steps_behavioral, args.updates, args.seeds, args.dataset_size,
                                     args.eval_freq, args.eval_episodes, final_noise=args.final_noise,
-                                    progress=args.progress, **overrides)
+                                    progress=args.progress, options=options, **overrides)
         print(extrapolation_markdown(summary))
         print(f"table: {out / 'extrapolation.json'}; figure: {out / 'extrapolation.png'}", file=sys.stderr)
     else:
         results = run_concurrent_experiment(args.env, out, args.steps_behavioral, args.seeds, eval_freq=args.eval_freq,
-                                            eval_episodes=args.eval_episodes, progress=args.progress, **overrides)
+                                            eval_episodes=args.eval_episodes, options=options, progress=args.progress,
+                                            **overrides)
         print(concurrent_markdown(results))
         print(f"table: {out / 'concurrent.json'}; figure: {out / 'concurrent.png'}", file=sys.stderr)
 

@@ -124,6 +124,16 @@ class OffPolicyConfig(TDConfig):
         layer_widths(self, "hidden_sizes")
 
 
+def warn_if_all_random(total_steps: int, start_steps: int) -> None:
+    """Warn that a run of `total_steps` environment steps never leaves its `start_steps` uniformly
+    random ones, so no gradient update happens (`OffPolicyAgent.before_learning`, and the
+    experiments' check of their behavioral DDPG on the driver)."""
+    if total_steps <= start_steps:
+        warnings.warn(f"total_steps {total_steps} <= start_steps {start_steps}: every action will be uniformly "
+                      "random and no gradient update will happen. Train longer or lower start_steps (--set "
+                      "start_steps=1000).", stacklevel=3)
+
+
 class ReplayAgent(Agent):
     """Base of the agents that learn from a replay buffer they do not fill (BC; see the module docstring).
 
@@ -335,10 +345,7 @@ class OffPolicyAgent(ReplayAgent):
                           f"only with save_replay_buffer=true, and best.pt never): {random}updates wait until it "
                           f"holds {max(cfg.start_steps, cfg.batch_size)} new transitions. Train with --set "
                           "save_replay_buffer=true to resume with the buffer.", stacklevel=2)
-        if self.total_steps <= self.config.start_steps:
-            warnings.warn(f"total_steps {self.total_steps} <= start_steps {self.config.start_steps}: every action "
-                          "will be uniformly random and no gradient update will happen. Train longer or lower "
-                          "start_steps (--set start_steps=1000).", stacklevel=2)
+        warn_if_all_random(self.total_steps, cfg.start_steps)
 
     # ----------------------------------------------------------------- collecting
     def collect_step(self) -> None:

@@ -26,14 +26,17 @@ estimated value of BCQ and DDPG (solid) against the true value (dashed).
 
 Every agent runs in its own acrl run directory (config.yaml, metrics.csv, checkpoints, eval.json,
 learning_curve.png), so `acrl evaluate` and `acrl plot` work on each of them. Both experiments run
-as jobs on Ray (`acrl.sweep.executor`), in parallel where they can: the concurrent runs of every
-seed, then the datasets (s{seed}/data-KIND/KIND.h5), then the offline runs (s{seed}/KIND/AGENT);
-the final buffer is s{seed}/concurrent/final.h5.
+as jobs (`acrl.sweep.executor`: a local process pool by default, a Ray cluster with an address),
+in parallel where they can: the concurrent runs of every seed, then the datasets
+(s{seed}/data-BUFFER/BUFFER.h5), then the offline runs (s{seed}/BUFFER/AGENT); the final buffer
+is s{seed}/concurrent/final.h5. Every config is validated on the driver, without building a
+network, before the first job starts.
 """
 
 from __future__ import annotations
 
 import shutil
+import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -48,7 +51,7 @@ import torch  # noqa: E402
 import yaml  # noqa: E402
 
 from acrl.core.config import RunConfig, preset_values, update_config  # noqa: E402
-from acrl.core.envs import env_factory  # noqa: E402
+from acrl.core.envs import check_spaces, env_factory  # noqa: E402
 from acrl.core.errors import InputError  # noqa: E402
 from acrl.core.loop import Callback, Run, train, write_json_atomic  # noqa: E402
 from acrl.core.plotting import align_curves, read_curve, save_figure  # noqa: E402
@@ -58,7 +61,7 @@ from acrl.parts.datasets import OfflineDataset, save_dataset  # noqa: E402
 from acrl.sweep.executor import ClusterOptions, Job, run_jobs  # noqa: E402
 from acrl.sweep.grid import train_run  # noqa: E402
 
-KINDS = ("final", "concurrent", "imitation", "imperfect")
+BUFFERS = ("final", "concurrent", "imitation", "imperfect")
 """The buffers of the paper's Figure 2, in its order."""
 
 OVERRIDES = ("behavioral_overrides", "bcq_overrides", "ddpg_overrides", "bc_overrides")
@@ -102,9 +105,10 @@ def _check_out(out_dir: Path) -> None:
         raise InputError(f"{out_dir} already holds files; choose another --out (experiments never overwrite).")
 
 
-def _record(out_dir: Path, settings: dict[str, Any]) -> Callable[[], None]:
+def _record(out_dir: Path, settings: dict[str, Any], announce: str | None) -> Callable[[], None]:
     """Check that `out_dir` is new or holds the same experiment (whose finished jobs a rerun skips);
-    return the function that writes out_dir/experiment.yaml once Ray is up.
+    return the function that writes out_dir/experiment.yaml once the jobs' executor is up, and
+    prints `announce` (if given) on stderr.
 
     Raises:
         InputError: `out_dir` holds files of something else.
@@ -118,6 +122,8 @@ def _record(out_dir: Path, settings: dict[str, Any]) -> Callable[[], None]:
         _check_out(out_dir)
 
     def write() -> None:
+        if announce is not None:
+            print(announce, file=sys.stderr)
         out_dir.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
 
@@ -142,22 +148,16 @@ def episode_returns(data: OfflineDataset) -> np.ndarray:
 # --------------------------------------------------------------------------------------------
 
 
-def concurrent_agents(env_id: str, steps: int | None, seed: int, eval_freq: int | None, eval_episodes: int,
-                      final_dataset: Path, behavioral_overrides: dict[str, Any] | None = None,
-                      bcq_overrides: dict[str, Any] | None = None, ddpg_overrides: dict[str, Any] | None = None,
-                      bc_overrides: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The four agents of `run_concurrent` (its arguments), built and checked: {"behavioral": DDPG,
-    and on the behavioral agent's buffer "bcq": BCQ, "ddpg": DDPG, "bc": BC}. The experiments build
-    them on the driver first, so bad input, and the behavioral agent's warnings, come before any job.
+def concurrent_configs(env_id: str, steps: int | None, seed: int, eval_freq: int | None, eval_episodes: int,
+                       final_dataset: Path, behavioral_overrides: dict[str, Any] | None = None,
+                       bcq_overrides: dict[str, Any] | None = None, ddpg_overrides: dict[str, Any] | None = None,
+                       bc_overrides: dict[str, Any] | None = None) -> dict[str, RunConfig]:
+    """The validated configs of `run_concurrent`'s four agents (its arguments): {"behavioral": DDPG,
+    and for the learners on its buffer "bcq": BCQ, "ddpg": DDPG, "bc": BC}. No network is built.
 
     Raises:
-        InputError: an unknown environment, a Discrete or unbounded action space, a bad override,
-            a non-positive budget.
+        InputError: an unknown environment, a bad override, a non-positive budget.
     """
-    from acrl.algos.bc import BC
-    from acrl.algos.bcq import BCQ
-    from acrl.algos.ddpg import DDPG
-
     defaults = experiment_defaults(env_id)
     steps = defaults["steps_behavioral"] if steps is None else int(steps)
     eval_freq = defaults["eval_freq"] if eval_freq is None else int(eval_freq)
@@ -173,10 +173,31 @@ def concurrent_agents(env_id: str, steps: int | None, seed: int, eval_freq: int 
     ddpg_values = {"gamma": bcq_cfg.gamma, **(ddpg_overrides or {})}
     ddpg_cfg = _config("ddpg", env_id, ddpg_values, "--ddpg-set", {"seed": seed + 1, "total_steps": steps, **common})
     bc_cfg = _config("bc", env_id, bc_overrides or {}, "--bc-set", {"seed": seed + 3, "total_steps": steps, **common})
-    behavioral = DDPG(env_id, config=behavioral_cfg)
-    return {"behavioral": behavioral, "ddpg": DDPG(env_id, config=ddpg_cfg, buffer=behavioral.buffer),
-            "bcq": BCQ(env_id, config=bcq_cfg, buffer=behavioral.buffer),
-            "bc": BC(env_id, config=bc_cfg, buffer=behavioral.buffer)}
+    return {"behavioral": behavioral_cfg, "ddpg": ddpg_cfg, "bcq": bcq_cfg, "bc": bc_cfg}
+
+
+def check_experiment(env_id: str, behavioral: RunConfig) -> None:
+    """The checks the experiments make on the driver before any job, without building a network:
+    the environment's spaces as DDPG, BCQ and BC need them (a flat Box observation, a bounded
+    1-D Box action), and the warning of a `behavioral` budget that never leaves its random start
+    steps (`warn_if_all_random`).
+
+    Raises:
+        InputError: an unknown environment, a Discrete or unbounded action space.
+    """
+    from acrl.algos.ddpg import DDPG
+    from acrl.algos.off_policy import warn_if_all_random
+
+    probe = env_factory(env_id)[0]()
+    try:
+        check_spaces(probe, "DDPG", DDPG.action_kinds, DDPG.action_space_hint)
+        if not probe.action_space.is_bounded():
+            raise InputError(f"the experiments' agents (DDPG, BCQ, BC) act through tanh and need finite action "
+                             f"bounds; this environment has {probe.action_space}. Wrap it with "
+                             "gymnasium.wrappers.ClipAction or RescaleAction.")
+    finally:
+        probe.close()
+    warn_if_all_random(behavioral.total_steps, behavioral.start_steps)
 
 
 def run_concurrent(env_id: str, out_dir: str | Path, steps: int | None = None, seed: int = 0,
@@ -218,12 +239,19 @@ def run_concurrent(env_id: str, out_dir: str | Path, steps: int | None = None, s
         InputError: an unknown environment, a Discrete or unbounded action space, a bad override,
             a non-positive budget, or an out_dir that already holds files.
     """
+    from acrl.algos.bc import BC
+    from acrl.algos.bcq import BCQ
+    from acrl.algos.ddpg import DDPG
+
     out_dir = Path(out_dir)
     _check_out(out_dir)
     final_dataset = Path(final_dataset or out_dir / "final.h5").resolve()
-    agents = concurrent_agents(env_id, steps, seed, eval_freq, eval_episodes, final_dataset, behavioral_overrides,
-                               bcq_overrides, ddpg_overrides, bc_overrides)
-    behavioral = agents["behavioral"]
+    configs = concurrent_configs(env_id, steps, seed, eval_freq, eval_episodes, final_dataset, behavioral_overrides,
+                                 bcq_overrides, ddpg_overrides, bc_overrides)
+    behavioral = DDPG(env_id, config=configs["behavioral"])
+    agents = {"behavioral": behavioral, "ddpg": DDPG(env_id, config=configs["ddpg"], buffer=behavioral.buffer),
+              "bcq": BCQ(env_id, config=configs["bcq"], buffer=behavioral.buffer),
+              "bc": BC(env_id, config=configs["bc"], buffer=behavioral.buffer)}
     steps, eval_freq = behavioral.config.total_steps, behavioral.config.eval_freq
     torch.set_num_threads(behavioral.config.torch_threads)  # as Agent.learn does; oversubscribed threads crawl
     behavioral.before_learning()
@@ -251,19 +279,20 @@ def run_concurrent(env_id: str, out_dir: str | Path, steps: int | None = None, s
 # --------------------------------------------------------------------------------------------
 
 
-def _fresh(path: Path) -> Path:
-    """Remove what an interrupted attempt left at `path` (a job that restarts from scratch)."""
+def _delete(path: Path) -> None:
+    """Delete the file or directory tree at `path`, if any: what an interrupted attempt of a job
+    that restarts from scratch left there."""
     if path.is_dir():
         shutil.rmtree(path)
     elif path.exists():
         path.unlink()
-    return path
 
 
 def concurrent_job(root: Path, job_dir: Path, callbacks: list[Callback], **kwargs: Any) -> dict[str, Any]:
     """An experiment's job: `run_concurrent` into `job_dir` (from scratch), the final buffer as job_dir/final.h5."""
-    return run_concurrent(out_dir=_fresh(job_dir), final_dataset=job_dir / "final.h5", callbacks=callbacks,
-                          progress=False, **kwargs)
+    _delete(job_dir)
+    return run_concurrent(out_dir=job_dir, final_dataset=job_dir / "final.h5", callbacks=callbacks, progress=False,
+                          **kwargs)
 
 
 def collect_job(root: Path, job_dir: Path, callbacks: list[Callback], kind: str, steps: int, seed: int,
@@ -272,7 +301,8 @@ def collect_job(root: Path, job_dir: Path, callbacks: list[Callback], kind: str,
     checkpoint relative to the root) or, for final, from a behavioral DDPG that trains with
     `options` (env_id, noise_std, overrides). Returns the mean return of the dataset's complete
     episodes and, for final, the behavioral agent's last evaluation ("return")."""
-    _fresh(job_dir).mkdir(parents=True)
+    _delete(job_dir)
+    job_dir.mkdir(parents=True)
     out = job_dir / f"{kind}.h5"
     data = collect_dataset(kind, out, steps, policy=None if policy is None else root / policy, seed=seed, **options)
     returns = episode_returns(data)
@@ -327,21 +357,21 @@ def run_extrapolation(env_id: str, out_dir: str | Path, steps_behavioral: int | 
         final_noise: the exploration noise std of the final buffer's behavioral DDPG (fraction
             of max_action; the paper's 0.5).
         progress: a progress bar over each stage's jobs.
-        options: where the jobs run (`acrl.sweep.executor`; default: a local Ray instance, one
-            job per core). A rerun of the same experiment into the same out_dir skips finished jobs.
+        options: where the jobs run (`acrl.sweep.executor`; default: a process pool on this
+            machine, one job per core). A rerun of the same experiment into the same out_dir skips
+            finished jobs.
     Returns:
         the JSON written to extrapolation.json: settings, results[kind][agent] (per seed: the
         return curve, final and best evaluations, value-estimate curves, run directory; the
         behavioral entries: its return and the data's episode return) and the table rows.
     Raises:
-        InputError: as `run_concurrent`; no seeds; an out_dir that holds something else; Ray missing.
+        InputError: as `run_concurrent`; no seeds; an out_dir that holds something else; an
+            address (`options`) without Ray installed, or that does not answer. All before any job.
     """
-
     out_dir = Path(out_dir).resolve()
     options = options or ClusterOptions()
     if not seeds:
         raise InputError("--seeds needs at least one seed.")
-    env_factory(env_id)  # an unknown id fails here, before any work
     defaults = experiment_defaults(env_id)
     steps_behavioral = defaults["steps_behavioral"] if steps_behavioral is None else int(steps_behavioral)
     updates = defaults["updates"] if updates is None else int(updates)
@@ -354,30 +384,33 @@ def run_extrapolation(env_id: str, out_dir: str | Path, steps_behavioral: int | 
     common = {"eval_freq": eval_freq, "eval_episodes": eval_episodes}
     overrides = {"behavioral_overrides": behavioral_overrides or {}, "bcq_overrides": bcq_overrides or {},
                  "ddpg_overrides": ddpg_overrides or {}, "bc_overrides": bc_overrides or {}}
+    configs = concurrent_configs(env_id, steps_behavioral, seeds[0], eval_freq, eval_episodes, out_dir / "final.h5",
+                                 **overrides)
+    check_experiment(env_id, configs["behavioral"])
     on_start = _record(out_dir, {"experiment": "extrapolation", "env_id": env_id, "seeds": list(seeds),
                                  "steps_behavioral": steps_behavioral, "updates": updates, "dataset_size": dataset_size,
-                                 "final_noise": final_noise, **common, **overrides})
-    concurrent_agents(env_id, steps_behavioral, seeds[0], eval_freq, eval_episodes, out_dir / "final.h5",
-                      **overrides)["behavioral"].before_learning()
-    ddpg_offline = {"gamma": _config("bcq", env_id, overrides["bcq_overrides"], "--bcq-set", {}).gamma,
-                    **overrides["ddpg_overrides"]}
+                                 "final_noise": final_noise, **common, **overrides},
+                       f"experiment extrapolation on {env_id} -> {out_dir}" if progress else None)
+    ddpg_offline = {"gamma": configs["bcq"].gamma, **overrides["ddpg_overrides"]}
     started = time.monotonic()
-    # Three stages of jobs on Ray, each in parallel over seeds (and buffers and agents): the
-    # behavioral runs (final buffer, concurrent), then the datasets the concurrent behavioral
-    # policies collect, then the offline runs.
+    # Three stages of jobs, each in parallel over seeds (and buffers and agents): the behavioral
+    # runs (final buffer, concurrent), then the datasets the concurrent behavioral policies
+    # collect, then the offline runs.
     final_options = {"env_id": env_id, "noise_std": final_noise,
                      "overrides": {**overrides["behavioral_overrides"], **common}}
     behavioral = run_jobs([*(Job(f"s{seed}/concurrent", concurrent_job, {  # the long jobs first
                                "env_id": env_id, "steps": steps_behavioral, "seed": seed, "eval_freq": eval_freq,
-                               "eval_episodes": eval_episodes, **overrides}) for seed in seeds),
+                               "eval_episodes": eval_episodes, **overrides}, steps=steps_behavioral) for seed in seeds),
                            *(Job(f"s{seed}/final", collect_job, {"kind": "final", "steps": steps_behavioral,
-                                                                  "seed": seed, **final_options}) for seed in seeds)],
-                          out_dir, options, progress, on_start=on_start)
+                                                                  "seed": seed, **final_options},
+                                 steps=steps_behavioral) for seed in seeds)],
+                          out_dir, options, progress, on_start=on_start, label="behavioral runs")
     policy = "s{seed}/concurrent/behavioral/checkpoints/best.pt"
     collected = run_jobs([Job(f"s{seed}/data-{kind}", collect_job, {"kind": kind, "steps": dataset_size,
                                                                   "policy": policy.format(seed=seed), "seed": seed},
-                              inputs=(policy.format(seed=seed),))
-                          for seed in seeds for kind in ("imitation", "imperfect")], out_dir, options, progress)
+                              inputs=(policy.format(seed=seed),), steps=dataset_size)
+                          for seed in seeds for kind in ("imitation", "imperfect")], out_dir, options, progress,
+                         label="datasets")
     datasets = {"final": "s{seed}/final/final.h5", "imitation": "s{seed}/data-imitation/imitation.h5",
                 "imperfect": "s{seed}/data-imperfect/imperfect.h5"}
     offline = {"bcq": overrides["bcq_overrides"], "ddpg": ddpg_offline, "bc": overrides["bc_overrides"]}
@@ -388,11 +421,11 @@ def run_extrapolation(env_id: str, out_dir: str | Path, steps_behavioral: int | 
                 flags = {"seed": seed, "total_steps": updates, "dataset": str(out_dir / dataset.format(seed=seed))}
                 jobs.append(Job(f"s{seed}/{kind}/{algo}", train_run, {
                     "algo": algo, "env_id": env_id, "preset": None, "overrides": {**values, **common},
-                    "flags": flags}, inputs=(dataset.format(seed=seed),)))
-    trained = run_jobs(jobs, out_dir, options, progress)
+                    "flags": flags}, inputs=(dataset.format(seed=seed),), steps=updates))
+    trained = run_jobs(jobs, out_dir, options, progress, label="offline runs")
 
     results: dict[str, dict[str, list[dict[str, Any]]]] = {
-        kind: {"behavioral": [], **{algo: [] for algo in LEARNERS}} for kind in KINDS}
+        kind: {"behavioral": [], **{algo: [] for algo in LEARNERS}} for kind in BUFFERS}
     for seed in seeds:
         c = behavioral[f"s{seed}/concurrent"]
         results["concurrent"]["behavioral"].append({"return": c["final"]["behavioral"],
@@ -442,8 +475,8 @@ def _table(results: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
     table: dict[str, dict[str, Any]] = {"behavioral": {}, **{algo: {} for algo in LEARNERS}}
     estimates = interval_estimates({f"{algo}/{kind}": np.array([x["final"] for x in results[kind][algo]])
-                                    for kind in KINDS for algo in LEARNERS})  # one bootstrap for every cell
-    for kind in KINDS:
+                                    for kind in BUFFERS for algo in LEARNERS})  # one bootstrap for every cell
+    for kind in BUFFERS:
         r = results[kind]
         table["behavioral"][kind] = {"return": _mean_std([b["return"] for b in r["behavioral"]]),
                                      "data_episodes": _mean_std([b["data_episode_return"] for b in r["behavioral"]])}
@@ -470,7 +503,7 @@ def extrapolation_markdown(summary: dict[str, Any]) -> str:
     """The tables of `run_extrapolation` as markdown: returns (mean ± std over seeds, IQM [95% CI])
     and value estimates (the critic's Q against the true discounted return)."""
     table = summary["table"]
-    header = ["| | " + " | ".join(kind for kind in KINDS) + " |", "| --- |" + " ---: |" * len(KINDS)]
+    header = ["| | " + " | ".join(kind for kind in BUFFERS) + " |", "| --- |" + " ---: |" * len(BUFFERS)]
     lines = [f"### BCQ, offline DDPG and BC on {summary['env_id']} (Fujimoto et al. 2019, Figure 2)", "",
              f"Seeds {summary['seeds']}; behavioral DDPG {summary['steps_behavioral']} steps (final buffer: "
              f"N(0, {summary['final_noise']}) exploration); imitation/imperfect "
@@ -478,16 +511,16 @@ def extrapolation_markdown(summary: dict[str, Any]) -> str:
              f"per behavioral step); evaluation: {summary['eval_episodes']} deterministic episodes every "
              f"{summary['eval_freq']}.", "",
              "Final evaluation return, mean ± std over seeds, and IQM [95% bootstrap CI]:", "", *header,
-             "| behavioral policy | " + " | ".join(_cell(table["behavioral"][k]["return"]) for k in KINDS) + " |"]
+             "| behavioral policy | " + " | ".join(_cell(table["behavioral"][k]["return"]) for k in BUFFERS) + " |"]
     for algo, label in LEARNERS.items():
         cells = [f"{_cell(c['final'])} ({c['iqm']:.1f} [{c['iqm_ci'][0]:.1f}, {c['iqm_ci'][1]:.1f}])"
-                 for c in (table[algo][k] for k in KINDS)]
+                 for c in (table[algo][k] for k in BUFFERS)]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
-    lines += ["| dataset episodes | " + " | ".join(_cell(table["behavioral"][k]["data_episodes"]) for k in KINDS)
+    lines += ["| dataset episodes | " + " | ".join(_cell(table["behavioral"][k]["data_episodes"]) for k in BUFFERS)
               + " |", "", "Value estimates at the last evaluation: the critic's Q(s0, a0) at the evaluation episodes' "
               "first steps / their true discounted return (mean over seeds):", "", *header]
     for algo in ("bcq", "ddpg"):
-        cells = [f"{_cell(c['q_initial'])} / {_cell(c['true_value'])}" for c in (table[algo][k] for k in KINDS)]
+        cells = [f"{_cell(c['q_initial'])} / {_cell(c['true_value'])}" for c in (table[algo][k] for k in BUFFERS)]
         lines.append(f"| {LEARNERS[algo]} | " + " | ".join(cells) + " |")
     lines += ["", "behavioral policy: the noise-free DDPG (final, concurrent: each behavioral run at its end; "
               "imitation, imperfect: the concurrent run's best checkpoint, which collected them). dataset "
@@ -509,8 +542,8 @@ def plot_extrapolation(summary: dict[str, Any], out: str | Path) -> Path:
     of one std over seeds) against updates, the behavioral policy dashed. Bottom: the value
     estimates of BCQ and DDPG, Q(s0, a0) solid against the true discounted return dashed (symlog
     scale: a diverging critic stays on the plot). Returns the PNG path."""
-    fig, axes = plt.subplots(2, len(KINDS), figsize=(4.2 * len(KINDS), 6.8), sharex="col")
-    for column, kind in enumerate(KINDS):
+    fig, axes = plt.subplots(2, len(BUFFERS), figsize=(4.2 * len(BUFFERS), 6.8), sharex="col")
+    for column, kind in enumerate(BUFFERS):
         r = summary["results"][kind]
         top, bottom = axes[0, column], axes[1, column]
         for algo, label in LEARNERS.items():
@@ -576,24 +609,28 @@ def plot_concurrent(results: list[dict[str, Any]], out: str | Path) -> Path:
 def run_concurrent_experiment(env_id: str, out_dir: str | Path, steps: int | None = None,
                               seeds: list[int] | tuple[int, ...] = (0,), options: ClusterOptions | None = None,
                               progress: bool = True, **kwargs: Any) -> list[dict[str, Any]]:
-    """`run_concurrent` for each seed into out_dir/s{seed}, the seeds in parallel as Ray jobs
-    (`acrl.sweep.executor`); writes concurrent.{json,md,png} in out_dir.
+    """`run_concurrent` for each seed into out_dir/s{seed}, the seeds in parallel as jobs
+    (`acrl.sweep.executor`, on `options`; default: a process pool on this machine); writes
+    concurrent.{json,md,png} in out_dir.
 
     kwargs go to `run_concurrent` (eval_freq, eval_episodes, *_overrides). A rerun into the same
     out_dir skips the seeds that finished.
     Raises:
-        InputError: as `run_concurrent`; no seeds; an out_dir that holds something else; Ray missing.
+        InputError: as `run_concurrent`; no seeds; an out_dir that holds something else; an
+            address (`options`) without Ray installed, or that does not answer. All before any job.
     """
     out_dir = Path(out_dir).resolve()
     if not seeds:
         raise InputError("--seeds needs at least one seed.")
-    env_factory(env_id)  # an unknown id fails here, before any work
-    concurrent_agents(env_id, steps, seeds[0], kwargs.get("eval_freq"), kwargs.get("eval_episodes", 10),
-                      out_dir / "final.h5", *(kwargs.get(k) for k in OVERRIDES))["behavioral"].before_learning()
+    configs = concurrent_configs(env_id, steps, seeds[0], kwargs.get("eval_freq"), kwargs.get("eval_episodes", 10),
+                                 out_dir / "final.h5", *(kwargs.get(k) for k in OVERRIDES))
+    check_experiment(env_id, configs["behavioral"])
     on_start = _record(out_dir, {"experiment": "concurrent", "env_id": env_id, "steps": steps, "seeds": list(seeds),
-                                 **kwargs})
-    done = run_jobs([Job(f"s{seed}", concurrent_job, {"env_id": env_id, "steps": steps, "seed": seed, **kwargs})
-                     for seed in seeds], out_dir, options or ClusterOptions(), progress, on_start=on_start)
+                                 **kwargs}, f"experiment concurrent on {env_id} -> {out_dir}" if progress else None)
+    budget = configs["behavioral"].total_steps
+    done = run_jobs([Job(f"s{seed}", concurrent_job, {"env_id": env_id, "steps": steps, "seed": seed, **kwargs},
+                         steps=budget) for seed in seeds], out_dir, options or ClusterOptions(), progress,
+                    on_start=on_start, label="concurrent runs")
     results = [done[f"s{seed}"] for seed in seeds]
     write_json_atomic(out_dir / "concurrent.json", {"acrl_version": __version__, "runs": results})
     (out_dir / "concurrent.md").write_text(concurrent_markdown(results))
@@ -601,6 +638,6 @@ def run_concurrent_experiment(env_id: str, out_dir: str | Path, steps: int | Non
     return results
 
 
-__all__ = ["KINDS", "run_concurrent", "run_concurrent_experiment", "run_extrapolation", "episode_returns",
+__all__ = ["BUFFERS", "run_concurrent", "run_concurrent_experiment", "run_extrapolation", "episode_returns",
            "experiment_defaults", "extrapolation_markdown", "concurrent_markdown",
            "plot_extrapolation", "plot_concurrent"]

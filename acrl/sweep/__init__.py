@@ -1,4 +1,6 @@
-"""Many runs at once on Ray: grids (`acrl sweep`), Optuna search (`acrl tune`), their statistics.
+"""Many runs at once: grids (`acrl sweep`), Optuna search (`acrl tune`), their statistics, and the
+executors they and the offline experiments run on (`executor`: a local process pool, or Ray).
 
-Ray, Optuna and rliable are the `ray` extra; `import acrl` and single runs never import them.
+Ray and Optuna are the `ray` extra (`--address`, `acrl tune`); `import acrl`, single runs, and
+sweeps and experiments on this machine never import them.
 """

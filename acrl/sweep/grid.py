@@ -124,7 +124,8 @@ def run_sweep(spec: SweepSpec, out: str | Path | None = None, options: ClusterOp
 
     jobs = [Job(run.name, train_run, {"algo": run.algo, "env_id": run.env_id, "preset": run.preset,
                                       "overrides": run.overrides, "flags": run.flags},
-                inputs=(run.flags["dataset"],) if run.flags.get("dataset") else ())
+                inputs=(run.flags["dataset"],) if run.flags.get("dataset") else (),
+                steps=run.flags["total_steps"] or 0)  # the bar counts steps when the budget is given
             for run in runs]
     run_jobs(jobs, out, options, progress, on_start=write_record)
     return summarize(out)

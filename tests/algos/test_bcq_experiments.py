@@ -1,31 +1,57 @@
 """`acrl experiment extrapolation|concurrent` on a tiny budget: the files, the table's contents,
-the concurrent learners' use of the behavioral agent's growing buffer, and bad input."""
+the concurrent learners' use of the behavioral agent's growing buffer, and bad input. They run on
+the local process pool, the extrapolation experiment where Ray cannot be imported."""
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 
 from acrl import load
 from acrl.cli import main
-from acrl.offline.experiments import KINDS, episode_returns, run_extrapolation
+from acrl.offline.experiments import BUFFERS, episode_returns
 from acrl.parts.datasets import OfflineDataset, load_dataset
+from tests.conftest import ROOT
 
-TINY_NETS = {"behavioral_overrides": {"start_steps": 100, "hidden_sizes": [16]},
-             "ddpg_overrides": {"hidden_sizes": [16]},
-             "bcq_overrides": {"actor_hidden_sizes": [16], "critic_hidden_sizes": [16], "vae_hidden_sizes": [16]},
-             "bc_overrides": {"hidden_sizes": [16]}}
+TINY_FLAGS = ["--behavioral-set", "start_steps=100", "hidden_sizes=[16]", "--ddpg-set", "hidden_sizes=[16]",
+              "--bcq-set", "actor_hidden_sizes=[16]", "critic_hidden_sizes=[16]", "vae_hidden_sizes=[16]",
+              "--bc-set", "hidden_sizes=[16]"]
+"""Networks of 16 units for every agent, and a behavioral DDPG that starts learning after 100 steps."""
 
 
-def test_extrapolation_writes_table_figure_and_runs(tmp_path):
+def without_ray(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    """`python -m acrl ARGS` where `import ray` fails, in the driver and in every process it starts
+    (a package named ray first on the path, as for an install without the ray extra)."""
+    blocked = tmp_path / "no-ray" / "ray"
+    blocked.mkdir(parents=True)
+    (blocked / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named 'ray'\", name='ray')\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(blocked.parent), str(ROOT)])}
+    return subprocess.run([sys.executable, "-m", "acrl", *args], env=env, capture_output=True, text=True, timeout=600)
+
+
+def test_extrapolation_without_ray_writes_table_figure_and_runs(tmp_path):
     out = tmp_path / "exp"
-    summary = run_extrapolation("Pendulum-v1", out, steps_behavioral=300, updates=150, seeds=[0], dataset_size=250,
-                                eval_freq=150, eval_episodes=1, progress=False, **TINY_NETS)
+    result = without_ray(tmp_path, "experiment", "extrapolation", "--env", "Pendulum-v1", "--steps-behavioral", "300",
+                         "--updates", "150", "--dataset-size", "250", "--eval-freq", "150", "--eval-episodes", "1",
+                         "--seeds", "0", "--out", str(out), *TINY_FLAGS)
+    assert result.returncode == 0, result.stderr
+    summary = json.loads((out / "extrapolation.json").read_text())
+    assert "| BCQ |" in result.stdout
+    # Each stage's bar is named and counts its jobs' steps (2 x 300, 2 x 250, 9 x 150), and a finished
+    # job's line is short (its numbers, not its result's JSON).
+    for label, total in (("behavioral runs", 600), ("datasets", 500), ("offline runs", 1350)):
+        assert f"{label}: 100%" in result.stderr and f"| {total}/{total} [" in result.stderr, result.stderr
+    done = [line for line in result.stderr.replace("\r", "\n").splitlines() if line.startswith("done ")]
+    assert len(done) == 2 + 2 + 9 and max(len(line) for line in done) < 120, done
     assert {p.name for p in out.iterdir()} == {"extrapolation.json", "extrapolation.md", "extrapolation.png", "s0",
                                                "experiment.yaml"}
-    assert json.loads((out / "extrapolation.json").read_text())["table"] == summary["table"]
     assert list(summary["table"]) == ["behavioral", "bcq", "ddpg", "bc"]
-    assert all(list(row) == list(KINDS) for row in summary["table"].values())
+    assert all(list(row) == list(BUFFERS) for row in summary["table"].values())
     final = load_dataset(out / "s0" / "final" / "final.h5")  # every transition of its own behavioral run
     assert len(final) == 300 and final.attrs["noise_std"] == 0.5
     assert len(load_dataset(out / "s0" / "data-imperfect" / "imperfect.h5")) == 250
@@ -57,10 +83,7 @@ def test_extrapolation_writes_table_figure_and_runs(tmp_path):
 def test_concurrent_learners_learn_from_the_behavioral_buffer_without_acting(tmp_path, capsys):
     out = tmp_path / "c"
     argv = ["experiment", "concurrent", "--env", "Pendulum-v1", "--steps-behavioral", "250", "--eval-freq", "250",
-            "--eval-episodes", "1", "--seeds", "1", "--out", str(out), "--no-progress",
-            "--behavioral-set", "start_steps=100", "hidden_sizes=[16]", "--ddpg-set", "hidden_sizes=[16]",
-            "--bcq-set", "actor_hidden_sizes=[16]", "critic_hidden_sizes=[16]", "vae_hidden_sizes=[16]",
-            "--bc-set", "hidden_sizes=[16]"]
+            "--eval-episodes", "1", "--seeds", "1", "--out", str(out), "--no-progress", *TINY_FLAGS]
     assert main(argv) == 0
     assert "| BCQ (same buffer) |" in capsys.readouterr().out
     assert {p.name for p in out.iterdir()} == {"concurrent.json", "concurrent.md", "concurrent.png", "s1",
@@ -89,6 +112,32 @@ def test_episode_returns_skip_the_unfinished_episode():
     (["experiment", "extrapolation", "--env", "Pendulum-v9"], "unknown environment id"),
     (["experiment", "extrapolation", "--env", "Pendulum-v1", "--bcq-set", "lmbda=2"], "lmbda"),
 ])
-def test_experiment_bad_input_exits_2(argv, message, tmp_path, capsys):
-    assert main([*argv, "--out", str(tmp_path / "out"), "--no-progress"]) == 2
-    assert message in capsys.readouterr().err
+def test_experiment_bad_input_exits_2_before_announcing_or_writing_anything(argv, message, tmp_path, capsys):
+    assert main([*argv, "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert message in err
+    assert " -> " not in err and not (tmp_path / "out").exists()  # before: "experiment ... -> out" came first
+
+
+def test_an_address_without_ray_is_one_line_naming_the_ray_extra(tmp_path):
+    result = without_ray(tmp_path, "experiment", "concurrent", "--env", "Pendulum-v1", "--steps-behavioral", "2000",
+                         "--behavioral-set", "start_steps=1000", "--address", "auto", "--out", str(tmp_path / "out"))
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == ["acrl: error: --address auto needs ray, which is not installed: install "
+                                          "acrl's ray extra: pip install -e '.[ray]' (./run setup does)."]
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("name", ["concurrent", "extrapolation"])
+def test_a_behavioral_budget_of_only_random_steps_warns_once_on_one_line_before_any_job(tmp_path, capsys, name):
+    # The validation on the driver warns; the jobs never start here (--out holds another experiment).
+    # The whole pipeline with the same warning: tests/algos/test_cli.py (slow).
+    out = tmp_path / "E"
+    out.mkdir()
+    (out / "experiment.yaml").write_text(yaml.safe_dump({"experiment": "another"}))
+    argv = ["experiment", name, "--env", "Pendulum-v1", "--steps-behavioral", "50", "--eval-freq", "50",
+            "--behavioral-set", "start_steps=100", "--out", str(out)]
+    assert main(argv) == 2
+    lines = [line for line in capsys.readouterr().err.splitlines() if "warning" in line.lower()]
+    assert lines == ["acrl: warning: total_steps 50 <= start_steps 100: every action will be uniformly random and no "
+                     "gradient update will happen. Train longer or lower start_steps (--set start_steps=1000)."]

@@ -173,6 +173,7 @@ def test_train_warning_is_one_line(tmp_path):
     assert ".py:" not in out.stderr and "UserWarning" not in out.stderr, out.stderr
 
 
+@pytest.mark.slow  # the whole pipeline; the driver's one warning line, cheaply: test_bcq_experiments.py
 @pytest.mark.parametrize("name, extra", [("concurrent", []),
                                          ("extrapolation", ["--updates", "20", "--dataset-size", "50"])])
 def test_experiment_warns_when_behavioral_budget_is_all_random_steps(tmp_path, name, extra):

@@ -49,7 +49,7 @@ def test_a_sweep_that_loses_a_node_completes_every_run_at_its_budget(tmp_path, t
 
     thread = threading.Thread(target=remove_worker_once_both_nodes_have_checkpointed, daemon=True)
     thread.start()
-    summary = run_sweep(spec, tmp_path, ClusterOptions(retries=2), progress=False)
+    summary = run_sweep(spec, tmp_path, ClusterOptions(address=cluster.address, retries=2), progress=False)
     thread.join(timeout=10)
 
     assert removed, "the worker node was never removed"

@@ -1,4 +1,5 @@
-"""acrl sweep on one local Ray instance shared by this module (2 CPUs, its traffic on loopback)."""
+"""acrl sweep on Ray: one local Ray instance shared by this module (2 CPUs, its traffic on loopback),
+which `ClusterOptions(address="auto")` joins (the local pool's own tests: test_local_pool.py)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import json
 import logging
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -21,7 +23,7 @@ from acrl.sweep.executor import ClusterOptions, Job, require, run_job_here, run_
 from acrl.sweep.grid import expand, run_sweep, train_run
 from acrl.sweep.spec import SweepSpec
 from tests.conftest import PPO_TINY as TINY
-from tests.conftest import ROOT, run_cli, steps_of
+from tests.conftest import ROOT, run_cli, signal_when_ready, steps_of
 
 ray = pytest.importorskip("ray")
 
@@ -36,7 +38,7 @@ def local_ray():
 
 def test_grid_of_2_seeds_and_2_learning_rates_writes_4_runs_a_table_and_a_figure_and_a_rerun_trains_nothing(tmp_path):
     spec = SweepSpec("ppo", ["CartPole-v1"], [0, 1], {"learning_rate": [3e-4, 1e-3], **TINY}, total_steps=512)
-    summary = run_sweep(spec, tmp_path, progress=False)
+    summary = run_sweep(spec, tmp_path, ClusterOptions(address="auto"), progress=False)
 
     names = sorted(p.name for p in tmp_path.iterdir() if p.is_dir())
     assert names == ["CartPole-v1-learning_rate=0.0003-s0", "CartPole-v1-learning_rate=0.0003-s1",
@@ -72,7 +74,7 @@ def test_grid_of_2_seeds_and_2_learning_rates_writes_4_runs_a_table_and_a_figure
 
     before = {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*") if p.is_file() and p.parent != tmp_path}
     # The same sweep again, from its own sweep.yaml, with RAY_ADDRESS naming a cluster that is not there:
-    # a plain sweep starts its own local Ray, and it trains nothing and rewrites nothing.
+    # a plain sweep runs on this machine whatever RAY_ADDRESS says, and it trains nothing and rewrites nothing.
     again = subprocess.run([sys.executable, "-m", "acrl", "sweep", "--file", str(tmp_path / "sweep.yaml"), "--out",
                             str(tmp_path)], env={**os.environ, "PYTHONPATH": str(ROOT), "RAY_ADDRESS": "127.0.0.1:9"},
                            capture_output=True, text=True, timeout=300)
@@ -101,7 +103,8 @@ def test_a_killed_run_process_is_retried_from_its_checkpoint_without_gap_or_dupl
     kwargs = {"algo": "ppo", "env_id": "CartPole-v1", "preset": None, "overrides": {**TINY, "checkpoint_freq": 512},
               "flags": {"seed": 0, "total_steps": 2048, "torch_threads": 1, "device": "cpu"},
               "callbacks": [KillOnce(str(marker))]}
-    results = run_jobs([Job("killed-run", train_run, kwargs)], tmp_path / "sweep", ClusterOptions(), progress=False)
+    results = run_jobs([Job("killed-run", train_run, kwargs)], tmp_path / "sweep", ClusterOptions(address="auto"),
+                       progress=False)
 
     assert int(marker.read_text()) == 512 + 256  # it died past its checkpoint at 512
     run = tmp_path / "sweep" / "killed-run"
@@ -220,42 +223,81 @@ def test_interval_estimates_of_a_curve_take_the_iqm_of_each_point():
     assert all(lo <= point <= hi for lo, point, hi in zip(low, stats["iqm"], high))
 
 
-def session_processes(sid: int) -> list[str]:
-    """Command lines of the live processes in session `sid` (zombies excluded)."""
-    out = subprocess.run(["ps", "-eo", "sid=,stat=,args="], capture_output=True, text=True).stdout
-    return [line for line in out.splitlines() if line.split()[0] == str(sid) and not line.split()[1].startswith("Z")]
+def ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def test_ctrl_c_checkpoints_every_running_run_and_leaves_no_process(tmp_path):
+@pytest.mark.parametrize("signum, start", [(signal.SIGTERM, None), (signal.SIGINT, ignore_sigint)],
+                         ids=["sigterm", "sigint-in-background"])
+def test_a_signal_to_a_driver_on_ray_checkpoints_every_running_run_and_ends_it(tmp_path, signum, start):
+    # Before: SIGTERM met Ray's own handler (a C++ stack dump, exit 134), and a driver started with
+    # SIGINT ignored trained on. The driver joins this module's Ray by its address.
     out = tmp_path / "sweep"
     overrides = [f"{k}={v}" for k, v in {**TINY, "checkpoint_freq": 10**7}.items()]  # latest.pt only at the stop
     proc = subprocess.Popen([sys.executable, "-m", "acrl", "sweep", "ppo", "--env", "CartPole-v1", "--seeds", "0", "1",
-                             "--total-steps", str(10**7), "--set", *overrides, "--out", str(out), "--no-progress"],
+                             "--total-steps", str(10**7), "--set", *overrides, "--out", str(out), "--no-progress",
+                             "--address", ray.get_runtime_context().gcs_address],
                             env={**os.environ, "PYTHONPATH": str(ROOT)}, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=start)
+    runs = [out / f"CartPole-v1-s{seed}" for seed in (0, 1)]
     try:
-        runs = [out / f"CartPole-v1-s{seed}" for seed in (0, 1)]
-        deadline = time.monotonic() + 120
-        while not all((r / "metrics.csv").is_file() and len(steps_of(r)) >= 2 for r in runs):
-            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
-            time.sleep(0.2)
-        os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does: the whole process group
-        _, stderr = proc.communicate(timeout=120)
+        stderr = signal_when_ready(proc, lambda: all((r / "metrics.csv").is_file() and len(steps_of(r)) >= 2
+                                                     for r in runs), signum)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
     assert proc.returncode == 130, stderr
-    assert "stopping the sweep" in stderr
-    for run in runs:  # each stopped at an iteration boundary with its checkpoint, not counted as done
+    assert "acrl: stopping: each running run writes checkpoints/latest.pt" in stderr
+    assert "SIGTERM received" not in stderr
+    for run in runs:
         assert (run / "checkpoints" / "latest.pt").is_file() and not (run / "job.json").exists()
         assert 0 < steps_of(run)[-1] < 10**7
-    assert wait_for(lambda: not session_processes(proc.pid), timeout=15), session_processes(proc.pid)
 
 
-def wait_for(predicate, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.2)
-    return True
+def test_a_port_that_is_not_a_ray_head_is_refused_in_one_line_within_the_connect_timeout(monkeypatch):
+    from acrl.sweep import executor
+
+    monkeypatch.setattr(executor, "CONNECT_TIMEOUT_S", 3.0)
+    server = socket.create_server(("127.0.0.1", 0))  # accepts connections, speaks no gRPC
+    address = f"127.0.0.1:{server.getsockname()[1]}"
+    started = time.monotonic()
+    with server, pytest.raises(InputError, match=f"{address} answers, but not as the head of a Ray cluster within 3 s"):
+        executor.cluster_metadata(address)
+    assert time.monotonic() - started < 3.0 + 2.0  # before: Ray's client, 40 s and its C++ warnings
+
+
+def test_a_cluster_with_another_ray_or_python_is_refused_naming_what_was_found():
+    import platform
+
+    from acrl.sweep.executor import check_versions, cluster_metadata
+
+    ours = cluster_metadata(ray.get_runtime_context().gcs_address)  # this module's Ray: the same versions
+    assert (ours["ray_version"], ours["python_version"]) == (ray.__version__, platform.python_version())
+    check_versions("h:1", ours)
+    with pytest.raises(InputError, match=rf"the Ray cluster at h:1 runs Ray 2\.9\.3 on Python 3\.10\.4, this driver "
+                                         rf"Ray {ray.__version__} on Python {platform.python_version()}"):
+        check_versions("h:1", {**ours, "ray_version": "2.9.3", "python_version": "3.10.4"})
+
+
+def test_a_sweep_joins_a_running_cluster_by_its_address(tmp_path):
+    address = ray.get_runtime_context().gcs_address  # this module's Ray, as `ray start --head` would run it
+    overrides = [f"{k}={v}" for k, v in TINY.items()]
+    result = run_cli("sweep", "ppo", "--env", "CartPole-v1", "--total-steps", "256", "--set", *overrides,
+                     "--address", address, "--out", str(tmp_path / "s"), "--no-progress")
+    assert result.returncode == 0, result.stderr
+    attempts = json.loads((tmp_path / "s" / "CartPole-v1-s0" / "job.json").read_text())["attempts"]
+    assert attempts == [ray.get_runtime_context().get_node_id()]  # it ran as a task of that cluster
+
+
+def test_address_auto_without_a_cluster_here_and_a_malformed_address_are_one_line_each(tmp_path, monkeypatch):
+    import ray._private.services as services
+
+    from acrl.sweep.executor import Cluster
+
+    cluster = Cluster(tmp_path, ClusterOptions(address="auto"))
+    monkeypatch.setattr(services, "canonicalize_bootstrap_address", lambda address: None)  # no RAY_ADDRESS, no cluster
+    with pytest.raises(InputError, match=r"--address auto: no Ray cluster runs on this machine; start one with `ray "
+                                         r"start --head`, or drop --address"):
+        cluster._reachable("auto")
+    with pytest.raises(InputError, match="--address must be auto or HOST:PORT .* got 'head-node'"):
+        cluster._reachable("head-node")
