@@ -213,7 +213,7 @@ class Experiment:
     """Hyperparameters of the DDPG that learns from the data (offline / concurrent) as key=value."""
     bc_set: Annotated[list[str], values("KEY=VALUE")] = field(default_factory=list)
     """Behavioral cloning hyperparameters as key=value, e.g. --bc-set hidden_sizes=[64,64]."""
-    address: str | None = None
+    address: Annotated[str | None, tyro.conf.arg(metavar="auto|HOST:PORT")] = None
     """Ray cluster for the runs (the ray extra): auto (the one `ray start` runs here) or HOST:PORT (default: a
     process pool on this machine, one run per core)."""
     progress: bool = True
