@@ -1,7 +1,8 @@
 """Asynchronous advantage actor-critic, A3C (Mnih et al. 2016, arXiv:1602.01783, Algorithm S3).
 
 A global actor-critic and a shared optimizer live in shared memory. Each of `workers` processes
-owns a local copy of the model and its own environment (seeded with seed + rank), and repeats:
+owns a local copy of the model and its own environment (seeded with seed + rank), and repeats
+until the global step counter reaches the budget:
 
     sync the local model from the global one
     roll out up to n_steps (t_max) steps, or to the end of the episode
@@ -11,31 +12,18 @@ owns a local copy of the model and its own environment (seeded with seed + rank)
     zero the local gradients, backpropagate, clip their norm, hand them to the global
     parameters and step the shared optimizer (no lock: "Hogwild", Sec. 4)
 
-until the global step counter reaches the budget. A worker claims its rollout's steps
-from the counter under a lock before the rollout, gives back those an episode's end left
-unused and counts those it took, so the budget is exact without a lock per step
-(`acrl.parts.workers.StepBudget`).
-
+A time-limit truncation bootstraps as a rollout cut mid-episode does: both have a future the
+rollout did not see (`bootstrap_value`). The sum is divided by the fixed t_max, not by the
+rollout's own length T, so a rollout cut short weighs each step as a full one does (`a3c_loss`).
 With n_envs > 1 (not in the paper; 1 is the default) a worker steps n_envs environments in
-lockstep: a rollout is up to n_steps steps of each, and stops at the step where any of their
-episodes ends, so each environment's segment still lies inside one episode and bootstraps as
-above; the loss sums over the n_envs * T steps and divides by n_envs * t_max, and there is
-still one gradient push per rollout. The per-update cost (sync, backward pass, optimizer step)
-is then shared by n_envs times as many steps.
+lockstep: a rollout stops at the step where any of their episodes ends, so each segment lies
+inside one episode and bootstraps as above, and the loss sums over the n_envs * T steps and
+divides by n_envs * t_max, one gradient push per rollout.
 
-The per-step and per-update paths are kept lean (`benchmarks/a3c_scaling.py`): the global
-parameters and each worker's local copy and gradients are each one flat tensor
-(`flatten_parameters`), so a sync is one copy, the gradient hand-over is one clip and one
-assignment, and the shared optimizer steps one tensor; acting samples without
-`torch.distributions` objects and without autograd.
-
-The parent process trains through the run loop (`acrl.core.loop`) like every agent: its
-iteration waits for the workers' next `log_freq` steps and gathers their statistics, and the
-loop evaluates a frozen copy of the global model (`snapshot`), logs, keeps the best checkpoint
-and writes the learning curve. The processes themselves (start, supervision, tracebacks, the
-stop on Ctrl-C or SIGTERM, on a worker that raised or was killed by the OS, joins with a
-timeout, no orphans; docs/correctness.md item 7) are `acrl.parts.workers.WorkerPool`'s, held
-by `training()`.
+The parent trains through the run loop (`acrl.core.loop`) like every agent (`A3C.iteration`,
+`A3C.snapshot`). The processes, the exact step budget, the workers' statistics, the flat-parameter
+sync and gradient hand-over, and the stop on any failure or signal (docs/correctness.md item 7)
+are `acrl.parts.workers`', held by `A3C.training`.
 """
 
 from __future__ import annotations
@@ -58,15 +46,10 @@ from acrl.algos.base import Agent
 from acrl.core.config import RunConfig, in_unit_interval, layer_widths, positive
 from acrl.core.envs import ActionAdapter, LeanSyncVectorEnv
 from acrl.core.errors import InputError, TrainingError
-from acrl.parts.heads import policy_head
+from acrl.parts.heads import policy_head, rename_shared_trunk_keys
 from acrl.parts.nets import ACTIVATIONS, ValueNet, output_layer
 from acrl.parts.normalization import IdentityNormalizer, ObservationNormalizer
-from acrl.parts.optim import (
-    SharedAdam,
-    SharedRMSprop,
-    anneal_learning_rate,
-    flatten_parameters,
-)
+from acrl.parts.optim import SharedAdam, SharedRMSprop, anneal_learning_rate, flatten_parameters
 from acrl.parts.returns import segment_advantages
 from acrl.parts.stats import EpisodeStats
 from acrl.parts.workers import (
@@ -89,41 +72,29 @@ UPDATE_STATS = ("policy_loss", "value_loss", "entropy", "grad_norm")
 
 @dataclass
 class A3CConfig(RunConfig):
-    """A3C hyperparameters. Defaults: Mnih et al. 2016 (t_max 5, shared RMSProp, entropy 0.01)
-    with the optimizer settings of OpenAI Baselines / Stable-Baselines3 A2C (lr 7e-4, alpha 0.99,
-    eps 1e-5, gradient norm 0.5) and their 64-64 tanh networks.
+    """A3C hyperparameters. Defaults: Mnih et al. 2016 (t_max 5, shared RMSProp, entropy 0.01) with the
+    optimizer settings and 64-64 tanh networks of OpenAI Baselines / Stable-Baselines3 A2C.
 
     Attributes:
-        workers: worker processes, each with its own environments (default: the number of cores).
-        n_envs: environments each worker steps in lockstep (1, the default, is the paper's A3C);
-            env i of worker r is seeded with seed + r * n_envs + i. The budget is claimed in
-            whole rows of n_envs steps, so a run may end up to n_envs - 1 steps past total_steps.
-        n_steps: t_max, steps per rollout (of each environment); a rollout also stops at the
-            end of an episode (of any of the worker's environments).
-        gamma: discount.
-        gae_lambda: lambda of the advantages and value targets, GAE(lambda) over each rollout
-            (Schulman et al. 2016); 1 (the default): the paper's n-step returns R_t and
-            advantages R_t - V(s_t).
-        learning_rate: step size of the shared optimizer; anneal_lr: decay it linearly to 0.
-        optimizer: "rmsprop" (shared RMSProp, as in the paper) or "adam" (shared Adam).
-        rmsprop_alpha: decay of RMSProp's squared-gradient average.
-        optimizer_eps: the optimizer's epsilon (torch's form, outside the square root).
-        ent_coef: entropy bonus weight (beta); vf_coef: value loss weight.
-        max_grad_norm: clip each worker's gradient norm to this before the hand-over (None: no
-            clipping, as in the design documents' code).
-        reward_scale: rewards are multiplied by this before computing returns (logged episode
-            returns stay unscaled); keeps value targets near 1 for large rewards (Pendulum).
-        hidden_sizes: hidden layers of the actor, or of the shared trunk when shared_trunk.
-        critic_hidden_sizes: hidden layers of the critic (None: hidden_sizes); unused with a
-            shared trunk.
-        activation: "tanh" or "relu".
-        shared_trunk: one network with a policy head and a value head (as in the paper's
-            Atari nets) instead of separate actor and critic networks.
-        log_std_init: initial log-std of the Gaussian policy; log_std_min: its floor.
-        normalize_obs: running observation normalization, statistics shared by all workers;
-            obs_clip: bound after normalizing.
-        start_method: "fork" (default on Linux) or "spawn" (also "forkserver" where available).
-        log_freq: write a metrics row every this many global steps.
+        workers: worker processes (default: the number of cores); start_method: "fork" (Linux's default),
+            "spawn" or "forkserver".
+        n_envs: environments each worker steps in lockstep (1: the paper's A3C), env i of worker r seeded
+            with seed + r * n_envs + i; claimed in whole rows, a run may end n_envs - 1 steps past the budget.
+        n_steps: t_max, steps per rollout of each environment (fewer when an episode ends).
+        gamma: discount; gae_lambda: GAE(lambda) over each rollout (Schulman et al. 2016); 1: the
+            paper's n-step returns R_t and advantages R_t - V(s_t).
+        learning_rate / anneal_lr: the shared optimizer's step size, optionally decayed linearly to 0.
+        optimizer: "rmsprop" (as in the paper) or "adam", both shared; rmsprop_alpha: RMSProp's decay;
+            optimizer_eps: epsilon (torch's form, outside the square root).
+        ent_coef / vf_coef: weights of the entropy bonus (beta) and the value loss.
+        max_grad_norm: each worker's gradient norm is clipped to this (None: not clipped).
+        reward_scale: rewards are multiplied by this for the returns (logged returns are unscaled).
+        hidden_sizes: the actor's (or the shared trunk's) hidden layers; critic_hidden_sizes: the
+            critic's (None: hidden_sizes; unused with shared_trunk); activation: "tanh" or "relu".
+        shared_trunk: one trunk with a policy and a value head (the paper's Atari nets).
+        log_std_init / log_std_min: the Gaussian policy's initial log-std and its floor.
+        normalize_obs / obs_clip: running observation normalization shared by all workers, its bound.
+        log_freq: a metrics row every this many global steps.
     """
 
     workers: int = field(default_factory=default_workers)
@@ -174,24 +145,15 @@ class A3CConfig(RunConfig):
 class ActorCritic(nn.Module):
     """pi(a|s) and V(s) for A3C: separate actor and critic nets, or one trunk with two heads.
 
-    The policy is `acrl.parts.heads.policy_head`'s: an MLP encoder and a Categorical head
-    (Discrete actions) or a diagonal Gaussian head with a state-independent log-std (Box
-    actions; std = exp of the log-std bounded to [log_std_min, 2], > 0, docs/correctness.md
-    item 4), in the policy's units ([-1, 1] per bounded dimension; `ActionAdapter` maps to the
-    Box). With a shared trunk the policy's encoder is the trunk and the value is one linear
-    layer on its features (`value_head`); otherwise the critic is a `ValueNet` of its own.
-    Mnih et al. 2016, Sec. 5.2 and 9 (Supplementary), use one trunk with a softmax and a linear
-    value output; their continuous policy had a state-dependent softplus variance.
-
-    Parameters come in the order of the flat layout of earlier checkpoints (the policy's
-    log-std, its encoder, its output layer, then the value's), and state dicts with the keys of
-    before the heads (`trunk.*`, `policy_head.*`, `value_head.0.*`, `log_std`) load.
+    The policy is `acrl.parts.heads.policy_head`'s (Categorical, or a diagonal Gaussian with a bounded
+    state-independent log-std, in policy units). With a shared trunk the value is one linear layer on the
+    policy encoder's features, as in the paper's nets (Sec. 5.2, 9); otherwise a `ValueNet`. Parameters
+    come in the flat layout of earlier checkpoints (log-std, encoder, output layer, value), and state
+    dicts with the keys of before the heads load (`rename_shared_trunk_keys`).
 
     Args:
-        obs_dim: observation size; act_dim: number of discrete actions or action dimensions.
-        discrete: Categorical (True) or Gaussian (False) policy.
-        hidden_sizes / critic_hidden_sizes / activation / shared_trunk / log_std_init /
-            log_std_min: see `A3CConfig`.
+        obs_dim: observation size; act_dim: number of discrete actions or action dimensions;
+        discrete: Categorical (True) or Gaussian (False) policy; the rest: see `A3CConfig`.
     """
 
     def __init__(self, obs_dim: int, act_dim: int, discrete: bool, hidden_sizes: tuple[int, ...] = (64, 64),
@@ -204,7 +166,7 @@ class ActorCritic(nn.Module):
             self.value_head = output_layer(hidden_sizes[-1], 1, 1.0)
         else:
             self.critic = ValueNet(obs_dim, critic_hidden_sizes or hidden_sizes, activation)
-        self.register_load_state_dict_pre_hook(_rename_shared_trunk_keys)
+        self.register_load_state_dict_pre_hook(rename_shared_trunk_keys)
 
     def distribution(self, obs: torch.Tensor) -> Distribution:
         """The policy at obs (B, obs_dim): Categorical or Normal with batch shape (B, act_dim)."""
@@ -217,37 +179,18 @@ class ActorCritic(nn.Module):
         return self.value_head(self.actor.encoder(obs)).squeeze(-1)
 
     def sample(self, obs: torch.Tensor, deterministic: bool = False) -> torch.Tensor:
-        """Raw actions for obs (B, obs_dim): (B,) int64 (mode if deterministic) or (B, act_dim) (mean).
-
-        The head's acting path (no `torch.distributions` object, no module calls, no autograd):
-        this runs once per environment step in every worker. No log-probability is computed
-        (the loss recomputes it).
-        """
+        """Raw actions for obs (B, obs_dim): (B,) int64 (mode if deterministic) or (B, act_dim) (mean), without
+        gradients or log-probabilities (the head's lean acting path, once per step in every worker)."""
         return self.actor.sample(obs, deterministic, with_log_prob=False)[0]
 
     def evaluate_actions(self, obs: torch.Tensor,
                          actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """log pi(a|s) (B,), entropy of pi(.|s) (B,) (both summed over action dims) and V(s) (B,).
-
-        obs (B, obs_dim) float32; actions (B,) int64 or (B, act_dim) float32 raw samples.
-        One pass through the shared trunk when there is one; differentiable.
-        """
+        """log pi(a|s), entropy of pi(.|s) (both summed over action dims) and V(s), each (B,), differentiable,
+        for obs (B, obs_dim) float32 and raw actions (B,) int64 or (B, act_dim) float32; one trunk pass."""
         features = self.actor.encoder(obs)
         log_probs, entropy = self.actor.log_prob_entropy(features, actions)
         values = self.value_head(features).squeeze(-1) if self.shared_trunk else self.critic(obs)
         return log_probs, entropy, values
-
-
-def _rename_shared_trunk_keys(module: nn.Module, state_dict: dict[str, Any], prefix: str, *args: Any) -> None:
-    """State-dict pre-hook: the keys of a shared-trunk `ActorCritic` from before the heads, renamed
-    in place (`trunk.0.*` -> `actor.encoder.*`, `policy_head.0.*` -> `actor.linear.*`,
-    `value_head.0.*` -> `value_head.*`, `log_std` -> `actor.log_std`)."""
-    renames = {"trunk.0.": "actor.encoder.", "policy_head.0.": "actor.linear.", "value_head.0.": "value_head.",
-               "log_std": "actor.log_std"}
-    for key in list(state_dict):
-        for old, new in renames.items():
-            if key.startswith(prefix + old):
-                state_dict[prefix + new + key[len(prefix + old):]] = state_dict.pop(key)
 
 
 # ------------------------------------------------------------------------------------ one worker's pieces
@@ -256,18 +199,13 @@ class Rollout:
     """One worker's segment of T <= n_steps steps of each of its N environments, inside one episode each.
 
     Attributes:
-        observations: (T, N, obs_dim) float32, as the policy saw them (normalized if enabled).
-        raw_observations: (T * N, obs_dim) float64 numpy, for the normalizer's statistics.
-        actions: (T, N) int64 or (T, N, act_dim) float32 raw policy actions (before clipping).
-        rewards: (T, N) float32.
-        terminated / truncated: (N,) bool: how each environment's segment ended; both False
-            where it stopped mid-episode.
-        last_obs: (N, obs_dim): the observation after the last step (the episode's final one
-            where it ended): what a truncated or unfinished segment bootstraps from.
-        next_obs: (N, obs_dim): where the next rollout starts (a new episode's first
-            observation where one ended).
-        episode_returns / episode_lengths: (E,) float64 / int64, the undiscounted returns and
-            lengths of the E episodes that ended at the last step.
+        observations: (T, N, obs_dim) float32 as the policy saw them; raw_observations: (T * N,
+            obs_dim) float64 numpy, for the normalizer's statistics.
+        actions: (T, N) int64 or (T, N, act_dim) float32 raw policy actions; rewards: (T, N) float32.
+        terminated / truncated: (N,) bool, how each segment ended (both False: mid-episode).
+        last_obs: (N, obs_dim), the observation after the last step (an ended episode's final one),
+            to bootstrap from; next_obs: (N, obs_dim), where the next rollout starts.
+        episode_returns / episode_lengths: (E,) float64 / int64, of the E episodes that ended.
     """
 
     observations: torch.Tensor
@@ -288,18 +226,13 @@ class Rollout:
 
 def collect_rollout(envs: LeanSyncVectorEnv, model: ActorCritic, obs: np.ndarray, n_steps: int,
                     adapter: ActionAdapter, normalizer: ObservationNormalizer | IdentityNormalizer) -> Rollout:
-    """Act with `model` from `obs` for n_steps steps (>= 1), or fewer when an episode ends.
+    """Act with `model` (no gradients) from `obs` (N, obs_dim) in the worker's N environments (`make_worker_envs`)
+    for n_steps (t_max, or the claimed part of the budget if smaller) steps, storing the raw samples
+    and sending `adapter`'s env-unit actions; `normalizer` (not updated here) is applied to observations.
 
-    Args:
-        envs: the worker's N environments (`make_worker_envs`), currently at observations
-            `obs` (N, obs_dim).
-        model: the worker's local model (sampled without gradients).
-        n_steps: t_max, or the part of the global budget the worker claimed if smaller.
-        adapter: maps raw actions to the env's units; the raw sample is what is stored.
-        normalizer: normalizes observations (statistics not updated here; the identity without normalize_obs).
     Returns:
-        the `Rollout`, 1 to n_steps steps long: it stops after the first step in which any
-        environment's episode ended (terminated or truncated).
+        the `Rollout`, 1 to n_steps steps long: it stops after the first step in which any environment's
+        episode ended (terminated or truncated).
     """
     observations, raw, actions, rewards = [], [], [], []
     with torch.no_grad():
@@ -319,23 +252,18 @@ def collect_rollout(envs: LeanSyncVectorEnv, model: ActorCritic, obs: np.ndarray
         last_obs = obs.copy()
         last_obs[ended] = np.stack(info["final_obs"][ended])
         returns, lengths = info["episode"]["r"][ended], info["episode"]["l"][ended]
-    return Rollout(
-        observations=torch.stack(observations),
-        raw_observations=np.asarray(raw, dtype=np.float64).reshape(-1, obs.shape[-1]),
-        actions=torch.stack(actions),
-        rewards=np.asarray(rewards, dtype=np.float32),
-        terminated=terminated, truncated=truncated, last_obs=last_obs, next_obs=obs,
-        episode_returns=returns, episode_lengths=lengths)
+    return Rollout(observations=torch.stack(observations),
+                   raw_observations=np.asarray(raw, dtype=np.float64).reshape(-1, obs.shape[-1]),
+                   actions=torch.stack(actions), rewards=np.asarray(rewards, dtype=np.float32),
+                   terminated=terminated, truncated=truncated, last_obs=last_obs, next_obs=obs,
+                   episode_returns=returns, episode_lengths=lengths)
 
 
 def bootstrap_value(rollout: Rollout, model: ActorCritic,
                     normalizer: ObservationNormalizer | IdentityNormalizer) -> np.ndarray:
-    """The value after each environment's last step, (N,) float32: 0 where its episode
-    terminated, else V(last obs).
-
-    A time-limit truncation and a rollout stopped mid-episode both had a future that the
-    rollout did not see, so both bootstrap (Pardo et al. 2018; docs/correctness.md item 1).
-    """
+    """The value after each environment's last step, (N,) float32: 0 where its episode terminated, else
+    V(last obs). A time-limit truncation and a rollout stopped mid-episode both had a future the rollout
+    did not see, so both bootstrap (Pardo et al. 2018; docs/correctness.md item 1)."""
     if rollout.terminated.all():
         return np.zeros(len(rollout.terminated), dtype=np.float32)
     with torch.no_grad():
@@ -349,22 +277,18 @@ def a3c_loss(model: ActorCritic, rollout: Rollout, rewards: np.ndarray, bootstra
 
     loss = (1 / (t_max N)) sum_{t, i} [-log pi(a_t|s_t) A_t + vf_coef (R_t - V(s_t))^2 - ent_coef H(pi(.|s_t))],
     with A_t and the targets R_t from `segment_advantages` on V(s_t) held constant: with
-    gae_lambda = 1, R_t are the n-step returns and A_t = R_t - V(s_t) (Mnih et al. 2016,
-    Sec. 4, Eq. for the A3C gradient, and the entropy regularization of Williams & Peng 1991).
-
-    The sum is divided by the fixed t_max N (config.n_steps * config.n_envs), not by the
-    rollout's own T N: Algorithm S3 sums the gradients of a rollout's steps, so a rollout cut
-    short by an episode's end must weigh each of its transitions as a full one does (a mean
-    would weigh a 1-step rollout's transition t_max times as much); the constant keeps the
-    learning-rate scale of a full rollout's mean, that of the tuned presets.
+    gae_lambda = 1, the n-step returns R_t and A_t = R_t - V(s_t) (Mnih et al. 2016, Sec. 4; the
+    entropy regularization of Williams & Peng 1991). The divisor is the fixed t_max N
+    (config.n_steps * config.n_envs), not T N: Algorithm S3 sums a rollout's gradients, so a
+    rollout cut short by an episode's end weighs each transition as a full one does (a mean would
+    weigh a 1-step rollout's t_max times as much), at the learning-rate scale of a full rollout's mean.
 
     Args:
-        rewards: (T, N) float32, the rollout's rewards as learned from (scaled by reward_scale).
-        bootstrap: (N,) float32, the value after each environment's last step (`bootstrap_value`).
-        config: n_steps, gamma, gae_lambda, ent_coef and vf_coef.
+        rewards: (T, N) float32, scaled by reward_scale; bootstrap: (N,) float32 (`bootstrap_value`).
+        config: n_steps, n_envs, gamma, gae_lambda, ent_coef and vf_coef.
     Returns:
-        (scalar loss with gradients to `model`, {"policy_loss", "value_loss", "entropy"}: the
-        three terms' means over the rollout's T N steps, unweighted).
+        (scalar loss with gradients to `model`, {"policy_loss", "value_loss", "entropy"}: the three
+        terms' unweighted means over the T N steps).
     """
     log_probs, entropy, values = model.evaluate_actions(rollout.observations.flatten(0, 1),
                                                         rollout.actions.flatten(0, 1))
@@ -381,16 +305,9 @@ def a3c_loss(model: ActorCritic, rollout: Rollout, rewards: np.ndarray, bootstra
 # ------------------------------------------------------------------------------------ the worker process
 @dataclass
 class SharedState:
-    """The global model and what else the parent and the workers share, all in shared memory.
-
-    Attributes:
-        model / parameters / optimizer: the global model, its parameters as one flat tensor
-            (P,) float32 (the model's parameters are views of it), and the shared optimizer
-            over that tensor.
-        normalizer: the observation normalizer (statistics shared with `normalize_obs`, else
-            the identity), and `normalizer_lock` for its updates.
-        stats: the workers' update statistics (`UPDATE_STATS`) and finished episodes.
-    """
+    """What the parent and the workers share, all in shared memory: the global model, its parameters as one
+    flat tensor (P,) float32 (the model's are views of it), the shared optimizer over it, the observation
+    normalizer (the identity without normalize_obs) with the lock for its updates, and the workers' stats."""
 
     model: ActorCritic
     parameters: torch.Tensor
@@ -401,17 +318,13 @@ class SharedState:
 
 
 def run_worker(rank: int, budget: StepBudget, config: A3CConfig, env: Any, shared: SharedState) -> None:
-    """The worker loop of Algorithm S3, until the global budget is spent or the parent says stop
-    (`StepBudget.claim` grants nothing then); `WorkerPool` runs it in each worker process.
+    """The worker loop of Algorithm S3 (run by `WorkerPool` in each process), until the budget is spent or the
+    parent says stop (`StepBudget.claim` grants nothing then).
 
     Args:
-        rank: worker index in [0, workers); with seed = config.seed + budget.start (a resumed
-            run sees new episodes), its envs are seeded as `make_worker_envs` says and
-            torch/numpy with seed + rank.
-        budget: the global step budget (steps claimed before each rollout, the unused given
-            back, the taken counted).
-        env: what `make_worker_envs` accepts.
-        shared: the `SharedState` built by the parent.
+        rank: in [0, workers); with seed = config.seed + budget.start (a resumed run sees new episodes),
+            its envs are seeded as `make_worker_envs` says and torch/numpy with seed + rank.
+        budget: the global step budget; env: what `make_worker_envs` accepts; shared: the `SharedState`.
     Raises:
         TrainingError: a non-finite loss.
     """
@@ -452,17 +365,14 @@ def run_worker(rank: int, budget: StepBudget, config: A3CConfig, env: Any, share
 class A3C(Agent):
     """A3C agent: `A3C(env="CartPole-v1", workers=2, seed=0).learn(total_steps)`.
 
-    Training runs in `workers` processes (start method `config.start_method`) while the run
-    loop holds `training()`; the parent's `iteration` waits for the next `log_freq` global
-    steps and reports the workers' statistics. `predict`, `evaluate`, `save`, `load` and
-    `state_dict` are the `Agent` ones: a checkpoint holds the global model, the shared
-    optimizer's state (step counts included), the observation statistics and the counters, and
-    `acrl resume` continues from it.
+    The workers run while the run loop holds `training()`; `predict`, `evaluate`, `save` and `load` are the
+    `Agent` ones, and a checkpoint (global model, shared optimizer state, observation statistics,
+    counters) resumes with `acrl resume`.
 
     Raises:
         InputError: see `Agent` and `A3CConfig.validate`; all before any worker starts.
-        TrainingError (from `learn`): a worker raised (its traceback is in the message), was
-            killed, or the parameters became non-finite.
+        TrainingError (from `learn`): a worker raised (with its traceback), was killed, or the
+            parameters became non-finite.
     """
 
     algo = "a3c"
@@ -495,9 +405,8 @@ class A3C(Agent):
         return self.model.sample(obs, deterministic)
 
     def snapshot(self) -> A3C:
-        """A frozen copy of the agent (global model and normaliser deep-copied) for evaluation and
-        best.pt: the workers keep updating the shared model meanwhile, and without the copy the
-        weights scored and the weights saved would differ."""
+        """A frozen copy (global model and normaliser deep-copied) for evaluation and best.pt: the workers keep
+        updating the shared model meanwhile, and the weights scored and those saved must be the same."""
         frozen = copy.copy(self)
         frozen.model = copy.deepcopy(self.model)
         frozen.obs_normalizer = copy.deepcopy(self.obs_normalizer)
@@ -534,16 +443,12 @@ class A3C(Agent):
             self.num_steps = self._budget.steps_taken()
 
     def iteration(self, max_steps: int) -> dict[str, float]:
-        """Wait until the workers have taken min(log_freq, max_steps) more global steps (at the
-        budget: until they have all exited), then report their statistics since the last call.
-        After `training()` has stopped them it returns at once, with what they did while stopping.
+        """Wait until the workers have taken min(log_freq, max_steps) more global steps (at the budget: until
+        all have exited; after `training()` stopped them: not at all), then report their statistics since.
 
-        Metrics: train/policy_loss, value_loss, entropy, grad_norm (means over the updates in
-        between), rollout/ episode statistics, time/elapsed_s (wall seconds since the workers
-        started) and time/fps: global steps taken (not claimed by a running rollout) per wall
-        second since the previous call returned, evaluations included, because the workers keep
-        stepping while the parent evaluates (the run loop's own rate, steps over the iteration's
-        seconds, would count those steps in a wait of a few milliseconds).
+        Metrics: train/ means over the updates (`UPDATE_STATS`), rollout/ episode statistics, time/elapsed_s
+        (since the workers started) and time/fps: steps taken per wall second since the previous call
+        returned, evaluations included, as the workers keep stepping while the parent evaluates.
 
         Raises:
             TrainingError: a worker raised (its traceback is in the message) or was killed.

@@ -20,8 +20,9 @@ their Python overhead costs more than the arithmetic. The chain is rebuilt whene
 a module holding it loads a state dict (`load_state_dict(..., assign=True)` replaces the
 parameter tensors).
 
-Checkpoints written before this module existed (keys `logits.*`, `mean.*`, `net.*`) load
-through a state-dict pre-hook that renames their keys (`_legacy_keys`).
+Checkpoints written before this module existed (keys `logits.*`, `mean.*`, `net.*`; a shared-trunk
+actor-critic's `trunk.*`, `policy_head.*`, `value_head.0.*`) load through state-dict pre-hooks that rename
+their keys (`_legacy_keys`, `rename_shared_trunk_keys`).
 """
 
 from __future__ import annotations
@@ -84,6 +85,18 @@ def _legacy_keys(prefix: str, state_dict: dict[str, Any], old: str, n_hidden: in
         index, name = int(match.group(1)), match.group(2)
         new = f"linear.{name}" if index == 2 * n_hidden else f"encoder.{index}.{name}"
         state_dict[prefix + new] = state_dict.pop(key)
+
+
+def rename_shared_trunk_keys(module: nn.Module, state_dict: dict[str, Any], prefix: str, *args: Any) -> None:
+    """State-dict pre-hook of an actor-critic with a shared trunk (A3C's `ActorCritic`): the keys of its
+    checkpoints from before the heads, renamed in place (`trunk.0.*` -> `actor.encoder.*`, `policy_head.0.*` ->
+    `actor.linear.*`, `value_head.0.*` -> `value_head.*`, `log_std` -> `actor.log_std`)."""
+    renames = {"trunk.0.": "actor.encoder.", "policy_head.0.": "actor.linear.", "value_head.0.": "value_head.",
+               "log_std": "actor.log_std"}
+    for key in list(state_dict):
+        for old, new in renames.items():
+            if key.startswith(prefix + old):
+                state_dict[prefix + new + key[len(prefix + old):]] = state_dict.pop(key)
 
 
 class _Head(nn.Module):

@@ -3,7 +3,9 @@
 
 - `make_worker_envs` (each worker's environments, seeded by rank), `sync_parameters` and
   `apply_gradients` (a worker's copy of the shared parameters, and the hand-over of its
-  gradients to the shared optimizer).
+  gradients to the shared optimizer). Parameters, a worker's copy and its gradients are each one
+  flat tensor (`acrl.parts.optim.flatten_parameters`), so a sync is one copy, the hand-over one
+  clip and one assignment, and the shared optimizer steps one tensor (`benchmarks/a3c_scaling.py`).
 - `StepBudget`: the global step counter of a run, shared by the workers. A worker claims a
   rollout's steps under a lock before the rollout (`claim`), gives back those it did not take
   (`release`, when an episode ended first) and counts the steps it took in its own slot
