@@ -244,7 +244,7 @@ class OnRay:
 
 @dataclass
 class Sweep(OnRay):
-    """Run a grid of ordinary runs on Ray (all cores here, or a cluster) and write its table and figure."""
+    """Run a grid of ordinary runs (processes on this machine, or a Ray cluster) and write its table and figure."""
 
     algo: Annotated[str | None, tyro.conf.Positional, tyro.conf.arg(metavar="[ALGO]")] = None
     """Algorithm (or the sweep file's `algo`)."""
@@ -264,7 +264,7 @@ class Sweep(OnRay):
     """key=value (the same in every run) or key=[v1, v2] (an axis); a list-valued field's axis is a list of
     lists, e.g. hidden_sizes=[[64,64],[256,256]]."""
     out: Annotated[str | None, tyro.conf.arg(metavar="DIR")] = None
-    """Sweep directory (default: runs/sweep-ALGO-ENV-HASH of the grid, so rerunning the command resumes it)."""
+    """Sweep directory (default: runs/sweep-ALGO-ENVS-HASH, env ids joined by +; rerunning the command resumes it)."""
     progress: bool = True
     """Show the progress bar over runs."""
 
@@ -579,8 +579,8 @@ COMMANDS = {typing.get_args(option)[1].name: typing.get_args(option)[0] for opti
 """Command name -> its dataclass, in `Command`'s order."""
 
 DESCRIPTION = ("Deep reinforcement learning on Gymnasium: train, resume, evaluate, record, plot; offline datasets "
-               "and the BCQ paper's experiments; sweeps and searches on Ray. `acrl COMMAND --help` describes a "
-               "command; `acrl --version` prints the version.")
+               "and the BCQ paper's experiments; sweeps (on this machine or Ray) and searches. `acrl COMMAND --help` "
+               "describes a command; `acrl --version` prints the version.")
 
 
 def synopsis(width: int = 110) -> str:

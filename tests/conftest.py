@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 import torch
 
+from acrl.core.checkpoint import rng_state
 from acrl.parts.datasets import OfflineDataset, save_dataset
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -48,6 +49,13 @@ def steps_of(run_dir: Path) -> list[int]:
     """The `step` column of run_dir/metrics.csv, in order."""
     with (run_dir / "metrics.csv").open() as f:
         return [int(row["step"]) for row in csv.DictReader(f)]
+
+
+def save_format_1(path: Path, agent, state: dict) -> Path:
+    """A checkpoint file of `agent` holding `state`, as acrl wrote them at format version 1."""
+    torch.save({"format": "acrl-checkpoint", "format_version": 1, "acrl_version": "0.1.0", "algo": agent.algo,
+                "config": agent.config.to_dict(), "state": state, "rng": rng_state(agent.rng)}, path)
+    return path
 
 
 def set_linear(layer: torch.nn.Linear, weight: list[list[float]], bias: list[float]) -> None:

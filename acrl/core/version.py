@@ -1,3 +1,3 @@
 """acrl's version, recorded in checkpoints and datasets (kept in step with pyproject.toml)."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

@@ -5,16 +5,18 @@ Fujimoto, Meger, Precup 2019, "Off-Policy Deep Reinforcement Learning without Ex
 and Sec. 5 (Figure 2: BCQ against offline DDPG on four buffers of the same behavioral DDPG):
 
 - concurrent: the behavioral DDPG trains online (Gaussian exploration); from its growing replay
-  buffer an off-policy DDPG, BCQ and behavioral cloning (BC) learn at the same time, one update
-  each per environment step, never acting themselves (`run_concurrent`, `acrl experiment concurrent`).
-- final: all transitions of that behavioral run (its buffer at the end).
+  buffer an off-policy DDPG, BCQ and behavioral cloning (BC) learn at the same time, in rounds of
+  1,000 environment steps and then 1,000 updates each (one update per step on average), never
+  acting themselves (`run_concurrent`, `acrl experiment concurrent`).
+- final: all transitions of a behavioral DDPG trained with N(0, 0.5) exploration ("for high
+  exploration"), a run of its own.
 - imitation: the trained behavioral policy acting without noise.
 - imperfect: the trained policy with N(0, 0.3) action noise and a uniformly random action with
   probability 0.3.
 
-`run_extrapolation` (`acrl experiment extrapolation`) runs the concurrent experiment (which is
-also the behavioral run: its buffer becomes the final dataset and its best checkpoint the policy
-for imitation and imperfect), collects the two other datasets with `acrl.offline.collect`, and trains
+`run_extrapolation` (`acrl experiment extrapolation`) runs the final buffer's behavioral DDPG and
+the concurrent experiment (whose behavioral run's best checkpoint is the policy for imitation and
+imperfect), collects those two datasets with `acrl.offline.collect`, and trains
 BCQ, offline DDPG and BC on each for the same number of updates. It writes the tables (markdown
 and JSON): per agent and buffer the final evaluation's mean ± std over seeds with its IQM and
 95% bootstrap CI (rliable, as `acrl sweep`), and the value estimates, the critic's Q at the
@@ -53,7 +55,8 @@ import yaml  # noqa: E402
 from acrl.core.config import RunConfig, preset_values, update_config  # noqa: E402
 from acrl.core.envs import check_spaces, env_factory  # noqa: E402
 from acrl.core.errors import InputError  # noqa: E402
-from acrl.core.loop import Callback, Run, train, write_json_atomic  # noqa: E402
+from acrl.core.files import write_json_atomic  # noqa: E402
+from acrl.core.loop import Callback, Run, train  # noqa: E402
 from acrl.core.plotting import align_curves, read_curve, save_figure  # noqa: E402
 from acrl.core.version import __version__  # noqa: E402
 from acrl.offline.collect import behavioral_run_dir, buffer_dataset, collect_dataset  # noqa: E402

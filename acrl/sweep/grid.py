@@ -1,7 +1,7 @@
 """Grids of ordinary acrl runs (`acrl sweep`): algorithm x environments x datasets x `--set` lists x seeds.
 
 What a sweep runs is an `acrl.sweep.spec.SweepSpec` (a sweep file, or the command line's flags);
-this module builds and validates every run of it (`expand`) and trains them on Ray (`run_sweep`).
+this module builds and validates every run of it (`expand`) and trains them as jobs (`run_sweep`).
 Each run is an ordinary run directory `SWEEP_DIR/ENV[-DATASET][-KEY=VALUE...]-sSEED` (config.yaml,
 metrics.csv, checkpoints, eval.json), so `acrl evaluate`, `acrl resume` and `acrl plot` work on it;
 runs that differ only in the seed are one configuration of the results table
@@ -90,7 +90,7 @@ def train_run(root: Path, run_dir: Path, callbacks: list[Any], algo: str, env_id
 
 def run_sweep(spec: SweepSpec, out: str | Path | None = None, options: ClusterOptions | None = None,
               progress: bool = True) -> dict[str, Any]:
-    """Run every run of `spec` on Ray, then write the sweep's table and figure.
+    """Run every run of `spec` on the executor `options` names, then write the sweep's table and figure.
 
     Args:
         spec: the grid.

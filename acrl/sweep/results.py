@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from acrl.core.errors import InputError
-from acrl.core.loop import write_json_atomic
+from acrl.core.files import write_json_atomic
 from acrl.core.plotting import align_curves, plt, read_curve, run_config, save_figure
 from acrl.sweep.executor import is_done, require
 from acrl.sweep.spec import sweep_runs

@@ -41,8 +41,9 @@ from typing import Any
 import yaml
 
 from acrl.core.errors import InputError
-from acrl.core.loop import Callback, write_json_atomic
-from acrl.sweep.executor import Cluster, ClusterOptions, Job, require
+from acrl.core.files import write_json_atomic
+from acrl.core.loop import Callback
+from acrl.sweep.executor import Cluster, ClusterOptions, Job, require, signals_interrupt
 
 DISTRIBUTIONS = ("loguniform", "uniform", "int", "categorical")
 """The search space's distributions (a Dimension's kind), Optuna's float (log or not), int and categorical."""
@@ -322,7 +323,7 @@ def run_tune(algo: str, env_id: str, trials: int, space: dict[str, Dimension], o
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    with one_driver(out), Cluster(out, options) as cluster:
+    with one_driver(out), Cluster(out, options) as cluster, signals_interrupt():  # SIGTERM too, not Ray's handler
         if progress:
             print(f"search of {algo} on {env_id}: {trials} trials -> {out}", file=sys.stderr)
         existing.write_text(yaml.safe_dump(record, sort_keys=False))

@@ -16,8 +16,7 @@ import torch
 
 import acrl
 from acrl import PPO, InputError, TrainingError
-from tests.conftest import ROOT, ConstantRewardEnv, run_cli, signal_when_ready
-from tests.unit.test_checkpoint import save_format_1
+from tests.conftest import ROOT, ConstantRewardEnv, run_cli, save_format_1, signal_when_ready
 
 TINY = {"n_steps": 64, "batch_size": 32, "n_epochs": 2, "eval_episodes": 2}
 

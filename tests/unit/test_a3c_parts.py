@@ -26,7 +26,7 @@ from acrl.parts.normalization import IdentityNormalizer
 from acrl.parts.optim import SharedAdam, flatten_parameters
 from acrl.parts.returns import segment_advantages
 from acrl.parts.workers import StepBudget, apply_gradients, default_workers, make_worker_envs, sync_parameters
-from tests.unit.test_checkpoint import save_format_1
+from tests.conftest import save_format_1
 
 TRUNCATED_RETURNS = [6.355, 5.95, 5.5]  # 1 + .9 (1 + .9 (1 + .9 * 5)), 1 + .9 (1 + .9 * 5), 1 + .9 * 5
 TERMINATED_RETURNS = [2.71, 1.9, 1.0]  # 1 + .9 + .81, 1 + .9, 1

@@ -9,7 +9,7 @@ import torch
 from acrl import DDPG, PPO, DiscreteBCQ
 from acrl.core.errors import InputError
 from acrl.parts.datasets import OfflineDataset, save_dataset
-from tests.unit.test_bcq import set_linear
+from tests.conftest import set_linear
 
 
 class ShiftedActions(gym.Env):

@@ -7,15 +7,9 @@ import pytest
 import torch
 
 from acrl import DDPG
-from acrl.core.checkpoint import FORMAT_VERSION, MIGRATIONS, load_checkpoint, rng_state
+from acrl.core.checkpoint import FORMAT_VERSION, MIGRATIONS, load_checkpoint
 from acrl.core.errors import InputError
-
-
-def save_format_1(path, agent, state):
-    """A checkpoint file of `agent` holding `state`, as acrl wrote them at format version 1."""
-    torch.save({"format": "acrl-checkpoint", "format_version": 1, "acrl_version": "0.1.0", "algo": agent.algo,
-                "config": agent.config.to_dict(), "state": state, "rng": rng_state(agent.rng)}, path)
-    return path
+from tests.conftest import save_format_1
 
 
 def test_every_old_version_has_a_migration_and_saves_write_version_2(tmp_path):
