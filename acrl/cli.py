@@ -48,8 +48,9 @@ def values(metavar: str) -> object:
 class Train:
     """Train an agent and write a run directory (config, metrics, checkpoints, curve, eval.json)."""
 
-    algo: Annotated[str, tyro.conf.Positional,
-                    tyro.conf.arg(metavar="ALGO", help=f"Algorithm: {', '.join(ALGORITHMS)}.")]
+    algo: Annotated[
+        str, tyro.conf.Positional, tyro.conf.arg(metavar="ALGO", help=f"Algorithm: {', '.join(ALGORITHMS)}.")
+    ]
     """Algorithm (the help text lists the registered ones, `acrl.algos.ALGORITHMS`)."""
     env: Annotated[str | None, tyro.conf.arg(metavar="ENV_ID")] = None
     """Gymnasium environment id, e.g. CartPole-v1, Ant-v5, acrl/AntDirectional-v5 (offline algorithms:
@@ -238,8 +239,9 @@ class OnRay:
         """These settings as `ClusterOptions`."""
         from acrl.sweep.executor import ClusterOptions
 
-        return ClusterOptions(address=self.address, cpus_per_job=self.cpus_per_run, gpus_per_job=self.gpus_per_run,
-                              retries=self.retries)
+        return ClusterOptions(
+            address=self.address, cpus_per_job=self.cpus_per_run, gpus_per_job=self.gpus_per_run, retries=self.retries
+        )
 
 
 @dataclass
@@ -330,9 +332,19 @@ def build_agent(args: Train):
 
     if args.video_freq:
         check_mujoco_gl()  # before the env is made: a MuJoCo task imports mujoco, which fails on a bad MUJOCO_GL
-    cls, config = make_config(args.algo, args.env, args.preset, parse_set_options(args.set), seed=args.seed,
-                              total_steps=args.total_steps, n_envs=args.n_envs, device=args.device,
-                              workers=args.workers, dataset=args.dataset, video_freq=args.video_freq)
+    cls, config = make_config(
+        args.algo,
+        args.env,
+        args.preset,
+        parse_set_options(args.set),
+        seed=args.seed,
+        total_steps=args.total_steps,
+        n_envs=args.n_envs,
+        device=args.device,
+        workers=args.workers,
+        dataset=args.dataset,
+        video_freq=args.video_freq,
+    )
     if args.dataset is not None:
         dataset_attrs(args.dataset)  # a missing or unreadable file is named before the env and its action space
     return cls(args.env or config.env_id, config=config)
@@ -343,8 +355,9 @@ def train(args: Train) -> None:
 
     agent = build_agent(args)
     cfg = agent.config
-    run_dir = Path(args.run_dir or f"runs/{args.algo}-{cfg.env_id.replace('/', '_')}-s{cfg.seed}-"
-                   f"{time.strftime('%Y%m%d-%H%M%S')}")
+    run_dir = Path(
+        args.run_dir or f"runs/{args.algo}-{cfg.env_id.replace('/', '_')}-s{cfg.seed}-{time.strftime('%Y%m%d-%H%M%S')}"
+    )
     # announced once learn's checks (the run directory, an offline agent's dataset) have passed
     console = ConsoleReport(f"training {args.algo} on {cfg.env_id} -> {run_dir}", evaluations=not args.progress)
     agent.learn(run_dir=run_dir, progress=args.progress, callbacks=[console])
@@ -367,11 +380,17 @@ def resume(args: Resume) -> None:
     budget = args.total_steps if args.total_steps is not None else agent.total_steps
     if budget <= agent.num_steps:
         given = f"--total-steps {args.total_steps} does not go beyond it. " if args.total_steps is not None else ""
-        raise InputError(f"the run is at step {agent.num_steps} of its budget {agent.total_steps}; nothing to "
-                         f"resume. {given}Pass --total-steps N with N > {agent.num_steps} to train further.")
+        raise InputError(
+            f"the run is at step {agent.num_steps} of its budget {agent.total_steps}; nothing to "
+            f"resume. {given}Pass --total-steps N with N > {agent.num_steps} to train further."
+        )
     print(f"resuming {agent.algo} on {agent.config.env_id} at step {agent.num_steps}", file=sys.stderr)
-    agent.learn(total_steps=args.total_steps, run_dir=run_dir, progress=args.progress,
-                callbacks=[ConsoleReport(evaluations=not args.progress)])
+    agent.learn(
+        total_steps=args.total_steps,
+        run_dir=run_dir,
+        progress=args.progress,
+        callbacks=[ConsoleReport(evaluations=not args.progress)],
+    )
     report(run_dir)
 
 
@@ -382,9 +401,12 @@ def report(run_dir: Path) -> None:
     print(json.dumps(summary))
     last, resumed = summary["last"], summary["resumed_at"]
     earlier = f" (from before the resume at step {resumed:,})" if resumed and summary["step"] <= resumed else ""
-    print(f"best evaluation: return {summary['return_mean']:.1f} at step {summary['step']:,}{earlier}, kept in "
-          f"{run_dir / summary['checkpoint']}; last evaluation: return {last['return_mean']:.1f} at step "
-          f"{last['step']:,}", file=sys.stderr)
+    print(
+        f"best evaluation: return {summary['return_mean']:.1f} at step {summary['step']:,}{earlier}, kept in "
+        f"{run_dir / summary['checkpoint']}; last evaluation: return {last['return_mean']:.1f} at step "
+        f"{last['step']:,}",
+        file=sys.stderr,
+    )
     print(f"learning curve: {run_dir / 'learning_curve.png'}", file=sys.stderr)
 
 
@@ -426,8 +448,10 @@ def evaluate(args: Evaluate) -> None:
     agent = load(path, device=args.device)
     seed = args.seed if args.seed is not None else agent.config.seed + EVAL_SEED_OFFSET
     result = run_evaluation(agent, agent.env, args.episodes, deterministic=not args.stochastic, seed=seed)
-    write_json_atomic(run_dir / "evaluate.json", {"checkpoint": path.name, "seed": seed,
-                                                  "date": time.strftime("%Y-%m-%d %H:%M"), "result": result})
+    write_json_atomic(
+        run_dir / "evaluate.json",
+        {"checkpoint": path.name, "seed": seed, "date": time.strftime("%Y-%m-%d %H:%M"), "result": result},
+    )
     write_model_card(run_dir, agent)
     print(json.dumps({**result, "checkpoint": f"checkpoints/{path.name}", "step": agent.num_steps}))
     print(f"evaluated {path}, saved at step {agent.num_steps:,}", file=sys.stderr)
@@ -452,8 +476,9 @@ def record(args: Record) -> None:
     name += f"-max{args.max_steps}" if args.max_steps else ""
     out = Path(args.out) if args.out else run_dir / "videos" / f"{name}.mp4"
     signal.signal(signal.SIGTERM, _interrupt)  # like Ctrl-C: the partial video is removed, exit 130
-    result = agent.record_video(out, args.episodes, deterministic=not args.stochastic, seed=seed,
-                                max_steps=args.max_steps)
+    result = agent.record_video(
+        out, args.episodes, deterministic=not args.stochastic, seed=seed, max_steps=args.max_steps
+    )
     if args.out is None:  # the return goes into the default name
         named = out.with_name(f"{out.stem}-return{sum(result['returns']) / len(result['returns']):.1f}.mp4")
         os.replace(out, named)
@@ -481,12 +506,19 @@ def plot(args: Plot) -> None:
     for path in args.run_dirs:
         run_dir = existing_run_dir(path)
         if not (run_dir / "metrics.csv").is_file():
-            inner = sorted(str(p.parent) for pattern in ("*/metrics.csv", "*/*/metrics.csv")
-                           for p in run_dir.glob(pattern))
-            where = (f" It holds run directories ({', '.join(inner[:3])}{', ...' if len(inner) > 3 else ''}): "
-                     "pass those instead." if inner else "")
-            raise InputError(f"{path} is not a run directory: it has no metrics.csv (`acrl train` writes one "
-                             f"when the run starts).{where}")
+            inner = sorted(
+                str(p.parent) for pattern in ("*/metrics.csv", "*/*/metrics.csv") for p in run_dir.glob(pattern)
+            )
+            where = (
+                f" It holds run directories ({', '.join(inner[:3])}{', ...' if len(inner) > 3 else ''}): "
+                "pass those instead."
+                if inner
+                else ""
+            )
+            raise InputError(
+                f"{path} is not a run directory: it has no metrics.csv (`acrl train` writes one "
+                f"when the run starts).{where}"
+            )
     print(f"figure: {plot_runs(args.run_dirs, args.out)}", file=sys.stderr)
 
 
@@ -495,11 +527,31 @@ def collect(args: Collect) -> None:
     from acrl.core.config import parse_set_options
     from acrl.offline.collect import collect_dataset
 
-    data = collect_dataset(args.kind, args.out, args.steps, env_id=args.env, policy=args.policy, seed=args.seed,
-                           noise_std=args.noise, random_prob=args.random_prob, algo=args.algo, preset=args.preset,
-                           overrides=parse_set_options(args.set), progress=args.progress)
-    print(json.dumps({"out": args.out, "transitions": len(data), "terminals": int(data.terminals.sum()),
-                      "timeouts": int(data.timeouts.sum()), **data.attrs}))
+    data = collect_dataset(
+        args.kind,
+        args.out,
+        args.steps,
+        env_id=args.env,
+        policy=args.policy,
+        seed=args.seed,
+        noise_std=args.noise,
+        random_prob=args.random_prob,
+        algo=args.algo,
+        preset=args.preset,
+        overrides=parse_set_options(args.set),
+        progress=args.progress,
+    )
+    print(
+        json.dumps(
+            {
+                "out": args.out,
+                "transitions": len(data),
+                "terminals": int(data.terminals.sum()),
+                "timeouts": int(data.timeouts.sum()),
+                **data.attrs,
+            }
+        )
+    )
 
 
 def experiment(args: Experiment) -> None:
@@ -515,25 +567,50 @@ def experiment(args: Experiment) -> None:
 
     if args.name not in ("extrapolation", "concurrent"):
         raise InputError(f"unknown experiment {args.name!r}; choose extrapolation or concurrent.")
-    if args.name == "concurrent" and (args.updates is not None or args.dataset_size is not None
-                                      or args.final_noise != 0.5):
-        raise InputError("--updates, --dataset-size and --final-noise are for extrapolation; the concurrent learners "
-                         "get one update per behavioral step (--steps-behavioral).")
+    if args.name == "concurrent" and (
+        args.updates is not None or args.dataset_size is not None or args.final_noise != 0.5
+    ):
+        raise InputError(
+            "--updates, --dataset-size and --final-noise are for extrapolation; the concurrent learners "
+            "get one update per behavioral step (--steps-behavioral)."
+        )
     out = Path(args.out or f"runs/experiment-{args.name}-{args.env.replace('/', '_')}-{time.strftime('%Y%m%d-%H%M%S')}")
-    overrides = {"behavioral_overrides": parse_set_options(args.behavioral_set),
-                 "bcq_overrides": parse_set_options(args.bcq_set), "ddpg_overrides": parse_set_options(args.ddpg_set),
-                 "bc_overrides": parse_set_options(args.bc_set)}
+    overrides = {
+        "behavioral_overrides": parse_set_options(args.behavioral_set),
+        "bcq_overrides": parse_set_options(args.bcq_set),
+        "ddpg_overrides": parse_set_options(args.ddpg_set),
+        "bc_overrides": parse_set_options(args.bc_set),
+    }
     options = ClusterOptions(address=args.address)
     if args.name == "extrapolation":
-        summary = run_extrapolation(args.env, out, args.steps_behavioral, args.updates, args.seeds, args.dataset_size,
-                                    args.eval_freq, args.eval_episodes, final_noise=args.final_noise,
-                                    progress=args.progress, options=options, **overrides)
+        summary = run_extrapolation(
+            args.env,
+            out,
+            args.steps_behavioral,
+            args.updates,
+            args.seeds,
+            args.dataset_size,
+            args.eval_freq,
+            args.eval_episodes,
+            final_noise=args.final_noise,
+            progress=args.progress,
+            options=options,
+            **overrides,
+        )
         print(extrapolation_markdown(summary))
         print(f"table: {out / 'extrapolation.json'}; figure: {out / 'extrapolation.png'}", file=sys.stderr)
     else:
-        results = run_concurrent_experiment(args.env, out, args.steps_behavioral, args.seeds, eval_freq=args.eval_freq,
-                                            eval_episodes=args.eval_episodes, options=options, progress=args.progress,
-                                            **overrides)
+        results = run_concurrent_experiment(
+            args.env,
+            out,
+            args.steps_behavioral,
+            args.seeds,
+            eval_freq=args.eval_freq,
+            eval_episodes=args.eval_episodes,
+            options=options,
+            progress=args.progress,
+            **overrides,
+        )
         print(concurrent_markdown(results))
         print(f"table: {out / 'concurrent.json'}; figure: {out / 'concurrent.png'}", file=sys.stderr)
 
@@ -545,8 +622,16 @@ def sweep(args: Sweep) -> None:
     from acrl.sweep.results import markdown
     from acrl.sweep.spec import SweepSpec
 
-    spec = SweepSpec.from_command(args.file, args.algo, args.env, args.seeds, args.dataset,
-                                  parse_set_options(args.set), args.total_steps, args.preset)
+    spec = SweepSpec.from_command(
+        args.file,
+        args.algo,
+        args.env,
+        args.seeds,
+        args.dataset,
+        parse_set_options(args.set),
+        args.total_steps,
+        args.preset,
+    )
     out = Path(args.out) if args.out else spec.default_dir()
     summary = run_sweep(spec, out, args.options(), progress=args.progress)
     print(markdown(summary))
@@ -561,26 +646,52 @@ def tune(args: Tune) -> None:
     from acrl.sweep.tune import read_space, run_tune
 
     space, fixed = read_space(args.file, args.space)
-    summary = run_tune(args.algo, args.env, args.trials, space, args.out, args.total_steps,
-                       args.seed, args.preset, {**fixed, **parse_set_options(args.set)}, args.pruner,
-                       args.startup_trials, args.parallel, args.options(), args.progress)
+    summary = run_tune(
+        args.algo,
+        args.env,
+        args.trials,
+        space,
+        args.out,
+        args.total_steps,
+        args.seed,
+        args.preset,
+        {**fixed, **parse_set_options(args.set)},
+        args.pruner,
+        args.startup_trials,
+        args.parallel,
+        args.options(),
+        args.progress,
+    )
     print(json.dumps(summary["best"]))
     print(yaml.safe_dump(summary["preset"], sort_keys=False), end="")
     out = Path(summary["out"])
-    print(f"study: {out / 'trials.md'} ({out / 'trials.json'}); figure: {out / 'study.png'}; preset entry: "
-          f"{out / 'preset.yaml'} (add it to acrl/presets/{args.algo}.yaml and train with --preset tuned)",
-          file=sys.stderr)
+    print(
+        f"study: {out / 'trials.md'} ({out / 'trials.json'}); figure: {out / 'study.png'}; preset entry: "
+        f"{out / 'preset.yaml'} (add it to acrl/presets/{args.algo}.yaml and train with --preset tuned)",
+        file=sys.stderr,
+    )
 
 
-HANDLERS = {Train: train, Resume: resume, Evaluate: evaluate, Record: record, Plot: plot, Collect: collect,
-            Experiment: experiment, Sweep: sweep, Tune: tune}
+HANDLERS = {
+    Train: train,
+    Resume: resume,
+    Evaluate: evaluate,
+    Record: record,
+    Plot: plot,
+    Collect: collect,
+    Experiment: experiment,
+    Sweep: sweep,
+    Tune: tune,
+}
 
 COMMANDS = {typing.get_args(option)[1].name: typing.get_args(option)[0] for option in typing.get_args(Command)}
 """Command name -> its dataclass, in `Command`'s order."""
 
-DESCRIPTION = ("Deep reinforcement learning on Gymnasium: train, resume, evaluate, record, plot; offline datasets "
-               "and the BCQ paper's experiments; sweeps (on this machine or Ray) and searches. `acrl COMMAND --help` "
-               "describes a command; `acrl --version` prints the version.")
+DESCRIPTION = (
+    "Deep reinforcement learning on Gymnasium: train, resume, evaluate, record, plot; offline datasets "
+    "and the BCQ paper's experiments; sweeps (on this machine or Ray) and searches. `acrl COMMAND --help` "
+    "describes a command; `acrl --version` prints the version."
+)
 
 
 def synopsis(width: int = 110) -> str:
@@ -599,12 +710,18 @@ def synopsis(width: int = 110) -> str:
             hint = hints[f.name]
             extras = typing.get_args(hint)[1:] if typing.get_origin(hint) is Annotated else ()
             base = typing.get_args(hint)[0] if extras else hint
-            base = next((t for t in typing.get_args(base) if t is not type(None)), base) \
-                if typing.get_origin(base) in (types.UnionType, typing.Union) else base
+            base = (
+                next((t for t in typing.get_args(base) if t is not type(None)), base)
+                if typing.get_origin(base) in (types.UnionType, typing.Union)
+                else base
+            )
             metavar = next((m.metavar for m in extras if getattr(m, "metavar", None)), None)
             if metavar is None:
-                metavar = ("|".join(typing.get_args(base)) if typing.get_origin(base) is Literal else
-                           {int: "N", float: "X"}.get(base, f.name.upper()))
+                metavar = (
+                    "|".join(typing.get_args(base))
+                    if typing.get_origin(base) is Literal
+                    else {int: "N", float: "X"}.get(base, f.name.upper())
+                )
             optional = f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
             flag = f"--{f.name.replace('_', '-')}"
             words = own if f.name in vars(cls).get("__annotations__", {}) else inherited
@@ -681,14 +798,18 @@ def _reject_arguments(argv: list[str], event: tyro._errors.ParseErrorEvent) -> N
 
     if command is None and argv and not argv[0].startswith("-"):
         close = difflib.get_close_matches(argv[0], COMMANDS, n=1)
-        raise InputError(f"unknown command {argv[0]!r}{f' (did you mean {close[0]}?)' if close else ''}; the "
-                         f"commands are {', '.join(COMMANDS)}.")
+        raise InputError(
+            f"unknown command {argv[0]!r}{f' (did you mean {close[0]}?)' if close else ''}; the "
+            f"commands are {', '.join(COMMANDS)}."
+        )
     if isinstance(event, tyro._errors.UnrecognizedArgs):
-        raise InputError(f"unrecognized argument{'s' * (len(event.tokens) > 1)} {' '.join(event.tokens)}; "
-                         f"{see} lists the options.")
+        raise InputError(
+            f"unrecognized argument{'s' * (len(event.tokens) > 1)} {' '.join(event.tokens)}; {see} lists the options."
+        )
     if isinstance(event, tyro._errors.InvalidChoice):
-        raise InputError(f"{name(event.argument)} must be {and_(list(event.choices)).replace(' and ', ' or ')}, "
-                         f"got {event.value!r}.")
+        raise InputError(
+            f"{name(event.argument)} must be {and_(list(event.choices)).replace(' and ', ' or ')}, got {event.value!r}."
+        )
     if isinstance(event, tyro._errors.InstantiationFailure) and event.argument is not None:
         arg = event.argument
         flag, single = arg.display_name(), arg.lowered.nargs == 1
@@ -696,17 +817,25 @@ def _reject_arguments(argv: list[str], event: tyro._errors.ParseErrorEvent) -> N
         for i, word in enumerate(argv):
             option, equals, value = word.partition("=")
             if option.replace("_", "-") == flag:
-                following = argv[i + 1:i + 2] if single else list(itertools.takewhile(
-                    lambda w: not w.startswith("-"), argv[i + 1:]))
+                following = (
+                    argv[i + 1 : i + 2]
+                    if single
+                    else list(itertools.takewhile(lambda w: not w.startswith("-"), argv[i + 1 :]))
+                )
                 given = [value] if equals else following
-        base = next((t for t in typing.get_args(arg.field.type_stripped) if t is not type(None)),
-                    arg.field.type_stripped)
-        kind = {int: "an integer", float: "a number"}.get(base, arg.lowered.metavar) if single else \
-            {int: "integers", float: "numbers"}.get(base, arg.lowered.metavar)
+        base = next(
+            (t for t in typing.get_args(arg.field.type_stripped) if t is not type(None)), arg.field.type_stripped
+        )
+        kind = (
+            {int: "an integer", float: "a number"}.get(base, arg.lowered.metavar)
+            if single
+            else {int: "integers", float: "numbers"}.get(base, arg.lowered.metavar)
+        )
         raise InputError(f"{flag} takes {kind}, got {' '.join(map(repr, given)) or 'nothing'}.")
     if isinstance(event, tyro._errors.BadValue):
-        raise InputError(f"{name(event.argument)} needs a value ({event.argument.lowered.metavar}); {see} "
-                         "describes it.")
+        raise InputError(
+            f"{name(event.argument)} needs a value ({event.argument.lowered.metavar}); {see} describes it."
+        )
     if isinstance(event, tyro._errors.MissingArgs):
         missing = [name(arg.arg) for arg in event.missing_arguments]
         raise InputError(f"acrl {command} needs {and_(missing)}; {see} describes {'them' if missing[1:] else 'it'}.")

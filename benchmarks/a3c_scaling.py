@@ -49,8 +49,7 @@ ENV = "CartPole-v1"
 
 def a3c_method(workers: int, n_envs: int) -> str:
     """The table's name for acrl A3C with these workers and environments per worker."""
-    return (f"acrl A3C, {workers} worker{'s' if workers > 1 else ''}"
-            + (f" x {n_envs} envs" if n_envs > 1 else ""))
+    return f"acrl A3C, {workers} worker{'s' if workers > 1 else ''}" + (f" x {n_envs} envs" if n_envs > 1 else "")
 
 
 def run_a3c(workers: int, n_envs: int, n_steps: int, steps_per_worker: int, seed: int) -> dict:
@@ -59,9 +58,20 @@ def run_a3c(workers: int, n_envs: int, n_steps: int, steps_per_worker: int, seed
 
     values, _ = preset_values("a3c", ENV, None)
     total = steps_per_worker * workers
-    config = update_config(A3CConfig(), {**values, "workers": workers, "n_envs": n_envs, "n_steps": n_steps,
-                                         "seed": seed, "total_steps": total, "eval_freq": 0,
-                                         "log_freq": max(total // 50, 100)}, "benchmark")
+    config = update_config(
+        A3CConfig(),
+        {
+            **values,
+            "workers": workers,
+            "n_envs": n_envs,
+            "n_steps": n_steps,
+            "seed": seed,
+            "total_steps": total,
+            "eval_freq": 0,
+            "log_freq": max(total // 50, 100),
+        },
+        "benchmark",
+    )
     run_dir = RESULTS / "tmp" / f"scaling-{workers}"
     shutil.rmtree(run_dir, ignore_errors=True)
     agent = A3C(ENV, config=config)
@@ -75,11 +85,20 @@ def run_a3c(workers: int, n_envs: int, n_steps: int, steps_per_worker: int, seed
         rows = [r for r in csv.DictReader(f) if r.get("time/elapsed_s")]
     first, last = rows[0], rows[-1]
     steady = (float(last["step"]) - float(first["step"])) / max(
-        float(last["time/elapsed_s"]) - float(first["time/elapsed_s"]), 1e-9)
-    return {"method": a3c_method(workers, n_envs), "workers": workers, "n_envs": n_envs, "n_steps": n_steps,
-            "seed": seed, "steps": agent.num_steps, "wall_s": wall, "steady_steps_per_s": steady,
-            "overall_steps_per_s": agent.num_steps / wall,
-            "steps_per_worker_cpu_s": agent.num_steps / max(worker_cpu, 1e-9)}
+        float(last["time/elapsed_s"]) - float(first["time/elapsed_s"]), 1e-9
+    )
+    return {
+        "method": a3c_method(workers, n_envs),
+        "workers": workers,
+        "n_envs": n_envs,
+        "n_steps": n_steps,
+        "seed": seed,
+        "steps": agent.num_steps,
+        "wall_s": wall,
+        "steady_steps_per_s": steady,
+        "overall_steps_per_s": agent.num_steps / wall,
+        "steps_per_worker_cpu_s": agent.num_steps / max(worker_cpu, 1e-9),
+    }
 
 
 def run_sb3(n_steps: int, steps: int, seed: int) -> dict:
@@ -106,22 +125,36 @@ def run_sb3(n_steps: int, steps: int, seed: int) -> dict:
     model.learn(total_timesteps=steps, callback=clock)
     wall = time.perf_counter() - started
     (t0, s0), (t1, s1) = clock.marks[0], clock.marks[-1]
-    return {"method": "SB3 A2C, 1 env", "workers": 0, "n_envs": 1, "n_steps": n_steps, "seed": seed,
-            "steps": int(model.num_timesteps), "wall_s": wall, "steady_steps_per_s": (s1 - s0) / max(t1 - t0, 1e-9),
-            "overall_steps_per_s": model.num_timesteps / wall, "steps_per_worker_cpu_s": None}
+    return {
+        "method": "SB3 A2C, 1 env",
+        "workers": 0,
+        "n_envs": 1,
+        "n_steps": n_steps,
+        "seed": seed,
+        "steps": int(model.num_timesteps),
+        "wall_s": wall,
+        "steady_steps_per_s": (s1 - s0) / max(t1 - t0, 1e-9),
+        "overall_steps_per_s": model.num_timesteps / wall,
+        "steps_per_worker_cpu_s": None,
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--n-envs", type=int, nargs="+", default=[1, 4], help="environments per worker")
-    parser.add_argument("--n-steps", type=int, nargs="+", default=[20, 5],
-                        help="t_max values (the CartPole preset's is 20)")
+    parser.add_argument(
+        "--n-steps", type=int, nargs="+", default=[20, 5], help="t_max values (the CartPole preset's is 20)"
+    )
     parser.add_argument("--steps-per-worker", type=int, default=50_000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--no-sb3", action="store_true", help="leave out the SB3 A2C peer")
-    parser.add_argument("--out", type=Path, default=scratch_path("a3c_scaling"),
-                        help="result file (default: the scratch folder benchmarks/results/tmp/)")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=scratch_path("a3c_scaling"),
+        help="result file (default: the scratch folder benchmarks/results/tmp/)",
+    )
     args = parser.parse_args()
     torch.set_num_threads(1)
     load_before = load_average()
@@ -145,37 +178,61 @@ def main() -> None:
                 print(runs[-1], flush=True)
 
     meta = bench_meta(load_before, ["stable-baselines3"])
-    lines = [f"{ENV}, {args.steps_per_worker:,} steps per worker or env, median of {args.repeats} repeats, "
-             f"{meta['cores']} CPUs, load average {load_before[0]:.2f} before and "
-             f"{meta['load_average_after'][0]:.2f} after", "",
-             "| n_steps | method | steady steps/s | vs SB3 A2C | vs 1 worker | overall steps/s "
-             "| steps per worker CPU-s |", "|---|---|---|---|---|---|---|"]
+    lines = [
+        f"{ENV}, {args.steps_per_worker:,} steps per worker or env, median of {args.repeats} repeats, "
+        f"{meta['cores']} CPUs, load average {load_before[0]:.2f} before and "
+        f"{meta['load_average_after'][0]:.2f} after",
+        "",
+        "| n_steps | method | steady steps/s | vs SB3 A2C | vs 1 worker | overall steps/s | steps per worker CPU-s |",
+        "|---|---|---|---|---|---|---|",
+    ]
     summary = []
     for n_steps in args.n_steps:
         groups: dict[str, list[dict]] = {}
         for r in runs:
             if r["n_steps"] == n_steps:
                 groups.setdefault(r["method"], []).append(r)
-        medians = {method: {key: statistics.median(r[key] for r in group) if group[0][key] is not None else None
-                            for key in ("steady_steps_per_s", "overall_steps_per_s", "steps_per_worker_cpu_s")}
-                   for method, group in groups.items()}
+        medians = {
+            method: {
+                key: statistics.median(r[key] for r in group) if group[0][key] is not None else None
+                for key in ("steady_steps_per_s", "overall_steps_per_s", "steps_per_worker_cpu_s")
+            }
+            for method, group in groups.items()
+        }
         sb3 = medians.get("SB3 A2C, 1 env", {}).get("steady_steps_per_s")
         for method, m in medians.items():
             is_a3c = method.startswith("acrl")
-            one = (medians.get(a3c_method(1, groups[method][0]["n_envs"]), {}).get("steady_steps_per_s")
-                   if is_a3c else None)
+            one = (
+                medians.get(a3c_method(1, groups[method][0]["n_envs"]), {}).get("steady_steps_per_s")
+                if is_a3c
+                else None
+            )
             vs_sb3 = m["steady_steps_per_s"] / sb3 if sb3 and is_a3c else None
             vs_one = m["steady_steps_per_s"] / one if one else None
             summary.append({"n_steps": n_steps, "method": method, **m, "vs_sb3": vs_sb3, "vs_1_worker": vs_one})
             cpu = "-" if m["steps_per_worker_cpu_s"] is None else f"{m['steps_per_worker_cpu_s']:,.0f}"
-            lines.append(f"| {n_steps} | {method} | {m['steady_steps_per_s']:,.0f} | "
-                         f"{'-' if vs_sb3 is None else f'{vs_sb3:.2f}x'} | "
-                         f"{'-' if vs_one is None else f'{vs_one:.2f}x'} | {m['overall_steps_per_s']:,.0f} | {cpu} |")
+            lines.append(
+                f"| {n_steps} | {method} | {m['steady_steps_per_s']:,.0f} | "
+                f"{'-' if vs_sb3 is None else f'{vs_sb3:.2f}x'} | "
+                f"{'-' if vs_one is None else f'{vs_one:.2f}x'} | {m['overall_steps_per_s']:,.0f} | {cpu} |"
+            )
     print("\n".join(lines))
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({
-        "benchmark": "a3c_scaling", "meta": meta, "env": ENV, "sb3_rate": "steady",
-        "settings": {k: str(v) for k, v in vars(args).items()}, "summary": summary, "runs": runs}, indent=2) + "\n")
+    args.out.write_text(
+        json.dumps(
+            {
+                "benchmark": "a3c_scaling",
+                "meta": meta,
+                "env": ENV,
+                "sb3_rate": "steady",
+                "settings": {k: str(v) for k, v in vars(args).items()},
+                "summary": summary,
+                "runs": runs,
+            },
+            indent=2,
+        )
+        + "\n"
+    )
     print(f"\nwrote {args.out}")
 
 

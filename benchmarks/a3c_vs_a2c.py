@@ -46,10 +46,19 @@ def run_acrl(seed: int, args: argparse.Namespace) -> dict:
                 self.result = (step, time.perf_counter() - started)
 
     values, _ = preset_values("a3c", "CartPole-v1", None)
-    config = update_config(A3CConfig(), {**values, "workers": args.workers, "seed": seed,
-                                         "total_steps": args.max_steps, "eval_freq": args.eval_freq,
-                                         "eval_episodes": args.eval_episodes, "target_return": args.target},
-                           "benchmark")
+    config = update_config(
+        A3CConfig(),
+        {
+            **values,
+            "workers": args.workers,
+            "seed": seed,
+            "total_steps": args.max_steps,
+            "eval_freq": args.eval_freq,
+            "eval_episodes": args.eval_episodes,
+            "target_return": args.target,
+        },
+        "benchmark",
+    )
     run_dir = RESULTS / "tmp" / f"a3c-s{seed}"
     shutil.rmtree(run_dir, ignore_errors=True)
     agent, callback = A3C("CartPole-v1", config=config), FirstReach()
@@ -57,8 +66,14 @@ def run_acrl(seed: int, args: argparse.Namespace) -> dict:
     agent.learn(run_dir=run_dir, progress=False, callbacks=[callback])
     total_wall = time.perf_counter() - started
     steps, wall = callback.result or (None, None)
-    return {"seed": seed, "reached": callback.result is not None, "steps": steps, "wall_s": wall,
-            "total_steps": agent.num_steps, "total_wall_s": total_wall}
+    return {
+        "seed": seed,
+        "reached": callback.result is not None,
+        "steps": steps,
+        "wall_s": wall,
+        "total_steps": agent.num_steps,
+        "total_wall_s": total_wall,
+    }
 
 
 def run_sb3(seed: int, args: argparse.Namespace) -> dict:
@@ -82,8 +97,7 @@ def run_sb3(seed: int, args: argparse.Namespace) -> dict:
             if self.num_timesteps < self.next_eval:
                 return True
             self.next_eval += args.eval_freq
-            mean, _ = evaluate_policy(self.model, self.eval_env, n_eval_episodes=args.eval_episodes,
-                                      deterministic=True)
+            mean, _ = evaluate_policy(self.model, self.eval_env, n_eval_episodes=args.eval_episodes, deterministic=True)
             if mean >= args.target:
                 self.result = (self.num_timesteps, time.perf_counter() - started)
                 return False
@@ -96,8 +110,14 @@ def run_sb3(seed: int, args: argparse.Namespace) -> dict:
     model.learn(total_timesteps=args.max_steps, callback=callback)
     total_wall = time.perf_counter() - started
     steps, wall = callback.result or (None, None)
-    return {"seed": seed, "reached": callback.result is not None, "steps": steps, "wall_s": wall,
-            "total_steps": int(model.num_timesteps), "total_wall_s": total_wall}
+    return {
+        "seed": seed,
+        "reached": callback.result is not None,
+        "steps": steps,
+        "wall_s": wall,
+        "total_steps": int(model.num_timesteps),
+        "total_wall_s": total_wall,
+    }
 
 
 def format_wall(wall: float | None) -> str:
@@ -117,8 +137,12 @@ def main() -> None:
     parser.add_argument("--max-steps", type=int, default=200_000)
     parser.add_argument("--eval-freq", type=int, default=2_500)
     parser.add_argument("--eval-episodes", type=int, default=10)
-    parser.add_argument("--out", type=Path, default=scratch_path("a3c_vs_a2c"),
-                        help="result file (default: the scratch folder benchmarks/results/tmp/)")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=scratch_path("a3c_vs_a2c"),
+        help="result file (default: the scratch folder benchmarks/results/tmp/)",
+    )
     args = parser.parse_args()
     torch.set_num_threads(1)
     load_before = load_average()
@@ -126,30 +150,46 @@ def main() -> None:
     results = {"acrl A3C": [], "SB3 A2C": []}
     runners = {"acrl A3C": run_acrl, "SB3 A2C": run_sb3}
     for seed in range(args.seeds):
-        for name in (list(runners) if seed % 2 == 0 else list(reversed(runners))):  # alternate who runs first
+        for name in list(runners) if seed % 2 == 0 else list(reversed(runners)):  # alternate who runs first
             results[name].append(runners[name](seed, args))
         print(f"seed {seed}: " + "; ".join(f"{k}: {v[-1]}" for k, v in results.items()), flush=True)
 
-    lines = [f"CartPole-v1, first evaluation >= {args.target:g} (median of {args.seeds} seeds, eval every "
-             f"{args.eval_freq} steps, {args.eval_episodes} episodes)", "",
-             "| method | reached | median steps | median wall s | steps per seed | wall s per seed |",
-             "|---|---|---|---|---|---|"]
+    lines = [
+        f"CartPole-v1, first evaluation >= {args.target:g} (median of {args.seeds} seeds, eval every "
+        f"{args.eval_freq} steps, {args.eval_episodes} episodes)",
+        "",
+        "| method | reached | median steps | median wall s | steps per seed | wall s per seed |",
+        "|---|---|---|---|---|---|",
+    ]
     label = {"acrl A3C": f"acrl A3C ({args.workers} workers)", "SB3 A2C": "SB3 A2C (8 envs, 1 process)"}
     for name, runs in results.items():
         med_steps, med_wall = median(runs, "steps"), median(runs, "wall_s")
-        lines.append(f"| {label[name]} | {sum(r['reached'] for r in runs)}/{len(runs)} | "
-                     f"{'-' if med_steps is None else f'{med_steps:,.0f}'} | "
-                     f"{'-' if med_wall is None else f'{med_wall:.1f}'} | "
-                     f"{', '.join(str(r['steps']) for r in runs)} | "
-                     f"{', '.join(format_wall(r['wall_s']) for r in runs)} |")
+        lines.append(
+            f"| {label[name]} | {sum(r['reached'] for r in runs)}/{len(runs)} | "
+            f"{'-' if med_steps is None else f'{med_steps:,.0f}'} | "
+            f"{'-' if med_wall is None else f'{med_wall:.1f}'} | "
+            f"{', '.join(str(r['steps']) for r in runs)} | "
+            f"{', '.join(format_wall(r['wall_s']) for r in runs)} |"
+        )
     print("\n".join(lines))
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({
-        "benchmark": "a3c_vs_a2c", "meta": bench_meta(load_before, ["stable-baselines3"]),
-        "env": "CartPole-v1", "settings": {k: str(v) for k, v in vars(args).items()}, "runs": results,
-        "median": {name: {"steps": median(runs, "steps"), "wall_s": median(runs, "wall_s")}
-                   for name, runs in results.items()},
-    }, indent=2) + "\n")
+    args.out.write_text(
+        json.dumps(
+            {
+                "benchmark": "a3c_vs_a2c",
+                "meta": bench_meta(load_before, ["stable-baselines3"]),
+                "env": "CartPole-v1",
+                "settings": {k: str(v) for k, v in vars(args).items()},
+                "runs": results,
+                "median": {
+                    name: {"steps": median(runs, "steps"), "wall_s": median(runs, "wall_s")}
+                    for name, runs in results.items()
+                },
+            },
+            indent=2,
+        )
+        + "\n"
+    )
     print(f"\nwrote {args.out}")
 
 

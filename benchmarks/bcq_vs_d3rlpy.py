@@ -47,9 +47,21 @@ VENV = ROOT / ".venv-d3rlpy"
 SCRATCH = ROOT / "results" / "tmp" / "bcq_vs_d3rlpy"
 RESULTS = ROOT / "results"
 KINDS = ("final", "imperfect", "imitation")
-PAPER = {"batch_size": 100, "gamma": 0.99, "tau": 0.005, "lmbda": 0.75, "phi": 0.05, "n_action_samples": 10,
-         "n_select_samples": 10, "learning_rate": 1e-3, "vae_learning_rate": 1e-3, "kl_weight": 0.5,
-         "actor_hidden_sizes": (400, 300), "critic_hidden_sizes": (400, 300), "vae_hidden_sizes": (750, 750)}
+PAPER = {
+    "batch_size": 100,
+    "gamma": 0.99,
+    "tau": 0.005,
+    "lmbda": 0.75,
+    "phi": 0.05,
+    "n_action_samples": 10,
+    "n_select_samples": 10,
+    "learning_rate": 1e-3,
+    "vae_learning_rate": 1e-3,
+    "kl_weight": 0.5,
+    "actor_hidden_sizes": (400, 300),
+    "critic_hidden_sizes": (400, 300),
+    "vae_hidden_sizes": (750, 750),
+}
 """The paper's BCQ settings (Fujimoto et al. 2019, Supp. D), given to both libraries."""
 
 
@@ -75,11 +87,18 @@ def d3rlpy_worker(spec: dict) -> dict:
         timeouts[-1] = True  # the last, unfinished episode ends where the data ends
     # d3rlpy rebuilds episodes from consecutive rows: next observation = the next row's observation;
     # the last transition of an episode cut by a timeout is dropped (it has no next row).
-    dataset = d3rlpy.dataset.MDPDataset(arrays["observations"], arrays["actions"], arrays["rewards"], terminals,
-                                        timeouts, action_space=d3rlpy.ActionSpace.CONTINUOUS)
+    dataset = d3rlpy.dataset.MDPDataset(
+        arrays["observations"],
+        arrays["actions"],
+        arrays["rewards"],
+        terminals,
+        timeouts,
+        action_space=d3rlpy.ActionSpace.CONTINUOUS,
+    )
     env = gym.make(spec["env_id"])
-    scaler = MinMaxActionScaler(minimum=env.action_space.low.astype(np.float32),
-                                maximum=env.action_space.high.astype(np.float32))
+    scaler = MinMaxActionScaler(
+        minimum=env.action_space.low.astype(np.float32), maximum=env.action_space.high.astype(np.float32)
+    )
     if spec["d3rlpy_defaults"]:
         config = d3rlpy.algos.BCQConfig(action_scaler=scaler)
     else:
@@ -88,18 +107,37 @@ def d3rlpy_worker(spec: dict) -> dict:
             actor_encoder_factory=VectorEncoderFactory(list(p["actor_hidden_sizes"])),
             critic_encoder_factory=VectorEncoderFactory(list(p["critic_hidden_sizes"])),
             imitator_encoder_factory=VectorEncoderFactory(list(p["vae_hidden_sizes"])),
-            actor_learning_rate=p["learning_rate"], critic_learning_rate=p["learning_rate"],
-            imitator_learning_rate=p["vae_learning_rate"], batch_size=p["batch_size"], gamma=p["gamma"],
-            tau=p["tau"], lam=p["lmbda"], action_flexibility=p["phi"], n_action_samples=p["n_action_samples"],
-            beta=p["kl_weight"], action_scaler=scaler)
+            actor_learning_rate=p["learning_rate"],
+            critic_learning_rate=p["learning_rate"],
+            imitator_learning_rate=p["vae_learning_rate"],
+            batch_size=p["batch_size"],
+            gamma=p["gamma"],
+            tau=p["tau"],
+            lam=p["lmbda"],
+            action_flexibility=p["phi"],
+            n_action_samples=p["n_action_samples"],
+            beta=p["kl_weight"],
+            action_scaler=scaler,
+        )
     algo = config.create(device="cpu:0")
     algo.build_with_dataset(dataset)
     started = time.perf_counter()
-    algo.fit(dataset, n_steps=spec["updates"], n_steps_per_epoch=spec["updates"], show_progress=False,
-             logger_adapter=NoopAdapterFactory(), save_interval=10**9)
+    algo.fit(
+        dataset,
+        n_steps=spec["updates"],
+        n_steps_per_epoch=spec["updates"],
+        show_progress=False,
+        logger_adapter=NoopAdapterFactory(),
+        save_interval=10**9,
+    )
     elapsed = time.perf_counter() - started
-    result = {"library": "d3rlpy", "version": d3rlpy.__version__, "updates": spec["updates"],
-              "train_seconds": elapsed, "updates_per_s": spec["updates"] / elapsed}
+    result = {
+        "library": "d3rlpy",
+        "version": d3rlpy.__version__,
+        "updates": spec["updates"],
+        "train_seconds": elapsed,
+        "updates_per_s": spec["updates"] / elapsed,
+    }
     if spec["eval_episodes"]:
         returns = []
         obs, _ = env.reset(seed=spec["eval_seed"])
@@ -131,9 +169,20 @@ def ensure_venv() -> Path:
         return python
     import mujoco
 
-    steps = [[sys.executable, "-m", "venv", str(VENV)],
-             [str(python), "-m", "pip", "install", "-q", "torch==2.13.0", "d3rlpy", f"mujoco=={mujoco.__version__}",
-              "imageio"]]
+    steps = [
+        [sys.executable, "-m", "venv", str(VENV)],
+        [
+            str(python),
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "torch==2.13.0",
+            "d3rlpy",
+            f"mujoco=={mujoco.__version__}",
+            "imageio",
+        ],
+    ]
     for command in steps:
         if command[0] == sys.executable and python.exists():
             continue
@@ -147,8 +196,7 @@ def ensure_venv() -> Path:
 def run_d3rlpy(python: Path, spec: dict, script: str = __file__) -> dict:
     """`d3rlpy_worker(spec)` of `script` (a benchmark with a --d3rlpy-worker option; default this one)
     in the d3rlpy venv's python; its result dict (RuntimeError if it fails)."""
-    done = subprocess.run([str(python), script, "--d3rlpy-worker", json.dumps(spec)], capture_output=True,
-                          text=True)
+    done = subprocess.run([str(python), script, "--d3rlpy-worker", json.dumps(spec)], capture_output=True, text=True)
     if done.returncode:
         raise RuntimeError(f"d3rlpy worker failed:\n{done.stderr[-4000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -161,8 +209,14 @@ def to_npz(h5: Path, npz: Path) -> None:
     from acrl.parts.datasets import load_dataset
 
     data = load_dataset(h5)
-    np.savez(npz, observations=data.observations, actions=data.actions, rewards=data.rewards,
-             terminals=data.terminals, timeouts=data.timeouts)
+    np.savez(
+        npz,
+        observations=data.observations,
+        actions=data.actions,
+        rewards=data.rewards,
+        terminals=data.terminals,
+        timeouts=data.timeouts,
+    )
 
 
 def run_acrl(h5: Path, env_id: str, seed: int, updates: int, threads: int, eval_episodes: int) -> dict:
@@ -172,15 +226,28 @@ def run_acrl(h5: Path, env_id: str, seed: int, updates: int, threads: int, eval_
     import acrl
     from acrl import BCQ
 
-    agent = BCQ(env_id, dataset=str(h5), seed=seed, eval_freq=0, total_steps=updates, torch_threads=threads,
-                checkpoint_freq=10**9, **PAPER)
+    agent = BCQ(
+        env_id,
+        dataset=str(h5),
+        seed=seed,
+        eval_freq=0,
+        total_steps=updates,
+        torch_threads=threads,
+        checkpoint_freq=10**9,
+        **PAPER,
+    )
     agent.load_data()
     torch.set_num_threads(threads)
     started = time.perf_counter()
     agent.learn(updates, progress=False)
     elapsed = time.perf_counter() - started
-    result = {"library": "acrl", "version": acrl.__version__, "updates": updates, "train_seconds": elapsed,
-              "updates_per_s": updates / elapsed}
+    result = {
+        "library": "acrl",
+        "version": acrl.__version__,
+        "updates": updates,
+        "train_seconds": elapsed,
+        "updates_per_s": updates / elapsed,
+    }
     if eval_episodes:
         evaluation = agent.evaluate(eval_episodes)
         result.update(return_mean=evaluation["return_mean"], returns=evaluation["returns"])
@@ -194,19 +261,29 @@ def collect(env_id: str, out: Path, behavioral_steps: int, dataset_steps: int, s
     out.mkdir(parents=True, exist_ok=True)
     collect_dataset("final", out / "final.h5", behavioral_steps, env_id=env_id, seed=seed, progress=True)
     for kind in ("imperfect", "imitation"):
-        collect_dataset(kind, out / f"{kind}.h5", dataset_steps, policy=behavioral_run_dir(out / "final.h5"),
-                        seed=seed)
+        collect_dataset(kind, out / f"{kind}.h5", dataset_steps, policy=behavioral_run_dir(out / "final.h5"), seed=seed)
     return out
 
 
-EXPERIMENT_DATASETS = {"final": "s{seed}/final/final.h5", "imitation": "s{seed}/data-imitation/imitation.h5",
-                       "imperfect": "s{seed}/data-imperfect/imperfect.h5"}
+EXPERIMENT_DATASETS = {
+    "final": "s{seed}/final/final.h5",
+    "imitation": "s{seed}/data-imitation/imitation.h5",
+    "imperfect": "s{seed}/data-imperfect/imperfect.h5",
+}
 """Where `acrl experiment extrapolation` writes each seed's datasets (acrl.offline.experiments)."""
 
 
-def experiment_rows(python: Path, spec: dict, experiment: Path, seeds: list[int], kinds: list[str],
-                    eval_episodes: int, jobs: int = 1, rows: list[dict] | None = None,
-                    save: Callable[[list[dict]], None] | None = None) -> list[dict]:
+def experiment_rows(
+    python: Path,
+    spec: dict,
+    experiment: Path,
+    seeds: list[int],
+    kinds: list[str],
+    eval_episodes: int,
+    jobs: int = 1,
+    rows: list[dict] | None = None,
+    save: Callable[[list[dict]], None] | None = None,
+) -> list[dict]:
     """d3rlpy's BCQ on each dataset of an extrapolation experiment, beside acrl's BCQ from its
     extrapolation.json: the same updates and the same evaluation seeds (seed + 10,000).
 
@@ -226,11 +303,25 @@ def experiment_rows(python: Path, spec: dict, experiment: Path, seeds: list[int]
         acrl_run = summary["results"][kind]["bcq"][summary["seeds"].index(seed)]
         npz = SCRATCH / f"{experiment.name}-s{seed}-{kind}.npz"
         to_npz(experiment / EXPERIMENT_DATASETS[kind].format(seed=seed), npz)
-        d3 = run_d3rlpy(python, {**spec, "npz": str(npz), "seed": seed, "updates": summary["updates"],
-                                 "eval_episodes": eval_episodes, "eval_seed": seed + 10_000})
+        d3 = run_d3rlpy(
+            python,
+            {
+                **spec,
+                "npz": str(npz),
+                "seed": seed,
+                "updates": summary["updates"],
+                "eval_episodes": eval_episodes,
+                "eval_seed": seed + 10_000,
+            },
+        )
         print(f"{kind} seed {seed}: acrl {acrl_run['final']:.1f}, d3rlpy {d3['return_mean']:.1f}", file=sys.stderr)
-        return {"kind": kind, "seed": seed, "updates": summary["updates"], "d3rlpy": d3,
-                "acrl": {"return_mean": acrl_run["final"], "run_dir": acrl_run["run_dir"]}}
+        return {
+            "kind": kind,
+            "seed": seed,
+            "updates": summary["updates"],
+            "d3rlpy": d3,
+            "acrl": {"return_mean": acrl_run["final"], "run_dir": acrl_run["run_dir"]},
+        }
 
     rows = list(rows or [])
     done = {(r["kind"], r["seed"]) for r in rows}
@@ -256,29 +347,47 @@ def dataset_rows(python: Path, spec: dict, args: argparse.Namespace) -> list[dic
                 if lib == "acrl":
                     row["acrl"] = run_acrl(h5, args.env, seed, args.updates, args.threads, args.eval_episodes)
                 else:
-                    row["d3rlpy"] = run_d3rlpy(python, {**spec, "npz": str(npz), "seed": seed,
-                                                        "updates": args.updates, "eval_episodes": args.eval_episodes,
-                                                        "eval_seed": seed + 10_000})
+                    row["d3rlpy"] = run_d3rlpy(
+                        python,
+                        {
+                            **spec,
+                            "npz": str(npz),
+                            "seed": seed,
+                            "updates": args.updates,
+                            "eval_episodes": args.eval_episodes,
+                            "eval_seed": seed + 10_000,
+                        },
+                    )
             rows.append(row)
-            print(f"{kind} seed {seed}: acrl {row['acrl']['return_mean']:.1f}, "
-                  f"d3rlpy {row['d3rlpy']['return_mean']:.1f}", file=sys.stderr)
+            print(
+                f"{kind} seed {seed}: acrl {row['acrl']['return_mean']:.1f}, d3rlpy {row['d3rlpy']['return_mean']:.1f}",
+                file=sys.stderr,
+            )
     return rows
 
 
 def markdown(summary: dict) -> str:
     """The summary as a markdown table: returns (and updates/s) per dataset and seed."""
-    lines = [f"### BCQ: acrl vs d3rlpy {summary.get('d3rlpy_version', '')} on {summary['env_id']}", "",
-             f"{summary['meta']['cpu']}, {summary['meta']['cores']} cores; {summary['threads']} torch thread(s); "
-             f"settings: "
-             f"{'d3rlpy defaults for d3rlpy' if summary['d3rlpy_defaults'] else 'the paper (both)'}.", ""]
+    lines = [
+        f"### BCQ: acrl vs d3rlpy {summary.get('d3rlpy_version', '')} on {summary['env_id']}",
+        "",
+        f"{summary['meta']['cpu']}, {summary['meta']['cores']} cores; {summary['threads']} torch thread(s); "
+        f"settings: "
+        f"{'d3rlpy defaults for d3rlpy' if summary['d3rlpy_defaults'] else 'the paper (both)'}.",
+        "",
+    ]
     if summary.get("returns"):
-        lines += ["| dataset | seed | acrl return | d3rlpy return | acrl updates/s | d3rlpy updates/s |",
-                  "| --- | ---: | ---: | ---: | ---: | ---: |"]
+        lines += [
+            "| dataset | seed | acrl return | d3rlpy return | acrl updates/s | d3rlpy updates/s |",
+            "| --- | ---: | ---: | ---: | ---: | ---: |",
+        ]
         for row in summary["returns"]:
             a, d = row["acrl"], row["d3rlpy"]
             acrl_speed = f"{a['updates_per_s']:.2f}" if "updates_per_s" in a else "-"
-            lines.append(f"| {row['kind']} | {row['seed']} | {a['return_mean']:.1f} | {d['return_mean']:.1f} | "
-                         f"{acrl_speed} | {d['updates_per_s']:.2f} |")
+            lines.append(
+                f"| {row['kind']} | {row['seed']} | {a['return_mean']:.1f} | {d['return_mean']:.1f} | "
+                f"{acrl_speed} | {d['updates_per_s']:.2f} |"
+            )
         lines.append("")
     return "\n".join(lines)
 
@@ -289,8 +398,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--env", default="Hopper-v5")
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--datasets", type=Path, help="directory with final.h5, imperfect.h5, imitation.h5")
-    source.add_argument("--experiment", type=Path,
-                        help="an `acrl experiment extrapolation` directory: d3rlpy on its datasets, against its BCQ")
+    source.add_argument(
+        "--experiment",
+        type=Path,
+        help="an `acrl experiment extrapolation` directory: d3rlpy on its datasets, against its BCQ",
+    )
     parser.add_argument("--collect", action="store_true", help="collect the datasets first (into --datasets)")
     parser.add_argument("--behavioral-steps", type=int, default=1_000_000)
     parser.add_argument("--dataset-steps", type=int, default=1_000_000)
@@ -301,8 +413,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--jobs", type=int, default=1, help="with --experiment: d3rlpy runs at a time")
     parser.add_argument("--d3rlpy-defaults", action="store_true", help="d3rlpy's own BCQ defaults, not the paper's")
-    parser.add_argument("--out", type=Path, default=RESULTS / "tmp" / "bcq_vs_d3rlpy",
-                        help="results path without suffix (default: the scratch folder benchmarks/results/tmp/)")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=RESULTS / "tmp" / "bcq_vs_d3rlpy",
+        help="results path without suffix (default: the scratch folder benchmarks/results/tmp/)",
+    )
     parser.add_argument("--d3rlpy-worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.d3rlpy_worker:
@@ -320,8 +436,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bcq_vs_d3rlpy: cannot set up d3rlpy: {exc}", file=sys.stderr)
         return 1
     SCRATCH.mkdir(parents=True, exist_ok=True)
-    spec = {"env_id": args.env, "threads": args.threads, "d3rlpy_defaults": args.d3rlpy_defaults,
-            "paper": {k: list(v) if isinstance(v, tuple) else v for k, v in PAPER.items()}}
+    spec = {
+        "env_id": args.env,
+        "threads": args.threads,
+        "d3rlpy_defaults": args.d3rlpy_defaults,
+        "paper": {k: list(v) if isinstance(v, tuple) else v for k, v in PAPER.items()},
+    }
     summary: dict = {"env_id": args.env, "threads": args.threads, "d3rlpy_defaults": args.d3rlpy_defaults}
 
     def write(rows: list[dict]) -> None:  # atomically, after every finished run
@@ -345,8 +465,9 @@ def main(argv: list[str] | None = None) -> int:
             old = json.loads(previous.read_text())
             same = all(old.get(key) == summary[key] for key in ("experiment", "threads", "d3rlpy_defaults"))
             rows = old["returns"] if same else []
-        rows = experiment_rows(python, spec, args.experiment, args.seeds, args.kinds, args.eval_episodes,
-                               args.jobs, rows, save)
+        rows = experiment_rows(
+            python, spec, args.experiment, args.seeds, args.kinds, args.eval_episodes, args.jobs, rows, save
+        )
         summary["env_id"] = spec["env_id"]
     else:
         if args.collect:

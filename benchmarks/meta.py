@@ -37,8 +37,11 @@ def load_average() -> list[float]:
 
 def _cpu() -> str:
     try:
-        return next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                    if line.startswith("model name"))
+        return next(
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        )
     except (OSError, StopIteration):
         return platform.processor() or platform.machine()
 
@@ -72,9 +75,16 @@ def bench_meta(load_before: list[float], libraries: Iterable[str] = ()) -> dict[
         except metadata.PackageNotFoundError:
             versions[name] = None
     script = os.path.relpath(sys.argv[0], ROOT) if sys.argv[0] else "-"
-    return {"command": shlex.join(["python", script, *sys.argv[1:]]), "commit": _git("rev-parse", "HEAD") or None,
-            "dirty": bool(_git("status", "--porcelain", "--", "acrl")),
-            "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"), "cpu": _cpu(),
-            "cores": len(os.sched_getaffinity(0)), "platform": platform.platform(),
-            "python": platform.python_version(), "load_average_before": list(load_before),
-            "load_average_after": load_average(), "versions": versions}
+    return {
+        "command": shlex.join(["python", script, *sys.argv[1:]]),
+        "commit": _git("rev-parse", "HEAD") or None,
+        "dirty": bool(_git("status", "--porcelain", "--", "acrl")),
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "cpu": _cpu(),
+        "cores": len(os.sched_getaffinity(0)),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "load_average_before": list(load_before),
+        "load_average_after": load_average(),
+        "versions": versions,
+    }

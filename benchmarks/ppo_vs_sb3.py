@@ -96,19 +96,41 @@ def sb3_model(env_id: str, seed: int, **overrides: Any) -> tuple[Any, Any]:
     venv = make_vec_env(env_id, n_envs=cfg.n_envs, seed=seed)
     vecnorm = None
     if cfg.normalize_obs or cfg.normalize_reward:
-        venv = vecnorm = VecNormalize(venv, norm_obs=cfg.normalize_obs, norm_reward=cfg.normalize_reward,
-                                      clip_obs=cfg.obs_clip, clip_reward=10.0, gamma=cfg.gamma, epsilon=1e-8)
+        venv = vecnorm = VecNormalize(
+            venv,
+            norm_obs=cfg.normalize_obs,
+            norm_reward=cfg.normalize_reward,
+            clip_obs=cfg.obs_clip,
+            clip_reward=10.0,
+            gamma=cfg.gamma,
+            epsilon=1e-8,
+        )
     lr = cfg.learning_rate
     model = SB3PPO(
-        "MlpPolicy", venv, seed=seed, device="cpu", verbose=0,
+        "MlpPolicy",
+        venv,
+        seed=seed,
+        device="cpu",
+        verbose=0,
         learning_rate=(lambda progress_remaining: lr * progress_remaining) if cfg.anneal_lr else lr,
-        n_steps=cfg.n_steps, batch_size=cfg.batch_size, n_epochs=cfg.n_epochs, gamma=cfg.gamma,
-        gae_lambda=cfg.gae_lambda, clip_range=cfg.clip_range, clip_range_vf=cfg.clip_range_vf,
-        ent_coef=cfg.ent_coef, vf_coef=cfg.vf_coef, max_grad_norm=cfg.max_grad_norm, target_kl=cfg.target_kl,
+        n_steps=cfg.n_steps,
+        batch_size=cfg.batch_size,
+        n_epochs=cfg.n_epochs,
+        gamma=cfg.gamma,
+        gae_lambda=cfg.gae_lambda,
+        clip_range=cfg.clip_range,
+        clip_range_vf=cfg.clip_range_vf,
+        ent_coef=cfg.ent_coef,
+        vf_coef=cfg.vf_coef,
+        max_grad_norm=cfg.max_grad_norm,
+        target_kl=cfg.target_kl,
         normalize_advantage=cfg.normalize_advantage,
-        policy_kwargs={"net_arch": {"pi": list(cfg.hidden_sizes), "vf": list(cfg.hidden_sizes)},
-                       "activation_fn": torch.nn.Tanh if cfg.activation == "tanh" else torch.nn.ReLU,
-                       "ortho_init": True, "log_std_init": cfg.log_std_init},
+        policy_kwargs={
+            "net_arch": {"pi": list(cfg.hidden_sizes), "vf": list(cfg.hidden_sizes)},
+            "activation_fn": torch.nn.Tanh if cfg.activation == "tanh" else torch.nn.ReLU,
+            "ortho_init": True,
+            "log_std_init": cfg.log_std_init,
+        },
     )
     return model, vecnorm
 
@@ -189,8 +211,10 @@ def throughput(args: argparse.Namespace) -> dict[str, Any]:
             print(f"  [{repeat + 1}/{args.repeats}] {label} {who}: {result['steps_per_s']:.0f} steps/s", flush=True)
     summary: dict[str, Any] = {}
     for label, by_who in runs.items():
-        summary[label] = {who: {"median_steps_per_s": statistics.median(r["steps_per_s"] for r in rows), "runs": rows}
-                          for who, rows in by_who.items()}
+        summary[label] = {
+            who: {"median_steps_per_s": statistics.median(r["steps_per_s"] for r in rows), "runs": rows}
+            for who, rows in by_who.items()
+        }
         # Ratios within each repeat (runs close in time see similar load), then their median.
         for name, (a, b) in {"acrl/sb3": ("acrl", "sb3"), "acrl/raw": ("acrl", "raw env")}.items():
             if a in by_who and b in by_who:
@@ -203,6 +227,7 @@ def print_throughput(summary: dict[str, Any]) -> None:
     print("\nMedians over the repeats; in brackets the median of the ratios within each repeat.\n")
     print("| environment | acrl steps/s | SB3 steps/s | acrl / SB3 | raw env steps/s | acrl / raw |")
     print("|---|---:|---:|---:|---:|---:|")
+
     def cell(x: float | None) -> str:
         return f"{x:,.0f}" if x else "-"
 
@@ -210,11 +235,14 @@ def print_throughput(summary: dict[str, Any]) -> None:
         return f"{a / b:.2f} ({paired:.2f})" if a and b and paired else "-"
 
     for label, by_who in summary.items():
-        acrl_rate, sb3_rate, raw_rate = (by_who.get(who, {}).get("median_steps_per_s")
-                                         for who in ("acrl", "sb3", "raw env"))
-        print(f"| {label} | {cell(acrl_rate)} | {cell(sb3_rate)} | "
-              f"{ratio(acrl_rate, sb3_rate, by_who.get('median paired acrl/sb3'))} | "
-              f"{cell(raw_rate)} | {ratio(acrl_rate, raw_rate, by_who.get('median paired acrl/raw'))} |")
+        acrl_rate, sb3_rate, raw_rate = (
+            by_who.get(who, {}).get("median_steps_per_s") for who in ("acrl", "sb3", "raw env")
+        )
+        print(
+            f"| {label} | {cell(acrl_rate)} | {cell(sb3_rate)} | "
+            f"{ratio(acrl_rate, sb3_rate, by_who.get('median paired acrl/sb3'))} | "
+            f"{cell(raw_rate)} | {ratio(acrl_rate, raw_rate, by_who.get('median paired acrl/raw'))} |"
+        )
 
 
 # ---------------------------------------------------------------- steps and seconds to a target return
@@ -237,8 +265,13 @@ def solve_acrl(seed: int, args: argparse.Namespace) -> dict[str, Any]:
                 reached = agent.num_steps
                 break
     train_seconds = time.perf_counter() - started - eval_seconds
-    return {"steps": reached, "train_seconds": train_seconds if reached else None,
-            "total_train_seconds": train_seconds, "eval_seconds": eval_seconds, "history": history}
+    return {
+        "steps": reached,
+        "train_seconds": train_seconds if reached else None,
+        "total_train_seconds": train_seconds,
+        "eval_seconds": eval_seconds,
+        "history": history,
+    }
 
 
 def solve_sb3(seed: int, args: argparse.Namespace) -> dict[str, Any]:
@@ -278,9 +311,13 @@ def solve_sb3(seed: int, args: argparse.Namespace) -> dict[str, Any]:
     if callback.reached is None and model.num_timesteps >= callback.next_eval:
         callback.on_rollout_start()
     train_seconds = time.perf_counter() - started - callback.eval_seconds
-    return {"steps": callback.reached, "train_seconds": train_seconds if callback.reached else None,
-            "total_train_seconds": train_seconds, "eval_seconds": callback.eval_seconds,
-            "history": callback.history}
+    return {
+        "steps": callback.reached,
+        "train_seconds": train_seconds if callback.reached else None,
+        "total_train_seconds": train_seconds,
+        "eval_seconds": callback.eval_seconds,
+        "history": callback.history,
+    }
 
 
 def solve(args: argparse.Namespace) -> dict[str, Any]:
@@ -297,15 +334,21 @@ def solve(args: argparse.Namespace) -> dict[str, Any]:
         # A seed that never reaches the target counts as the budget (a lower bound) for the median.
         steps = [r["steps"] if r["steps"] else args.solve_budget for r in rows]
         seconds = [r["train_seconds"] if r["steps"] else r["total_train_seconds"] for r in rows]
-        summary[lib] = {"median_steps": statistics.median(steps), "median_train_seconds": statistics.median(seconds),
-                        "reached": sum(1 for r in rows if r["steps"]), "seeds": rows}
+        summary[lib] = {
+            "median_steps": statistics.median(steps),
+            "median_train_seconds": statistics.median(seconds),
+            "reached": sum(1 for r in rows if r["steps"]),
+            "seeds": rows,
+        }
     return summary
 
 
 def print_solve(summary: dict[str, Any], args: argparse.Namespace) -> None:
     libs = list(summary)
-    print(f"\nCartPole-v1: first deterministic evaluation ({args.eval_episodes} episodes every {args.eval_freq} "
-          f"steps) with mean return >= {args.target}; seconds exclude evaluation.\n")
+    print(
+        f"\nCartPole-v1: first deterministic evaluation ({args.eval_episodes} episodes every {args.eval_freq} "
+        f"steps) with mean return >= {args.target}; seconds exclude evaluation.\n"
+    )
     print("| seed | " + " | ".join(f"{lib} steps | {lib} s" for lib in libs) + " |")
     print("|---|" + "---:|---:|" * len(libs))
     for i in range(len(summary[libs[0]]["seeds"])):
@@ -355,15 +398,21 @@ def long_run(env_id: str, args: argparse.Namespace, save: Callable[[dict[str, An
                 model.learn(total_timesteps=args.long_steps)
                 predictor = SB3Predictor(model, vecnorm)
             seconds = time.perf_counter() - started
-            result = evaluate(predictor, env_id, args.long_eval_episodes, deterministic=True,
-                              seed=seed + EVAL_SEED_OFFSET)
+            result = evaluate(
+                predictor, env_id, args.long_eval_episodes, deterministic=True, seed=seed + EVAL_SEED_OFFSET
+            )
             per_seed[lib].append({"seed": seed, "train_seconds": seconds, **result})
             extra = f", y displacement {result['y_displacement_mean']:.2f} m" if "y_displacement_mean" in result else ""
-            print(f"  {env_id} seed {seed} {lib}: return {result['return_mean']:.1f} "
-                  f"+- {result['return_std']:.1f}{extra} ({seconds / 60:.0f} min)", flush=True)
+            print(
+                f"  {env_id} seed {seed} {lib}: return {result['return_mean']:.1f} "
+                f"+- {result['return_std']:.1f}{extra} ({seconds / 60:.0f} min)",
+                flush=True,
+            )
             for name, rows in per_seed.items():
-                summary[name] = {"mean_return": float(np.mean([r["return_mean"] for r in rows])) if rows else None,
-                                 "seeds": rows}
+                summary[name] = {
+                    "mean_return": float(np.mean([r["return_mean"] for r in rows])) if rows else None,
+                    "seeds": rows,
+                }
                 if rows and "y_displacement_mean" in rows[0]:
                     summary[name]["mean_y_displacement"] = float(np.mean([r["y_displacement_mean"] for r in rows]))
             save(summary)
@@ -372,8 +421,10 @@ def long_run(env_id: str, args: argparse.Namespace, save: Callable[[dict[str, An
 
 def print_long(env_id: str, summary: dict[str, Any], args: argparse.Namespace) -> None:
     directional = any("mean_y_displacement" in s for s in summary.values())
-    print(f"\n{env_id} after {args.long_steps:,} steps: final deterministic evaluation "
-          f"({args.long_eval_episodes} episodes), mean +- std over episodes.\n")
+    print(
+        f"\n{env_id} after {args.long_steps:,} steps: final deterministic evaluation "
+        f"({args.long_eval_episodes} episodes), mean +- std over episodes.\n"
+    )
     header = "| seed | " + " | ".join(f"{lib} return" + (f" | {lib} y (m)" if directional else "") for lib in summary)
     print(header + " |")
     print("|---|" + ("---:|---:|" if directional else "---:|") * len(summary))
@@ -389,8 +440,9 @@ def print_long(env_id: str, summary: dict[str, Any], args: argparse.Namespace) -
 
 # ---------------------------------------------------------------- bookkeeping
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--parts", nargs="*", choices=["throughput", "solve"], default=["throughput", "solve"])
     parser.add_argument("--libs", nargs="+", choices=["acrl", "sb3"], default=["acrl", "sb3"])
     parser.add_argument("--repeats", type=int, default=3, help="throughput runs per library (median)")
@@ -407,10 +459,18 @@ def main() -> None:
     parser.add_argument("--long-steps", type=int, default=1_000_000)
     parser.add_argument("--long-seeds", type=int, default=3)
     parser.add_argument("--long-eval-episodes", type=int, default=10)
-    parser.add_argument("--long-dir", type=Path, default=ROOT / "runs" / "bench-long",
-                        help="acrl's long runs live here (learning curves, checkpoints; resumed if present)")
-    parser.add_argument("--out", type=Path, default=scratch_path("ppo_vs_sb3"),
-                        help="result file (default: the scratch folder benchmarks/results/tmp/)")
+    parser.add_argument(
+        "--long-dir",
+        type=Path,
+        default=ROOT / "runs" / "bench-long",
+        help="acrl's long runs live here (learning curves, checkpoints; resumed if present)",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=scratch_path("ppo_vs_sb3"),
+        help="result file (default: the scratch folder benchmarks/results/tmp/)",
+    )
     args = parser.parse_args()
     torch.set_num_threads(1)
 
@@ -424,9 +484,16 @@ def main() -> None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         previous = json.loads(args.out.read_text()) if args.out.exists() else {}
         meta["meta"] = bench_meta(load_before, ["stable-baselines3", "mujoco"])
-        merged = {**meta, "parts": {**previous.get("parts", {}),
-                                    **{part: {**meta, "args": {k: str(v) for k, v in vars(args).items()},
-                                              "results": value} for part, value in parts.items()}}}
+        merged = {
+            **meta,
+            "parts": {
+                **previous.get("parts", {}),
+                **{
+                    part: {**meta, "args": {k: str(v) for k, v in vars(args).items()}, "results": value}
+                    for part, value in parts.items()
+                },
+            },
+        }
         write_json_atomic(args.out, merged, default=float)
 
     if "throughput" in args.parts:

@@ -101,12 +101,16 @@ def conditions(d: dict, **given: str) -> str:
         "commit": given.get("commit") or _first(d, "meta.commit", "commit"),
         "date": given.get("date") or _first(d, "meta.date", "date"),
         "CPU": _first(d, "meta.cpu", "machine.cpu"),
-        "load before": _first(d, "meta.load_average_before", "machine.load_average_before",
-                              "machine.load_average", "load_average_before"),
+        "load before": _first(
+            d, "meta.load_average_before", "machine.load_average_before", "machine.load_average", "load_average_before"
+        ),
         "load after": _first(d, "meta.load_average_after", "machine.load_average_after", "machine.load_average_end"),
-        "versions": _first(d, "meta.versions") or {k: d["machine"][k] for k in ("torch", "gymnasium", "numpy",
-                                                                                 "stable_baselines3")
-                                                    if isinstance(d.get("machine"), dict) and k in d["machine"]},
+        "versions": _first(d, "meta.versions")
+        or {
+            k: d["machine"][k]
+            for k in ("torch", "gymnasium", "numpy", "stable_baselines3")
+            if isinstance(d.get("machine"), dict) and k in d["machine"]
+        },
     }
     said = []
     if facts["commit"]:
@@ -160,15 +164,26 @@ def ppo_throughput(results: dict[str, dict]) -> str:
     def row(name: str, s: dict, target: str, bold: str) -> list[str]:
         raw = s.get("raw env")
         vs_sb3, vs_raw = x(s["median paired acrl/sb3"]), x(s["median paired acrl/raw"]) if raw else "–"
-        return [name, n(s["acrl"]["median_steps_per_s"]), n(s["sb3"]["median_steps_per_s"]),
-                f"**{vs_sb3}**" if bold == "sb3" else vs_sb3, n(raw["median_steps_per_s"]) if raw else "–",
-                f"**{vs_raw}**" if bold == "raw" else vs_raw, target]
+        return [
+            name,
+            n(s["acrl"]["median_steps_per_s"]),
+            n(s["sb3"]["median_steps_per_s"]),
+            f"**{vs_sb3}**" if bold == "sb3" else vs_sb3,
+            n(raw["median_steps_per_s"]) if raw else "–",
+            f"**{vs_raw}**" if bold == "raw" else vs_raw,
+            target,
+        ]
 
     c, a8, a1 = (s["median paired acrl/sb3"] for s in (cart, ant8, ant1))
     rows = [
         row("CartPole-v1, 8 envs", cart, f"≥ 2× SB3: {'met' if c >= 2 else 'not met'}", "sb3"),
-        row("Ant-v5, 8 envs", ant8, f"≥ 0.75× raw: {'met' if ant8['median paired acrl/raw'] >= 0.75 else 'not met'}; "
-            f"≥ 2× SB3: {'met' if a8 >= 2 else 'not met'}", "raw"),
+        row(
+            "Ant-v5, 8 envs",
+            ant8,
+            f"≥ 0.75× raw: {'met' if ant8['median paired acrl/raw'] >= 0.75 else 'not met'}; "
+            f"≥ 2× SB3: {'met' if a8 >= 2 else 'not met'}",
+            "raw",
+        ),
         row("Ant-v5, 1 env", ant1, "(reported)", ""),
     ]
     sb3_of_raw = ant8["sb3"]["median_steps_per_s"] / ant8["raw env"]["median_steps_per_s"]
@@ -176,14 +191,19 @@ def ppo_throughput(results: dict[str, dict]) -> str:
 
 ### Training throughput
 
-`./run bench ppo_vs_sb3 --parts throughput --repeats {d['args']['repeats']}` (training throughput, evaluation
+`./run bench ppo_vs_sb3 --parts throughput --repeats {d["args"]["repeats"]}` (training throughput, evaluation
 excluded; Ant with its preset's 8 envs of 256 steps, and with 1 env of 2,048 steps; "raw env" is the
 same environments stepped with random actions and no learning, 8 through Gymnasium's sync vector
 env, 1 through `gym.make`; ratios are medians of the per-repeat ratios).
-{conditions(d, command=results['ppo_vs_sb3']['command'])}
+{conditions(d, command=results["ppo_vs_sb3"]["command"])}
 
-{table(['environment', 'acrl steps/s', 'SB3 steps/s', 'acrl / SB3', 'raw env steps/s', 'acrl / raw', 'target'],
-       'lrrrrrl', rows)}
+{
+        table(
+            ["environment", "acrl steps/s", "SB3 steps/s", "acrl / SB3", "raw env steps/s", "acrl / raw", "target"],
+            "lrrrrrl",
+            rows,
+        )
+    }
 
 (Hand-read, no result file: the machine of 2026-12-01 evening read 1.74× on CartPole, 0.78× raw on
 Ant with 8 envs and 0.54× with 1, running 2–3× faster then than on 2026-11-30; compare ratios,
@@ -209,7 +229,7 @@ products of the forward and backward passes are a fifth, the tanh layers a tenth
 dispatch and autograd overhead on the same networks SB3 uses; the last {100 * (2 / c - 1):.1f}% to 2× would
 take leaving torch's optimizer or autograd for hand-written kernels, which acrl does not do.
 
-Where an Ant step goes with 1 env ({x(ant1['median paired acrl/raw'])} raw): the environment takes
+Where an Ant step goes with 1 env ({x(ant1["median paired acrl/raw"])} raw): the environment takes
 ~240–290 µs of a step through the vector env, acrl's rollout work ~180 µs and the update ~55 µs (10
 epochs of minibatches of 512 per 2,048 steps). With 8 envs the rollout work is ~40 µs per
 environment step, because each of its calls serves 8 environments at once; with 1 env every call
@@ -226,41 +246,54 @@ def vector_env(results: dict[str, dict]) -> str:
     rows = []
     for env, s in d["summary"].items():
         saved = s["gymnasium_us"] - s["acrl_us"]
-        rows.append([env, n(s["gymnasium_us"], 1), n(s["acrl_us"], 1),
-                     f"{n(saved, 1)} ({pct(saved / s['gymnasium_us'])})"])
+        rows.append(
+            [env, n(s["gymnasium_us"], 1), n(s["acrl_us"], 1), f"{n(saved, 1)} ({pct(saved / s['gymnasium_us'])})"]
+        )
     fraction = {env: 1 - s["acrl_us"] / s["gymnasium_us"] for env, s in d["summary"].items()}
     return f"""### The vector env
 
-`./run bench vector_env` ({d['settings']['n_envs']} sub-environments wrapped in `CheckFinite`, random actions,
-median of {d['settings']['repeats']} runs, µs per sub-environment step).
+`./run bench vector_env` ({d["settings"]["n_envs"]} sub-environments wrapped in `CheckFinite`, random actions,
+median of {d["settings"]["repeats"]} runs, µs per sub-environment step).
 {conditions(d)}
 
-{table(['environment', 'Gymnasium `SyncVectorEnv` (same-step autoreset) + `RecordEpisodeStatistics`',
-        'acrl `LeanSyncVectorEnv`', 'saved'], 'lrrr', rows)}
+{
+        table(
+            [
+                "environment",
+                "Gymnasium `SyncVectorEnv` (same-step autoreset) + `RecordEpisodeStatistics`",
+                "acrl `LeanSyncVectorEnv`",
+                "saved",
+            ],
+            "lrrr",
+            rows,
+        )
+    }
 
 Gymnasium's vector env merges every sub-environment's info dictionary into arrays each step, which
 acrl never reads; `LeanSyncVectorEnv` steps the same environments with the same autoreset and
 episode statistics and keeps only `final_obs` and `episode` (a test steps both side by side and
 compares every output). It replaces a library component because this benchmark shows the merging
-costs {pct(fraction['Ant-v5'])} of every Ant environment step and {pct(fraction['CartPole-v1'])} of every
+costs {pct(fraction["Ant-v5"])} of every Ant environment step and {pct(fraction["CartPole-v1"])} of every
 CartPole one, for nothing acrl reads."""
 
 
 def ppo_solve(results: dict[str, dict]) -> str:
     d = results["ppo_vs_sb3"]["parts"]["solve"]
     a, s = d["results"]["acrl"], d["results"]["sb3"]
-    rows = [["acrl PPO", f"**{n(a['median_steps'])}**", f"**{n(a['median_train_seconds'], 1)}**"],
-            ["SB3 PPO", n(s["median_steps"]), n(s["median_train_seconds"], 1)]]
+    rows = [
+        ["acrl PPO", f"**{n(a['median_steps'])}**", f"**{n(a['median_train_seconds'], 1)}**"],
+        ["SB3 PPO", n(s["median_steps"]), n(s["median_train_seconds"], 1)],
+    ]
     ok = a["median_steps"] <= s["median_steps"] and a["median_train_seconds"] < s["median_train_seconds"]
     return f"""### CartPole-v1 to 475
 
-`./run bench ppo_vs_sb3 --parts solve --seeds {d['args']['seeds']}` (first deterministic evaluation ≥
-{n(float(d['args']['target']))} on CartPole-v1, evaluating every {n(int(d['args']['eval_freq']))} steps with
-{d['args']['eval_episodes']} episodes; seconds exclude evaluation; {a['reached']} of {d['args']['seeds']} acrl seeds
-and {s['reached']} of {d['args']['seeds']} SB3 seeds reached it).
-{conditions(d, command=results['ppo_vs_sb3']['command'])}
+`./run bench ppo_vs_sb3 --parts solve --seeds {d["args"]["seeds"]}` (first deterministic evaluation ≥
+{n(float(d["args"]["target"]))} on CartPole-v1, evaluating every {n(int(d["args"]["eval_freq"]))} steps with
+{d["args"]["eval_episodes"]} episodes; seconds exclude evaluation; {a["reached"]} of {d["args"]["seeds"]} acrl seeds
+and {s["reached"]} of {d["args"]["seeds"]} SB3 seeds reached it).
+{conditions(d, command=results["ppo_vs_sb3"]["command"])}
 
-{table(['', 'median steps', 'median seconds'], 'lrr', rows)}
+{table(["", "median steps", "median seconds"], "lrr", rows)}
 
 Targets (no more steps, fewer seconds): {met(ok)}. Before the speed-ups, on the slower machine of
 2026-11-30: 12,288 steps and 5.4 s against 14,336 and 8.8 s (no result file)."""
@@ -269,11 +302,23 @@ Targets (no more steps, fewer seconds): {met(ok)}. Before the speed-ups, on the 
 def ppo_ant_long(results: dict[str, dict]) -> str:
     ant = results["ppo_long_ant"]["parts"]["long Ant-v5"]["results"]["acrl"]
     directional = results["ppo_long_ant_directional"]["parts"]["long acrl/AntDirectional-v5"]["results"]["acrl"]
-    rows = [[str(a["seed"]), f"{n(a['return_mean'])} ± {n(a['return_std'])}",
-             f"{n(b['return_mean'])} ± {n(b['return_std'])}", n(b["y_displacement_mean"], 1)]
-            for a, b in zip(ant["seeds"], directional["seeds"], strict=True)]
-    rows.append(["**mean**", f"**{n(ant['mean_return'])}**", f"**{n(directional['mean_return'])}**",
-                 f"**{n(directional['mean_y_displacement'], 1)}**"])
+    rows = [
+        [
+            str(a["seed"]),
+            f"{n(a['return_mean'])} ± {n(a['return_std'])}",
+            f"{n(b['return_mean'])} ± {n(b['return_std'])}",
+            n(b["y_displacement_mean"], 1),
+        ]
+        for a, b in zip(ant["seeds"], directional["seeds"], strict=True)
+    ]
+    rows.append(
+        [
+            "**mean**",
+            f"**{n(ant['mean_return'])}**",
+            f"**{n(directional['mean_return'])}**",
+            f"**{n(directional['mean_y_displacement'], 1)}**",
+        ]
+    )
     rerun = results["ppo_ant_1m_rerun"]
     finals = [s["final_return_mean"] for s in rerun["seeds"]]
     seed0 = rerun["seeds"][0]
@@ -286,18 +331,18 @@ The two tasks ran side by side, one core each, 13–17 min per seed; run directo
 PPO (8 envs × 256 steps, 10 epochs, lr 3e-4 annealed, vf coef 0.25, observation and reward
 normalisation) with initial log-std −1 and minibatches of 512 (why: the preset's `source` in
 `acrl/presets/ppo.yaml`). Final deterministic evaluation, 10 episodes.
-Ant-v5: {conditions(results['ppo_long_ant'])}
-AntDirectional: {conditions(results['ppo_long_ant_directional'])}
+Ant-v5: {conditions(results["ppo_long_ant"])}
+AntDirectional: {conditions(results["ppo_long_ant_directional"])}
 
-{table(['seed', 'Ant-v5 return', 'acrl/AntDirectional-v5 return', 'y displacement per episode (m)'], 'lrrr', rows)}
+{table(["seed", "Ant-v5 return", "acrl/AntDirectional-v5 return", "y displacement per episode (m)"], "lrrr", rows)}
 
 Target (mean ≥ 2,500) {met(ok)} on both tasks; rl-baselines3-zoo reports 1,327 ± 452 for Ant-v3 and
 Tianshou 3,258 (best during training).
 
 **Rerun after the speed-ups** (the same preset; final evaluation of 10 episodes at 1M steps).
 {conditions(rerun)}
-Final returns {', '.join(n(f) for f in finals)}, mean **{n(rerun['mean_final_return'])}**: the target
-{'still holds' if rerun['mean_final_return'] >= 2500 else 'no longer holds'}, with seed 0 lower than
+Final returns {", ".join(n(f) for f in finals)}, mean **{n(rerun["mean_final_return"])}**: the target
+{"still holds" if rerun["mean_final_return"] >= 2500 else "no longer holds"}, with seed 0 lower than
 before (its evaluations plateaued near 2,000 from {kilo(plateau)} steps on) and seeds 1 and 2 within
 the earlier spread. The former preset (1 env, initial std 1, minibatch 64; commit 7f69e7e; no result
 file) reached only 685 and 804: with std 1 the control cost outweighs Ant-v5's survival bonus and
@@ -315,8 +360,15 @@ def a3c_scaling(results: dict[str, dict]) -> str:
     for r in summary:
         bold = r["method"] in ("acrl A3C, 1 worker", "acrl A3C, 1 worker x 4 envs")
         rate = n(r["steady_steps_per_s"])
-        rows.append([str(r["n_steps"]), r["method"].replace(" x ", " × "), f"**{rate}**" if bold else rate,
-                     x(r["vs_sb3"]) if r["vs_sb3"] else "–", x(r["vs_1_worker"]) if r["vs_1_worker"] else "–"])
+        rows.append(
+            [
+                str(r["n_steps"]),
+                r["method"].replace(" x ", " × "),
+                f"**{rate}**" if bold else rate,
+                x(r["vs_sb3"]) if r["vs_sb3"] else "–",
+                x(r["vs_1_worker"]) if r["vs_1_worker"] else "–",
+            ]
+        )
     one20, one5 = get(20, "acrl A3C, 1 worker"), get(5, "acrl A3C, 1 worker")
     four5, four20 = get(5, "acrl A3C, 1 worker x 4 envs"), get(20, "acrl A3C, 1 worker x 4 envs")
     two20, two5 = get(20, "acrl A3C, 2 workers"), get(5, "acrl A3C, 2 workers")
@@ -324,46 +376,49 @@ def a3c_scaling(results: dict[str, dict]) -> str:
     # one worker's time per step, 1/rate = c + U / T: the update's fixed cost U and the per-step cost c
     update_s = (1 / one5["steady_steps_per_s"] - 1 / one20["steady_steps_per_s"]) / (1 / 5 - 1 / 20)
     step_s = 1 / one20["steady_steps_per_s"] - update_s / 20
-    sb3_rate = ("SB3's steady rate the same way, between its first and last rollout ends"
-                if d.get("sb3_rate") == "steady" else
-                "SB3's rate over its whole `learn` call, its set-up included (this result predates the steady rate "
-                "for both)")
-    one_worker_runs = [r["steady_steps_per_s"] for r in d["runs"] if r["method"] == "acrl A3C, 1 worker"
-                       and r["n_steps"] == 20]
+    sb3_rate = (
+        "SB3's steady rate the same way, between its first and last rollout ends"
+        if d.get("sb3_rate") == "steady"
+        else "SB3's rate over its whole `learn` call, its set-up included (this result predates the steady rate "
+        "for both)"
+    )
+    one_worker_runs = [
+        r["steady_steps_per_s"] for r in d["runs"] if r["method"] == "acrl A3C, 1 worker" and r["n_steps"] == 20
+    ]
     return f"""## A3C vs Stable-Baselines3 A2C
 
 `./run bench a3c_scaling` (CartPole-v1, the `default` preset with its t_max 20 and with the paper's
 5, with 1 environment per worker (the paper's A3C) and with `--n-envs 4`; SB3 A2C with one
-environment and the same `n_steps`, in the same run; {n(int(d['settings']['steps_per_worker']))} steps per
-worker, median of {d['settings']['repeats']} repeats; A3C's steady rate, between its first and last metrics
+environment and the same `n_steps`, in the same run; {n(int(d["settings"]["steps_per_worker"]))} steps per
+worker, median of {d["settings"]["repeats"]} repeats; A3C's steady rate, between its first and last metrics
 rows, so without starting the worker processes; {sb3_rate}; the script also prints the overall rates
 and A3C's steps per worker CPU-second).
 Measured on an idle machine: nothing else was running, one script at a time; this machine ran
-everything about half as fast as the one of 2026-12-01 (SB3 A2C {n(get(20, 'SB3 A2C, 1 env')['steady_steps_per_s'])}
+everything about half as fast as the one of 2026-12-01 (SB3 A2C {n(get(20, "SB3 A2C, 1 env")["steady_steps_per_s"])}
 steps/s at t_max 20 against 4,476 then; no result file).
 {conditions(d)}
 
-{table(['n_steps', '', 'steps/s', 'vs SB3 A2C, 1 env', 'vs 1 worker (as many envs each)'], 'llrrr', rows)}
+{table(["n_steps", "", "steps/s", "vs SB3 A2C, 1 env", "vs 1 worker (as many envs each)"], "llrrr", rows)}
 
 (On 2026-12-01's faster machine, idle, one environment per worker: 18,678 steps/s and 4.17× at
 t_max 20, 7,127 and 2.78× at 5, scaling 1.97× at both; no result file.) Targets: one worker ≥ 5,500
 steps/s and ≥ 4× SB3 A2C with one environment:
-{met(one20['steady_steps_per_s'] >= 5500 and one20['vs_sb3'] >= 4)} with the paper's one environment per
-worker at the preset's t_max 20 ({n(one20['steady_steps_per_s'])} steps/s, {x(one20['vs_sb3'])}),
-{met(one5['steady_steps_per_s'] >= 5500 and one5['vs_sb3'] >= 4)} at t_max 5
-({n(one5['steady_steps_per_s'])} steps/s, {x(one5['vs_sb3'])}): a rollout of 5 steps pays a whole update,
+{met(one20["steady_steps_per_s"] >= 5500 and one20["vs_sb3"] >= 4)} with the paper's one environment per
+worker at the preset's t_max 20 ({n(one20["steady_steps_per_s"])} steps/s, {x(one20["vs_sb3"])}),
+{met(one5["steady_steps_per_s"] >= 5500 and one5["vs_sb3"] >= 4)} at t_max 5
+({n(one5["steady_steps_per_s"])} steps/s, {x(one5["vs_sb3"])}): a rollout of 5 steps pays a whole update,
 about {update_s * 1e3:.1f} ms on this machine (the loss's forward and backward passes, the optimizer step and
 the hand-over, then the returns, the bootstrap value and the statistics), against about
 {step_s * 1e6:.0f} µs a step (fitted to the two one-worker rates). With 4 environments per worker the update
-is shared by 4 times as many steps: {n(four5['steady_steps_per_s'])} steps/s and {x(four5['vs_sb3'], 1)} at
-t_max 5, {x(four20['vs_sb3'], 1)} at 20. 1 → 2 workers ≥ 1.8×:
-{met(min(two20['vs_1_worker'], two5['vs_1_worker']) >= 1.8)} with one environment per worker
-({x(two20['vs_1_worker'])} and {x(two5['vs_1_worker'])}; above 2 because the one-worker repeats varied,
+is shared by 4 times as many steps: {n(four5["steady_steps_per_s"])} steps/s and {x(four5["vs_sb3"], 1)} at
+t_max 5, {x(four20["vs_sb3"], 1)} at 20. 1 → 2 workers ≥ 1.8×:
+{met(min(two20["vs_1_worker"], two5["vs_1_worker"]) >= 1.8)} with one environment per worker
+({x(two20["vs_1_worker"])} and {x(two5["vs_1_worker"])}; above 2 because the one-worker repeats varied,
 {n(min(one_worker_runs))}–{n(max(one_worker_runs))} steps/s at t_max 20). With 4 each, the two workers and
 the parent (which polls every 10 ms and writes a row every 2,000 steps) share the 2 cores at
-{n(two_four['steady_steps_per_s'])} steps/s: a worker's steps per CPU-second fall from
-{n(round(four20['steps_per_worker_cpu_s'], -2))} to {n(round(two_four['steps_per_worker_cpu_s'], -2))}, and 2 workers
-run {x(two_four['vs_1_worker'])} one. Before the per-step path was made lean, one worker ran 4,145 steps/s
+{n(two_four["steady_steps_per_s"])} steps/s: a worker's steps per CPU-second fall from
+{n(round(four20["steps_per_worker_cpu_s"], -2))} to {n(round(two_four["steps_per_worker_cpu_s"], -2))}, and 2 workers
+run {x(two_four["vs_1_worker"])} one. Before the per-step path was made lean, one worker ran 4,145 steps/s
 at t_max 20 on a machine like 2026-12-01's (no result file); the time went to the step counter's
 lock taken every step, the policy's module calls every step, and per update a gradient copy per
 layer and a shared-optimizer step over 12 tensors. The script takes `--workers 1 2 4 8 16` for a
@@ -374,8 +429,10 @@ def a3c_vs_a2c(results: dict[str, dict]) -> str:
     d = results["a3c_vs_a2c"]
     a, s = d["median"]["acrl A3C"], d["median"]["SB3 A2C"]
     st = d["settings"]
-    rows = [[f"acrl A3C, {st['workers']} workers", n(a["steps"]), f"**{n(a['wall_s'], 1)}**"],
-            ["SB3 A2C, 8 envs", n(s["steps"]), n(s["wall_s"], 1)]]
+    rows = [
+        [f"acrl A3C, {st['workers']} workers", n(a["steps"]), f"**{n(a['wall_s'], 1)}**"],
+        ["SB3 A2C, 8 envs", n(s["steps"]), n(s["wall_s"], 1)],
+    ]
 
     def spread(lib: str) -> str:
         steps = [r["steps"] for r in d["runs"][lib] if r["reached"]]
@@ -384,15 +441,15 @@ def a3c_vs_a2c(results: dict[str, dict]) -> str:
     share = a["wall_s"] / s["wall_s"]
     return f"""### CartPole-v1 to 475
 
-`./run bench a3c_vs_a2c --seeds {st['seeds']}` (first evaluation ≥ {n(float(st['target']))}, evaluating every
-{n(int(st['eval_freq']))} steps with {st['eval_episodes']} episodes; wall seconds from the `learn` call to the end
-of that evaluation, for both: start-up and every evaluation included; median of {st['seeds']} seeds).
+`./run bench a3c_vs_a2c --seeds {st["seeds"]}` (first evaluation ≥ {n(float(st["target"]))}, evaluating every
+{n(int(st["eval_freq"]))} steps with {st["eval_episodes"]} episodes; wall seconds from the `learn` call to the end
+of that evaluation, for both: start-up and every evaluation included; median of {st["seeds"]} seeds).
 {conditions(d)}
 
-{table(['', 'median steps', 'median wall s'], 'lrr', rows)}
+{table(["", "median steps", "median wall s"], "lrr", rows)}
 
 Target (at most half SB3 A2C's time) {met(share <= 0.5)}: {x(share)}. Steps to 475 vary widely between
-seeds for both (A3C {spread('acrl A3C')}, SB3 {spread('SB3 A2C')}), and an A3C seed does not repeat its
+seeds for both (A3C {spread("acrl A3C")}, SB3 {spread("SB3 A2C")}), and an A3C seed does not repeat its
 run, since the workers' asynchronous updates interleave differently each time (2026-12-01's 5
 seeds, no longer in a result file: 0.4 s against 2.9 s, 0.14×, with A3C's clock then stopped before
 the deciding evaluation)."""
@@ -400,8 +457,9 @@ the deciding evaluation)."""
 
 PENDULUM_LABELS = {
     "n_envs=2, n_steps=10 (the preset now)": "2 envs × t_max 10 (the preset)",
-    "the preset of 6cb8bff (1 env per worker, n_steps 20)":
-        "1 env × t_max 20 (the preset before: `--n-envs 1 --set n_steps=20`)",
+    "the preset of 6cb8bff (1 env per worker, n_steps 20)": (
+        "1 env × t_max 20 (the preset before: `--n-envs 1 --set n_steps=20`)"
+    ),
     "n_envs=4, n_steps=5": "4 envs × t_max 5 (`--n-envs 4 --set n_steps=5`)",
     "n_envs=4, n_steps=20": "4 envs × t_max 20 (`--n-envs 4 --set n_steps=20`)",
 }
@@ -419,36 +477,48 @@ def a3c_pendulum(results: dict[str, dict]) -> str:
         seeds = "" if len(runs) >= 5 else f" (seeds {', '.join(str(r['seed']) for r in runs)})"
         mean = statistics.mean(r["final_return_mean"] for r in runs)
         reached = sum(r["first_step_at_or_above_minus_200"] is not None for r in runs)
-        rows.append([label, ", ".join(low) + seeds, ", ".join(high), f"**{n(mean)}**" if "preset)" in label
-                     else n(mean), f"{reached}/{len(runs)}"])
+        rows.append(
+            [
+                label,
+                ", ".join(low) + seeds,
+                ", ".join(high),
+                f"**{n(mean)}**" if "preset)" in label else n(mean),
+                f"{reached}/{len(runs)}",
+            ]
+        )
     preset = settings["n_envs=2, n_steps=10 (the preset now)"]["runs"]
     finals = [r["final_return_mean"] for r in preset]
     firsts = [r["first_step_at_or_above_minus_200"] for r in preset if r["first_step_at_or_above_minus_200"]]
     worst = min(preset, key=lambda r: r["final_return_mean"])
-    before = {r["seed"]: r["final_return_mean"] for r in settings[
-        "the preset of 6cb8bff (1 env per worker, n_steps 20)"]["runs"]}
+    before = {
+        r["seed"]: r["final_return_mean"]
+        for r in settings["the preset of 6cb8bff (1 env per worker, n_steps 20)"]["runs"]
+    }
     ent = settings["ent_coef=0.001 (seed 1 only)"]["runs"][0]["final_return_mean"]
     lr = settings["learning_rate=0.002 (seed 1 only)"]["runs"][0]["final_return_mean"]
     earlier = settings["the preset of 6cb8bff (1 env per worker, n_steps 20)"]["note"].split(": ")[1].split(";")[0]
     earlier = earlier.replace("-", MINUS)
     log_std0 = [n(r["final_return_mean"]) for r in first["settings"]["log_std_init=0.0 (the preset before)"]["runs"]]
     mean = statistics.mean(finals)
-    reached = (f", the first evaluation at or above −200 coming between {kilo(min(firsts))} and {kilo(max(firsts))} "
-               "steps" if firsts else "")
+    reached = (
+        f", the first evaluation at or above −200 coming between {kilo(min(firsts))} and {kilo(max(firsts))} steps"
+        if firsts
+        else ""
+    )
     return f"""### Pendulum-v1, 2 workers, 1M steps
 
 `acrl train a3c --env Pendulum-v1 --workers 2 --seed S`, the `default` preset: 2 environments per
 worker with t_max 10, GAE λ 0.9, an annealed learning rate; about 80 s per run; final evaluation of
 10 episodes; one run at a time; every run's evaluations in `benchmarks/results/a3c_pendulum_1m.json`.
-{conditions(d, date=current['date'], commit=current['commit_of_the_learning_code'])}
+{conditions(d, date=current["date"], commit=current["commit_of_the_learning_code"])}
 
-{table(['setting', 'seeds 0–4', 'seeds 5–9', 'mean', 'runs with an evaluation ≥ −200'], 'lllrr', rows)}
+{table(["setting", "seeds 0–4", "seeds 5–9", "mean", "runs with an evaluation ≥ −200"], "lllrr", rows)}
 
 Target (≥ −200 within 1M steps with 2 workers): {met(mean >= -200)} by the mean over {len(finals)} seeds
 ({n(mean)}, median {n(statistics.median(finals))}, std {n(statistics.stdev(finals))}) and by {len(firsts)} of
 them{reached};
-seed {worst['seed']} ends at {n(worst['final_return_mean'])}. The same 20 transitions per gradient push split
-over 2 environments instead of 1 lifted seed 1 ({n(before[1])} → {n(preset[1]['final_return_mean'])}); with
+seed {worst["seed"]} ends at {n(worst["final_return_mean"])}. The same 20 transitions per gradient push split
+over 2 environments instead of 1 lifted seed 1 ({n(before[1])} → {n(preset[1]["final_return_mean"])}); with
 4 environments at t_max 20 a worker pushes 4 times less often and learns too slowly in 1M steps. The
 preset before, 1 environment per worker, gave
 {earlier}
@@ -456,17 +526,29 @@ on 2026-12-01's faster machine: asynchrony makes these runs depend on the machin
 is a mean over several seeds on one machine, with the machine named. Screens on seed 1 alone:
 entropy 0.001 ({n(ent)}), lr 2e-3 ({n(lr)}). rl-baselines3-zoo's −163 for A2C at 1M steps relies on
 gSDE exploration, which acrl does not have; the preset's wide initial std (log-std 1) stands in for
-it ({first['date']}'s first round, in the same JSON: log-std 0 gave {', '.join(log_std0)})."""
+it ({first["date"]}'s first round, in the same JSON: log-std 0 gave {", ".join(log_std0)})."""
 
 
 def update_roofline(results: dict[str, dict]) -> str:
     d = results["update_roofline"]
     one, two = d["threads"]["1"], d["threads"]["2"]
     names = {"bcq": "BCQ", "td3": "TD3", "sac": "SAC"}
-    rows1 = [[names[a], f"{s['gflop']:.2f}", n(s["acrl"], 1), pct(s["of_roofline_mm"]), pct(s["of_roofline_best"]),
-              n(s["d3rlpy"], 1), x(s["acrl"] / s["d3rlpy"])] for a, s in one.items()]
-    rows2 = [[names[a], n(s["acrl"], 1), x(d["scaling"][a]["2"]), n(s["d3rlpy"], 1), x(s["acrl"] / s["d3rlpy"])]
-             for a, s in two.items()]
+    rows1 = [
+        [
+            names[a],
+            f"{s['gflop']:.2f}",
+            n(s["acrl"], 1),
+            pct(s["of_roofline_mm"]),
+            pct(s["of_roofline_best"]),
+            n(s["d3rlpy"], 1),
+            x(s["acrl"] / s["d3rlpy"]),
+        ]
+        for a, s in one.items()
+    ]
+    rows2 = [
+        [names[a], n(s["acrl"], 1), x(d["scaling"][a]["2"]), n(s["d3rlpy"], 1), x(s["acrl"] / s["d3rlpy"])]
+        for a, s in two.items()
+    ]
     bcq_products = one["bcq"]["rooflines"]
     mm = statistics.median(p["mm_gflops"] for p in bcq_products)
     best = statistics.median(p["best_gflops"] for p in bcq_products)
@@ -476,19 +558,37 @@ def update_roofline(results: dict[str, dict]) -> str:
 BCQ, TD3 and SAC at their papers' sizes on Hopper-v5 shapes (BCQ: VAE 750-750, 400-300 actor and
 critics, batch 100, 10 sampled actions per next state; TD3: 400-300, batch 100; SAC: 256-256,
 batch 256), `Agent.learn` from a random 100k-transition buffer, against d3rlpy
-{d['d3rlpy_version']} (its own venv, as it pins gymnasium 1.0.0) on the same arrays with the same sizes;
-median of {d['repeats']} runs. The roofline: every matrix product of one update is recorded with its shape,
+{d["d3rlpy_version"]} (its own venv, as it pins gymnasium 1.0.0) on the same arrays with the same sizes;
+median of {d["repeats"]} runs. The roofline: every matrix product of one update is recorded with its shape,
 each shape timed alone on the same thread count right after each run; its FLOPs over that time is
 the fastest the update's products can go. "torch.mm" is the BLAS that PyTorch calls (MKL); "best
 kernel" is the faster of MKL and oneDNN per shape. The file's tables are in
 `benchmarks/results/update_roofline.md`.
 {conditions(d)}
 
-{table(['one thread', 'GFLOP/update', 'acrl updates/s', '% of torch.mm roofline', '% of best-kernel roofline',
-        'd3rlpy updates/s', 'acrl / d3rlpy'], 'lrrrrrr', rows1)}
+{
+        table(
+            [
+                "one thread",
+                "GFLOP/update",
+                "acrl updates/s",
+                "% of torch.mm roofline",
+                "% of best-kernel roofline",
+                "d3rlpy updates/s",
+                "acrl / d3rlpy",
+            ],
+            "lrrrrrr",
+            rows1,
+        )
+    }
 
-{table(['two threads', 'acrl updates/s', '× one thread (paired runs)', 'd3rlpy updates/s', 'acrl / d3rlpy'],
-       'lrrrr', rows2)}
+{
+        table(
+            ["two threads", "acrl updates/s", "× one thread (paired runs)", "d3rlpy updates/s", "acrl / d3rlpy"],
+            "lrrrr",
+            rows2,
+        )
+    }
 
 What made it faster: on this machine's AMD EPYC (Zen 5), MKL runs float32 products at about
 {mm:.0f} GFLOP/s per thread and oneDNN, which ships inside the same torch, at about {best:.0f} with the same
@@ -496,17 +596,17 @@ IEEE float32 arithmetic (BCQ's products). `acrl.parts.nets.Linear` (an `nn.Linea
 and checkpoints) sends every layer of at least 2M multiply-adds, forward and both gradients, through
 oneDNN (`torch.ops.mkldnn._linear_pointwise`); smaller layers (oneDNN costs ~12 µs a call) and
 every non-CPU device stay on `torch.nn.functional.linear`. BCQ went from 27 (no result file) to
-{n(one['bcq']['acrl'])} updates/s on one thread; a fixed-seed update gives torch's own losses to float
+{n(one["bcq"]["acrl"])} updates/s on one thread; a fixed-seed update gives torch's own losses to float
 round-off (`tests/unit/test_bcq.py::test_onednn_products_leave_the_update_unchanged`) and the
 hand-computed target tests pass unchanged. DDPG, TD3 and SAC also moved from `foreach` to fused Adam
 (TD3 +30%).
 
-Targets: BCQ ≥ 75% of the roofline on one thread, {met(one['bcq']['of_roofline_mm'] >= 0.75)} against
-torch.mm's ({pct(one['bcq']['of_roofline_mm'])}; {pct(one['bcq']['of_roofline_best'])} of the best kernel's);
-TD3 and SAC ≥ 60%, {met(min(one['td3']['of_roofline_mm'], one['sac']['of_roofline_mm']) >= 0.6)}
-({pct(one['td3']['of_roofline_mm'])}, {pct(one['sac']['of_roofline_mm'])}); ahead of d3rlpy on every one,
+Targets: BCQ ≥ 75% of the roofline on one thread, {met(one["bcq"]["of_roofline_mm"] >= 0.75)} against
+torch.mm's ({pct(one["bcq"]["of_roofline_mm"])}; {pct(one["bcq"]["of_roofline_best"])} of the best kernel's);
+TD3 and SAC ≥ 60%, {met(min(one["td3"]["of_roofline_mm"], one["sac"]["of_roofline_mm"]) >= 0.6)}
+({pct(one["td3"]["of_roofline_mm"])}, {pct(one["sac"]["of_roofline_mm"])}); ahead of d3rlpy on every one,
 {met(min(ratios) > 1)} ({min(ratios):.1f}–{max(ratios):.1f}×). BCQ on two threads ≥ 1.8× one thread:
-{met(d['scaling']['bcq']['2'] >= 1.8)}, {x(d['scaling']['bcq']['2'])} here (1.54× and 1.89× in two earlier
+{met(d["scaling"]["bcq"]["2"] >= 1.8)}, {x(d["scaling"]["bcq"]["2"])} here (1.54× and 1.89× in two earlier
 runs the same day, no result file; two-thread timings on this 2-vCPU machine drift most). The products
 scale (oneDNN 1.85× on two threads, timed by hand), but about 7 ms of each 21 ms update is
 per-operation cost (the autograd engine, the dispatcher, three Adam steps, elementwise ops on
@@ -551,9 +651,16 @@ class Extrapolation:
             rows.append([label, *cells])
         rows += extra
         for agent in ("bcq", "ddpg", "bc"):
-            rows.append([f"{AGENTS[agent].split(' ')[0]}: IQM [95% CI]",
-                         *(f"{n(self.t[agent][k]['iqm'])} [{n(self.t[agent][k]['iqm_ci'][0])}, "
-                           f"{n(self.t[agent][k]['iqm_ci'][1])}]" for k in KINDS)])
+            rows.append(
+                [
+                    f"{AGENTS[agent].split(' ')[0]}: IQM [95% CI]",
+                    *(
+                        f"{n(self.t[agent][k]['iqm'])} [{n(self.t[agent][k]['iqm_ci'][0])}, "
+                        f"{n(self.t[agent][k]['iqm_ci'][1])}]"
+                        for k in KINDS
+                    ),
+                ]
+            )
         if "data_episodes" in self.t["behavioral"]["final"] and self.d["env_id"] != "Pendulum-v1":
             rows.append(["dataset episodes", *(pm(self.t["behavioral"][k]["data_episodes"]) for k in KINDS)])
         return table(["", *KINDS], "lrrrr", rows)
@@ -571,10 +678,12 @@ class Extrapolation:
 
     def scale(self) -> str:
         d = self.d
-        return (f"{len(d['seeds'])} seeds, {n(d['steps_behavioral'])} behavioral steps, "
-                f"{n(d['dataset_size'])}-transition buffers, {n(d['updates'])} updates per offline agent, "
-                f"{d['eval_episodes']} evaluation episodes every {n(d['eval_freq'])}, "
-                f"{d['wall_clock_s'] / 60:.0f} minutes of wall clock")
+        return (
+            f"{len(d['seeds'])} seeds, {n(d['steps_behavioral'])} behavioral steps, "
+            f"{n(d['dataset_size'])}-transition buffers, {n(d['updates'])} updates per offline agent, "
+            f"{d['eval_episodes']} evaluation episodes every {n(d['eval_freq'])}, "
+            f"{d['wall_clock_s'] / 60:.0f} minutes of wall clock"
+        )
 
 
 def bcq_pendulum(results: dict[str, dict]) -> str:
@@ -592,28 +701,28 @@ test `tests/learning/test_bcq_learning.py` runs exactly this and asserts the imi
 {conditions(e.d)}
 
 Pendulum is not in the paper. Behavioral DDPG: the preset's 20k steps (400-300); the final buffer
-has its own DDPG with N(0, {e.d['final_noise']}) exploration; learners with smaller networks than the paper's;
-{kilo(e.d['updates'])} updates (a tenth of the paper's).
+has its own DDPG with N(0, {e.d["final_noise"]}) exploration; learners with smaller networks than the paper's;
+{kilo(e.d["updates"])} updates (a tenth of the paper's).
 
-{e.returns({('bcq', 'imitation'), ('bcq', 'imperfect'), ('ddpg', 'imitation')})}
+{e.returns({("bcq", "imitation"), ("bcq", "imperfect"), ("ddpg", "imitation")})}
 
 The critic's value estimate at the evaluation episodes' first state against their true discounted
 return (the extrapolation error the paper's Sec. 3 describes), at the last evaluation:
 
-{e.values({('ddpg', 'imitation')}, '')}
+{e.values({("ddpg", "imitation")}, "")}
 
 ![Pendulum-v1: returns and value estimates per buffer](../benchmarks/results/bcq_pendulum_extrapolation.png)
 
 What reproduces the paper: on imitation data (a noiseless policy, one action per state) off-policy
-DDPG fails completely ({e.m('ddpg', 'imitation')}) and its critic believes in returns the policy never gets
-({e.q('ddpg', 'imitation')}); BCQ matches the behavioral policy there and on imperfect data
-({e.m('bcq', 'imitation')} and {e.m('bcq', 'imperfect')} against {e.m('behavioral', 'imitation')}), with value
+DDPG fails completely ({e.m("ddpg", "imitation")}) and its critic believes in returns the policy never gets
+({e.q("ddpg", "imitation")}); BCQ matches the behavioral policy there and on imperfect data
+({e.m("bcq", "imitation")} and {e.m("bcq", "imperfect")} against {e.m("behavioral", "imitation")}), with value
 estimates within a few percent of the truth on every buffer. What does not: on the final buffer
-(N(0, {e.d['final_noise']}) exploration over a 1-D action covers the action space) off-policy DDPG does as well as
-the behavioral policy ({e.m('ddpg', 'final')} against {e.m('behavioral', 'final')}) and BCQ is below it
-({e.m('bcq', 'final')}); in the concurrent setting both learners are below the behavioral agent, which only
+(N(0, {e.d["final_noise"]}) exploration over a 1-D action covers the action space) off-policy DDPG does as well as
+the behavioral policy ({e.m("ddpg", "final")} against {e.m("behavioral", "final")}) and BCQ is below it
+({e.m("bcq", "final")}); in the concurrent setting both learners are below the behavioral agent, which only
 starts to work after 12.5k of its 20k steps. BC matches the behavioral policy on imitation
-({e.m('bc', 'imitation')}) and falls below it on imperfect data ({e.m('bc', 'imperfect')}), as the paper expects.
+({e.m("bc", "imitation")}) and falls below it on imperfect data ({e.m("bc", "imperfect")}), as the paper expects.
 The former Pendulum claim (one seed, imperfect data, BCQ −98 against DDPG −1,156; no result file) did
 not reproduce on another machine and is withdrawn: on imperfect data DDPG is sometimes fine (one
 seed of three here)."""
@@ -622,8 +731,9 @@ seed of three here)."""
 def bcq_hopper(results: dict[str, dict]) -> str:
     e = Extrapolation(results["bcq_hopper_extrapolation"])
     v = results["bcq_vs_d3rlpy_hopper"]
-    per: dict[str, dict[str, list[float]]] = {k: {"acrl": [], "d3rlpy": []} for k in ("final", "imitation",
-                                                                                       "imperfect")}
+    per: dict[str, dict[str, list[float]]] = {
+        k: {"acrl": [], "d3rlpy": []} for k in ("final", "imitation", "imperfect")
+    }
     for r in sorted(v["returns"], key=lambda r: r["seed"]):
         per[r["kind"]]["acrl"].append(r["acrl"]["return_mean"])
         per[r["kind"]]["d3rlpy"].append(r["d3rlpy"]["return_mean"])
@@ -636,10 +746,17 @@ def bcq_hopper(results: dict[str, dict]) -> str:
         se = (statistics.variance(a) / len(a) + statistics.variance(b) / len(b)) ** 0.5
         return abs(statistics.mean(a) - statistics.mean(b)) / se
 
-    d3_row = ["d3rlpy BCQ (same data and updates)",
-              *(mean_std(per[k]["d3rlpy"]) if k in per else "–" for k in KINDS)]
-    seed_rows = [[k, " / ".join(n(a) for a in per[k]["acrl"]), " / ".join(n(b) for b in per[k]["d3rlpy"]),
-                  mean_std(per[k]["acrl"]), mean_std(per[k]["d3rlpy"])] for k in ("final", "imitation", "imperfect")]
+    d3_row = ["d3rlpy BCQ (same data and updates)", *(mean_std(per[k]["d3rlpy"]) if k in per else "–" for k in KINDS)]
+    seed_rows = [
+        [
+            k,
+            " / ".join(n(a) for a in per[k]["acrl"]),
+            " / ".join(n(b) for b in per[k]["d3rlpy"]),
+            mean_std(per[k]["acrl"]),
+            mean_std(per[k]["d3rlpy"]),
+        ]
+        for k in ("final", "imitation", "imperfect")
+    ]
     d3 = {k: statistics.mean(per[k]["d3rlpy"]) for k in per}
     ac = {k: statistics.mean(per[k]["acrl"]) for k in per}
     return f"""### Hopper-v5
@@ -648,48 +765,53 @@ The paper's network sizes and settings for every agent; {e.scale()} on the 2 cor
 (`benchmarks/results/bcq_hopper_extrapolation.{{json,md,png}}`).
 {conditions(e.d)}
 
-Scale: **4% of the paper's** on every axis: behavioral DDPGs of {kilo(e.d['steps_behavioral'])} steps (paper: 1M;
-10k random start steps instead of 25k), imitation and imperfect buffers of {kilo(e.d['dataset_size'])}
-transitions (paper: 1M), {kilo(e.d['updates'])} updates per offline agent (paper: 300k). At this scale the
+Scale: **4% of the paper's** on every axis: behavioral DDPGs of {kilo(e.d["steps_behavioral"])} steps (paper: 1M;
+10k random start steps instead of 25k), imitation and imperfect buffers of {kilo(e.d["dataset_size"])}
+transitions (paper: 1M), {kilo(e.d["updates"])} updates per offline agent (paper: 300k). At this scale the
 behavioral policy is weak (a few hundred return; the paper's reaches ~1,000-3,000), so this is a
 first, small reproduction, not the paper's numbers.
 
-{e.returns({('bcq', 'concurrent'), ('ddpg', 'imitation'), ('ddpg', 'imperfect')}, [d3_row])}
+{e.returns({("bcq", "concurrent"), ("ddpg", "imitation"), ("ddpg", "imperfect")}, [d3_row])}
 
-{e.values({('ddpg', 'concurrent'), ('ddpg', 'imitation'), ('ddpg', 'imperfect')}, 'value at the first state')}
+{e.values({("ddpg", "concurrent"), ("ddpg", "imitation"), ("ddpg", "imperfect")}, "value at the first state")}
 
 ![Hopper-v5: returns and value estimates per buffer](../benchmarks/results/bcq_hopper_extrapolation.png)
 
-What reproduces the paper: off-policy DDPG collapses on imitation ({e.m('ddpg', 'imitation')} against the
-behavioral {e.m('behavioral', 'imitation')}) and imperfect data ({e.m('ddpg', 'imperfect')}), and in the
-concurrent setting it falls behind the agent whose data it learns from ({e.m('ddpg', 'concurrent')} against
-{e.m('behavioral', 'concurrent')}); where it fails its critic's estimates run far above the truth
-({e.q('ddpg', 'concurrent')}, {e.q('ddpg', 'imitation')}), the extrapolation error of the paper's Sec. 3.
+What reproduces the paper: off-policy DDPG collapses on imitation ({e.m("ddpg", "imitation")} against the
+behavioral {e.m("behavioral", "imitation")}) and imperfect data ({e.m("ddpg", "imperfect")}), and in the
+concurrent setting it falls behind the agent whose data it learns from ({e.m("ddpg", "concurrent")} against
+{e.m("behavioral", "concurrent")}); where it fails its critic's estimates run far above the truth
+({e.q("ddpg", "concurrent")}, {e.q("ddpg", "imitation")}), the extrapolation error of the paper's Sec. 3.
 BCQ keeps its estimates at or below the true value on the fixed buffers, beats offline DDPG by a
 wide margin on imitation and imperfect data, and matches the behavioral agent in the concurrent
-setting ({e.m('bcq', 'concurrent')} against {e.m('behavioral', 'concurrent')}). What does not, at this
+setting ({e.m("bcq", "concurrent")} against {e.m("behavioral", "concurrent")}). What does not, at this
 scale: BCQ stays below the behavioral policy on imitation, imperfect and final data
-({e.m('bcq', 'imitation')}, {e.m('bcq', 'imperfect')}, {e.m('bcq', 'final')} against
-{e.m('behavioral', 'imitation')}, {e.m('behavioral', 'imperfect')}, {e.m('behavioral', 'final')}; the paper has it
+({e.m("bcq", "imitation")}, {e.m("bcq", "imperfect")}, {e.m("bcq", "final")} against
+{e.m("behavioral", "imitation")}, {e.m("behavioral", "imperfect")}, {e.m("behavioral", "final")}; the paper has it
 at or above), and offline DDPG is not below the behavioral policy on the final buffer
-({e.m('ddpg', 'final')} against {e.m('behavioral', 'final')}; N(0, 0.5) exploration gives it wide action
-coverage). BCQ's value estimates are still rising at {kilo(e.d['updates'])} updates (a critic that starts at 0
+({e.m("ddpg", "final")} against {e.m("behavioral", "final")}; N(0, 0.5) exploration gives it wide action
+coverage). BCQ's value estimates are still rising at {kilo(e.d["updates"])} updates (a critic that starts at 0
 needs on the order of 1/(1 − γ) = 100 rounds of bootstrapping to reach the returns' scale), which
-says it has not converged: {kilo(e.d['updates'])} updates are 4% of the paper's 300k.
+says it has not converged: {kilo(e.d["updates"])} updates are 4% of the paper's 300k.
 
-**d3rlpy's BCQ on the same Hopper-v5 arrays** (d3rlpy {v['d3rlpy_version']} in its own venv, the paper's
-settings for both, the same {kilo(e.d['updates'])} updates and the same evaluation seeds;
+**d3rlpy's BCQ on the same Hopper-v5 arrays** (d3rlpy {v["d3rlpy_version"]} in its own venv, the paper's
+settings for both, the same {kilo(e.d["updates"])} updates and the same evaluation seeds;
 `benchmarks/results/bcq_vs_d3rlpy_hopper.{{json,md}}`; it needs the experiment's run directory, as
 the datasets are not committed).
 {conditions(v)}
 
-{table(['dataset (seed 0 / 1 / 2)', 'acrl BCQ', 'd3rlpy BCQ', 'acrl mean ± std', 'd3rlpy mean ± std'],
-       'lrrrr', seed_rows)}
+{
+        table(
+            ["dataset (seed 0 / 1 / 2)", "acrl BCQ", "d3rlpy BCQ", "acrl mean ± std", "d3rlpy mean ± std"],
+            "lrrrr",
+            seed_rows,
+        )
+    }
 
-The two are level on imperfect data ({n(ac['imperfect'])} against {n(d3['imperfect'])}); acrl is ahead on the
-final buffer ({n(ac['final'])} against {n(d3['final'])}) and d3rlpy on imitation data ({n(d3['imitation'])}
-against {n(ac['imitation'])}), neither significant over {len(per['final']['acrl'])} seeds (Welch's t
-{welch('final'):.1f} and {welch('imitation'):.1f}), at 4% of the paper's updates, where neither has
+The two are level on imperfect data ({n(ac["imperfect"])} against {n(d3["imperfect"])}); acrl is ahead on the
+final buffer ({n(ac["final"])} against {n(d3["final"])}) and d3rlpy on imitation data ({n(d3["imitation"])}
+against {n(ac["imitation"])}), neither significant over {len(per["final"]["acrl"])} seeds (Welch's t
+{welch("final"):.1f} and {welch("imitation"):.1f}), at 4% of the paper's updates, where neither has
 converged. A line-by-line reading of both (2026-12-01) found the target (λ-weighted clipped double Q
 over 10 sampled actions, max per state), the losses, the VAE's latent clipping, KL weight and
 log-std bounds, φ = 0.05, τ, batch size, learning rates, network shapes and the update order the
@@ -720,25 +842,28 @@ The same settings and scale as Hopper (4% of the paper's on every axis); {e.scal
 beside the d3rlpy runs (`benchmarks/results/bcq_halfcheetah_extrapolation.{{json,md,png}}`).
 {conditions(e.d)}
 
-{e.returns({('bcq', 'final'), ('bcq', 'imitation'), ('bcq', 'imperfect'), ('ddpg', 'imitation'),
-            ('ddpg', 'imperfect')})}
+{
+        e.returns(
+            {("bcq", "final"), ("bcq", "imitation"), ("bcq", "imperfect"), ("ddpg", "imitation"), ("ddpg", "imperfect")}
+        )
+    }
 
-{e.values({('ddpg', 'concurrent'), ('ddpg', 'imitation')}, 'value at the first state')}
+{e.values({("ddpg", "concurrent"), ("ddpg", "imitation")}, "value at the first state")}
 
 ![HalfCheetah-v5: returns and value estimates per buffer](../benchmarks/results/bcq_halfcheetah_extrapolation.png)
 
 What reproduces the paper, on HalfCheetah more fully than on Hopper: BCQ is at or above the
-behavioral policy on the final buffer ({e.m('bcq', 'final')} against {e.m('behavioral', 'final')}), level with it
-on imitation data ({e.m('bcq', 'imitation')} against {e.m('behavioral', 'imitation')}) and above it on
-imperfect data ({e.m('bcq', 'imperfect')} against {e.m('behavioral', 'imperfect')}), while off-policy DDPG is
-below the behavioral policy on every buffer and fails on imitation ({e.m('ddpg', 'imitation')}) and
-imperfect data ({e.m('ddpg', 'imperfect')}) and in the concurrent setting ({e.m('ddpg', 'concurrent')} against
-the behavioral agent's {e.m('behavioral', 'concurrent')}), where its critic estimates returns the policy does
-not get ({e.q('ddpg', 'concurrent')}, {e.q('ddpg', 'imitation')}). BC matches the behavioral policy on
+behavioral policy on the final buffer ({e.m("bcq", "final")} against {e.m("behavioral", "final")}), level with it
+on imitation data ({e.m("bcq", "imitation")} against {e.m("behavioral", "imitation")}) and above it on
+imperfect data ({e.m("bcq", "imperfect")} against {e.m("behavioral", "imperfect")}), while off-policy DDPG is
+below the behavioral policy on every buffer and fails on imitation ({e.m("ddpg", "imitation")}) and
+imperfect data ({e.m("ddpg", "imperfect")}) and in the concurrent setting ({e.m("ddpg", "concurrent")} against
+the behavioral agent's {e.m("behavioral", "concurrent")}), where its critic estimates returns the policy does
+not get ({e.q("ddpg", "concurrent")}, {e.q("ddpg", "imitation")}). BC matches the behavioral policy on
 imitation data and falls below it on imperfect data, as the paper expects. What does not: in the
-concurrent setting BCQ is below the behavioral agent ({e.m('bcq', 'concurrent')} against
-{e.m('behavioral', 'concurrent')}; the paper has it level), and BCQ's estimates stay well below the true
-values ({e.q('bcq', 'final')}): its critic has not converged in {kilo(e.d['updates'])} updates, the same sign
+concurrent setting BCQ is below the behavioral agent ({e.m("bcq", "concurrent")} against
+{e.m("behavioral", "concurrent")}; the paper has it level), and BCQ's estimates stay well below the true
+values ({e.q("bcq", "final")}): its critic has not converged in {kilo(e.d["updates"])} updates, the same sign
 as on Hopper."""
 
 
@@ -750,9 +875,9 @@ The same settings and scale (4% of the paper's on every axis); {e.scale()} on th
 beside other runs (`benchmarks/results/bcq_walker2d_extrapolation.{{json,md,png}}`).
 {conditions(e.d)}
 
-{e.returns({('bcq', 'final'), ('bcq', 'concurrent'), ('ddpg', 'imitation')})}
+{e.returns({("bcq", "final"), ("bcq", "concurrent"), ("ddpg", "imitation")})}
 
-{e.values({('ddpg', 'concurrent'), ('ddpg', 'imitation')}, 'value at the first state')}
+{e.values({("ddpg", "concurrent"), ("ddpg", "imitation")}, "value at the first state")}
 
 ![Walker2d-v5: returns and value estimates per buffer](../benchmarks/results/bcq_walker2d_extrapolation.png)
 
@@ -762,21 +887,21 @@ therefore small and noisy.
 
 What reproduces the paper:
 - BCQ's value estimates stay within a factor of two of the true returns on every buffer. Offline
-  DDPG's run far above them: {e.q('ddpg', 'imitation')} on imitation data, {e.q('ddpg', 'concurrent')} in
+  DDPG's run far above them: {e.q("ddpg", "imitation")} on imitation data, {e.q("ddpg", "concurrent")} in
   the concurrent setting, three to four times the truth on the final and imperfect buffers.
-- Offline DDPG collapses on imitation data ({e.m('ddpg', 'imitation')} against the behavioral
-  {e.m('behavioral', 'imitation')}) and is below the behavioral policy on the final buffer
-  ({e.m('ddpg', 'final')} against {e.m('behavioral', 'final')}).
-- BCQ is above the behavioral policy on the final buffer ({e.m('bcq', 'final')}) and in the concurrent
-  setting ({e.m('bcq', 'concurrent')} against {e.m('behavioral', 'concurrent')}).
-- BC is near the behavioral policy on imitation data ({e.m('bc', 'imitation')}) and below it on imperfect
-  data ({e.m('bc', 'imperfect')}).
+- Offline DDPG collapses on imitation data ({e.m("ddpg", "imitation")} against the behavioral
+  {e.m("behavioral", "imitation")}) and is below the behavioral policy on the final buffer
+  ({e.m("ddpg", "final")} against {e.m("behavioral", "final")}).
+- BCQ is above the behavioral policy on the final buffer ({e.m("bcq", "final")}) and in the concurrent
+  setting ({e.m("bcq", "concurrent")} against {e.m("behavioral", "concurrent")}).
+- BC is near the behavioral policy on imitation data ({e.m("bc", "imitation")}) and below it on imperfect
+  data ({e.m("bc", "imperfect")}).
 
 What does not:
-- BCQ is below the behavioral policy on imitation and imperfect data ({e.m('bcq', 'imitation')} and
-  {e.m('bcq', 'imperfect')} against {e.m('behavioral', 'imitation')}).
+- BCQ is below the behavioral policy on imitation and imperfect data ({e.m("bcq", "imitation")} and
+  {e.m("bcq", "imperfect")} against {e.m("behavioral", "imitation")}).
 - On imperfect data offline DDPG does as well as BCQ, with a spread of
-  ±{n(e.t['ddpg']['imperfect']['final'][1])} over the seeds.
+  ±{n(e.t["ddpg"]["imperfect"]["final"][1])} over the seeds.
 
 The next steps for these tables are a larger scale and the paper's on a GPU. 100k behavioral steps
 and 30k updates (10% of the paper's) would take about 2.8 hours per environment here, since the time
@@ -785,50 +910,85 @@ scales with both."""
 
 def sac_hopper(results: dict[str, dict]) -> str:
     d = results["sac_hopper"]
-    rows = [[str(r["seed"]), f"{n(r['best_eval'])} ({kilo(r['best_step'])})", n(r["final_eval"]),
-             f"{n(r['best_checkpoint_fresh_10_episodes'])} ± {n(r['fresh_std'])}"] for r in d["runs"]]
-    rows.append(["**mean**", n(statistics.mean(r["best_eval"] for r in d["runs"])), f"**{n(d['mean_final_eval'])}**",
-                 f"**{n(d['mean_best_checkpoint_fresh'])}**"])
+    rows = [
+        [
+            str(r["seed"]),
+            f"{n(r['best_eval'])} ({kilo(r['best_step'])})",
+            n(r["final_eval"]),
+            f"{n(r['best_checkpoint_fresh_10_episodes'])} ± {n(r['fresh_std'])}",
+        ]
+        for r in d["runs"]
+    ]
+    rows.append(
+        [
+            "**mean**",
+            n(statistics.mean(r["best_eval"] for r in d["runs"])),
+            f"**{n(d['mean_final_eval'])}**",
+            f"**{n(d['mean_best_checkpoint_fresh'])}**",
+        ]
+    )
     ok = all(r["final_eval"] >= 2500 for r in d["runs"])
     every = " on every seed, by the last evaluation too"
     return f"""## SAC on Hopper-v5
 
-The preset in `acrl/presets/sac.yaml` (the paper's settings, {kilo(d['total_steps'])} steps), three seeds side
+The preset in `acrl/presets/sac.yaml` (the paper's settings, {kilo(d["total_steps"])} steps), three seeds side
 by side on the 2 cores, about 85 minutes each; curves in `benchmarks/results/sac_hopper.png`
-(`acrl plot runs/sac-hopper/s*` redraws them). Evaluation: {d['evaluation']}.
+(`acrl plot runs/sac-hopper/s*` redraws them). Evaluation: {d["evaluation"]}.
 {conditions(d)}
 
-{table(['seed', 'best evaluation during training (step)', f"last evaluation ({kilo(d['total_steps'])})",
-        'best.pt on 10 fresh episodes (seed 123)'], 'lrrr', rows)}
+{
+        table(
+            [
+                "seed",
+                "best evaluation during training (step)",
+                f"last evaluation ({kilo(d['total_steps'])})",
+                "best.pt on 10 fresh episodes (seed 123)",
+            ],
+            "lrrr",
+            rows,
+        )
+    }
 
-Target (≥ 2,500 at {kilo(d['total_steps'])} steps) {met(ok)}{every if ok else ''};
+Target (≥ 2,500 at {kilo(d["total_steps"])} steps) {met(ok)}{every if ok else ""};
 rl-baselines3-zoo reports SAC at about 2,600 on Hopper-v3 after 1M steps."""
 
 
 def sweep_speedup(results: dict[str, dict]) -> str:
     d = results["sweep_speedup"]
     m = d["median"]
-    rows = [["`acrl train` once per run in a shell loop", f"{m['shell_loop_wall_s']:.1f} s",
-             f"**{x(m['speedup_over_shell_loop'])}**"],
-            ["`Agent.learn` once per run in one process (no start-up at all)", f"{m['in_process_wall_s']:.1f} s",
-             x(m["speedup_over_in_process"])],
-            [f"`acrl sweep ppo --env CartPole-v1 --seeds {' '.join(str(s) for s in range(d['runs']))}` "
-             "(Ray, one run per core)", f"{m['sweep_wall_s']:.1f} s", ""]]
+    rows = [
+        [
+            "`acrl train` once per run in a shell loop",
+            f"{m['shell_loop_wall_s']:.1f} s",
+            f"**{x(m['speedup_over_shell_loop'])}**",
+        ],
+        [
+            "`Agent.learn` once per run in one process (no start-up at all)",
+            f"{m['in_process_wall_s']:.1f} s",
+            x(m["speedup_over_in_process"]),
+        ],
+        [
+            f"`acrl sweep ppo --env CartPole-v1 --seeds {' '.join(str(s) for s in range(d['runs']))}` "
+            "(Ray, one run per core)",
+            f"{m['sweep_wall_s']:.1f} s",
+            "",
+        ],
+    ]
     return f"""## `acrl sweep`: a grid on both cores
 
-{d['runs']} PPO runs on CartPole-v1 (the preset, seeds 0–{d['runs'] - 1}, {n(d['steps_per_run'])} steps each) on the
-2-core machine, idle (nothing else running), median of {len(d['repeats'])} repeats, all three ways in the same
+{d["runs"]} PPO runs on CartPole-v1 (the preset, seeds 0–{d["runs"] - 1}, {n(d["steps_per_run"])} steps each) on the
+2-core machine, idle (nothing else running), median of {len(d["repeats"])} repeats, all three ways in the same
 invocation. {conditions(d)}
 
-{table([f"the same {d['runs']} runs", 'wall-clock', 'speed-up of the sweep'], 'lrr', rows)}
+{table([f"the same {d['runs']} runs", "wall-clock", "speed-up of the sweep"], "lrr", rows)}
 
-Ray's overhead per run, start to first step, is {m['ray_overhead_per_run_s']:.1f} s (the sweep's first wave,
+Ray's overhead per run, start to first step, is {m["ray_overhead_per_run_s"]:.1f} s (the sweep's first wave,
 against 0.3 s for a run built in-process): 2 s to start the local Ray instance, 1 s to validate the
 grid (it builds one agent per environment), and the worker's imports of torch and acrl (the split
 timed by hand). At the end, 3 s more: the rliable table and figure (1.6 s of them importing rliable)
-and shutting Ray down. In between, a run beside another takes {m['run_s_in_sweep']:.1f} s against
-{m['run_s_alone']:.1f} s alone, so with runs of this length the sweep reaches {x(m['speedup_over_in_process'])} the
-strictest baseline and {x(m['speedup_over_shell_loop'])} what a shell loop gives; the fixed 7.5 s shrink in
+and shutting Ray down. In between, a run beside another takes {m["run_s_in_sweep"]:.1f} s against
+{m["run_s_alone"]:.1f} s alone, so with runs of this length the sweep reaches {x(m["speedup_over_in_process"])} the
+strictest baseline and {x(m["speedup_over_shell_loop"])} what a shell loop gives; the fixed 7.5 s shrink in
 proportion as runs grow (the ceiling on 2 cores is 2×)."""
 
 
@@ -838,8 +998,9 @@ def glance(results: dict[str, dict]) -> str:
     cart, ant8 = ppo["CartPole-v1, 8 envs"], ppo["Ant-v5, 8 envs"]
     ant = results["ppo_long_ant"]["parts"]["long Ant-v5"]["results"]["acrl"]["mean_return"]
     rerun = results["ppo_ant_1m_rerun"]["mean_final_return"]
-    one = next(r for r in results["a3c_scaling"]["summary"]
-               if r["n_steps"] == 20 and r["method"] == "acrl A3C, 1 worker")
+    one = next(
+        r for r in results["a3c_scaling"]["summary"] if r["n_steps"] == 20 and r["method"] == "acrl A3C, 1 worker"
+    )
     race = results["a3c_vs_a2c"]["median"]
     share = race["acrl A3C"]["wall_s"] / race["SB3 A2C"]["wall_s"]
     preset = results["a3c_pendulum_1m"]["rounds"][-1]["settings"]["n_envs=2, n_steps=10 (the preset now)"]["runs"]
@@ -848,31 +1009,63 @@ def glance(results: dict[str, dict]) -> str:
     sac = results["sac_hopper"]["mean_final_eval"]
     sweep = results["sweep_speedup"]["median"]["speedup_over_shell_loop"]
     rows = [
-        ["PPO training steps/s against SB3 (CartPole-v1, 8 envs)", x(cart["median paired acrl/sb3"]),
-         f"≥ 2×: {'met' if cart['median paired acrl/sb3'] >= 2 else 'not met'}"],
-        ["PPO on Ant-v5 against stepping the raw envs (8 envs)", x(ant8["median paired acrl/raw"]),
-         f"≥ 0.75×: {'met' if ant8['median paired acrl/raw'] >= 0.75 else 'not met'}"],
-        ["PPO Ant-v5 after 1M steps, mean of 3 seeds (rerun)", f"{n(ant)} ({n(rerun)})",
-         f"≥ 2,500: {'met' if min(ant, rerun) >= 2500 else 'not met'}"],
-        ["A3C, 1 worker, against SB3 A2C (CartPole-v1, t_max 20)",
-         f"{x(one['vs_sb3'])}, {n(one['steady_steps_per_s'])} steps/s",
-         f"≥ 4× and 5,500: {'met' if one['vs_sb3'] >= 4 and one['steady_steps_per_s'] >= 5500 else 'not met'}"],
+        [
+            "PPO training steps/s against SB3 (CartPole-v1, 8 envs)",
+            x(cart["median paired acrl/sb3"]),
+            f"≥ 2×: {'met' if cart['median paired acrl/sb3'] >= 2 else 'not met'}",
+        ],
+        [
+            "PPO on Ant-v5 against stepping the raw envs (8 envs)",
+            x(ant8["median paired acrl/raw"]),
+            f"≥ 0.75×: {'met' if ant8['median paired acrl/raw'] >= 0.75 else 'not met'}",
+        ],
+        [
+            "PPO Ant-v5 after 1M steps, mean of 3 seeds (rerun)",
+            f"{n(ant)} ({n(rerun)})",
+            f"≥ 2,500: {'met' if min(ant, rerun) >= 2500 else 'not met'}",
+        ],
+        [
+            "A3C, 1 worker, against SB3 A2C (CartPole-v1, t_max 20)",
+            f"{x(one['vs_sb3'])}, {n(one['steady_steps_per_s'])} steps/s",
+            f"≥ 4× and 5,500: {'met' if one['vs_sb3'] >= 4 and one['steady_steps_per_s'] >= 5500 else 'not met'}",
+        ],
         ["A3C time to 475 on CartPole-v1 against SB3 A2C", x(share), f"≤ 0.5×: {'met' if share <= 0.5 else 'not met'}"],
-        [f"A3C Pendulum-v1 after 1M steps, mean of {len(preset)} seeds", n(pendulum),
-         f"≥ −200: {'met' if pendulum >= -200 else 'not met'}"],
-        ["BCQ update: torch.mm roofline, d3rlpy (1 thread)",
-         f"{pct(bcq['of_roofline_mm'])}, {x(bcq['acrl'] / bcq['d3rlpy'])}",
-         f"≥ 75%, > 1×: {'met' if bcq['of_roofline_mm'] >= 0.75 and bcq['acrl'] > bcq['d3rlpy'] else 'not met'}"],
-        ["SAC Hopper-v5 at 300k steps, last evaluation, mean of 3 seeds", n(sac),
-         f"≥ 2,500: {'met' if sac >= 2500 else 'not met'}"],
+        [
+            f"A3C Pendulum-v1 after 1M steps, mean of {len(preset)} seeds",
+            n(pendulum),
+            f"≥ −200: {'met' if pendulum >= -200 else 'not met'}",
+        ],
+        [
+            "BCQ update: torch.mm roofline, d3rlpy (1 thread)",
+            f"{pct(bcq['of_roofline_mm'])}, {x(bcq['acrl'] / bcq['d3rlpy'])}",
+            f"≥ 75%, > 1×: {'met' if bcq['of_roofline_mm'] >= 0.75 and bcq['acrl'] > bcq['d3rlpy'] else 'not met'}",
+        ],
+        [
+            "SAC Hopper-v5 at 300k steps, last evaluation, mean of 3 seeds",
+            n(sac),
+            f"≥ 2,500: {'met' if sac >= 2500 else 'not met'}",
+        ],
         ["`acrl sweep` of 4 runs on 2 cores against a shell loop", x(sweep), "(reported)"],
     ]
     return table(["measurement", "result", "target"], "lrl", rows)
 
 
 SECTIONS: list[Callable[[dict[str, dict]], str]] = [
-    header, ppo_throughput, vector_env, ppo_solve, ppo_ant_long, a3c_scaling, a3c_vs_a2c, a3c_pendulum,
-    update_roofline, bcq_pendulum, bcq_hopper, bcq_halfcheetah, bcq_walker2d, sac_hopper, sweep_speedup,
+    header,
+    ppo_throughput,
+    vector_env,
+    ppo_solve,
+    ppo_ant_long,
+    a3c_scaling,
+    a3c_vs_a2c,
+    a3c_pendulum,
+    update_roofline,
+    bcq_pendulum,
+    bcq_hopper,
+    bcq_halfcheetah,
+    bcq_walker2d,
+    sac_hopper,
+    sweep_speedup,
 ]
 
 

@@ -41,13 +41,19 @@ from acrl.core.plotting import read_curve
 # the settings of a3c_pendulum_1m's current round: its run directories' names, flags on top of the preset, seeds
 A3C_PENDULUM = {
     "n_envs=2, n_steps=10 (the preset now)": ("preset", [], range(10)),
-    "the preset of 6cb8bff (1 env per worker, n_steps 20)": ("envs1-t20", ["--n-envs", "1", "--set", "n_steps=20"],
-                                                             range(5)),
+    "the preset of 6cb8bff (1 env per worker, n_steps 20)": (
+        "envs1-t20",
+        ["--n-envs", "1", "--set", "n_steps=20"],
+        range(5),
+    ),
     "n_envs=4, n_steps=5": ("envs4-t5", ["--n-envs", "4", "--set", "n_steps=5"], range(5)),
     "n_envs=4, n_steps=20": ("envs4-t20", ["--n-envs", "4", "--set", "n_steps=20"], range(2)),
     "ent_coef=0.001 (seed 1 only)": ("ent0.001", ["--n-envs", "1", "--set", "n_steps=20", "ent_coef=0.001"], [1]),
-    "learning_rate=0.002 (seed 1 only)": ("lr0.002", ["--n-envs", "1", "--set", "n_steps=20", "learning_rate=0.002"],
-                                          [1]),
+    "learning_rate=0.002 (seed 1 only)": (
+        "lr0.002",
+        ["--n-envs", "1", "--set", "n_steps=20", "learning_rate=0.002"],
+        [1],
+    ),
 }
 TRAIN = {
     "sac_hopper": ["sac", "--env", "Hopper-v5"],
@@ -58,8 +64,9 @@ TRAIN = {
 
 def acrl(*args: str) -> str:
     """Run the acrl CLI in a subprocess (its stderr passes through); its stdout. Raises CalledProcessError."""
-    return subprocess.run([sys.executable, "-m", "acrl", *args], check=True, stdout=subprocess.PIPE, text=True,
-                          cwd=ROOT).stdout
+    return subprocess.run(
+        [sys.executable, "-m", "acrl", *args], check=True, stdout=subprocess.PIPE, text=True, cwd=ROOT
+    ).stdout
 
 
 def train(name: str, run_dir: Path, seed: int, flags: list[str], total_steps: int | None) -> Path:
@@ -81,12 +88,23 @@ def sac_hopper(run_dirs: dict[int, Path]) -> dict[str, Any]:
         evals = curve(run_dir)
         best_step, best = max(evals, key=lambda row: row[1])
         fresh = json.loads(acrl("evaluate", str(run_dir), "--episodes", "10", "--seed", "123"))
-        runs.append({"seed": seed, "best_eval": best, "best_step": best_step, "final_eval": evals[-1][1],
-                     "best_checkpoint_fresh_10_episodes": fresh["return_mean"], "fresh_std": fresh["return_std"]})
-    return {"evaluation": "deterministic, 10 episodes every 5,000 steps (seed + 10000); fresh: best.pt on 10 "
-                          "episodes seeded 123", "runs": runs,
-            "mean_best_checkpoint_fresh": statistics.mean(r["best_checkpoint_fresh_10_episodes"] for r in runs),
-            "mean_final_eval": statistics.mean(r["final_eval"] for r in runs)}
+        runs.append(
+            {
+                "seed": seed,
+                "best_eval": best,
+                "best_step": best_step,
+                "final_eval": evals[-1][1],
+                "best_checkpoint_fresh_10_episodes": fresh["return_mean"],
+                "fresh_std": fresh["return_std"],
+            }
+        )
+    return {
+        "evaluation": "deterministic, 10 episodes every 5,000 steps (seed + 10000); fresh: best.pt on 10 "
+        "episodes seeded 123",
+        "runs": runs,
+        "mean_best_checkpoint_fresh": statistics.mean(r["best_checkpoint_fresh_10_episodes"] for r in runs),
+        "mean_final_eval": statistics.mean(r["final_eval"] for r in runs),
+    }
 
 
 def ppo_ant_1m(run_dirs: dict[int, Path]) -> dict[str, Any]:
@@ -94,23 +112,38 @@ def ppo_ant_1m(run_dirs: dict[int, Path]) -> dict[str, Any]:
     for seed, run_dir in run_dirs.items():
         evals = curve(run_dir)
         steps, stds = read_curve(run_dir, "eval/return_std")
-        seeds.append({"seed": seed, "final_step": evals[-1][0], "final_return_mean": evals[-1][1],
-                      "final_return_std": float(stds[-1]), "eval_curve": evals})
-    return {"statistic": "final deterministic evaluation at 1M steps (10 episodes, the run loop's last evaluation row)",
-            "mean_final_return": statistics.mean(s["final_return_mean"] for s in seeds), "seeds": seeds}
+        seeds.append(
+            {
+                "seed": seed,
+                "final_step": evals[-1][0],
+                "final_return_mean": evals[-1][1],
+                "final_return_std": float(stds[-1]),
+                "eval_curve": evals,
+            }
+        )
+    return {
+        "statistic": "final deterministic evaluation at 1M steps (10 episodes, the run loop's last evaluation row)",
+        "mean_final_return": statistics.mean(s["final_return_mean"] for s in seeds),
+        "seeds": seeds,
+    }
 
 
 def pendulum_run(seed: int, run_dir: Path) -> dict[str, Any]:
     evals = curve(run_dir)
     reached = next((step for step, value in evals if value >= -200), None)
-    return {"seed": seed, "final_return_mean": round(evals[-1][1], 1),
-            "best_return_mean": round(max(v for _, v in evals), 1), "first_step_at_or_above_minus_200": reached,
-            "eval_curve": [[s, round(v, 1)] for s, v in evals]}
+    return {
+        "seed": seed,
+        "final_return_mean": round(evals[-1][1], 1),
+        "best_return_mean": round(max(v for _, v in evals), 1),
+        "first_step_at_or_above_minus_200": reached,
+        "eval_curve": [[s, round(v, 1)] for s, v in evals],
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("name", choices=list(TRAIN))
     parser.add_argument("--seeds", type=int, nargs="+", help="override the seeds (every setting)")
     parser.add_argument("--total-steps", type=int, help="override the preset's budget (a quick check)")
@@ -123,35 +156,59 @@ def main(argv: list[str] | None = None) -> int:
     load_before = load_average()
 
     settings = A3C_PENDULUM if args.name == "a3c_pendulum_1m" else {"": ("", [], range(3))}
-    jobs = [(key, seed, runs_root / (f"{slug}-s{seed}" if slug else f"s{seed}"), flags)
-            for key, (slug, flags, seeds) in settings.items() for seed in (args.seeds or seeds)]
+    jobs = [
+        (key, seed, runs_root / (f"{slug}-s{seed}" if slug else f"s{seed}"), flags)
+        for key, (slug, flags, seeds) in settings.items()
+        for seed in (args.seeds or seeds)
+    ]
     with ThreadPoolExecutor(args.jobs) as pool:
         done = list(pool.map(lambda job: train(args.name, job[2], job[1], job[3], args.total_steps), jobs))
     run_dirs: dict[str, dict[int, Path]] = {}
     for (key, seed, _, _), run_dir in zip(jobs, done, strict=True):
         run_dirs.setdefault(key, {})[seed] = run_dir
 
-    commands = [f"acrl train {' '.join(TRAIN[args.name])} --seed S {' '.join(flags)}".strip()
-                for _, flags, _ in settings.values()]
+    commands = [
+        f"acrl train {' '.join(TRAIN[args.name])} --seed S {' '.join(flags)}".strip()
+        for _, flags, _ in settings.values()
+    ]
     meta = bench_meta(load_before)
     if args.name == "sac_hopper":
-        result = {"meta": meta, "commands": commands,
-                  "total_steps": args.total_steps or 300_000, **sac_hopper(run_dirs[""])}
+        result = {
+            "meta": meta,
+            "commands": commands,
+            "total_steps": args.total_steps or 300_000,
+            **sac_hopper(run_dirs[""]),
+        }
     elif args.name == "ppo_ant_1m":
-        result = {"benchmark": "PPO Ant-v5, 1M steps, the Ant preset", "meta": meta,
-                  "commands": commands, **ppo_ant_1m(run_dirs[""])}
+        result = {
+            "benchmark": "PPO Ant-v5, 1M steps, the Ant preset",
+            "meta": meta,
+            "commands": commands,
+            **ppo_ant_1m(run_dirs[""]),
+        }
     else:
         committed = json.loads((RESULTS / "a3c_pendulum_1m.json").read_text())
-        current = {"date": meta["date"][:10], "commit_of_the_learning_code": (meta["commit"] or "")[:7],
-                   "command": "acrl train a3c --env Pendulum-v1 --workers 2 --seed S [FLAGS] (FLAGS per setting)",
-                   "machine": f"{meta['cores']} cores, {meta['cpu']}", "settings": {}}
+        current = {
+            "date": meta["date"][:10],
+            "commit_of_the_learning_code": (meta["commit"] or "")[:7],
+            "command": "acrl train a3c --env Pendulum-v1 --workers 2 --seed S [FLAGS] (FLAGS per setting)",
+            "machine": f"{meta['cores']} cores, {meta['cpu']}",
+            "settings": {},
+        }
         for key, (_, flags, _) in A3C_PENDULUM.items():
             rows = [pendulum_run(seed, run_dir) for seed, run_dir in run_dirs[key].items()]
             earlier = committed["rounds"][-1]["settings"].get(key, {})  # its note records older runs
-            current["settings"][key] = {"flags": flags, "note": earlier.get("note", ""), "runs": rows,
-                                        "mean_final": f"{statistics.mean(r['final_return_mean'] for r in rows):.1f}"}
-        result = {**{k: v for k, v in committed.items() if k not in ("rounds", "command", "conditions")}, "meta": meta,
-                  "rounds": [committed["rounds"][0], current]}
+            current["settings"][key] = {
+                "flags": flags,
+                "note": earlier.get("note", ""),
+                "runs": rows,
+                "mean_final": f"{statistics.mean(r['final_return_mean'] for r in rows):.1f}",
+            }
+        result = {
+            **{k: v for k, v in committed.items() if k not in ("rounds", "command", "conditions")},
+            "meta": meta,
+            "rounds": [committed["rounds"][0], current],
+        }
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2) + "\n")
     print(f"wrote {out}")

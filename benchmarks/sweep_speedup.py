@@ -62,9 +62,28 @@ def shell_loop(root: Path, seeds: list[int], steps: int) -> float:
 
     started = time.perf_counter()
     for seed in seeds:
-        subprocess.run([sys.executable, "-m", "acrl", "train", "ppo", "--env", "CartPole-v1", "--seed", str(seed),
-                        "--total-steps", str(steps), "--device", "cpu", "--run-dir", str(root / f"s{seed}"),
-                        "--no-progress"], check=True, capture_output=True)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "acrl",
+                "train",
+                "ppo",
+                "--env",
+                "CartPole-v1",
+                "--seed",
+                str(seed),
+                "--total-steps",
+                str(steps),
+                "--device",
+                "cpu",
+                "--run-dir",
+                str(root / f"s{seed}"),
+                "--no-progress",
+            ],
+            check=True,
+            capture_output=True,
+        )
     return time.perf_counter() - started
 
 
@@ -86,17 +105,28 @@ def sweep(root: Path, seeds: list[int], steps: int) -> tuple[float, list[float],
 def measure(seeds: list[int], steps: int, cores: int, reverse: bool) -> dict[str, float]:
     """One repeat: the three ways, one after another (shell loop, in-process, sweep; `reverse`: the other way round)."""
     with tempfile.TemporaryDirectory() as tmp:
-        ways = {"loop": lambda: shell_loop(Path(tmp) / "loop", seeds, steps),
-                "sequential": lambda: sequential(Path(tmp) / "sequential", seeds, steps),
-                "sweep": lambda: sweep(Path(tmp) / "sweep", seeds, steps)}
+        ways = {
+            "loop": lambda: shell_loop(Path(tmp) / "loop", seeds, steps),
+            "sequential": lambda: sequential(Path(tmp) / "sequential", seeds, steps),
+            "sweep": lambda: sweep(Path(tmp) / "sweep", seeds, steps),
+        }
         done = {name: ways[name]() for name in (reversed(ways) if reverse else ways)}
-    loop_wall, (seq_wall, seq_first), (sweep_wall, sweep_first, sweep_runs) = (done["loop"], done["sequential"],
-                                                                               done["sweep"])
+    loop_wall, (seq_wall, seq_first), (sweep_wall, sweep_first, sweep_runs) = (
+        done["loop"],
+        done["sequential"],
+        done["sweep"],
+    )
     first_wave = sweep_first[:cores]
-    return {"shell_loop_wall_s": loop_wall, "in_process_wall_s": seq_wall, "sweep_wall_s": sweep_wall,
-            "speedup_over_shell_loop": loop_wall / sweep_wall, "speedup_over_in_process": seq_wall / sweep_wall,
-            "ray_overhead_per_run_s": sum(first_wave) / len(first_wave) - seq_first,
-            "run_s_alone": seq_wall / len(seeds), "run_s_in_sweep": sum(sweep_runs) / len(sweep_runs)}
+    return {
+        "shell_loop_wall_s": loop_wall,
+        "in_process_wall_s": seq_wall,
+        "sweep_wall_s": sweep_wall,
+        "speedup_over_shell_loop": loop_wall / sweep_wall,
+        "speedup_over_in_process": seq_wall / sweep_wall,
+        "ray_overhead_per_run_s": sum(first_wave) / len(first_wave) - seq_first,
+        "run_s_alone": seq_wall / len(seeds),
+        "run_s_in_sweep": sum(sweep_runs) / len(sweep_runs),
+    }
 
 
 def main() -> None:
@@ -104,15 +134,24 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=4)
     parser.add_argument("--steps", type=int, default=200_000)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--out", type=Path, default=scratch_path("sweep_speedup"),
-                        help="result file (default: the scratch folder benchmarks/results/tmp/)")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=scratch_path("sweep_speedup"),
+        help="result file (default: the scratch folder benchmarks/results/tmp/)",
+    )
     args = parser.parse_args()
     seeds = list(range(args.runs))
     cores, load_before = len(os.sched_getaffinity(0)), load_average()
     repeats = [measure(seeds, args.steps, cores, reverse=repeat % 2 == 1) for repeat in range(args.repeats)]
     median = {key: round(statistics.median(r[key] for r in repeats), 2) for key in repeats[0]}
-    result = {"meta": bench_meta(load_before, ["ray"]), "runs": args.runs, "steps_per_run": args.steps,
-              "median": median, "repeats": [{k: round(v, 2) for k, v in r.items()} for r in repeats]}
+    result = {
+        "meta": bench_meta(load_before, ["ray"]),
+        "runs": args.runs,
+        "steps_per_run": args.steps,
+        "median": median,
+        "repeats": [{k: round(v, 2) for k, v in r.items()} for r in repeats],
+    }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n")
     print(f"| {args.runs} PPO CartPole runs x {args.steps} steps, {cores} cores, median of {args.repeats} | |")
@@ -120,11 +159,15 @@ def main() -> None:
     print(f"| one after another: `acrl train` in a shell loop | {median['shell_loop_wall_s']:.1f} s |")
     print(f"| one after another: `Agent.learn` in one process | {median['in_process_wall_s']:.1f} s |")
     print(f"| acrl sweep (Ray, one run per core) | {median['sweep_wall_s']:.1f} s |")
-    print(f"| speed-up over the shell loop / the in-process loop | {median['speedup_over_shell_loop']:.2f}x / "
-          f"{median['speedup_over_in_process']:.2f}x |")
+    print(
+        f"| speed-up over the shell loop / the in-process loop | {median['speedup_over_shell_loop']:.2f}x / "
+        f"{median['speedup_over_in_process']:.2f}x |"
+    )
     print(f"| Ray overhead per run, start to first step | {median['ray_overhead_per_run_s']:.2f} s |")
-    print(f"| one run alone / beside another in the sweep | {median['run_s_alone']:.1f} s / "
-          f"{median['run_s_in_sweep']:.1f} s |")
+    print(
+        f"| one run alone / beside another in the sweep | {median['run_s_alone']:.1f} s / "
+        f"{median['run_s_in_sweep']:.1f} s |"
+    )
 
 
 if __name__ == "__main__":

@@ -45,8 +45,14 @@ RESULTS = ROOT / "results"
 SCRATCH = RESULTS / "tmp" / "update_roofline"
 OBS_DIM, ACT_DIM, N_TRANSITIONS = 11, 3, 100_000  # Hopper-v5's shapes
 SIZES = {
-    "bcq": {"batch_size": 100, "actor_hidden_sizes": [400, 300], "critic_hidden_sizes": [400, 300],
-            "vae_hidden_sizes": [750, 750], "n_action_samples": 10, "learning_rate": 1e-3},
+    "bcq": {
+        "batch_size": 100,
+        "actor_hidden_sizes": [400, 300],
+        "critic_hidden_sizes": [400, 300],
+        "vae_hidden_sizes": [750, 750],
+        "n_action_samples": 10,
+        "learning_rate": 1e-3,
+    },
     "td3": {"batch_size": 100, "hidden_sizes": [400, 300], "learning_rate": 1e-3, "policy_delay": 2},
     "sac": {"batch_size": 256, "hidden_sizes": [256, 256], "learning_rate": 3e-4},
 }
@@ -69,31 +75,55 @@ def d3rlpy_worker(spec: dict) -> dict:
     torch.set_num_threads(spec["threads"])
     d3rlpy.seed(0)
     arrays = np.load(spec["npz"])
-    dataset = d3rlpy.dataset.MDPDataset(arrays["observations"], arrays["actions"], arrays["rewards"],
-                                        arrays["terminals"], arrays["timeouts"],
-                                        action_space=d3rlpy.ActionSpace.CONTINUOUS)
+    dataset = d3rlpy.dataset.MDPDataset(
+        arrays["observations"],
+        arrays["actions"],
+        arrays["rewards"],
+        arrays["terminals"],
+        arrays["timeouts"],
+        action_space=d3rlpy.ActionSpace.CONTINUOUS,
+    )
     s = spec["sizes"]
     if spec["algo"] == "bcq":
         config = d3rlpy.algos.BCQConfig(
             actor_encoder_factory=VectorEncoderFactory(s["actor_hidden_sizes"]),
             critic_encoder_factory=VectorEncoderFactory(s["critic_hidden_sizes"]),
             imitator_encoder_factory=VectorEncoderFactory(s["vae_hidden_sizes"]),
-            actor_learning_rate=s["learning_rate"], critic_learning_rate=s["learning_rate"],
-            imitator_learning_rate=s["learning_rate"], batch_size=s["batch_size"], lam=0.75,
-            action_flexibility=0.05, n_action_samples=s["n_action_samples"], beta=0.5)
+            actor_learning_rate=s["learning_rate"],
+            critic_learning_rate=s["learning_rate"],
+            imitator_learning_rate=s["learning_rate"],
+            batch_size=s["batch_size"],
+            lam=0.75,
+            action_flexibility=0.05,
+            n_action_samples=s["n_action_samples"],
+            beta=0.5,
+        )
     else:
         encoder = VectorEncoderFactory(s["hidden_sizes"])
-        common = {"actor_encoder_factory": encoder, "critic_encoder_factory": encoder,
-                  "actor_learning_rate": s["learning_rate"], "critic_learning_rate": s["learning_rate"],
-                  "batch_size": s["batch_size"]}
-        config = (d3rlpy.algos.TD3Config(update_actor_interval=s["policy_delay"], **common) if spec["algo"] == "td3"
-                  else d3rlpy.algos.SACConfig(temp_learning_rate=s["learning_rate"], **common))
+        common = {
+            "actor_encoder_factory": encoder,
+            "critic_encoder_factory": encoder,
+            "actor_learning_rate": s["learning_rate"],
+            "critic_learning_rate": s["learning_rate"],
+            "batch_size": s["batch_size"],
+        }
+        config = (
+            d3rlpy.algos.TD3Config(update_actor_interval=s["policy_delay"], **common)
+            if spec["algo"] == "td3"
+            else d3rlpy.algos.SACConfig(temp_learning_rate=s["learning_rate"], **common)
+        )
     algo = config.create(device="cpu:0")
     algo.build_with_dataset(dataset)
 
     def fit(n: int) -> None:
-        algo.fit(dataset, n_steps=n, n_steps_per_epoch=n, show_progress=False, logger_adapter=NoopAdapterFactory(),
-                 save_interval=10**9)
+        algo.fit(
+            dataset,
+            n_steps=n,
+            n_steps_per_epoch=n,
+            show_progress=False,
+            logger_adapter=NoopAdapterFactory(),
+            save_interval=10**9,
+        )
 
     fit(spec["warmup"])
     rates = []
@@ -116,10 +146,14 @@ def random_arrays(seed: int = 0) -> dict:
     timeouts = np.zeros(N_TRANSITIONS, bool)
     timeouts[-1] = not terminals[-1]
     observations = rng.normal(size=(N_TRANSITIONS + 1, OBS_DIM)).astype(np.float32)
-    return {"observations": observations[:-1], "next_observations": observations[1:],
-            "actions": rng.uniform(-1, 1, (N_TRANSITIONS, ACT_DIM)).astype(np.float32),
-            "rewards": rng.normal(size=N_TRANSITIONS).astype(np.float32), "terminals": terminals,
-            "timeouts": timeouts}
+    return {
+        "observations": observations[:-1],
+        "next_observations": observations[1:],
+        "actions": rng.uniform(-1, 1, (N_TRANSITIONS, ACT_DIM)).astype(np.float32),
+        "rewards": rng.normal(size=N_TRANSITIONS).astype(np.float32),
+        "terminals": terminals,
+        "timeouts": timeouts,
+    }
 
 
 def acrl_agent(algo: str, arrays: dict, threads: int):
@@ -131,8 +165,14 @@ def acrl_agent(algo: str, arrays: dict, threads: int):
     from acrl.parts.buffers import ReplayBuffer
 
     buffer = ReplayBuffer(N_TRANSITIONS, OBS_DIM, (ACT_DIM,), torch.device("cpu"))
-    buffer.add(arrays["observations"], arrays["actions"], arrays["rewards"], arrays["next_observations"],
-               arrays["terminals"], arrays["timeouts"])
+    buffer.add(
+        arrays["observations"],
+        arrays["actions"],
+        arrays["rewards"],
+        arrays["next_observations"],
+        arrays["terminals"],
+        arrays["timeouts"],
+    )
     cls = {"bcq": acrl.BCQ, "td3": acrl.TD3, "sac": acrl.SAC}[algo]
     return cls("Hopper-v5", buffer=buffer, seed=0, eval_freq=0, torch_threads=threads, **SIZES[algo])
 
@@ -198,8 +238,10 @@ def product_seconds(shape: tuple[int, int, int], repeats: int = 15) -> dict[str,
 
     m, k, n = shape
     a, b, weight = torch.randn(m, k), torch.randn(k, n), torch.randn(n, k)
-    kernels = {"mm": lambda: torch.mm(a, b),
-               "onednn": lambda: torch.ops.mkldnn._linear_pointwise(a, weight, None, "none", [], "")}
+    kernels = {
+        "mm": lambda: torch.mm(a, b),
+        "onednn": lambda: torch.ops.mkldnn._linear_pointwise(a, weight, None, "none", [], ""),
+    }
     seconds = {}
     for name, kernel in kernels.items():
         for _ in range(3):
@@ -219,8 +261,14 @@ def roofline(products: list[tuple[int, int, int]]) -> dict:
     mm = sum(timed[s]["mm"] for s in products)
     best = sum(min(timed[s].values()) for s in products)
     flops = sum(2 * m * k * n for m, k, n in products)
-    return {"products": len(products), "gflop": flops / 1e9, "mm_seconds": mm, "best_seconds": best,
-            "mm_gflops": flops / mm / 1e9, "best_gflops": flops / best / 1e9}
+    return {
+        "products": len(products),
+        "gflop": flops / 1e9,
+        "mm_seconds": mm,
+        "best_seconds": best,
+        "mm_gflops": flops / mm / 1e9,
+        "best_gflops": flops / best / 1e9,
+    }
 
 
 # ------------------------------------------------------------------------------------ the run
@@ -229,20 +277,29 @@ def roofline(products: list[tuple[int, int, int]]) -> dict:
 def markdown(summary: dict) -> str:
     """The summary as one markdown table per thread count."""
     meta = summary["meta"]
-    lines = [f"### Off-policy updates/s against the roofline and d3rlpy {summary.get('d3rlpy_version', '')}", "",
-             f"{meta['cpu']}, {meta['cores']} cores; {meta['date']}; load average {meta['load_average_before'][0]:.2f} "
-             f"before, {meta['load_average_after'][0]:.2f} after; median of {summary['repeats']} runs each; "
-             f"`{meta['command']}`.", ""]
+    lines = [
+        f"### Off-policy updates/s against the roofline and d3rlpy {summary.get('d3rlpy_version', '')}",
+        "",
+        f"{meta['cpu']}, {meta['cores']} cores; {meta['date']}; load average {meta['load_average_before'][0]:.2f} "
+        f"before, {meta['load_average_after'][0]:.2f} after; median of {summary['repeats']} runs each; "
+        f"`{meta['command']}`.",
+        "",
+    ]
     for threads, rows in summary["threads"].items():
-        lines += [f"{threads} torch thread(s) (rooflines in updates/s; % of it: median of the paired runs):", "",
-                  "| algorithm | GFLOP/update | acrl updates/s | roofline (torch.mm) | % of it | "
-                  "roofline (best kernel) | % of it | d3rlpy updates/s | acrl / d3rlpy |",
-                  "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+        lines += [
+            f"{threads} torch thread(s) (rooflines in updates/s; % of it: median of the paired runs):",
+            "",
+            "| algorithm | GFLOP/update | acrl updates/s | roofline (torch.mm) | % of it | "
+            "roofline (best kernel) | % of it | d3rlpy updates/s | acrl / d3rlpy |",
+            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        ]
         for algo, r in rows.items():
             d3 = r.get("d3rlpy")
-            lines.append(f"| {algo.upper()} | {r['gflop']:.2f} | {r['acrl']:.1f} | {r['roofline_mm']:.1f} | "
-                         f"{r['of_roofline_mm']:.0%} | {r['roofline_best']:.1f} | {r['of_roofline_best']:.0%} | " +
-                         (f"{d3:.1f} | **{r['acrl'] / d3:.2f}x** |" if d3 else "| |"))
+            lines.append(
+                f"| {algo.upper()} | {r['gflop']:.2f} | {r['acrl']:.1f} | {r['roofline_mm']:.1f} | "
+                f"{r['of_roofline_mm']:.0%} | {r['roofline_best']:.1f} | {r['of_roofline_best']:.0%} | "
+                + (f"{d3:.1f} | **{r['acrl'] / d3:.2f}x** |" if d3 else "| |")
+            )
         lines.append("")
     one = next(iter(summary["threads"]))
     for threads in list(summary["threads"])[1:]:
@@ -258,8 +315,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", nargs="+", type=int, default=[1, 2])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--no-d3rlpy", action="store_true", help="acrl and the roofline only")
-    parser.add_argument("--out", type=Path, default=SCRATCH.parent / "update_roofline",
-                        help="results path without suffix (default: the scratch folder benchmarks/results/tmp/)")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=SCRATCH.parent / "update_roofline",
+        help="results path without suffix (default: the scratch folder benchmarks/results/tmp/)",
+    )
     parser.add_argument("--d3rlpy-worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.d3rlpy_worker:
@@ -279,16 +340,33 @@ def main(argv: list[str] | None = None) -> int:
     arrays = random_arrays()
     npz = SCRATCH / "hopper-random.npz"
     np.savez(npz, **arrays)
-    summary: dict = {"repeats": args.repeats, "sizes": SIZES, "threads": {str(t): {} for t in args.threads},
-                     "scaling": {}}
+    summary: dict = {
+        "repeats": args.repeats,
+        "sizes": SIZES,
+        "threads": {str(t): {} for t in args.threads},
+        "scaling": {},
+    }
 
     def d3rlpy_runs(algo: str) -> dict[int, dict]:
         """d3rlpy's `fit` on the same arrays and sizes, per thread count ({} with --no-d3rlpy)."""
         if python is None:
             return {}
-        return {threads: run_d3rlpy(python, {"algo": algo, "sizes": SIZES[algo], "threads": threads,
-                                              "npz": str(npz), "warmup": 20, "updates": UPDATES[algo],
-                                              "repeats": args.repeats}, __file__) for threads in args.threads}
+        return {
+            threads: run_d3rlpy(
+                python,
+                {
+                    "algo": algo,
+                    "sizes": SIZES[algo],
+                    "threads": threads,
+                    "npz": str(npz),
+                    "warmup": 20,
+                    "updates": UPDATES[algo],
+                    "repeats": args.repeats,
+                },
+                __file__,
+            )
+            for threads in args.threads
+        }
 
     for index, algo in enumerate(args.algos):
         peer = d3rlpy_runs(algo) if index % 2 else {}  # d3rlpy first for every other algorithm
@@ -298,23 +376,30 @@ def main(argv: list[str] | None = None) -> int:
         first = runs[args.threads[0]]["rates"]
         summary["scaling"][algo] = {
             str(t): statistics.median(a / b for a, b in zip(runs[t]["rates"], first, strict=True))
-            for t in args.threads[1:]}
+            for t in args.threads[1:]
+        }
         for threads in agents:
             rates, rooflines = runs[threads]["rates"], runs[threads]["rooflines"]
-            row = {"acrl": statistics.median(rates), "acrl_runs": rates, "gflop": rooflines[0]["gflop"],
-                   "roofline_mm": statistics.median(1 / r["mm_seconds"] for r in rooflines),
-                   "roofline_best": statistics.median(1 / r["best_seconds"] for r in rooflines),
-                   "of_roofline_mm": statistics.median(a * r["mm_seconds"] for a, r in zip(rates, rooflines)),
-                   "of_roofline_best": statistics.median(a * r["best_seconds"] for a, r in zip(rates, rooflines)),
-                   "rooflines": rooflines}
+            row = {
+                "acrl": statistics.median(rates),
+                "acrl_runs": rates,
+                "gflop": rooflines[0]["gflop"],
+                "roofline_mm": statistics.median(1 / r["mm_seconds"] for r in rooflines),
+                "roofline_best": statistics.median(1 / r["best_seconds"] for r in rooflines),
+                "of_roofline_mm": statistics.median(a * r["mm_seconds"] for a, r in zip(rates, rooflines)),
+                "of_roofline_best": statistics.median(a * r["best_seconds"] for a, r in zip(rates, rooflines)),
+                "rooflines": rooflines,
+            }
             if threads in peer:
                 result = peer[threads]
                 summary["d3rlpy_version"] = result["version"]
                 row.update(d3rlpy=statistics.median(result["updates_per_s"]), d3rlpy_runs=result["updates_per_s"])
             summary["threads"][str(threads)][algo] = row
-            print(f"{threads} thread(s) {algo}: acrl {row['acrl']:.1f}/s = {row['of_roofline_mm']:.0%} of the torch.mm "
-                  f"roofline, {row['of_roofline_best']:.0%} of the best kernel's; d3rlpy {row.get('d3rlpy', 0):.1f}/s",
-                  file=sys.stderr)
+            print(
+                f"{threads} thread(s) {algo}: acrl {row['acrl']:.1f}/s = {row['of_roofline_mm']:.0%} of the torch.mm "
+                f"roofline, {row['of_roofline_best']:.0%} of the best kernel's; d3rlpy {row.get('d3rlpy', 0):.1f}/s",
+                file=sys.stderr,
+            )
     summary = {"meta": bench_meta(load_before, ["mujoco"]), **summary}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.with_suffix(".json").write_text(json.dumps(summary, indent=2) + "\n")

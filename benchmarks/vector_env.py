@@ -54,22 +54,30 @@ def main() -> None:
     parser.add_argument("--n-envs", type=int, default=8)
     parser.add_argument("--steps", type=int, default=1_000, help="vector steps per run")
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--out", type=Path, default=scratch_path("vector_env"),
-                        help="result file (default: the scratch folder benchmarks/results/tmp/)")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=scratch_path("vector_env"),
+        help="result file (default: the scratch folder benchmarks/results/tmp/)",
+    )
     args = parser.parse_args()
     load_before = load_average()
     makers = {"gymnasium": gymnasium_vector_env, "acrl": make_vec_env}
     results: dict[str, dict[str, list[float]]] = {}
     for env_id in args.envs:
         for repeat in range(args.repeats):
-            for name in (("gymnasium", "acrl") if repeat % 2 == 0 else ("acrl", "gymnasium")):
+            for name in ("gymnasium", "acrl") if repeat % 2 == 0 else ("acrl", "gymnasium"):
                 value = us_per_env_step(makers[name](env_id, args.n_envs), args.steps)
                 results.setdefault(env_id, {}).setdefault(name, []).append(value)
                 print(f"  {env_id} {name}: {value:.1f} us per env step", flush=True)
-    lines = [f"{args.n_envs} sub-environments, {args.steps:,} vector steps per run, median of {args.repeats} runs, "
-             f"load average {load_before[0]:.2f} before", "",
-             "| environment | Gymnasium SyncVectorEnv + RecordEpisodeStatistics, us/step | acrl LeanSyncVectorEnv, "
-             "us/step | saved, us/step | Gymnasium / acrl |", "|---|---:|---:|---:|---:|"]
+    lines = [
+        f"{args.n_envs} sub-environments, {args.steps:,} vector steps per run, median of {args.repeats} runs, "
+        f"load average {load_before[0]:.2f} before",
+        "",
+        "| environment | Gymnasium SyncVectorEnv + RecordEpisodeStatistics, us/step | acrl LeanSyncVectorEnv, "
+        "us/step | saved, us/step | Gymnasium / acrl |",
+        "|---|---:|---:|---:|---:|",
+    ]
     summary = {}
     for env_id, by_name in results.items():
         theirs, ours = (statistics.median(by_name[k]) for k in ("gymnasium", "acrl"))
@@ -77,9 +85,19 @@ def main() -> None:
         lines.append(f"| {env_id} | {theirs:.1f} | {ours:.1f} | {theirs - ours:.1f} | {theirs / ours:.2f} |")
     print("\n".join(lines))
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({
-        "benchmark": "vector_env", "meta": bench_meta(load_before, ["mujoco"]),
-        "settings": {k: str(v) for k, v in vars(args).items()}, "summary": summary, "runs": results}, indent=2) + "\n")
+    args.out.write_text(
+        json.dumps(
+            {
+                "benchmark": "vector_env",
+                "meta": bench_meta(load_before, ["mujoco"]),
+                "settings": {k: str(v) for k, v in vars(args).items()},
+                "summary": summary,
+                "runs": results,
+            },
+            indent=2,
+        )
+        + "\n"
+    )
     print(f"\nwrote {args.out}")
 
 

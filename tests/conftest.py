@@ -32,16 +32,30 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def run_cli(*args: str, cwd: Path | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
     """`python -m acrl ARGS` in a subprocess; returns the completed process (text output)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "acrl", *args], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "acrl", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
+    )
 
 
-PPO_TINY = {"n_steps": 64, "n_envs": 2, "n_epochs": 2, "batch_size": 64, "eval_freq": 256, "eval_episodes": 2,
-            "checkpoint_freq": 256}
+PPO_TINY = {
+    "n_steps": 64,
+    "n_envs": 2,
+    "n_epochs": 2,
+    "batch_size": 64,
+    "eval_freq": 256,
+    "eval_episodes": 2,
+    "checkpoint_freq": 256,
+}
 """PPO on CartPole at a size that trains 512 steps in about a second (the sweep and tune tests)."""
 
-BCQ_SMALL = {"actor_hidden_sizes": (8,), "critic_hidden_sizes": (8,), "vae_hidden_sizes": (8,), "batch_size": 4,
-             "eval_freq": 0, "iteration_steps": 5}
+BCQ_SMALL = {
+    "actor_hidden_sizes": (8,),
+    "critic_hidden_sizes": (8,),
+    "vae_hidden_sizes": (8,),
+    "batch_size": 4,
+    "eval_freq": 0,
+    "iteration_steps": 5,
+}
 """BCQ with 8-unit networks, batches of 4 and no evaluation: for checks of its pieces, not its learning."""
 
 
@@ -53,8 +67,18 @@ def steps_of(run_dir: Path) -> list[int]:
 
 def save_format_1(path: Path, agent, state: dict) -> Path:
     """A checkpoint file of `agent` holding `state`, as acrl wrote them at format version 1."""
-    torch.save({"format": "acrl-checkpoint", "format_version": 1, "acrl_version": "0.1.0", "algo": agent.algo,
-                "config": agent.config.to_dict(), "state": state, "rng": rng_state(agent.rng)}, path)
+    torch.save(
+        {
+            "format": "acrl-checkpoint",
+            "format_version": 1,
+            "acrl_version": "0.1.0",
+            "algo": agent.algo,
+            "config": agent.config.to_dict(),
+            "state": state,
+            "rng": rng_state(agent.rng),
+        },
+        path,
+    )
     return path
 
 
@@ -78,9 +102,15 @@ def write_dataset(path: Path, env_id: str = "Pendulum-v1", n: int = 40, seed: in
         actions = rng.uniform(low, high, (n, len(low))).astype(np.float32)
     terminals, timeouts = np.zeros(n, bool), np.zeros(n, bool)
     terminals[1], timeouts[2] = True, True
-    data = OfflineDataset(rng.normal(size=(n, obs_dim)).astype(np.float32), actions,
-                          rng.normal(size=n).astype(np.float32), rng.normal(size=(n, obs_dim)).astype(np.float32),
-                          terminals, timeouts, {"env_id": env_id, "kind": "test"})
+    data = OfflineDataset(
+        rng.normal(size=(n, obs_dim)).astype(np.float32),
+        actions,
+        rng.normal(size=n).astype(np.float32),
+        rng.normal(size=(n, obs_dim)).astype(np.float32),
+        terminals,
+        timeouts,
+        {"env_id": env_id, "kind": "test"},
+    )
     save_dataset(path, data)
     return data
 

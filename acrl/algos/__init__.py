@@ -40,8 +40,14 @@ def get_algorithm(name: str) -> type:
     return getattr(import_module(module), cls)
 
 
-def make_config(algo: str, env_id: str | None = None, preset: str | None = None,
-                overrides: dict[str, Any] | None = None, origin: str = "--set", **flags: Any) -> tuple[type, RunConfig]:
+def make_config(
+    algo: str,
+    env_id: str | None = None,
+    preset: str | None = None,
+    overrides: dict[str, Any] | None = None,
+    origin: str = "--set",
+    **flags: Any,
+) -> tuple[type, RunConfig]:
     """The agent class and full config of a run, as `acrl train`, `acrl sweep` and `Agent.from_preset` build them.
 
     Precedence: the algorithm's defaults < the preset (`preset`, else the environment's
@@ -68,21 +74,27 @@ def make_config(algo: str, env_id: str | None = None, preset: str | None = None,
     dataset = flags.get("dataset")
     if env_id is None and dataset is None:
         if getattr(cls, "requires_data", False):
-            what = (f"{algo} learns from a fixed dataset: pass {{}} (an HDF5 file with the D4RL keys, e.g. from "
-                    "`acrl collect`); {} is then optional (default: the dataset's env_id) and names the environment "
-                    "to evaluate on.")
+            what = (
+                f"{algo} learns from a fixed dataset: pass {{}} (an HDF5 file with the D4RL keys, e.g. from "
+                "`acrl collect`); {} is then optional (default: the dataset's env_id) and names the environment "
+                "to evaluate on."
+            )
             raise InputError(what.format("dataset=FILE", "env_id"), cli=what.format("--dataset FILE", "--env ENV_ID"))
         from gymnasium.spaces import Discrete
 
         example = "CartPole-v1" if Discrete in cls.action_kinds else "Pendulum-v1"
-        raise InputError(f"env_id is required for {algo} (for example env_id={example!r}).",
-                         cli=f"--env ENV_ID is required for {algo} (for example --env {example}).")
+        raise InputError(
+            f"env_id is required for {algo} (for example env_id={example!r}).",
+            cli=f"--env ENV_ID is required for {algo} (for example --env {example}).",
+        )
     config = cls.config_class()
     for flag in ("dataset", "workers", "n_envs"):
         if flag in flags and not hasattr(config, flag):
-            raise InputError(f"{flag} does not apply to {algo}: its config has no {flag} field.",
-                             cli=f"--{flag.replace('_', '-')} does not apply to {algo}: it has no {flag} "
-                             f"setting (see `acrl train --help` for which algorithms take it).")
+            raise InputError(
+                f"{flag} does not apply to {algo}: its config has no {flag} field.",
+                cli=f"--{flag.replace('_', '-')} does not apply to {algo}: it has no {flag} "
+                f"setting (see `acrl train --help` for which algorithms take it).",
+            )
     if env_id is None:  # the preset of the dataset's own environment
         from acrl.parts.datasets import dataset_env_id
 

@@ -124,8 +124,7 @@ class A3CConfig(RunConfig):
     def validate(self) -> None:
         """Raise `InputError` for values A3C cannot run with (see the attribute list)."""
         super().validate()
-        positive(self, "workers", "n_steps", "learning_rate", "max_grad_norm", "reward_scale", "obs_clip",
-                 "log_freq")
+        positive(self, "workers", "n_steps", "learning_rate", "max_grad_norm", "reward_scale", "obs_clip", "log_freq")
         in_unit_interval(self, "gamma", "gae_lambda")
         if self.optimizer not in ("rmsprop", "adam"):
             raise InputError(f"optimizer must be 'rmsprop' or 'adam', got {self.optimizer!r}.")
@@ -156,9 +155,18 @@ class ActorCritic(nn.Module):
         discrete: Categorical (True) or Gaussian (False) policy; the rest: see `A3CConfig`.
     """
 
-    def __init__(self, obs_dim: int, act_dim: int, discrete: bool, hidden_sizes: tuple[int, ...] = (64, 64),
-                 critic_hidden_sizes: tuple[int, ...] | None = None, activation: str = "tanh",
-                 shared_trunk: bool = False, log_std_init: float = 0.0, log_std_min: float = -5.0):
+    def __init__(
+        self,
+        obs_dim: int,
+        act_dim: int,
+        discrete: bool,
+        hidden_sizes: tuple[int, ...] = (64, 64),
+        critic_hidden_sizes: tuple[int, ...] | None = None,
+        activation: str = "tanh",
+        shared_trunk: bool = False,
+        log_std_init: float = 0.0,
+        log_std_min: float = -5.0,
+    ):
         super().__init__()
         self.discrete, self.shared_trunk = discrete, shared_trunk
         self.actor = policy_head(discrete, obs_dim, act_dim, hidden_sizes, activation, log_std_init, log_std_min)
@@ -183,8 +191,9 @@ class ActorCritic(nn.Module):
         gradients or log-probabilities (the head's lean acting path, once per step in every worker)."""
         return self.actor.sample(obs, deterministic, with_log_prob=False)[0]
 
-    def evaluate_actions(self, obs: torch.Tensor,
-                         actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def evaluate_actions(
+        self, obs: torch.Tensor, actions: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """log pi(a|s), entropy of pi(.|s) (both summed over action dims) and V(s), each (B,), differentiable,
         for obs (B, obs_dim) float32 and raw actions (B,) int64 or (B, act_dim) float32; one trunk pass."""
         features = self.actor.encoder(obs)
@@ -224,8 +233,14 @@ class Rollout:
         return len(self.rewards)
 
 
-def collect_rollout(envs: LeanSyncVectorEnv, model: ActorCritic, obs: np.ndarray, n_steps: int,
-                    adapter: ActionAdapter, normalizer: ObservationNormalizer | IdentityNormalizer) -> Rollout:
+def collect_rollout(
+    envs: LeanSyncVectorEnv,
+    model: ActorCritic,
+    obs: np.ndarray,
+    n_steps: int,
+    adapter: ActionAdapter,
+    normalizer: ObservationNormalizer | IdentityNormalizer,
+) -> Rollout:
     """Act with `model` (no gradients) from `obs` (N, obs_dim) in the worker's N environments (`make_worker_envs`)
     for n_steps (t_max, or the claimed part of the budget if smaller) steps, storing the raw samples
     and sending `adapter`'s env-unit actions; `normalizer` (not updated here) is applied to observations.
@@ -252,15 +267,23 @@ def collect_rollout(envs: LeanSyncVectorEnv, model: ActorCritic, obs: np.ndarray
         last_obs = obs.copy()
         last_obs[ended] = np.stack(info["final_obs"][ended])
         returns, lengths = info["episode"]["r"][ended], info["episode"]["l"][ended]
-    return Rollout(observations=torch.stack(observations),
-                   raw_observations=np.asarray(raw, dtype=np.float64).reshape(-1, obs.shape[-1]),
-                   actions=torch.stack(actions), rewards=np.asarray(rewards, dtype=np.float32),
-                   terminated=terminated, truncated=truncated, last_obs=last_obs, next_obs=obs,
-                   episode_returns=returns, episode_lengths=lengths)
+    return Rollout(
+        observations=torch.stack(observations),
+        raw_observations=np.asarray(raw, dtype=np.float64).reshape(-1, obs.shape[-1]),
+        actions=torch.stack(actions),
+        rewards=np.asarray(rewards, dtype=np.float32),
+        terminated=terminated,
+        truncated=truncated,
+        last_obs=last_obs,
+        next_obs=obs,
+        episode_returns=returns,
+        episode_lengths=lengths,
+    )
 
 
-def bootstrap_value(rollout: Rollout, model: ActorCritic,
-                    normalizer: ObservationNormalizer | IdentityNormalizer) -> np.ndarray:
+def bootstrap_value(
+    rollout: Rollout, model: ActorCritic, normalizer: ObservationNormalizer | IdentityNormalizer
+) -> np.ndarray:
     """The value after each environment's last step, (N,) float32: 0 where its episode terminated, else
     V(last obs). A time-limit truncation and a rollout stopped mid-episode both had a future the rollout
     did not see, so both bootstrap (Pardo et al. 2018; docs/correctness.md item 1)."""
@@ -271,8 +294,13 @@ def bootstrap_value(rollout: Rollout, model: ActorCritic,
     return np.where(rollout.terminated, np.float32(0.0), values)
 
 
-def a3c_loss(model: ActorCritic, rollout: Rollout, rewards: np.ndarray, bootstrap: np.ndarray, config: A3CConfig,
-             ) -> tuple[torch.Tensor, dict[str, float]]:
+def a3c_loss(
+    model: ActorCritic,
+    rollout: Rollout,
+    rewards: np.ndarray,
+    bootstrap: np.ndarray,
+    config: A3CConfig,
+) -> tuple[torch.Tensor, dict[str, float]]:
     """The actor-critic loss of Algorithm S3 on one rollout of T <= t_max steps of N environments.
 
     loss = (1 / (t_max N)) sum_{t, i} [-log pi(a_t|s_t) A_t + vf_coef (R_t - V(s_t))^2 - ent_coef H(pi(.|s_t))],
@@ -290,10 +318,12 @@ def a3c_loss(model: ActorCritic, rollout: Rollout, rewards: np.ndarray, bootstra
         (scalar loss with gradients to `model`, {"policy_loss", "value_loss", "entropy"}: the three
         terms' unweighted means over the T N steps).
     """
-    log_probs, entropy, values = model.evaluate_actions(rollout.observations.flatten(0, 1),
-                                                        rollout.actions.flatten(0, 1))
-    advantages, targets = segment_advantages(rewards, values.detach().numpy().reshape(rewards.shape), bootstrap,
-                                             config.gamma, config.gae_lambda)
+    log_probs, entropy, values = model.evaluate_actions(
+        rollout.observations.flatten(0, 1), rollout.actions.flatten(0, 1)
+    )
+    advantages, targets = segment_advantages(
+        rewards, values.detach().numpy().reshape(rewards.shape), bootstrap, config.gamma, config.gae_lambda
+    )
     policy_loss = -(log_probs * torch.from_numpy(advantages).flatten()).mean()
     value_loss = (torch.from_numpy(targets).flatten() - values).square().mean()
     entropy_mean = entropy.mean()
@@ -347,11 +377,13 @@ def run_worker(rank: int, budget: StepBudget, config: A3CConfig, env: Any, share
         if config.normalize_obs:
             with shared.normalizer_lock:
                 normalizer.stats.update(rollout.raw_observations)
-        loss, stats = a3c_loss(local, rollout, rollout.rewards * config.reward_scale,
-                               bootstrap_value(rollout, local, normalizer), config)
+        loss, stats = a3c_loss(
+            local, rollout, rollout.rewards * config.reward_scale, bootstrap_value(rollout, local, normalizer), config
+        )
         if not torch.isfinite(loss):
-            raise TrainingError(f"worker {rank}, global step {budget.steps_taken()}: the loss is {loss.item()} "
-                                f"({stats}).")
+            raise TrainingError(
+                f"worker {rank}, global step {budget.steps_taken()}: the loss is {loss.item()} ({stats})."
+            )
         if config.anneal_lr:
             anneal_learning_rate(shared.optimizer, config.learning_rate, budget.claimed.value, budget.total)
         stats["grad_norm"] = apply_gradients(local_parameters, shared.optimizer, loss, config.max_grad_norm)
@@ -383,16 +415,27 @@ class A3C(Agent):
 
     def _build(self) -> None:
         cfg = self.config
-        self.model = ActorCritic(self.obs_dim, self.act_dim, self.discrete, cfg.hidden_sizes, cfg.critic_hidden_sizes,
-                                 cfg.activation, cfg.shared_trunk, cfg.log_std_init, cfg.log_std_min)
+        self.model = ActorCritic(
+            self.obs_dim,
+            self.act_dim,
+            self.discrete,
+            cfg.hidden_sizes,
+            cfg.critic_hidden_sizes,
+            cfg.activation,
+            cfg.shared_trunk,
+            cfg.log_std_init,
+            cfg.log_std_min,
+        )
         self.parameters = flatten_parameters(self.model)
         self.model.share_memory()
         if cfg.optimizer == "adam":
-            self.optimizer: torch.optim.Optimizer = SharedAdam([self.parameters], lr=cfg.learning_rate,
-                                                               eps=cfg.optimizer_eps)
+            self.optimizer: torch.optim.Optimizer = SharedAdam(
+                [self.parameters], lr=cfg.learning_rate, eps=cfg.optimizer_eps
+            )
         else:
-            self.optimizer = SharedRMSprop([self.parameters], lr=cfg.learning_rate, alpha=cfg.rmsprop_alpha,
-                                           eps=cfg.optimizer_eps)
+            self.optimizer = SharedRMSprop(
+                [self.parameters], lr=cfg.learning_rate, alpha=cfg.rmsprop_alpha, eps=cfg.optimizer_eps
+            )
         self.nets = {"model": self.model}
         self.optimizers = {"optimizer": self.optimizer}
         if cfg.normalize_obs:
@@ -428,9 +471,14 @@ class A3C(Agent):
         cfg = self.config
         ctx = mp.get_context(cfg.start_method)
         self._budget = StepBudget(ctx, cfg.workers, self.num_steps, self.total_steps, parent_pid=os.getpid())
-        self._shared = SharedState(model=self.model, parameters=self.parameters, optimizer=self.optimizer,
-                                   normalizer=self.obs_normalizer, normalizer_lock=ctx.Lock(),
-                                   stats=WorkerStats(cfg.workers, UPDATE_STATS, EPISODE_WINDOW))
+        self._shared = SharedState(
+            model=self.model,
+            parameters=self.parameters,
+            optimizer=self.optimizer,
+            normalizer=self.obs_normalizer,
+            normalizer_lock=ctx.Lock(),
+            stats=WorkerStats(cfg.workers, UPDATE_STATS, EPISODE_WINDOW),
+        )
         self._pool = WorkerPool(ctx, self._budget, "acrl-a3c-worker")
         self._started = time.perf_counter()
         self._last_report = (self._started, self.num_steps)

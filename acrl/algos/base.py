@@ -135,8 +135,10 @@ class Agent:
         if self.cpu_only_reason is None:
             return resolve_device(spec)
         if spec not in ("auto", "cpu"):
-            raise InputError(f"{type(self).__name__} runs on the CPU by design ({self.cpu_only_reason}); got device "
-                             f"{spec!r}. Use --device cpu (or auto, which picks the CPU for it).")
+            raise InputError(
+                f"{type(self).__name__} runs on the CPU by design ({self.cpu_only_reason}); got device "
+                f"{spec!r}. Use --device cpu (or auto, which picks the CPU for it)."
+            )
         return torch.device("cpu")
 
     # ----------------------------------------------------------------- what an algorithm provides
@@ -182,8 +184,9 @@ class Agent:
         single = obs.ndim == 1
         batch = obs[None] if single else obs
         if batch.ndim != 2 or batch.shape[1] != self.obs_dim:
-            raise InputError(f"predict expects observations of shape ({self.obs_dim},) or (B, {self.obs_dim}), "
-                             f"got {obs.shape}.")
+            raise InputError(
+                f"predict expects observations of shape ({self.obs_dim},) or (B, {self.obs_dim}), got {obs.shape}."
+            )
         x = self.obs_normalizer(batch).to(self.device)
         with torch.no_grad():
             raw = self._policy_action(x, deterministic).cpu().numpy()
@@ -193,11 +196,23 @@ class Agent:
     def evaluate(self, episodes: int | None = None, deterministic: bool = True) -> dict[str, Any]:
         """Evaluate `episodes` episodes (default: the config's eval_episodes) on a fresh env seeded with
         seed + 10_000 (see `acrl.core.evaluation.evaluate`, which raises InputError for episodes < 1)."""
-        return evaluate(self, self.env, self.config.eval_episodes if episodes is None else episodes, deterministic,
-                        seed=self.config.seed + EVAL_SEED_OFFSET)
+        return evaluate(
+            self,
+            self.env,
+            self.config.eval_episodes if episodes is None else episodes,
+            deterministic,
+            seed=self.config.seed + EVAL_SEED_OFFSET,
+        )
 
-    def record_video(self, path: str | Path, episodes: int = 1, deterministic: bool = True, seed: int | None = None,
-                     max_steps: int | None = None, keep_frames: bool = False) -> dict[str, Any]:
+    def record_video(
+        self,
+        path: str | Path,
+        episodes: int = 1,
+        deterministic: bool = True,
+        seed: int | None = None,
+        max_steps: int | None = None,
+        keep_frames: bool = False,
+    ) -> dict[str, Any]:
         """Write `episodes` episodes of the policy to an MP4 (see `acrl.core.video.record_video`).
 
         The environment is the agent's own (a registered id or an env from `gym.make`), seeded
@@ -210,8 +225,15 @@ class Agent:
         return record_video(self, self.env, path, episodes, deterministic, seed, max_steps, keep_frames)
 
     # ----------------------------------------------------------------- training
-    def learn(self, total_steps: int | None = None, run_dir: str | Path | None = None, progress: bool = True,
-              callbacks: Sequence[Callback] = (), label: str | None = None, **unknown: Any) -> Agent:
+    def learn(
+        self,
+        total_steps: int | None = None,
+        run_dir: str | Path | None = None,
+        progress: bool = True,
+        callbacks: Sequence[Callback] = (),
+        label: str | None = None,
+        **unknown: Any,
+    ) -> Agent:
         """Train until `num_steps` reaches `total_steps` through the run loop (`acrl.core.loop`).
 
         With a `run_dir`, writes config.yaml, metrics.csv, TensorBoard events,
@@ -241,11 +263,15 @@ class Agent:
         """
         if unknown:
             valid = list(inspect.signature(Agent.learn).parameters)[1:-1]
-            said = "; ".join(f"{key!r}" + "".join(f" (did you mean {close}?)"
-                                                   for close in difflib.get_close_matches(key, valid, n=1))
-                             for key in unknown)
-            raise InputError(f"learn() got an unknown keyword: {said}. It takes {', '.join(valid)}; hyperparameters "
-                             f"go to the constructor, e.g. {type(self).__name__}(env, learning_rate=...).")
+            said = "; ".join(
+                f"{key!r}"
+                + "".join(f" (did you mean {close}?)" for close in difflib.get_close_matches(key, valid, n=1))
+                for key in unknown
+            )
+            raise InputError(
+                f"learn() got an unknown keyword: {said}. It takes {', '.join(valid)}; hyperparameters "
+                f"go to the constructor, e.g. {type(self).__name__}(env, learning_rate=...)."
+            )
         if total_steps is not None:
             if total_steps <= 0:
                 raise InputError(f"total_steps must be > 0, got {total_steps}.")
@@ -310,8 +336,10 @@ class Agent:
             self.best_eval = state["best_eval"]
             self._load_extra_state(state["extra"])
         except (KeyError, RuntimeError, ValueError) as exc:
-            raise InputError(f"the checkpoint does not match this {type(self).__name__} "
-                             f"(different environment or network sizes?): {exc}") from None
+            raise InputError(
+                f"the checkpoint does not match this {type(self).__name__} "
+                f"(different environment or network sizes?): {exc}"
+            ) from None
 
     def save(self, path: str | Path, replay_buffer: bool = True) -> None:
         """Write a checkpoint (atomically) that `load` and `acrl resume` can continue from.
@@ -342,14 +370,18 @@ class Agent:
         """
         payload = load_checkpoint(path)
         if payload["algo"] != cls.algo:
-            raise InputError(f"{path} is a {payload['algo']} checkpoint, not {cls.algo}; "
-                             f"load it with acrl.load or the {payload['algo'].upper()} class.")
+            raise InputError(
+                f"{path} is a {payload['algo']} checkpoint, not {cls.algo}; "
+                f"load it with acrl.load or the {payload['algo'].upper()} class."
+            )
         config = update_config(cls.config_class(), payload["config"], origin=str(path))
         if device is not None:
             config.device = device
         if env is None and config.env_id not in gym.registry:
-            raise InputError(f"{path} was trained on the custom environment {config.env_id!r}, which is not a "
-                             "registered id: pass it explicitly, e.g. load(path, env=make_my_env).")
+            raise InputError(
+                f"{path} was trained on the custom environment {config.env_id!r}, which is not a "
+                "registered id: pass it explicitly, e.g. load(path, env=make_my_env)."
+            )
         agent = cls(env if env is not None else config.env_id, config=config)
         agent.load_state_dict(payload["state"])
         set_rng_state(payload["rng"], agent.rng)

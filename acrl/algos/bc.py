@@ -39,8 +39,10 @@ class BCConfig(ReplayConfig):
         hidden_sizes: hidden ReLU layers of the policy.
     """
 
-    retired_fields: ClassVar[dict[str, str]] = {"gamma": "BC has no value function to discount",
-                                                 "tau": "BC has no target network"}
+    retired_fields: ClassVar[dict[str, str]] = {
+        "gamma": "BC has no value function to discount",
+        "tau": "BC has no target network",
+    }
     """Earlier BC configs held gamma and tau, as an off-policy agent's, which BC never used."""
 
     learning_rate: float = 1e-3

@@ -144,8 +144,9 @@ class VAE(nn.Module):
         return torch.tanh(self.decoder(torch.cat([obs, z], dim=-1)))
 
     @staticmethod
-    def loss(actions: torch.Tensor, recon: torch.Tensor, mean: torch.Tensor, log_std: torch.Tensor,
-             kl_weight: float = 0.5) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def loss(
+        actions: torch.Tensor, recon: torch.Tensor, mean: torch.Tensor, log_std: torch.Tensor, kl_weight: float = 0.5
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """(total, reconstruction, KL) losses, scalars: MSE(recon, a) + kl_weight * KL, the KL to
         N(0, I) averaged over batch and latent dims as in the authors' code:
         -0.5 * mean(1 + log sigma^2 - mu^2 - sigma^2) (Kingma & Welling 2014, Appendix B)."""
@@ -182,9 +183,18 @@ def soft_clipped_double_q(q1: torch.Tensor, q2: torch.Tensor, lmbda: float) -> t
 
 
 @torch.no_grad()
-def continuous_target(next_obs: torch.Tensor, rewards: torch.Tensor, not_done: torch.Tensor, vae: VAE,
-                      actor_target: nn.Module, critic_target: nn.Module, gamma: float, lmbda: float,
-                      n_samples: int, latent: torch.Tensor | None = None) -> torch.Tensor:
+def continuous_target(
+    next_obs: torch.Tensor,
+    rewards: torch.Tensor,
+    not_done: torch.Tensor,
+    vae: VAE,
+    actor_target: nn.Module,
+    critic_target: nn.Module,
+    gamma: float,
+    lmbda: float,
+    n_samples: int,
+    latent: torch.Tensor | None = None,
+) -> torch.Tensor:
     """BCQ's critic target y (B,) (Fujimoto et al. 2019, Eq. 13 and Algorithm 1).
 
     Each next state is repeated n_samples times with `repeat_interleave` (rows s'_0 x n, s'_1 x n,
@@ -265,8 +275,13 @@ class BCQ(OffPolicyAgent):
         self.vae_optimizer = torch.optim.Adam(self.vae.parameters(), lr=cfg.vae_learning_rate, fused=True)
         self.actor_optimizer = torch.optim.Adam(self.actor.parameters(), lr=cfg.learning_rate, fused=True)
         self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), lr=cfg.learning_rate, fused=True)
-        self.nets = {"vae": self.vae, "actor": self.actor, "critic": self.critic,
-                     "actor_target": self.actor_target, "critic_target": self.critic_target}
+        self.nets = {
+            "vae": self.vae,
+            "actor": self.actor,
+            "critic": self.critic,
+            "actor_target": self.actor_target,
+            "critic_target": self.critic_target,
+        }
         self.optimizers = {"vae": self.vae_optimizer, "actor": self.actor_optimizer, "critic": self.critic_optimizer}
         inplace_relu(*self.nets.values())
 
@@ -289,9 +304,17 @@ class BCQ(OffPolicyAgent):
         vae_loss.backward()
         self.vae_optimizer.step()
 
-        target = continuous_target(batch["next_observations"], batch["rewards"], batch["not_done"], self.vae,
-                                   self.actor_target, self.critic_target, cfg.gamma, cfg.lmbda,
-                                   cfg.n_action_samples)
+        target = continuous_target(
+            batch["next_observations"],
+            batch["rewards"],
+            batch["not_done"],
+            self.vae,
+            self.actor_target,
+            self.critic_target,
+            cfg.gamma,
+            cfg.lmbda,
+            cfg.n_action_samples,
+        )
         q1, q2 = self.critic(obs, actions)
         value_loss = F.mse_loss(q1, target) + F.mse_loss(q2, target)
         self.critic_optimizer.zero_grad(set_to_none=True)
@@ -307,9 +330,14 @@ class BCQ(OffPolicyAgent):
 
         polyak_update(self.critic_target, self.critic, cfg.tau)
         polyak_update(self.actor_target, self.actor, cfg.tau)
-        return {"train/vae_loss": vae_loss.item(), "train/recon_loss": recon_loss.item(), "train/kl": kl.item(),
-                "train/value_loss": value_loss.item(), "train/policy_loss": policy_loss.item(),
-                "train/q_mean": q1.detach().mean().item()}
+        return {
+            "train/vae_loss": vae_loss.item(),
+            "train/recon_loss": recon_loss.item(),
+            "train/kl": kl.item(),
+            "train/value_loss": value_loss.item(),
+            "train/policy_loss": policy_loss.item(),
+            "train/q_mean": q1.detach().mean().item(),
+        }
 
     def __repr__(self) -> str:
         return f"BCQ(env_id={self.config.env_id!r}, dataset={self.config.dataset!r}, updates={self.num_steps})"

@@ -93,8 +93,10 @@ class DDPG(OffPolicyAgent):
     algo: ClassVar[str] = "ddpg"
     config_class: ClassVar[type[RunConfig]] = DDPGConfig
     action_kinds = (gym.spaces.Box,)
-    action_space_hint = ("It needs continuous actions: for a Discrete action space use PPO or A3C (online) or "
-                         "discrete BCQ (discrete_bcq, offline).")
+    action_space_hint = (
+        "It needs continuous actions: for a Discrete action space use PPO or A3C (online) or "
+        "discrete BCQ (discrete_bcq, offline)."
+    )
     config: DDPGConfig
 
     def _make_critic(self) -> nn.Module:
@@ -111,8 +113,12 @@ class DDPG(OffPolicyAgent):
         for target, source in ((self.actor_target, self.actor), (self.critic_target, self.critic)):
             hard_update(target, source)  # exact copies at the start (docs/correctness.md item 9)
             target.requires_grad_(False)
-        self.nets = {"actor": self.actor, "critic": self.critic,
-                     "actor_target": self.actor_target, "critic_target": self.critic_target}
+        self.nets = {
+            "actor": self.actor,
+            "critic": self.critic,
+            "actor_target": self.actor_target,
+            "critic_target": self.critic_target,
+        }
         # fused: one kernel per step for all tensors; ~4x less time in Adam than foreach=True at 400-300 on CPU
         self.actor_optimizer = torch.optim.Adam(self.actor.parameters(), lr=cfg.learning_rate, fused=True)
         self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), lr=cfg.learning_rate, fused=True)

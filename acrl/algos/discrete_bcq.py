@@ -106,8 +106,15 @@ def masked_argmax(q: torch.Tensor, logits: torch.Tensor, threshold: float) -> to
 
 
 @torch.no_grad()
-def discrete_target(next_obs: torch.Tensor, rewards: torch.Tensor, not_done: torch.Tensor, net: DiscreteBCQNet,
-                    target_net: DiscreteBCQNet, gamma: float, threshold: float) -> torch.Tensor:
+def discrete_target(
+    next_obs: torch.Tensor,
+    rewards: torch.Tensor,
+    not_done: torch.Tensor,
+    net: DiscreteBCQNet,
+    target_net: DiscreteBCQNet,
+    gamma: float,
+    threshold: float,
+) -> torch.Tensor:
     """Discrete BCQ's target (B,): the online network picks the allowed argmax a' at s', the target
     network values it: y = r + gamma * not_done * Q'(s', a') (Double DQN, van Hasselt et al. 2016,
     with BCQ's constraint; authors' discrete_BCQ.py). Shapes: next_obs (B, obs_dim); rewards,
@@ -154,8 +161,15 @@ class DiscreteBCQ(OffPolicyAgent):
         + imitation_l2 * mean(logits^2), then the soft target update. Returns train/ metrics."""
         cfg = self.config
         obs, actions = batch["observations"], batch["actions"]
-        target = discrete_target(batch["next_observations"], batch["rewards"], batch["not_done"], self.net,
-                                 self.net_target, cfg.gamma, cfg.threshold)
+        target = discrete_target(
+            batch["next_observations"],
+            batch["rewards"],
+            batch["not_done"],
+            self.net,
+            self.net_target,
+            cfg.gamma,
+            cfg.threshold,
+        )
         q, logits = self.net(obs)
         q_taken = q.gather(1, actions.unsqueeze(1)).squeeze(1)
         value_loss = F.smooth_l1_loss(q_taken, target)
@@ -167,5 +181,9 @@ class DiscreteBCQ(OffPolicyAgent):
         polyak_update(self.net_target, self.net, cfg.tau)
         with torch.no_grad():
             allowed = allowed_actions(logits, cfg.threshold).float().sum(1).mean()
-        return {"train/value_loss": value_loss.item(), "train/imitation_loss": imitation_loss.item(),
-                "train/q_mean": q_taken.detach().mean().item(), "train/allowed_actions": allowed.item()}
+        return {
+            "train/value_loss": value_loss.item(),
+            "train/imitation_loss": imitation_loss.item(),
+            "train/q_mean": q_taken.detach().mean().item(),
+            "train/allowed_actions": allowed.item(),
+        }

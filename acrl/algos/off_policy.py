@@ -119,8 +119,10 @@ class OffPolicyConfig(TDConfig):
         if self.start_steps < 0:
             raise InputError(f"start_steps must be >= 0, got {self.start_steps}.")
         if self.dataset is None and self.buffer_size < max(self.batch_size, self.start_steps):
-            raise InputError(f"buffer_size ({self.buffer_size}) must hold at least batch_size "
-                             f"({self.batch_size}) and start_steps ({self.start_steps}) transitions.")
+            raise InputError(
+                f"buffer_size ({self.buffer_size}) must hold at least batch_size "
+                f"({self.batch_size}) and start_steps ({self.start_steps}) transitions."
+            )
         layer_widths(self, "hidden_sizes")
 
 
@@ -129,9 +131,12 @@ def warn_if_all_random(total_steps: int, start_steps: int) -> None:
     random ones, so no gradient update happens (`OffPolicyAgent.before_learning`, and the
     experiments' check of their behavioral DDPG on the driver)."""
     if total_steps <= start_steps:
-        warnings.warn(f"total_steps {total_steps} <= start_steps {start_steps}: every action will be uniformly "
-                      "random and no gradient update will happen. Train longer or lower start_steps (--set "
-                      "start_steps=1000).", stacklevel=3)
+        warnings.warn(
+            f"total_steps {total_steps} <= start_steps {start_steps}: every action will be uniformly "
+            "random and no gradient update will happen. Train longer or lower start_steps (--set "
+            "start_steps=1000).",
+            stacklevel=3,
+        )
 
 
 class ReplayAgent(Agent):
@@ -157,8 +162,13 @@ class ReplayAgent(Agent):
     """True for algorithms that cannot collect their own data (BC, BCQ): they need a dataset or buffer."""
     step_unit: ClassVar[str] = "update"
 
-    def __init__(self, env: EnvSpec | None = None, config: RunConfig | None = None,
-                 buffer: ReplayBuffer | None = None, **hyperparameters: Any):
+    def __init__(
+        self,
+        env: EnvSpec | None = None,
+        config: RunConfig | None = None,
+        buffer: ReplayBuffer | None = None,
+        **hyperparameters: Any,
+    ):
         dataset = hyperparameters.get("dataset", getattr(config, "dataset", None))
         if env is None and "env_id" not in hyperparameters and dataset is not None:
             env = dataset_env_id(dataset)
@@ -184,9 +194,11 @@ class ReplayAgent(Agent):
         Raises:
             InputError: saying how to pass a dataset or a buffer.
         """
-        raise InputError(f"{type(self).__name__} learns from a fixed dataset: pass --dataset FILE (an HDF5 "
-                         "file with the D4RL keys, e.g. from `acrl collect`), or buffer=ReplayBuffer from "
-                         "Python.")
+        raise InputError(
+            f"{type(self).__name__} learns from a fixed dataset: pass --dataset FILE (an HDF5 "
+            "file with the D4RL keys, e.g. from `acrl collect`), or buffer=ReplayBuffer from "
+            "Python."
+        )
 
     @property
     def _action_shape(self) -> tuple[int, ...]:
@@ -204,12 +216,15 @@ class ReplayAgent(Agent):
     # ----------------------------------------------------------------- data
     def _check_buffer(self, buffer: ReplayBuffer) -> None:
         if buffer.device != self.device:
-            raise InputError(f"the replay buffer lives on {buffer.device}, this agent on {self.device}; give both "
-                             "the same device.")
+            raise InputError(
+                f"the replay buffer lives on {buffer.device}, this agent on {self.device}; give both the same device."
+            )
         if buffer.observations.shape[1] != self.obs_dim or buffer.actions.shape[1:] != self._action_shape:
-            raise InputError(f"the replay buffer holds observations of size {buffer.observations.shape[1]} and "
-                             f"actions of shape {buffer.actions.shape[1:]}; this environment needs {self.obs_dim} "
-                             f"and {self._action_shape}.")
+            raise InputError(
+                f"the replay buffer holds observations of size {buffer.observations.shape[1]} and "
+                f"actions of shape {buffer.actions.shape[1:]}; this environment needs {self.obs_dim} "
+                f"and {self._action_shape}."
+            )
 
     def load_data(self) -> ReplayBuffer:
         """The replay buffer, with the offline dataset loaded into it on the first call.
@@ -229,14 +244,15 @@ class ReplayAgent(Agent):
             if len(data) == 0:
                 raise InputError(f"{path} holds no transitions.")
             if data.attrs.get("env_id") not in (None, "unknown", self.config.env_id):
-                warnings.warn(f"{path} was collected on {data.attrs['env_id']}; this agent evaluates on "
-                              f"{self.config.env_id}.", stacklevel=2)
+                warnings.warn(
+                    f"{path} was collected on {data.attrs['env_id']}; this agent evaluates on {self.config.env_id}.",
+                    stacklevel=2,
+                )
             actions = self.action_adapter.to_policy(data.actions)
             if not self.discrete:
                 actions = np.clip(actions, -1.0, 1.0)  # float round-off at the bounds
             buffer = ReplayBuffer(len(data), self.obs_dim, self._action_shape, self.device)
-            buffer.add(data.observations, actions, data.rewards, data.next_observations, data.terminals,
-                       data.timeouts)
+            buffer.add(data.observations, actions, data.rewards, data.next_observations, data.terminals, data.timeouts)
             self.buffer = buffer
         return self.buffer
 
@@ -323,7 +339,7 @@ class OffPolicyAgent(ReplayAgent):
 
     @property
     def step_unit(self) -> str:
-        """"step" online, "update" when learning from a dataset or a given buffer."""
+        """ "step" online, "update" when learning from a dataset or a given buffer."""
         return "step" if self.envs is not None else "update"
 
     def explore(self, obs: np.ndarray) -> np.ndarray:
@@ -339,12 +355,18 @@ class OffPolicyAgent(ReplayAgent):
             return
         cfg = self.config
         if self.num_steps > 0 and len(self.buffer) == 0:  # resumed from a checkpoint without the buffer
-            random = f"the next {cfg.start_steps} steps act uniformly at random, as at the start, and " \
-                if cfg.start_steps else ""
-            warnings.warn(f"resuming at step {self.num_steps} with an empty replay buffer (a checkpoint holds one "
-                          f"only with save_replay_buffer=true, and best.pt never): {random}updates wait until it "
-                          f"holds {max(cfg.start_steps, cfg.batch_size)} new transitions. Train with --set "
-                          "save_replay_buffer=true to resume with the buffer.", stacklevel=2)
+            random = (
+                f"the next {cfg.start_steps} steps act uniformly at random, as at the start, and "
+                if cfg.start_steps
+                else ""
+            )
+            warnings.warn(
+                f"resuming at step {self.num_steps} with an empty replay buffer (a checkpoint holds one "
+                f"only with save_replay_buffer=true, and best.pt never): {random}updates wait until it "
+                f"holds {max(cfg.start_steps, cfg.batch_size)} new transitions. Train with --set "
+                "save_replay_buffer=true to resume with the buffer.",
+                stacklevel=2,
+            )
         warn_if_all_random(self.total_steps, cfg.start_steps)
 
     # ----------------------------------------------------------------- collecting
@@ -411,8 +433,15 @@ class OffPolicyAgent(ReplayAgent):
         recorder = _StepRecorder(self)
         seed = self.config.seed + EVAL_SEED_OFFSET
         value = self._policy_value if "critic" in self.nets else None
-        result = evaluate(recorder, self.env, self.config.eval_episodes if episodes is None else episodes,
-                          deterministic, seed=seed, gamma=self.config.gamma, value=value)
+        result = evaluate(
+            recorder,
+            self.env,
+            self.config.eval_episodes if episodes is None else episodes,
+            deterministic,
+            seed=seed,
+            gamma=self.config.gamma,
+            value=value,
+        )
         if value is None:
             return result
         firsts = np.cumsum([0, *result["lengths"][:-1]])

@@ -84,8 +84,17 @@ class PPOConfig(RunConfig):
     def validate(self) -> None:
         """Raise `InputError` for values PPO cannot run with (see the attribute list)."""
         super().validate()
-        positive(self, "n_steps", "n_epochs", "learning_rate", "clip_range", "clip_range_vf",
-                 "max_grad_norm", "target_kl", "obs_clip")
+        positive(
+            self,
+            "n_steps",
+            "n_epochs",
+            "learning_rate",
+            "clip_range",
+            "clip_range_vf",
+            "max_grad_norm",
+            "target_kl",
+            "obs_clip",
+        )
         in_unit_interval(self, "gamma", "gae_lambda")
         rollout = self.n_steps * self.n_envs
         if self.batch_size < 2 or rollout % self.batch_size:
@@ -127,8 +136,15 @@ class PPO(Agent):
 
     def _build(self) -> None:
         cfg = self.config
-        self.actor = policy_head(self.discrete, self.obs_dim, self.act_dim, cfg.hidden_sizes, cfg.activation,
-                                 cfg.log_std_init, cfg.log_std_min)
+        self.actor = policy_head(
+            self.discrete,
+            self.obs_dim,
+            self.act_dim,
+            cfg.hidden_sizes,
+            cfg.activation,
+            cfg.log_std_init,
+            cfg.log_std_min,
+        )
         self.critic = ValueNet(self.obs_dim, cfg.hidden_sizes, cfg.activation)
         self.nets = {"actor": self.actor, "critic": self.critic}
         # Each net's parameters and gradients are one flat tensor (`flatten_parameters`, on the
@@ -138,8 +154,7 @@ class PPO(Agent):
         self.params = [flatten_parameters(net.to(self.device), gradients=True) for net in (self.actor, self.critic)]
         groups: list[dict[str, Any]] = [{"params": self.params}]
         if cfg.critic_weight_decay:
-            groups = [{"params": self.params[:1]},
-                      {"params": self.params[1:], "weight_decay": cfg.critic_weight_decay}]
+            groups = [{"params": self.params[:1]}, {"params": self.params[1:], "weight_decay": cfg.critic_weight_decay}]
         self.optimizer = torch.optim.Adam(groups, lr=cfg.learning_rate, eps=1e-5, fused=True)
         self.optimizers = {"optimizer": self.optimizer}
         if cfg.normalize_obs:
@@ -186,37 +201,42 @@ class PPO(Agent):
         buf.next_values[:-1] = buf.values[1:]
         buf.next_values[-1] = self.critic(self.obs_normalizer(self._obs).to(device)).cpu().numpy()
         buf.next_values[buf.truncated] = truncation_values[buf.truncated]
-        buf.advantages, buf.returns = gae(buf.rewards, buf.values, buf.next_values, buf.terminated,
-                                          buf.truncated, cfg.gamma, cfg.gae_lambda)
+        buf.advantages, buf.returns = gae(
+            buf.rewards, buf.values, buf.next_values, buf.terminated, buf.truncated, cfg.gamma, cfg.gae_lambda
+        )
         self.num_steps += cfg.n_steps * cfg.n_envs
 
     def update(self) -> dict[str, float]:
         """n_epochs of minibatch gradient steps on the clipped surrogate; returns train/ metrics."""
         cfg = self.config
         if cfg.anneal_lr:
-            anneal_learning_rate(self.optimizer, cfg.learning_rate, self.num_steps - cfg.n_steps * cfg.n_envs,
-                                 self.total_steps)
+            anneal_learning_rate(
+                self.optimizer, cfg.learning_rate, self.num_steps - cfg.n_steps * cfg.n_envs, self.total_steps
+            )
         # Per minibatch, the losses and log-ratios are kept as tensors, and the statistics are
         # computed from them once at the end.
         losses: list[torch.Tensor] = []
         log_ratios: list[torch.Tensor] = []
-        for batch in self.buffer.minibatches(cfg.batch_size, self.rng, cfg.n_epochs, self.device,
-                                             cfg.normalize_advantage):
+        for batch in self.buffer.minibatches(
+            cfg.batch_size, self.rng, cfg.n_epochs, self.device, cfg.normalize_advantage
+        ):
             features = self.actor.encoder(batch["observations"])
             log_probs, entropy = self.actor.log_prob_entropy(features, batch["actions"])
             log_ratio = log_probs - batch["log_probs"]
             if cfg.target_kl is not None and approx_kl(log_ratio.detach()).item() > 1.5 * cfg.target_kl:
                 break
             ratio, advantages = log_ratio.exp(), batch["advantages"]
-            policy_loss = -torch.min(ratio * advantages,
-                                     ratio.clamp(1 - cfg.clip_range, 1 + cfg.clip_range) * advantages).mean()
+            policy_loss = -torch.min(
+                ratio * advantages, ratio.clamp(1 - cfg.clip_range, 1 + cfg.clip_range) * advantages
+            ).mean()
             values = self.critic(batch["observations"])
             if cfg.clip_range_vf is None:
                 value_loss = (values - batch["returns"]).square().mean()
             else:
                 clipped = batch["values"] + (values - batch["values"]).clamp(-cfg.clip_range_vf, cfg.clip_range_vf)
-                value_loss = torch.max((values - batch["returns"]).square(),
-                                       (clipped - batch["returns"]).square()).mean()
+                value_loss = torch.max(
+                    (values - batch["returns"]).square(), (clipped - batch["returns"]).square()
+                ).mean()
             entropy_mean = entropy.mean()
             loss = policy_loss + cfg.vf_coef * value_loss
             if cfg.ent_coef:  # with weight 0 the bonus adds nothing: leave it out of the backward pass

@@ -45,8 +45,9 @@ LOG_STD_MIN, LOG_STD_MAX = -20.0, 2.0
 entropy target keeps sigma far above it), 2 stops sigma (7.4) where tanh is saturated anyway."""
 
 
-def squashed_gaussian_actor(obs_dim: int, act_dim: int,
-                            hidden_sizes: tuple[int, ...] = (256, 256)) -> SquashedGaussianHead:
+def squashed_gaussian_actor(
+    obs_dim: int, act_dim: int, hidden_sizes: tuple[int, ...] = (256, 256)
+) -> SquashedGaussianHead:
     """SAC's actor pi(a|s) = tanh(N(mu(s), diag(sigma(s)^2))) (Sec. 4.2): a ReLU `mlp_encoder`
     (hidden_sizes, orthogonal init) and a `SquashedGaussianHead` whose output layer holds the
     act_dim means and the act_dim log-stds, clamped to [LOG_STD_MIN, LOG_STD_MAX]."""
@@ -104,8 +105,10 @@ class SAC(OffPolicyAgent):
     algo: ClassVar[str] = "sac"
     config_class: ClassVar[type[RunConfig]] = SACConfig
     action_kinds = (gym.spaces.Box,)
-    action_space_hint = ("It needs continuous actions: for a Discrete action space use PPO or A3C (online) or "
-                         "discrete BCQ (discrete_bcq, offline).")
+    action_space_hint = (
+        "It needs continuous actions: for a Discrete action space use PPO or A3C (online) or "
+        "discrete BCQ (discrete_bcq, offline)."
+    )
     config: SACConfig
 
     def _build_networks(self) -> None:
@@ -120,8 +123,12 @@ class SAC(OffPolicyAgent):
         self.temperature = Temperature(cfg.init_ent_coef if self.auto_alpha else cfg.ent_coef)
         self.temperature.requires_grad_(self.auto_alpha)
         self.target_entropy = float(-self.act_dim if cfg.target_entropy is None else cfg.target_entropy)
-        self.nets = {"actor": self.actor, "critic": self.critic, "critic_target": self.critic_target,
-                     "temperature": self.temperature}
+        self.nets = {
+            "actor": self.actor,
+            "critic": self.critic,
+            "critic_target": self.critic_target,
+            "temperature": self.temperature,
+        }
         self.actor_optimizer = torch.optim.Adam(self.actor.parameters(), lr=cfg.learning_rate, fused=True)
         self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), lr=cfg.learning_rate, fused=True)
         self.optimizers = {"actor": self.actor_optimizer, "critic": self.critic_optimizer}
@@ -181,9 +188,13 @@ class SAC(OffPolicyAgent):
         self.actor_optimizer.zero_grad(set_to_none=True)
         policy_loss.backward(inputs=list(self.actor.parameters()))  # no critic gradients needed
         self.actor_optimizer.step()
-        metrics = {"train/value_loss": value_loss.item(), "train/q_mean": q1.detach().mean().item(),
-                   "train/policy_loss": policy_loss.item(), "train/entropy": -log_pi.detach().mean().item(),
-                   "train/ent_coef": alpha.item()}
+        metrics = {
+            "train/value_loss": value_loss.item(),
+            "train/q_mean": q1.detach().mean().item(),
+            "train/policy_loss": policy_loss.item(),
+            "train/entropy": -log_pi.detach().mean().item(),
+            "train/ent_coef": alpha.item(),
+        }
         if self.auto_alpha:
             ent_coef_loss = self.alpha_loss(log_pi)
             self.alpha_optimizer.zero_grad(set_to_none=True)

@@ -43,8 +43,9 @@ class TD3Config(DDPGConfig):
         super().validate()
         positive(self, "policy_delay")
         if self.policy_noise < 0 or self.noise_clip < 0:
-            raise InputError(f"policy_noise and noise_clip must be >= 0, got {self.policy_noise} "
-                             f"and {self.noise_clip}.")
+            raise InputError(
+                f"policy_noise and noise_clip must be >= 0, got {self.policy_noise} and {self.noise_clip}."
+            )
 
 
 def smooth_target_actions(actions: torch.Tensor, policy_noise: float, noise_clip: float) -> torch.Tensor:

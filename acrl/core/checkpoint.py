@@ -60,14 +60,22 @@ def _tuples(value: Any) -> Any:
     return tuple(_tuples(v) for v in value) if isinstance(value, (list, tuple)) else value
 
 
-def save_checkpoint(path: str | Path, algo: str, config: dict[str, Any], state: dict[str, Any],
-                    rng: dict[str, Any]) -> None:
+def save_checkpoint(
+    path: str | Path, algo: str, config: dict[str, Any], state: dict[str, Any], rng: dict[str, Any]
+) -> None:
     """Write a checkpoint atomically (`acrl.core.files.atomic_path`), creating its directory.
 
     A crash mid-write leaves the previous checkpoint intact.
     """
-    payload = {"format": FORMAT, "format_version": FORMAT_VERSION, "acrl_version": __version__,
-               "algo": algo, "config": config, "state": state, "rng": rng}
+    payload = {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "acrl_version": __version__,
+        "algo": algo,
+        "config": config,
+        "state": state,
+        "rng": rng,
+    }
     with atomic_path(path) as tmp:
         torch.save(payload, tmp)
 
@@ -83,8 +91,10 @@ def load_checkpoint(path: str | Path) -> dict[str, Any]:
     """
     path = Path(path)
     if not path.is_file():
-        raise InputError(f"no checkpoint at {path}. A run directory has checkpoints/latest.pt and "
-                         "checkpoints/best.pt once training has written one.")
+        raise InputError(
+            f"no checkpoint at {path}. A run directory has checkpoints/latest.pt and "
+            "checkpoints/best.pt once training has written one."
+        )
     try:
         with warnings.catch_warnings():  # a raw pickle makes torch warn about its protocol before failing
             warnings.filterwarnings("ignore", message="Detected pickle protocol", category=UserWarning)
@@ -92,14 +102,18 @@ def load_checkpoint(path: str | Path) -> dict[str, Any]:
     except Exception as exc:  # torch raises many kinds for truncated/corrupt zip files
         # Only the exception's type: torch's message for a non-weights file advises loading it
         # with weights_only=False, which is exactly what a checkpoint from elsewhere must not get.
-        raise InputError(f"{path} is not a readable checkpoint: truncated, corrupt or not a torch "
-                         f"file ({type(exc).__name__}). Use another checkpoint of the run or retrain.") from None
+        raise InputError(
+            f"{path} is not a readable checkpoint: truncated, corrupt or not a torch "
+            f"file ({type(exc).__name__}). Use another checkpoint of the run or retrain."
+        ) from None
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
         raise InputError(f"{path} is a torch file but not an acrl checkpoint (no 'format: {FORMAT}').")
     version = payload.get("format_version", 1)
     if version > FORMAT_VERSION:
-        raise InputError(f"{path} has checkpoint format {version}; this acrl "
-                         f"({__version__}) reads formats up to {FORMAT_VERSION}. Upgrade acrl.")
+        raise InputError(
+            f"{path} has checkpoint format {version}; this acrl "
+            f"({__version__}) reads formats up to {FORMAT_VERSION}. Upgrade acrl."
+        )
     missing = {"algo", "config", "state", "rng"} - payload.keys()
     if missing:
         raise InputError(f"{path} is an incomplete acrl checkpoint: missing {sorted(missing)}.")
@@ -107,8 +121,10 @@ def load_checkpoint(path: str | Path) -> dict[str, Any]:
         try:
             payload = MIGRATIONS[old](payload)
         except (KeyError, TypeError) as exc:
-            raise InputError(f"{path} is a {payload['algo']} checkpoint of format {old} that cannot be read "
-                             f"({exc!r}): its state does not have that format's layout.") from None
+            raise InputError(
+                f"{path} is a {payload['algo']} checkpoint of format {old} that cannot be read "
+                f"({exc!r}): its state does not have that format's layout."
+            ) from None
     return {**payload, "format_version": FORMAT_VERSION}
 
 
@@ -149,8 +165,10 @@ def flatten_optimizer_state(state_dict: dict[str, Any], counts: list[int] | None
     if len(ids) == len(counts):
         return state_dict
     if sum(counts) != len(ids):
-        raise InputError(f"the optimizer state has {len(ids)} parameters; expected {len(counts)} (flat) "
-                         f"or {sum(counts)} (per layer).")
+        raise InputError(
+            f"the optimizer state has {len(ids)} parameters; expected {len(counts)} (flat) "
+            f"or {sum(counts)} (per layer)."
+        )
     states = [state_dict["state"].get(i) for i in ids]
     if any(not s for s in states):
         raise InputError("the optimizer state has parameters without state (a checkpoint before any update?).")
@@ -159,8 +177,8 @@ def flatten_optimizer_state(state_dict: dict[str, Any], counts: list[int] | None
     new_groups: list[dict[str, Any]] = [{**group, "params": []} for group in groups]
     start = 0
     for k, count in enumerate(counts):
-        chunk = states[start:start + count]
-        if len(set(group_of[start:start + count])) != 1:
+        chunk = states[start : start + count]
+        if len(set(group_of[start : start + count])) != 1:
             raise InputError(f"flat parameter {k} would take parameters of two optimizer groups.")
         new_groups[group_of[start]]["params"].append(k)
         flat: dict[str, Any] = {}
@@ -174,4 +192,3 @@ def flatten_optimizer_state(state_dict: dict[str, Any], counts: list[int] | None
         flat_states[k] = flat
         start += count
     return {"state": flat_states, "param_groups": new_groups}
-

@@ -79,8 +79,10 @@ class RunConfig:
         if self.video_freq < 0:
             raise InputError(f"video_freq must be >= 0 (0: no videos), got {self.video_freq}.")
         if self.video_freq and not self.eval_freq:
-            raise InputError(f"video_freq={self.video_freq} records at every Nth evaluation, so it needs "
-                             "eval_freq > 0; got eval_freq=0.")
+            raise InputError(
+                f"video_freq={self.video_freq} records at every Nth evaluation, so it needs "
+                "eval_freq > 0; got eval_freq=0."
+            )
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-data view (lists instead of tuples) for YAML and checkpoints."""
@@ -101,8 +103,9 @@ def layer_widths(config: Any, *names: str) -> None:
     for name in names:
         sizes = getattr(config, name)
         if sizes is not None and (not sizes or any(h <= 0 for h in sizes)):
-            raise InputError(f"{name} must be a non-empty list of positive layer widths such as [64, 64], "
-                             f"got {list(sizes)}.")
+            raise InputError(
+                f"{name} must be a non-empty list of positive layer widths such as [64, 64], got {list(sizes)}."
+            )
 
 
 def in_unit_interval(config: Any, *names: str, closed_low: bool = True) -> None:
@@ -164,8 +167,11 @@ def update_config(config: RunConfig, values: dict[str, Any], origin: str) -> Run
     changes = {}
     for key, value in values.items():
         if key in config.retired_fields:
-            warnings.warn(f"{origin}: {key} is no longer a setting of {type(config).__name__} "
-                          f"({config.retired_fields[key]}); ignored.", stacklevel=2)
+            warnings.warn(
+                f"{origin}: {key} is no longer a setting of {type(config).__name__} "
+                f"({config.retired_fields[key]}); ignored.",
+                stacklevel=2,
+            )
             continue
         if key not in fields:
             close = difflib.get_close_matches(key, fields, n=3)
@@ -192,8 +198,9 @@ def parse_set_options(options: list[str]) -> dict[str, Any]:
         try:
             value = yaml.safe_load(raw)
         except yaml.YAMLError:
-            raise InputError(f"--set {option!r}: the value is not valid YAML; quote strings and write lists "
-                             "as [64, 64].") from None
+            raise InputError(
+                f"--set {option!r}: the value is not valid YAML; quote strings and write lists as [64, 64]."
+            ) from None
         values[key.strip()] = _numbers(value)
     return values
 
@@ -239,8 +246,7 @@ def preset_values(algo: str, env_id: str, preset: str | None) -> tuple[dict[str,
     if preset not in available:
         names = [f"{env}:{name}" for env, presets in by_env.items() for name in presets]
         raise InputError(
-            f"no preset {preset!r} for {algo} on {env_id}. Available presets (env:name): "
-            f"{', '.join(names) or 'none'}."
+            f"no preset {preset!r} for {algo} on {env_id}. Available presets (env:name): {', '.join(names) or 'none'}."
         )
     values = {k: v for k, v in available[preset].items() if k != "source"}
     return values, preset

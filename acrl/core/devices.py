@@ -17,7 +17,7 @@ DEVICE_CHOICES = "auto, cpu, cuda or cuda:N"
 
 
 def auto_device() -> str:
-    """"cuda:0" when CUDA is available, else "cpu": what `device="auto"` resolves to."""
+    """ "cuda:0" when CUDA is available, else "cpu": what `device="auto"` resolves to."""
     return "cuda:0" if torch.cuda.is_available() else "cpu"
 
 
@@ -43,11 +43,15 @@ def resolve_device(spec: str) -> torch.device:
     if device.type != "cuda":
         raise InputError(f"device {spec!r} is not supported; choose {DEVICE_CHOICES}.")
     if not torch.cuda.is_available():
-        raise InputError(f"device {spec!r} asked for, but CUDA is not available on this machine (torch "
-                         f"{torch.__version__}); --device auto would use {auto_device()}. Pass --device cpu.")
+        raise InputError(
+            f"device {spec!r} asked for, but CUDA is not available on this machine (torch "
+            f"{torch.__version__}); --device auto would use {auto_device()}. Pass --device cpu."
+        )
     count = torch.cuda.device_count()
     index = device.index or 0
     if index >= count:
-        raise InputError(f"device {spec!r} asked for, but this machine has {count} GPU{'s' * (count != 1)} "
-                         f"(cuda:0 to cuda:{count - 1}).")
+        raise InputError(
+            f"device {spec!r} asked for, but this machine has {count} GPU{'s' * (count != 1)} "
+            f"(cuda:0 to cuda:{count - 1})."
+        )
     return torch.device("cuda", index)

@@ -48,9 +48,15 @@ def env_factory(env: EnvSpec) -> tuple[Callable[[], gym.Env], str]:
             namespace = env.split("/")[0] if "/" in env else None  # "ALE" of ALE/Pong-v5: suggest only its ids
             same = [spec.id for spec in gym.registry.values() if spec.namespace == namespace]
             close = difflib.get_close_matches(env, same, n=3, cutoff=0.5)
-            hint = (f" Did you mean {', '.join(close)}?" if close else f" No {namespace}/ environment is registered: "
-                    "is the package that registers them installed and imported (ALE/: pip install ale-py, then "
-                    "import ale_py)?" if namespace and not same else "")
+            hint = (
+                f" Did you mean {', '.join(close)}?"
+                if close
+                else f" No {namespace}/ environment is registered: "
+                "is the package that registers them installed and imported (ALE/: pip install ale-py, then "
+                "import ale_py)?"
+                if namespace and not same
+                else ""
+            )
             raise InputError(
                 f"unknown environment id {env!r}.{hint} Any id registered with Gymnasium works "
                 "(see gymnasium.pprint_registry()), or pass an env instance/factory from Python."
@@ -89,9 +95,7 @@ def check_spaces(env: gym.Env, algo: str, action_kinds: tuple[type, ...], hint: 
             f"{algo} needs a flat Box observation space (a 1-D float vector); this environment has "
             f"{obs_space}. Wrap it with gymnasium.wrappers.FlattenObservation for Dict/Tuple spaces."
         )
-    if not isinstance(act_space, action_kinds) or (
-        isinstance(act_space, gym.spaces.Box) and len(act_space.shape) != 1
-    ):
+    if not isinstance(act_space, action_kinds) or (isinstance(act_space, gym.spaces.Box) and len(act_space.shape) != 1):
         kinds = " or ".join(f"a 1-D {k.__name__}" if k is gym.spaces.Box else f"a {k.__name__}" for k in action_kinds)
         raise InputError(f"{algo} supports {kinds} action space; this environment has {act_space}. {hint}".rstrip())
 
@@ -107,8 +111,10 @@ def require_finite_bounds(space: gym.spaces.Box, user: str) -> None:
         InputError: some dimension's low or high is infinite.
     """
     if not space.is_bounded():
-        raise InputError(f"{user} needs finite action bounds; this environment has {space}. Give it a bounded Box, "
-                         "e.g. gymnasium.wrappers.TransformAction(env, func, gymnasium.spaces.Box(low, high)).")
+        raise InputError(
+            f"{user} needs finite action bounds; this environment has {space}. Give it a bounded Box, "
+            "e.g. gymnasium.wrappers.TransformAction(env, func, gymnasium.spaces.Box(low, high))."
+        )
 
 
 class ActionAdapter:
@@ -137,14 +143,18 @@ class ActionAdapter:
         self.bounded = np.isfinite(low) & np.isfinite(high)
         half = np.flatnonzero(np.isfinite(low) != np.isfinite(high))
         if half.size:
-            raise InputError(f"action dimensions {half.tolist()} of {space} are bounded on one side only; acrl "
-                             "rescales a dimension with both bounds finite and passes one with neither through: "
-                             "give each dimension both bounds or none (gymnasium.wrappers.TransformAction).")
+            raise InputError(
+                f"action dimensions {half.tolist()} of {space} are bounded on one side only; acrl "
+                "rescales a dimension with both bounds finite and passes one with neither through: "
+                "give each dimension both bounds or none (gymnasium.wrappers.TransformAction)."
+            )
         flat = np.flatnonzero(self.bounded & (low >= high))
         if flat.size:
-            raise InputError(f"action dimensions {flat.tolist()} of {space} have low == high, a constant action "
-                             "with nothing to learn; give each dimension low < high (drop the constant one with "
-                             "gymnasium.wrappers.TransformAction).")
+            raise InputError(
+                f"action dimensions {flat.tolist()} of {space} have low == high, a constant action "
+                "with nothing to learn; give each dimension low < high (drop the constant one with "
+                "gymnasium.wrappers.TransformAction)."
+            )
         low, high = np.where(self.bounded, low, -1.0), np.where(self.bounded, high, 1.0)
         self.center = ((high + low) / 2).astype(np.float32)  # 0 and 1 where unbounded
         self.half_range = ((high - low) / 2).astype(np.float32)
@@ -294,11 +304,17 @@ class LeanSyncVectorEnv(gym.vector.VectorEnv):
         self._returns = np.zeros(self.num_envs)
         self._lengths = np.zeros(self.num_envs, dtype=np.int64)
 
-    def reset(self, *, seed: int | list[int | None] | None = None,
-              options: dict | None = None) -> tuple[np.ndarray, dict]:
+    def reset(
+        self, *, seed: int | list[int | None] | None = None, options: dict | None = None
+    ) -> tuple[np.ndarray, dict]:
         """Reset every sub-environment: obs (n, *obs_shape) and {} (their infos are dropped)."""
-        seeds = ([None] * self.num_envs if seed is None else
-                 [seed + i for i in range(self.num_envs)] if isinstance(seed, int) else list(seed))
+        seeds = (
+            [None] * self.num_envs
+            if seed is None
+            else [seed + i for i in range(self.num_envs)]
+            if isinstance(seed, int)
+            else list(seed)
+        )
         if len(seeds) != self.num_envs:
             raise InputError(f"reset needs one seed per environment ({self.num_envs}), got {len(seeds)}.")
         self._returns[:] = 0.0
@@ -318,9 +334,12 @@ class LeanSyncVectorEnv(gym.vector.VectorEnv):
             self._lengths[i] += 1
             if terminated[i] or truncated[i]:
                 if not info:
-                    info = {"final_obs": np.full(n, None, dtype=object), "_final_obs": np.zeros(n, dtype=bool),
-                            "episode": {"r": np.zeros(n), "l": np.zeros(n, dtype=np.int64)},
-                            "_episode": np.zeros(n, dtype=bool)}
+                    info = {
+                        "final_obs": np.full(n, None, dtype=object),
+                        "_final_obs": np.zeros(n, dtype=bool),
+                        "episode": {"r": np.zeros(n), "l": np.zeros(n, dtype=np.int64)},
+                        "_episode": np.zeros(n, dtype=bool),
+                    }
                 info["final_obs"][i], info["_final_obs"][i], info["_episode"][i] = obs, True, True
                 info["episode"]["r"][i], info["episode"]["l"][i] = self._returns[i], self._lengths[i]
                 self._returns[i], self._lengths[i] = 0.0, 0

@@ -19,9 +19,15 @@ class Predictor(Protocol):
     def predict(self, obs: np.ndarray, deterministic: bool = True) -> np.ndarray: ...
 
 
-def evaluate(agent: Predictor, env: EnvSpec, episodes: int = 10, deterministic: bool = True,
-             seed: int | None = None, gamma: float | None = None,
-             value: Callable[[np.ndarray], float] | None = None) -> dict[str, Any]:
+def evaluate(
+    agent: Predictor,
+    env: EnvSpec,
+    episodes: int = 10,
+    deterministic: bool = True,
+    seed: int | None = None,
+    gamma: float | None = None,
+    value: Callable[[np.ndarray], float] | None = None,
+) -> dict[str, Any]:
     """Run `episodes` full episodes and report their undiscounted (and discounted) returns.
 
     `agent.predict` never updates observation statistics, so evaluation leaves a trained
@@ -59,11 +65,24 @@ def evaluate(agent: Predictor, env: EnvSpec, episodes: int = 10, deterministic: 
     instance = CheckFinite(env_factory(env)[0]())  # a NaN observation must not reach predict
     metrics: dict[str, list[float]] = {name: [] for name in episode_metric_names(instance)}
     with seeded_torch(seed):
-        returns, discounted, lengths = _episodes(agent, instance, episodes, deterministic, seed, metrics,
-                                                 1.0 if gamma is None else gamma, value if gamma is not None else None)
+        returns, discounted, lengths = _episodes(
+            agent,
+            instance,
+            episodes,
+            deterministic,
+            seed,
+            metrics,
+            1.0 if gamma is None else gamma,
+            value if gamma is not None else None,
+        )
     instance.close()
-    result = {"return_mean": float(np.mean(returns)), "return_std": float(np.std(returns)),
-              "returns": returns, "lengths": lengths, "deterministic": deterministic}
+    result = {
+        "return_mean": float(np.mean(returns)),
+        "return_std": float(np.std(returns)),
+        "returns": returns,
+        "lengths": lengths,
+        "deterministic": deterministic,
+    }
     if gamma is not None:
         result.update(discounted_return_mean=float(np.mean(discounted)), discounted_returns=discounted)
     for name, values in metrics.items():
@@ -95,9 +114,16 @@ def seeded_torch(seed: int | None) -> Iterator[None]:
         yield
 
 
-def _episodes(agent: Predictor, instance: Any, episodes: int, deterministic: bool, seed: int | None,
-              metrics: dict[str, list[float]], gamma: float,
-              value: Callable[[np.ndarray], float] | None) -> tuple[list[float], list[float], list[int]]:
+def _episodes(
+    agent: Predictor,
+    instance: Any,
+    episodes: int,
+    deterministic: bool,
+    seed: int | None,
+    metrics: dict[str, list[float]],
+    gamma: float,
+    value: Callable[[np.ndarray], float] | None,
+) -> tuple[list[float], list[float], list[int]]:
     returns, discounted_returns, lengths = [], [], []
     obs, _ = instance.reset(seed=seed)
     for _ in range(episodes):

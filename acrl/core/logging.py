@@ -35,8 +35,15 @@ class Logger:
         label: the bar's description, e.g. "bcq on imperfect" (default: none).
     """
 
-    def __init__(self, run_dir: str | Path | None, total_steps: int, start_step: int = 0, progress: bool = True,
-                 unit: str = "step", label: str | None = None):
+    def __init__(
+        self,
+        run_dir: str | Path | None,
+        total_steps: int,
+        start_step: int = 0,
+        progress: bool = True,
+        unit: str = "step",
+        label: str | None = None,
+    ):
         self.rows: list[dict[str, float | int]] = []
         self.columns: list[str] = ["step"]
         self.csv_path = self.writer = None
@@ -46,14 +53,25 @@ class Logger:
                 with self.csv_path.open() as f:
                     reader = csv.DictReader(f)
                     self.columns = list(reader.fieldnames or ["step"])
-                    self.rows = [{k: int(float(v)) if k == "step" else float(v) for k, v in row.items() if v != ""}
-                                 for row in reader if float(row["step"]) <= start_step]
+                    self.rows = [
+                        {k: int(float(v)) if k == "step" else float(v) for k, v in row.items() if v != ""}
+                        for row in reader
+                        if float(row["step"]) <= start_step
+                    ]
                 self._rewrite()
             from torch.utils.tensorboard import SummaryWriter
+
             self.writer = SummaryWriter(str(run_dir), purge_step=start_step or None)
         self.rate_label = "fps" if unit == "step" else f"{unit}s/s"
-        self.bar = tqdm(total=total_steps, initial=start_step, disable=not progress, unit=unit, desc=label,
-                        dynamic_ncols=True, leave=True)
+        self.bar = tqdm(
+            total=total_steps,
+            initial=start_step,
+            disable=not progress,
+            unit=unit,
+            desc=label,
+            dynamic_ncols=True,
+            leave=True,
+        )
         self.step = start_step
         """The step of the last row (or where the run started)."""
         self._bar_lock = threading.Lock()
@@ -78,8 +96,11 @@ class Logger:
             self.bar.total = step
         self.show_progress(step)
         self.step = step
-        shown = {self.rate_label: metrics.get("time/fps"), "return": metrics.get("rollout/ep_return_mean"),
-                 "eval": metrics.get("eval/return_mean")}
+        shown = {
+            self.rate_label: metrics.get("time/fps"),
+            "return": metrics.get("rollout/ep_return_mean"),
+            "eval": metrics.get("eval/return_mean"),
+        }
         self.bar.set_postfix({k: f"{v:.4g}" for k, v in shown.items() if v is not None}, refresh=False)
 
     def show_progress(self, step: int) -> None:

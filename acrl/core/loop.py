@@ -111,8 +111,12 @@ class ConsoleReport(Callback):
 
     def on_evaluation(self, step: int, result: Mapping[str, Any]) -> None:
         if self.evaluations:
-            print(f"step {step:,}: eval return {result['return_mean']:.1f} +/- {result['return_std']:.1f} "
-                  f"({len(result['returns'])} episodes)", file=sys.stderr, flush=True)
+            print(
+                f"step {step:,}: eval return {result['return_mean']:.1f} +/- {result['return_std']:.1f} "
+                f"({len(result['returns'])} episodes)",
+                file=sys.stderr,
+                flush=True,
+            )
 
 
 class Trainable(Protocol):
@@ -174,8 +178,14 @@ class Run:
             `video_freq` without what recording needs.
     """
 
-    def __init__(self, agent: Trainable, run_dir: str | Path | None = None, progress: bool = True,
-                 callbacks: Sequence[Callback] = (), label: str | None = None):
+    def __init__(
+        self,
+        agent: Trainable,
+        run_dir: str | Path | None = None,
+        progress: bool = True,
+        callbacks: Sequence[Callback] = (),
+        label: str | None = None,
+    ):
         self.agent = agent
         self.run_dir = Path(run_dir) if run_dir is not None else None
         if self.run_dir is not None:
@@ -209,8 +219,14 @@ class Run:
         agent = self.agent
         if self.run_dir is not None:
             agent.write_config(self.run_dir)
-        self.logger = Logger(self.run_dir, agent.total_steps, start_step=agent.num_steps, progress=self.progress,
-                             unit=agent.step_unit, label=self.label)
+        self.logger = Logger(
+            self.run_dir,
+            agent.total_steps,
+            start_step=agent.num_steps,
+            progress=self.progress,
+            unit=agent.step_unit,
+            label=self.label,
+        )
         earlier = [row for row in self.logger.rows if "time/elapsed_s" in row]  # rows kept from before a resume
         self._clock = (earlier[-1]["time/elapsed_s"] if earlier else 0.0, time.perf_counter())
         self.evaluations = sum("eval/return_mean" in row for row in self.logger.rows)
@@ -281,8 +297,11 @@ class Run:
             self.stopped |= bool(callback.on_evaluation(agent.num_steps, result))
         cfg = agent.config
         if self.run_dir is not None and cfg.video_freq and self.evaluations % cfg.video_freq == 0:
-            clip = policy.record_video(self.run_dir / "videos" / f"step-{agent.num_steps:09d}.mp4",
-                                       max_steps=cfg.video_length, keep_frames=True)
+            clip = policy.record_video(
+                self.run_dir / "videos" / f"step-{agent.num_steps:09d}.mp4",
+                max_steps=cfg.video_length,
+                keep_frames=True,
+            )
             self.logger.add_video("eval/video", clip["video"], agent.num_steps, clip["fps"])
         # return_mean, return_std and the task's episode metrics (e.g. y_displacement_mean)
         return {f"eval/{key}": value for key, value in result.items() if type(value) is float}
@@ -316,8 +335,15 @@ class Run:
         if self.last_eval is None or self.last_eval["step"] != agent.num_steps:  # stopped between evaluations
             self.logger.log(agent.num_steps, {**tail, **self.evaluate()})
         self.save_latest()
-        write_json_atomic(run_dir / "eval.json", {**agent.best_eval, "checkpoint": "checkpoints/best.pt",
-                                                  "resumed_at": self.start_step or None, "last": self.last_eval})
+        write_json_atomic(
+            run_dir / "eval.json",
+            {
+                **agent.best_eval,
+                "checkpoint": "checkpoints/best.pt",
+                "resumed_at": self.start_step or None,
+                "last": self.last_eval,
+            },
+        )
         from acrl.core.plotting import plot_runs  # matplotlib loads only when a run finishes
 
         x_label = "gradient updates" if agent.step_unit == "update" else "environment steps"
@@ -391,9 +417,11 @@ def check_run_dir(run_dir: Path, resuming: bool) -> None:
         InputError: naming the directory, how to continue that run, and the alternative.
     """
     if not resuming and (run_dir / "checkpoints" / "latest.pt").exists():
-        raise InputError(f"{run_dir} already holds a run; continue it with `acrl resume {run_dir}` (from Python: "
-                         f"acrl.load('{run_dir / 'checkpoints' / 'latest.pt'}').learn(...)), or choose another "
-                         "run directory.")
+        raise InputError(
+            f"{run_dir} already holds a run; continue it with `acrl resume {run_dir}` (from Python: "
+            f"acrl.load('{run_dir / 'checkpoints' / 'latest.pt'}').learn(...)), or choose another "
+            "run directory."
+        )
 
 
 def check_finite(agent: Trainable, metrics: Mapping[str, float]) -> None:
@@ -406,13 +434,16 @@ def check_finite(agent: Trainable, metrics: Mapping[str, float]) -> None:
     """
     for key, value in metrics.items():
         if not math.isfinite(value):
-            raise TrainingError(f"step {agent.num_steps}: {key} is {value}; stopping. "
-                                "The last good checkpoint is kept.")
+            raise TrainingError(
+                f"step {agent.num_steps}: {key} is {value}; stopping. The last good checkpoint is kept."
+            )
     for net_name, net in agent.snapshot().nets.items():
         for name, param in net.named_parameters():
             if not torch.isfinite(param).all():
-                raise TrainingError(f"step {agent.num_steps}: parameter {net_name}.{name} is not finite; "
-                                    "stopping. The last good checkpoint is kept.")
+                raise TrainingError(
+                    f"step {agent.num_steps}: parameter {net_name}.{name} is not finite; "
+                    "stopping. The last good checkpoint is kept."
+                )
 
 
 def parameters_finite(agent: Trainable) -> bool:
@@ -438,8 +469,12 @@ def stop_after_iteration() -> Iterator[list[str]]:
         if received:
             raise KeyboardInterrupt(f"second {name}")
         received.append(name)
-        print(f"\nacrl: {name}: stopping at the end of this iteration (checkpoints/latest.pt is written "
-              "there); send it again to stop at once.", file=sys.stderr, flush=True)
+        print(
+            f"\nacrl: {name}: stopping at the end of this iteration (checkpoints/latest.pt is written "
+            "there); send it again to stop at once.",
+            file=sys.stderr,
+            flush=True,
+        )
 
     previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
@@ -447,4 +482,3 @@ def stop_after_iteration() -> Iterator[list[str]]:
     finally:
         for s, old in previous.items():
             signal.signal(s, old)
-

@@ -32,12 +32,17 @@ def acrl_commit() -> str:
     """The git commit of the acrl source in use ("abc1234", "+dirty" with uncommitted changes), or "unknown"."""
     source = Path(__file__).resolve().parents[2]
     try:
-        head = subprocess.run(["git", "-C", str(source), "rev-parse", "--short", "HEAD"], capture_output=True,
-                              text=True, timeout=10)
+        head = subprocess.run(
+            ["git", "-C", str(source), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10
+        )
         if head.returncode:
             return "unknown (acrl is not installed from a git checkout)"
-        dirty = subprocess.run(["git", "-C", str(source), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(source), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return "unknown (git is not available)"
     return head.stdout.strip() + ("+dirty" if dirty else "")
@@ -58,16 +63,27 @@ def reproduce_command(algo: str, config: RunConfig) -> str:
     preset = config.preset or None
     values, _ = preset_values(algo, config.env_id, preset)
     base = update_config(type(config)(), values, f"preset {preset!r}").to_dict()
-    words = ["acrl", "train", algo, "--env", config.env_id, "--seed", str(config.seed),
-             "--total-steps", str(config.total_steps)]
+    words = [
+        "acrl",
+        "train",
+        algo,
+        "--env",
+        config.env_id,
+        "--seed",
+        str(config.seed),
+        "--total-steps",
+        str(config.total_steps),
+    ]
     if preset and preset != "default":
         words += ["--preset", preset]
     if getattr(config, "dataset", None):
         words += ["--dataset", config.dataset]
     machine_dependent = {f.name for f in dataclasses.fields(config) if f.default_factory is not dataclasses.MISSING}
-    changed = [f"{key}={yaml.safe_dump(value, default_flow_style=True).strip().removesuffix('...').strip()}"
-               for key, value in config.to_dict().items()
-               if key not in SKIPPED and (value != base[key] or key in machine_dependent)]
+    changed = [
+        f"{key}={yaml.safe_dump(value, default_flow_style=True).strip().removesuffix('...').strip()}"
+        for key, value in config.to_dict().items()
+        if key not in SKIPPED and (value != base[key] or key in machine_dependent)
+    ]
     if changed:
         words += ["--set", *changed]
     return shlex.join(words)
@@ -75,11 +91,16 @@ def reproduce_command(algo: str, config: RunConfig) -> str:
 
 def _row(label: str, result: dict[str, Any]) -> str:
     returns = result.get("returns", [])
-    extra = "".join(f"; {key} {value:.3g}" for key, value in result.items()
-                    if key.endswith("_mean") and key != "return_mean" and isinstance(value, float))
+    extra = "".join(
+        f"; {key} {value:.3g}"
+        for key, value in result.items()
+        if key.endswith("_mean") and key != "return_mean" and isinstance(value, float)
+    )
     low, high = (f"{min(returns):.1f}", f"{max(returns):.1f}") if returns else ("-", "-")
-    return (f"| {label} | {len(returns)} | {result['return_mean']:.1f} | {result['return_std']:.1f} | {low} | {high} | "
-            f"{'deterministic' if result.get('deterministic', True) else 'stochastic'}{extra} |")
+    return (
+        f"| {label} | {len(returns)} | {result['return_mean']:.1f} | {result['return_std']:.1f} | {low} | {high} | "
+        f"{'deterministic' if result.get('deterministic', True) else 'stochastic'}{extra} |"
+    )
 
 
 def model_card(run_dir: Path, algo: str, config: RunConfig, step_unit: str = "step") -> str:
@@ -91,10 +112,15 @@ def model_card(run_dir: Path, algo: str, config: RunConfig, step_unit: str = "st
     best = json.loads((run_dir / "eval.json").read_text()) if (run_dir / "eval.json").is_file() else None
     last = (best or {}).get("last")  # the run's last evaluation, where it ended (older eval.json files: none)
     stopped = f" (stopped early at {last['step']:,})" if last and last["step"] < config.total_steps else ""
-    lines = [f"# {algo.upper()} on {config.env_id}, seed {config.seed}", "",
-             f"Written by acrl {__version__} (commit {acrl_commit()}) on {time.strftime('%Y-%m-%d %H:%M')}; "
-             f"budget {config.total_steps:,} {unit}{stopped}{', preset ' + config.preset if config.preset else ''}.",
-             "", "## Evaluation", ""]
+    lines = [
+        f"# {algo.upper()} on {config.env_id}, seed {config.seed}",
+        "",
+        f"Written by acrl {__version__} (commit {acrl_commit()}) on {time.strftime('%Y-%m-%d %H:%M')}; "
+        f"budget {config.total_steps:,} {unit}{stopped}{', preset ' + config.preset if config.preset else ''}.",
+        "",
+        "## Evaluation",
+        "",
+    ]
     rows = []
     if best:
         at = f" at step {best['step']:,}" if "step" in best else ""
@@ -103,11 +129,16 @@ def model_card(run_dir: Path, algo: str, config: RunConfig, step_unit: str = "st
         rows.append(_row(f"last evaluation during training, step {last['step']:,} (eval.json)", last))
     if (run_dir / "evaluate.json").is_file():
         last = json.loads((run_dir / "evaluate.json").read_text())
-        rows.append(_row(f"`acrl evaluate` of {last['checkpoint']}, seed {last['seed']}, {last['date']}",
-                         last["result"]))
+        rows.append(
+            _row(f"`acrl evaluate` of {last['checkpoint']}, seed {last['seed']}, {last['date']}", last["result"])
+        )
     if rows:
-        lines += ["| policy | episodes | mean return | std | min | max | actions |",
-                  "| --- | ---: | ---: | ---: | ---: | ---: | --- |", *rows, ""]
+        lines += [
+            "| policy | episodes | mean return | std | min | max | actions |",
+            "| --- | ---: | ---: | ---: | ---: | ---: | --- |",
+            *rows,
+            "",
+        ]
     else:
         lines += ["The run has not finished: no evaluation yet (`acrl resume` continues it).", ""]
     if (run_dir / "learning_curve.png").is_file():
@@ -115,14 +146,27 @@ def model_card(run_dir: Path, algo: str, config: RunConfig, step_unit: str = "st
     videos = sorted((run_dir / "videos").glob("*.mp4"), key=lambda p: p.stat().st_mtime)
     lines += ["## Video", ""]
     if videos:
-        lines += [f"Latest: [{videos[-1].relative_to(run_dir)}]({videos[-1].relative_to(run_dir)})"
-                  f"{f' (of {len(videos)} in videos/)' if len(videos) > 1 else ''}.", ""]
+        lines += [
+            f"Latest: [{videos[-1].relative_to(run_dir)}]({videos[-1].relative_to(run_dir)})"
+            f"{f' (of {len(videos)} in videos/)' if len(videos) > 1 else ''}.",
+            "",
+        ]
     else:
-        lines += ["None recorded: `acrl record RUN_DIR` writes one, `acrl train ... --video-freq N` records "
-                  "clips while training.", ""]
-    lines += ["## Reproduce", "", "```", reproduce_command(algo, config), "```", "",
-              "The full configuration is in config.yaml; metrics.csv and the TensorBoard events hold every "
-              "logged value.", ""]
+        lines += [
+            "None recorded: `acrl record RUN_DIR` writes one, `acrl train ... --video-freq N` records "
+            "clips while training.",
+            "",
+        ]
+    lines += [
+        "## Reproduce",
+        "",
+        "```",
+        reproduce_command(algo, config),
+        "```",
+        "",
+        "The full configuration is in config.yaml; metrics.csv and the TensorBoard events hold every logged value.",
+        "",
+    ]
     return "\n".join(lines)
 
 

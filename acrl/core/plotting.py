@@ -56,8 +56,9 @@ def run_config(run_dir: Path) -> tuple[str, dict[str, Any]]:
         return run_dir.name, {}
     with config_path.open() as f:
         config = yaml.safe_load(f) or {}
-    return str(config.get("algo", "?")), {k: v for k, v in config.get("config", {}).items()
-                                         if k not in IGNORED_SETTINGS}
+    return str(config.get("algo", "?")), {
+        k: v for k, v in config.get("config", {}).items() if k not in IGNORED_SETTINGS
+    }
 
 
 def _value_text(value: Any) -> str:
@@ -108,8 +109,9 @@ def align_curves(curves: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarra
     return grid, np.stack([np.interp(grid, steps, values) for steps, values in curves])
 
 
-def plot_runs(run_dirs: list[str | Path], out: str | Path, key: str = "eval/return_mean",
-              x_label: str = "environment steps") -> Path:
+def plot_runs(
+    run_dirs: list[str | Path], out: str | Path, key: str = "eval/return_mean", x_label: str = "environment steps"
+) -> Path:
     """Draw the curves of `run_dirs` into the PNG `out`, grouping seeds of one config.
 
     Returns:
@@ -139,11 +141,12 @@ def plot_runs(run_dirs: list[str | Path], out: str | Path, key: str = "eval/retu
         grid, stacked = align_curves(curves)
         label = f"{label} ({len(curves)} seeds)"
         if len(grid) < 2:  # no common stretch to draw a band on (e.g. one evaluation each): every evaluation
-            ax.scatter(np.concatenate([s for s, _ in curves]), np.concatenate([v for _, v in curves]), s=12,
-                       label=label)
+            ax.scatter(
+                np.concatenate([s for s, _ in curves]), np.concatenate([v for _, v in curves]), s=12, label=label
+            )
             continue
         mean, std = stacked.mean(0), stacked.std(0)
-        line, = ax.plot(grid, mean, label=label)
+        (line,) = ax.plot(grid, mean, label=label)
         ax.fill_between(grid, mean - std, mean + std, color=line.get_color(), alpha=0.25)
     ax.set_xlabel(x_label)
     ax.set_ylabel(key)

@@ -91,9 +91,11 @@ class _OneDNNLinear(torch.autograd.Function):
     def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
         x, weight = ctx.saved_tensors
         need_x, need_weight, need_bias = ctx.needs_input_grad
-        return (linear(grad, weight.t()) if need_x else None,
-                linear(grad.t(), x.t()) if need_weight else None,
-                grad.sum(0) if need_bias else None)
+        return (
+            linear(grad, weight.t()) if need_x else None,
+            linear(grad.t(), x.t()) if need_weight else None,
+            grad.sum(0) if need_bias else None,
+        )
 
 
 def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
@@ -106,11 +108,21 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = No
     deterministic for a given thread count.
     """
     # cheapest test first: small layers (acting, PPO's and A3C's nets) leave at once
-    if not (x.dim() == 2 and x.shape[0] * weight.numel() >= ONEDNN_MIN_MACS and _enabled and ONEDNN_AVAILABLE
-            and x.device.type == "cpu" and x.dtype == weight.dtype == torch.float32) or _traceable_only():
+    if (
+        not (
+            x.dim() == 2
+            and x.shape[0] * weight.numel() >= ONEDNN_MIN_MACS
+            and _enabled
+            and ONEDNN_AVAILABLE
+            and x.device.type == "cpu"
+            and x.dtype == weight.dtype == torch.float32
+        )
+        or _traceable_only()
+    ):
         return F.linear(x, weight, bias)
-    if torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad
-                                    or (bias is not None and bias.requires_grad)):
+    if torch.is_grad_enabled() and (
+        x.requires_grad or weight.requires_grad or (bias is not None and bias.requires_grad)
+    ):
         return _OneDNNLinear.apply(x, weight, bias)
     return _onednn_linear(x, weight, bias)
 
@@ -135,8 +147,13 @@ def tanh(x: torch.Tensor) -> torch.Tensor:
     """`torch.tanh(x)`, any shape; float32 CPU tensors of at least `SIGMOID_TANH_MIN_ELEMENTS`
     elements as 2 sigmoid(2x) - 1 when the private paths are on (|difference| <= 2.4e-7,
     absolute), except under compilation and torch.func transforms."""
-    if (x.numel() < SIGMOID_TANH_MIN_ELEMENTS or not _enabled or x.device.type != "cpu"
-            or x.dtype != torch.float32 or _traceable_only()):
+    if (
+        x.numel() < SIGMOID_TANH_MIN_ELEMENTS
+        or not _enabled
+        or x.device.type != "cpu"
+        or x.dtype != torch.float32
+        or _traceable_only()
+    ):
         return torch.tanh(x)
     return _SigmoidTanh.apply(x)
 

@@ -66,12 +66,15 @@ def check_mujoco_gl() -> None:
         return
     fix = f"unset it or set MUJOCO_GL=egl (offscreen; Debian/Ubuntu: apt-get install {GL_PACKAGES})"
     if backend not in MUJOCO_GL_RENDERERS:
-        raise InputError(f"MUJOCO_GL={backend!r} is not a renderer Gymnasium's MuJoCo tasks can draw with "
-                         f"(egl, osmesa or glfw): {fix}.")
+        raise InputError(
+            f"MUJOCO_GL={backend!r} is not a renderer Gymnasium's MuJoCo tasks can draw with "
+            f"(egl, osmesa or glfw): {fix}."
+        )
     library, packages = MUJOCO_GL_LIBRARIES.get(backend, (None, ""))
     if library is not None and ctypes.util.find_library(library) is None:
-        raise InputError(f"MUJOCO_GL={backend} needs lib{library}, which is not installed: apt-get install "
-                         f"{packages}, or {fix}.")
+        raise InputError(
+            f"MUJOCO_GL={backend} needs lib{library}, which is not installed: apt-get install {packages}, or {fix}."
+        )
 
 
 def ffmpeg_exe() -> str:
@@ -86,8 +89,9 @@ def ffmpeg_exe() -> str:
 
         return imageio_ffmpeg.get_ffmpeg_exe()
     except (ImportError, RuntimeError) as exc:
-        raise InputError(f"videos need ffmpeg: pip install imageio-ffmpeg (its wheel ships the binary); {exc}") \
-            from None
+        raise InputError(
+            f"videos need ffmpeg: pip install imageio-ffmpeg (its wheel ships the binary); {exc}"
+        ) from None
 
 
 def render_env(env: Any) -> gym.Env:
@@ -106,8 +110,10 @@ def render_env(env: Any) -> gym.Env:
     else:
         spec = env.spec if isinstance(env, gym.Env) else None
     if spec is None:
-        raise InputError(f"cannot record {env!r}: videos need a registered Gymnasium id whose environment "
-                         "renders rgb_array frames (register the env with gymnasium.register).")
+        raise InputError(
+            f"cannot record {env!r}: videos need a registered Gymnasium id whose environment "
+            "renders rgb_array frames (register the env with gymnasium.register)."
+        )
     check_mujoco_gl()
     if "DISPLAY" not in os.environ:  # headless: MuJoCo's GL context through EGL, pygame without a window
         os.environ.setdefault("MUJOCO_GL", "egl")
@@ -117,9 +123,11 @@ def render_env(env: Any) -> gym.Env:
     modes = probe.metadata.get("render_modes", [])
     probe.close()
     if "rgb_array" not in modes:
-        raise InputError(f"cannot record {spec.id}: it does not render rgb_array frames (its render modes: "
-                         f"{modes or 'none'}); add 'rgb_array' to its metadata['render_modes'] and return "
-                         "an (H, W, 3) uint8 array from render().")
+        raise InputError(
+            f"cannot record {spec.id}: it does not render rgb_array frames (its render modes: "
+            f"{modes or 'none'}); add 'rgb_array' to its metadata['render_modes'] and return "
+            "an (H, W, 3) uint8 array from render()."
+        )
     env = gym.make(spec, render_mode="rgb_array")
     renderer = getattr(env.unwrapped, "mujoco_renderer", None)
     if renderer is not None:
@@ -145,14 +153,17 @@ def first_frame(env: gym.Env, seed: int | None = None) -> tuple[Any, np.ndarray]
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         if getattr(env.unwrapped, "mujoco_renderer", None) is not None:
             backend = os.environ.get("MUJOCO_GL")
-            fix = (f"MuJoCo renders offscreen through EGL: apt-get install {GL_PACKAGES}" +
-                   (f", and set MUJOCO_GL=egl (it is {backend!r})" if backend != "egl" else ""))
+            fix = f"MuJoCo renders offscreen through EGL: apt-get install {GL_PACKAGES}" + (
+                f", and set MUJOCO_GL=egl (it is {backend!r})" if backend != "egl" else ""
+            )
         else:
             fix = "Gymnasium's classic-control tasks draw with pygame: pip install pygame"
         raise InputError(f"cannot render {env.spec.id if env.spec else env}: {first}. {fix}.") from None
     if not (isinstance(frame, np.ndarray) and frame.ndim == 3 and frame.shape[2] == 3):
-        raise InputError(f"cannot record: render() returned {type(frame).__name__} "
-                         f"{getattr(frame, 'shape', '')}, not an (H, W, 3) uint8 frame.")
+        raise InputError(
+            f"cannot record: render() returned {type(frame).__name__} "
+            f"{getattr(frame, 'shape', '')}, not an (H, W, 3) uint8 frame."
+        )
     return obs, frame
 
 
@@ -212,9 +223,16 @@ def mp4_writer(path: Path, size: tuple[int, int], fps: float) -> Iterator[Any]:
             tmp.touch()
         except OSError as exc:
             raise InputError(f"cannot write the video {path}: {exc}. Choose another --out.") from None
-        writer = imageio_ffmpeg.write_frames(str(tmp), size, fps=fps, codec="libx264", pix_fmt_out="yuv420p",
-                                             macro_block_size=2, ffmpeg_log_level="error",
-                                             output_params=["-f", "mp4"])  # the .tmp name says no container
+        writer = imageio_ffmpeg.write_frames(
+            str(tmp),
+            size,
+            fps=fps,
+            codec="libx264",
+            pix_fmt_out="yuv420p",
+            macro_block_size=2,
+            ffmpeg_log_level="error",
+            output_params=["-f", "mp4"],
+        )  # the .tmp name says no container
         try:
             # ffmpeg starts with SIGINT and SIGTERM blocked: a signal whose handler raises (Ctrl-C, and
             # SIGTERM in `acrl record`) while the fork runs Python's at-fork callbacks would be lost
@@ -230,8 +248,16 @@ def mp4_writer(path: Path, size: tuple[int, int], fps: float) -> Iterator[Any]:
             writer.close()
 
 
-def record_video(agent: Any, env: Any, path: str | Path, episodes: int = 1, deterministic: bool = True,
-                 seed: int | None = None, max_steps: int | None = None, keep_frames: bool = False) -> dict[str, Any]:
+def record_video(
+    agent: Any,
+    env: Any,
+    path: str | Path,
+    episodes: int = 1,
+    deterministic: bool = True,
+    seed: int | None = None,
+    max_steps: int | None = None,
+    keep_frames: bool = False,
+) -> dict[str, Any]:
     """Play `episodes` episodes of `agent`'s policy and write them, one after another, to one MP4.
 
     The frame rate is the environment's `metadata["render_fps"]` (30 if it has none). There
@@ -263,8 +289,14 @@ def record_video(agent: Any, env: Any, path: str | Path, episodes: int = 1, dete
     env = render_env(env)
     metric_names = episode_metric_names(env)
     fps = float(env.metadata.get("render_fps") or 30)
-    result: dict[str, Any] = {"path": str(path), "returns": [], "lengths": [], "frames": 0, "fps": fps,
-                              **{name: [] for name in metric_names}}
+    result: dict[str, Any] = {
+        "path": str(path),
+        "returns": [],
+        "lengths": [],
+        "frames": 0,
+        "fps": fps,
+        **{name: [] for name in metric_names},
+    }
     kept: list[np.ndarray] = []
     name = env.spec.id
     try:

@@ -68,10 +68,20 @@ def load_policy(policy: str | Path) -> Agent:
     return load(path)
 
 
-def collect_dataset(kind: str, out: str | Path, steps: int, env_id: str | None = None,
-                    policy: str | Path | None = None, seed: int = 0, noise_std: float | None = None,
-                    random_prob: float | None = None, algo: str = "ddpg", preset: str | None = None,
-                    overrides: dict[str, Any] | None = None, progress: bool = False) -> OfflineDataset:
+def collect_dataset(
+    kind: str,
+    out: str | Path,
+    steps: int,
+    env_id: str | None = None,
+    policy: str | Path | None = None,
+    seed: int = 0,
+    noise_std: float | None = None,
+    random_prob: float | None = None,
+    algo: str = "ddpg",
+    preset: str | None = None,
+    overrides: dict[str, Any] | None = None,
+    progress: bool = False,
+) -> OfflineDataset:
     """Collect one of the BCQ paper's datasets and write it to `out` (HDF5, D4RL keys).
 
     Args:
@@ -107,9 +117,11 @@ def collect_dataset(kind: str, out: str | Path, steps: int, env_id: str | None =
     if kind not in DATASET_KINDS:
         raise InputError(f"unknown dataset kind {kind!r}; choose one of {', '.join(DATASET_KINDS)}.")
     if kind == "concurrent":
-        raise InputError("the concurrent buffer is not a fixed dataset: BCQ learns alongside the behavioral "
-                         "DDPG from its growing buffer. Run `acrl experiment concurrent --env ENV_ID`; the "
-                         "transitions it learns from are those `acrl collect --kind final` stores.")
+        raise InputError(
+            "the concurrent buffer is not a fixed dataset: BCQ learns alongside the behavioral "
+            "DDPG from its growing buffer. Run `acrl experiment concurrent --env ENV_ID`; the "
+            "transitions it learns from are those `acrl collect --kind final` stores."
+        )
     if isinstance(steps, bool) or int(steps) != steps or steps < 1:
         raise InputError(f"--steps must be a positive integer, got {steps}.")
     if noise_std is None and kind != "final":
@@ -130,29 +142,52 @@ def collect_dataset(kind: str, out: str | Path, steps: int, env_id: str | None =
         dataset = _collect_final(out, env_id, int(steps), seed, noise_std, algo, preset, overrides or {}, progress)
     else:
         if policy is None:
-            raise InputError(f"--kind {kind} needs --policy RUN_DIR: the run directory of a trained agent "
-                             f"(for example the '-behavioral' run of an `acrl collect --kind final`).")
+            raise InputError(
+                f"--kind {kind} needs --policy RUN_DIR: the run directory of a trained agent "
+                f"(for example the '-behavioral' run of an `acrl collect --kind final`)."
+            )
         if overrides or preset is not None:
             raise InputError("--set and --preset configure the behavioral agent of --kind final only.")
         agent = load_policy(policy)
         if env_id is not None and env_id != agent.config.env_id:
-            raise InputError(f"the policy in {policy} was trained on {agent.config.env_id}, not {env_id}; "
-                             "drop --env or pass a policy of that environment.")
+            raise InputError(
+                f"the policy in {policy} was trained on {agent.config.env_id}, not {env_id}; "
+                "drop --env or pass a policy of that environment."
+            )
         if isinstance(agent.action_space, gym.spaces.Discrete) and noise_std > 0:
-            raise InputError(f"--kind {kind} adds Gaussian noise, which needs a Box action space; for the "
-                             "Discrete actions of this environment pass --noise 0 (random actions only).")
+            raise InputError(
+                f"--kind {kind} adds Gaussian noise, which needs a Box action space; for the "
+                "Discrete actions of this environment pass --noise 0 (random actions only)."
+            )
         env = CheckFinite(env_factory(agent.env)[0]())  # no NaN goes into a dataset
         env.action_space.seed(seed)
-        dataset = collect_transitions(env, lambda obs: agent.predict(obs, deterministic=True), int(steps), seed,
-                                      noise_std, random_prob, kind=kind, behavioral_policy=str(policy))
+        dataset = collect_transitions(
+            env,
+            lambda obs: agent.predict(obs, deterministic=True),
+            int(steps),
+            seed,
+            noise_std,
+            random_prob,
+            kind=kind,
+            behavioral_policy=str(policy),
+        )
         env.close()
         dataset.attrs["algo"] = agent.algo
     save_dataset(out, dataset)
     return dataset
 
 
-def _collect_final(out: Path, env_id: str, steps: int, seed: int, noise_std: float | None, algo: str,
-                   preset: str | None, overrides: dict[str, Any], progress: bool) -> OfflineDataset:
+def _collect_final(
+    out: Path,
+    env_id: str,
+    steps: int,
+    seed: int,
+    noise_std: float | None,
+    algo: str,
+    preset: str | None,
+    overrides: dict[str, Any],
+    progress: bool,
+) -> OfflineDataset:
     """Train a behavioral DDPG/TD3 for `steps` steps in `behavioral_run_dir(out)`; its replay buffer
     (sized to keep every transition) becomes the dataset."""
     from acrl.algos import get_algorithm
@@ -162,8 +197,10 @@ def _collect_final(out: Path, env_id: str, steps: int, seed: int, noise_std: flo
         raise InputError(f"the behavioral agent of --kind final is ddpg or td3, got {algo!r}.")
     run_dir = behavioral_run_dir(out)
     if run_dir.exists():
-        raise InputError(f"{run_dir} already exists (the behavioral run of an earlier collection); remove it "
-                         "or choose another --out.")
+        raise InputError(
+            f"{run_dir} already exists (the behavioral run of an earlier collection); remove it "
+            "or choose another --out."
+        )
     cls = get_algorithm(algo)
     values, preset_name = preset_values(algo, env_id, preset)
     config = update_config(cls.config_class(), values, f"preset {preset_name!r}")
@@ -187,8 +224,22 @@ def buffer_dataset(agent: DDPG, kind: str, behavioral_policy: str, seed: int) ->
     """
     data = {key: value.numpy() for key, value in agent.buffer.state_dict().items() if key not in ("position", "size")}
     actions = agent.action_adapter.to_env(data["actions"]).astype(np.float32)
-    attrs = {"env_id": agent.config.env_id, "kind": kind, "behavioral_policy": behavioral_policy, "seed": int(seed),
-             "noise_std": float(agent.config.expl_noise), "random_prob": 0.0, "algo": agent.algo,
-             "acrl_version": __version__}
-    return OfflineDataset(data["observations"], actions, data["rewards"], data["next_observations"],
-                          data["terminated"], data["truncated"], attrs)
+    attrs = {
+        "env_id": agent.config.env_id,
+        "kind": kind,
+        "behavioral_policy": behavioral_policy,
+        "seed": int(seed),
+        "noise_std": float(agent.config.expl_noise),
+        "random_prob": 0.0,
+        "algo": agent.algo,
+        "acrl_version": __version__,
+    }
+    return OfflineDataset(
+        data["observations"],
+        actions,
+        data["rewards"],
+        data["next_observations"],
+        data["terminated"],
+        data["truncated"],
+        attrs,
+    )

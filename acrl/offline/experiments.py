@@ -119,8 +119,10 @@ def _record(out_dir: Path, settings: dict[str, Any], announce: str | None) -> Ca
     path = out_dir / "experiment.yaml"
     text = yaml.safe_dump(settings, sort_keys=False)
     if path.exists() and yaml.safe_load(path.read_text()) != yaml.safe_load(text):
-        raise InputError(f"{out_dir} holds another experiment (its experiment.yaml differs); rerun its own command "
-                         "to resume it, or choose another --out.")
+        raise InputError(
+            f"{out_dir} holds another experiment (its experiment.yaml differs); rerun its own command "
+            "to resume it, or choose another --out."
+        )
     if not path.exists():
         _check_out(out_dir)
 
@@ -151,10 +153,18 @@ def episode_returns(data: OfflineDataset) -> np.ndarray:
 # --------------------------------------------------------------------------------------------
 
 
-def concurrent_configs(env_id: str, steps: int | None, seed: int, eval_freq: int | None, eval_episodes: int,
-                       final_dataset: Path, behavioral_overrides: dict[str, Any] | None = None,
-                       bcq_overrides: dict[str, Any] | None = None, ddpg_overrides: dict[str, Any] | None = None,
-                       bc_overrides: dict[str, Any] | None = None) -> dict[str, RunConfig]:
+def concurrent_configs(
+    env_id: str,
+    steps: int | None,
+    seed: int,
+    eval_freq: int | None,
+    eval_episodes: int,
+    final_dataset: Path,
+    behavioral_overrides: dict[str, Any] | None = None,
+    bcq_overrides: dict[str, Any] | None = None,
+    ddpg_overrides: dict[str, Any] | None = None,
+    bc_overrides: dict[str, Any] | None = None,
+) -> dict[str, RunConfig]:
     """The validated configs of `run_concurrent`'s four agents (its arguments): {"behavioral": DDPG,
     and for the learners on its buffer "bcq": BCQ, "ddpg": DDPG, "bc": BC}. No network is built.
 
@@ -167,12 +177,19 @@ def concurrent_configs(env_id: str, steps: int | None, seed: int, eval_freq: int
     if steps < 1 or eval_freq < 1 or eval_episodes < 1:
         raise InputError(f"steps, eval_freq and eval_episodes must be >= 1, got {steps}, {eval_freq}, {eval_episodes}.")
     common = {"eval_freq": eval_freq, "eval_episodes": eval_episodes, "iteration_steps": ITERATION_STEPS}
-    behavioral_cfg = _config("ddpg", env_id, behavioral_overrides or {}, "--behavioral-set",
-                             {"seed": seed, "total_steps": steps, **common})
-    behavioral_cfg = update_config(behavioral_cfg, {"buffer_size": max(steps, behavioral_cfg.start_steps,
-                                                                       behavioral_cfg.batch_size)}, "experiment")
-    bcq_cfg = _config("bcq", env_id, bcq_overrides or {}, "--bcq-set",
-                      {"seed": seed + 2, "total_steps": steps, "dataset": str(final_dataset), **common})
+    behavioral_cfg = _config(
+        "ddpg", env_id, behavioral_overrides or {}, "--behavioral-set", {"seed": seed, "total_steps": steps, **common}
+    )
+    behavioral_cfg = update_config(
+        behavioral_cfg, {"buffer_size": max(steps, behavioral_cfg.start_steps, behavioral_cfg.batch_size)}, "experiment"
+    )
+    bcq_cfg = _config(
+        "bcq",
+        env_id,
+        bcq_overrides or {},
+        "--bcq-set",
+        {"seed": seed + 2, "total_steps": steps, "dataset": str(final_dataset), **common},
+    )
     ddpg_values = {"gamma": bcq_cfg.gamma, **(ddpg_overrides or {})}
     ddpg_cfg = _config("ddpg", env_id, ddpg_values, "--ddpg-set", {"seed": seed + 1, "total_steps": steps, **common})
     bc_cfg = _config("bc", env_id, bc_overrides or {}, "--bc-set", {"seed": seed + 3, "total_steps": steps, **common})
@@ -195,19 +212,31 @@ def check_experiment(env_id: str, behavioral: RunConfig) -> None:
     try:
         check_spaces(probe, "DDPG", DDPG.action_kinds, DDPG.action_space_hint)
         if not probe.action_space.is_bounded():
-            raise InputError(f"the experiments' agents (DDPG, BCQ, BC) act through tanh and need finite action "
-                             f"bounds; this environment has {probe.action_space}. Wrap it with "
-                             "gymnasium.wrappers.ClipAction or RescaleAction.")
+            raise InputError(
+                f"the experiments' agents (DDPG, BCQ, BC) act through tanh and need finite action "
+                f"bounds; this environment has {probe.action_space}. Wrap it with "
+                "gymnasium.wrappers.ClipAction or RescaleAction."
+            )
     finally:
         probe.close()
     warn_if_all_random(behavioral.total_steps, behavioral.start_steps)
 
 
-def run_concurrent(env_id: str, out_dir: str | Path, steps: int | None = None, seed: int = 0,
-                   eval_freq: int | None = None, eval_episodes: int = 10, final_dataset: str | Path | None = None,
-                   behavioral_overrides: dict[str, Any] | None = None, bcq_overrides: dict[str, Any] | None = None,
-                   ddpg_overrides: dict[str, Any] | None = None, bc_overrides: dict[str, Any] | None = None,
-                   progress: bool = True, callbacks: Sequence[Callback] = ()) -> dict[str, Any]:
+def run_concurrent(
+    env_id: str,
+    out_dir: str | Path,
+    steps: int | None = None,
+    seed: int = 0,
+    eval_freq: int | None = None,
+    eval_episodes: int = 10,
+    final_dataset: str | Path | None = None,
+    behavioral_overrides: dict[str, Any] | None = None,
+    bcq_overrides: dict[str, Any] | None = None,
+    ddpg_overrides: dict[str, Any] | None = None,
+    bc_overrides: dict[str, Any] | None = None,
+    progress: bool = True,
+    callbacks: Sequence[Callback] = (),
+) -> dict[str, Any]:
     """The concurrent experiment (Fujimoto et al. 2019, Sec. 3 and Figure 2 "concurrent").
 
     A behavioral DDPG (the env's DDPG preset; its replay buffer keeps every transition) trains
@@ -249,24 +278,41 @@ def run_concurrent(env_id: str, out_dir: str | Path, steps: int | None = None, s
     out_dir = Path(out_dir)
     _check_out(out_dir)
     final_dataset = Path(final_dataset or out_dir / "final.h5").resolve()
-    configs = concurrent_configs(env_id, steps, seed, eval_freq, eval_episodes, final_dataset, behavioral_overrides,
-                                 bcq_overrides, ddpg_overrides, bc_overrides)
+    configs = concurrent_configs(
+        env_id,
+        steps,
+        seed,
+        eval_freq,
+        eval_episodes,
+        final_dataset,
+        behavioral_overrides,
+        bcq_overrides,
+        ddpg_overrides,
+        bc_overrides,
+    )
     behavioral = DDPG(env_id, config=configs["behavioral"])
-    agents = {"behavioral": behavioral, "ddpg": DDPG(env_id, config=configs["ddpg"], buffer=behavioral.buffer),
-              "bcq": BCQ(env_id, config=configs["bcq"], buffer=behavioral.buffer),
-              "bc": BC(env_id, config=configs["bc"], buffer=behavioral.buffer)}
+    agents = {
+        "behavioral": behavioral,
+        "ddpg": DDPG(env_id, config=configs["ddpg"], buffer=behavioral.buffer),
+        "bcq": BCQ(env_id, config=configs["bcq"], buffer=behavioral.buffer),
+        "bc": BC(env_id, config=configs["bc"], buffer=behavioral.buffer),
+    }
     steps, eval_freq = behavioral.config.total_steps, behavioral.config.eval_freq
     torch.set_num_threads(behavioral.config.torch_threads)  # as Agent.learn does; oversubscribed threads crawl
     behavioral.before_learning()
-    runs = [Run(agent, out_dir / name, progress, callbacks, label=f"concurrent {name}")
-            for name, agent in agents.items()]
+    runs = [
+        Run(agent, out_dir / name, progress, callbacks, label=f"concurrent {name}") for name, agent in agents.items()
+    ]
     train(runs)  # lockstep: each round, the behavioral agent's steps, then as many updates of each learner
     data = buffer_dataset(behavioral, "final", str(out_dir / "behavioral"), seed)
     save_dataset(final_dataset, data)
     returns = episode_returns(data)
     curves = {name: _curve(out_dir / name) for name in agents}
     return {
-        "env_id": env_id, "seed": seed, "steps": steps, "eval_freq": eval_freq,
+        "env_id": env_id,
+        "seed": seed,
+        "steps": steps,
+        "eval_freq": eval_freq,
         "curves": curves,
         "values": {name: _value_curves(out_dir / name) for name in agents},
         "final": {name: curve[-1][1] for name, curve in curves.items()},
@@ -294,12 +340,21 @@ def _delete(path: Path) -> None:
 def concurrent_job(root: Path, job_dir: Path, callbacks: list[Callback], **kwargs: Any) -> dict[str, Any]:
     """An experiment's job: `run_concurrent` into `job_dir` (from scratch), the final buffer as job_dir/final.h5."""
     _delete(job_dir)
-    return run_concurrent(out_dir=job_dir, final_dataset=job_dir / "final.h5", callbacks=callbacks, progress=False,
-                          **kwargs)
+    return run_concurrent(
+        out_dir=job_dir, final_dataset=job_dir / "final.h5", callbacks=callbacks, progress=False, **kwargs
+    )
 
 
-def collect_job(root: Path, job_dir: Path, callbacks: list[Callback], kind: str, steps: int, seed: int,
-                policy: str | None = None, **options: Any) -> dict[str, Any]:
+def collect_job(
+    root: Path,
+    job_dir: Path,
+    callbacks: list[Callback],
+    kind: str,
+    steps: int,
+    seed: int,
+    policy: str | None = None,
+    **options: Any,
+) -> dict[str, Any]:
     """An experiment's job: `collect_dataset` of `kind` into job_dir/KIND.h5, from `policy` (a
     checkpoint relative to the root) or, for final, from a behavioral DDPG that trains with
     `options` (env_id, noise_std, overrides). Returns the mean return of the dataset's complete
@@ -326,13 +381,23 @@ def _value_curves(run_dir: Path) -> dict[str, list[list[float]]]:
     return {key: _curve(run_dir, f"eval/{key}") for key in VALUE_KEYS}
 
 
-def run_extrapolation(env_id: str, out_dir: str | Path, steps_behavioral: int | None = None,
-                      updates: int | None = None, seeds: list[int] | tuple[int, ...] = (0,),
-                      dataset_size: int | None = None, eval_freq: int | None = None, eval_episodes: int = 10,
-                      behavioral_overrides: dict[str, Any] | None = None, bcq_overrides: dict[str, Any] | None = None,
-                      ddpg_overrides: dict[str, Any] | None = None, bc_overrides: dict[str, Any] | None = None,
-                      final_noise: float = 0.5, progress: bool = True,
-                      options: ClusterOptions | None = None) -> dict[str, Any]:
+def run_extrapolation(
+    env_id: str,
+    out_dir: str | Path,
+    steps_behavioral: int | None = None,
+    updates: int | None = None,
+    seeds: list[int] | tuple[int, ...] = (0,),
+    dataset_size: int | None = None,
+    eval_freq: int | None = None,
+    eval_episodes: int = 10,
+    behavioral_overrides: dict[str, Any] | None = None,
+    bcq_overrides: dict[str, Any] | None = None,
+    ddpg_overrides: dict[str, Any] | None = None,
+    bc_overrides: dict[str, Any] | None = None,
+    final_noise: float = 0.5,
+    progress: bool = True,
+    options: ClusterOptions | None = None,
+) -> dict[str, Any]:
     """The paper's Figure 2 experiment on one environment; writes extrapolation.{json,md,png}.
 
     Per seed, as in the paper's Sec. 5: the final buffer, every transition of a behavioral DDPG
@@ -385,74 +450,173 @@ def run_extrapolation(env_id: str, out_dir: str | Path, steps_behavioral: int | 
     if not final_noise >= 0:
         raise InputError(f"--final-noise must be >= 0 (a std as a fraction of max_action), got {final_noise}.")
     common = {"eval_freq": eval_freq, "eval_episodes": eval_episodes}
-    overrides = {"behavioral_overrides": behavioral_overrides or {}, "bcq_overrides": bcq_overrides or {},
-                 "ddpg_overrides": ddpg_overrides or {}, "bc_overrides": bc_overrides or {}}
-    configs = concurrent_configs(env_id, steps_behavioral, seeds[0], eval_freq, eval_episodes, out_dir / "final.h5",
-                                 **overrides)
+    overrides = {
+        "behavioral_overrides": behavioral_overrides or {},
+        "bcq_overrides": bcq_overrides or {},
+        "ddpg_overrides": ddpg_overrides or {},
+        "bc_overrides": bc_overrides or {},
+    }
+    configs = concurrent_configs(
+        env_id, steps_behavioral, seeds[0], eval_freq, eval_episodes, out_dir / "final.h5", **overrides
+    )
     check_experiment(env_id, configs["behavioral"])
-    on_start = _record(out_dir, {"experiment": "extrapolation", "env_id": env_id, "seeds": list(seeds),
-                                 "steps_behavioral": steps_behavioral, "updates": updates, "dataset_size": dataset_size,
-                                 "final_noise": final_noise, **common, **overrides},
-                       f"experiment extrapolation on {env_id} -> {out_dir}" if progress else None)
+    on_start = _record(
+        out_dir,
+        {
+            "experiment": "extrapolation",
+            "env_id": env_id,
+            "seeds": list(seeds),
+            "steps_behavioral": steps_behavioral,
+            "updates": updates,
+            "dataset_size": dataset_size,
+            "final_noise": final_noise,
+            **common,
+            **overrides,
+        },
+        f"experiment extrapolation on {env_id} -> {out_dir}" if progress else None,
+    )
     ddpg_offline = {"gamma": configs["bcq"].gamma, **overrides["ddpg_overrides"]}
     started = time.monotonic()
     # Three stages of jobs, each in parallel over seeds (and buffers and agents): the behavioral
     # runs (final buffer, concurrent), then the datasets the concurrent behavioral policies
     # collect, then the offline runs.
-    final_options = {"env_id": env_id, "noise_std": final_noise,
-                     "overrides": {**overrides["behavioral_overrides"], **common}}
-    behavioral = run_jobs([*(Job(f"s{seed}/concurrent", concurrent_job, {  # the long jobs first
-                               "env_id": env_id, "steps": steps_behavioral, "seed": seed, "eval_freq": eval_freq,
-                               "eval_episodes": eval_episodes, **overrides}, steps=steps_behavioral) for seed in seeds),
-                           *(Job(f"s{seed}/final", collect_job, {"kind": "final", "steps": steps_behavioral,
-                                                                  "seed": seed, **final_options},
-                                 steps=steps_behavioral) for seed in seeds)],
-                          out_dir, options, progress, on_start=on_start, label="behavioral runs")
+    final_options = {
+        "env_id": env_id,
+        "noise_std": final_noise,
+        "overrides": {**overrides["behavioral_overrides"], **common},
+    }
+    behavioral = run_jobs(
+        [
+            *(
+                Job(
+                    f"s{seed}/concurrent",
+                    concurrent_job,
+                    {  # the long jobs first
+                        "env_id": env_id,
+                        "steps": steps_behavioral,
+                        "seed": seed,
+                        "eval_freq": eval_freq,
+                        "eval_episodes": eval_episodes,
+                        **overrides,
+                    },
+                    steps=steps_behavioral,
+                )
+                for seed in seeds
+            ),
+            *(
+                Job(
+                    f"s{seed}/final",
+                    collect_job,
+                    {"kind": "final", "steps": steps_behavioral, "seed": seed, **final_options},
+                    steps=steps_behavioral,
+                )
+                for seed in seeds
+            ),
+        ],
+        out_dir,
+        options,
+        progress,
+        on_start=on_start,
+        label="behavioral runs",
+    )
     policy = "s{seed}/concurrent/behavioral/checkpoints/best.pt"
-    collected = run_jobs([Job(f"s{seed}/data-{kind}", collect_job, {"kind": kind, "steps": dataset_size,
-                                                                  "policy": policy.format(seed=seed), "seed": seed},
-                              inputs=(policy.format(seed=seed),), steps=dataset_size)
-                          for seed in seeds for kind in ("imitation", "imperfect")], out_dir, options, progress,
-                         label="datasets")
-    datasets = {"final": "s{seed}/final/final.h5", "imitation": "s{seed}/data-imitation/imitation.h5",
-                "imperfect": "s{seed}/data-imperfect/imperfect.h5"}
+    collected = run_jobs(
+        [
+            Job(
+                f"s{seed}/data-{kind}",
+                collect_job,
+                {"kind": kind, "steps": dataset_size, "policy": policy.format(seed=seed), "seed": seed},
+                inputs=(policy.format(seed=seed),),
+                steps=dataset_size,
+            )
+            for seed in seeds
+            for kind in ("imitation", "imperfect")
+        ],
+        out_dir,
+        options,
+        progress,
+        label="datasets",
+    )
+    datasets = {
+        "final": "s{seed}/final/final.h5",
+        "imitation": "s{seed}/data-imitation/imitation.h5",
+        "imperfect": "s{seed}/data-imperfect/imperfect.h5",
+    }
     offline = {"bcq": overrides["bcq_overrides"], "ddpg": ddpg_offline, "bc": overrides["bc_overrides"]}
     jobs = []
     for algo, values in offline.items():  # BCQ's long runs first, the short ones then fill the gaps
         for seed in seeds:
             for kind, dataset in datasets.items():
                 flags = {"seed": seed, "total_steps": updates, "dataset": str(out_dir / dataset.format(seed=seed))}
-                jobs.append(Job(f"s{seed}/{kind}/{algo}", train_run, {
-                    "algo": algo, "env_id": env_id, "preset": None, "overrides": {**values, **common},
-                    "flags": flags}, inputs=(dataset.format(seed=seed),), steps=updates))
+                jobs.append(
+                    Job(
+                        f"s{seed}/{kind}/{algo}",
+                        train_run,
+                        {
+                            "algo": algo,
+                            "env_id": env_id,
+                            "preset": None,
+                            "overrides": {**values, **common},
+                            "flags": flags,
+                        },
+                        inputs=(dataset.format(seed=seed),),
+                        steps=updates,
+                    )
+                )
     trained = run_jobs(jobs, out_dir, options, progress, label="offline runs")
 
     results: dict[str, dict[str, list[dict[str, Any]]]] = {
-        kind: {"behavioral": [], **{algo: [] for algo in LEARNERS}} for kind in BUFFERS}
+        kind: {"behavioral": [], **{algo: [] for algo in LEARNERS}} for kind in BUFFERS
+    }
     for seed in seeds:
         c = behavioral[f"s{seed}/concurrent"]
-        results["concurrent"]["behavioral"].append({"return": c["final"]["behavioral"],
-                                                    "curve": c["curves"]["behavioral"],
-                                                    "data_episode_return": c["data_episode_return"]})
+        results["concurrent"]["behavioral"].append(
+            {
+                "return": c["final"]["behavioral"],
+                "curve": c["curves"]["behavioral"],
+                "data_episode_return": c["data_episode_return"],
+            }
+        )
         for algo in LEARNERS:
-            results["concurrent"][algo].append({"curve": c["curves"][algo], "final": c["final"][algo],
-                                                "best": c["best"][algo], "values": c["values"][algo],
-                                                "run_dir": c["run_dirs"][algo]})
+            results["concurrent"][algo].append(
+                {
+                    "curve": c["curves"][algo],
+                    "final": c["final"][algo],
+                    "best": c["best"][algo],
+                    "values": c["values"][algo],
+                    "run_dir": c["run_dirs"][algo],
+                }
+            )
         results["final"]["behavioral"].append(behavioral[f"s{seed}/final"])
         for kind in ("imitation", "imperfect"):
-            results[kind]["behavioral"].append({"return": c["best"]["behavioral"],
-                                                **collected[f"s{seed}/data-{kind}"]})
+            results[kind]["behavioral"].append({"return": c["best"]["behavioral"], **collected[f"s{seed}/data-{kind}"]})
         for kind in datasets:
             for algo in offline:
                 run_dir = out_dir / f"s{seed}" / kind / algo
                 curve = _curve(run_dir)
-                results[kind][algo].append({"curve": curve, "final": curve[-1][1],
-                                            "best": trained[f"s{seed}/{kind}/{algo}"]["best"],
-                                            "values": _value_curves(run_dir), "run_dir": str(run_dir)})
-    summary = {"env_id": env_id, "seeds": list(seeds), "steps_behavioral": steps_behavioral, "updates": updates,
-               "dataset_size": dataset_size, "final_noise": final_noise, "eval_freq": eval_freq,
-               "eval_episodes": eval_episodes, "wall_clock_s": round(time.monotonic() - started, 1),
-               "acrl_version": __version__, "results": results, "table": _table(results)}
+                results[kind][algo].append(
+                    {
+                        "curve": curve,
+                        "final": curve[-1][1],
+                        "best": trained[f"s{seed}/{kind}/{algo}"]["best"],
+                        "values": _value_curves(run_dir),
+                        "run_dir": str(run_dir),
+                    }
+                )
+    summary = {
+        "env_id": env_id,
+        "seeds": list(seeds),
+        "steps_behavioral": steps_behavioral,
+        "updates": updates,
+        "dataset_size": dataset_size,
+        "final_noise": final_noise,
+        "eval_freq": eval_freq,
+        "eval_episodes": eval_episodes,
+        "wall_clock_s": round(time.monotonic() - started, 1),
+        "acrl_version": __version__,
+        "results": results,
+        "table": _table(results),
+    }
     write_json_atomic(out_dir / "extrapolation.json", summary)
     (out_dir / "extrapolation.md").write_text(extrapolation_markdown(summary))
     plot_extrapolation(summary, out_dir / "extrapolation.png")
@@ -477,19 +641,30 @@ def _table(results: dict[str, Any]) -> dict[str, dict[str, Any]]:
     from acrl.sweep.results import interval_estimates
 
     table: dict[str, dict[str, Any]] = {"behavioral": {}, **{algo: {} for algo in LEARNERS}}
-    estimates = interval_estimates({f"{algo}/{kind}": np.array([x["final"] for x in results[kind][algo]])
-                                    for kind in BUFFERS for algo in LEARNERS})  # one bootstrap for every cell
+    estimates = interval_estimates(
+        {f"{algo}/{kind}": np.array([x["final"] for x in results[kind][algo]]) for kind in BUFFERS for algo in LEARNERS}
+    )  # one bootstrap for every cell
     for kind in BUFFERS:
         r = results[kind]
-        table["behavioral"][kind] = {"return": _mean_std([b["return"] for b in r["behavioral"]]),
-                                     "data_episodes": _mean_std([b["data_episode_return"] for b in r["behavioral"]])}
+        table["behavioral"][kind] = {
+            "return": _mean_std([b["return"] for b in r["behavioral"]]),
+            "data_episodes": _mean_std([b["data_episode_return"] for b in r["behavioral"]]),
+        }
         for algo in LEARNERS:
             runs = r[algo]
             estimate = estimates[f"{algo}/{kind}"]
-            cell = {"final": _mean_std([x["final"] for x in runs]), "iqm": estimate["iqm"],
-                    "iqm_ci": estimate["iqm_ci"], "best": _mean_std([x["best"] for x in runs])}
-            for name, key in (("q_initial", "q_initial_mean"), ("true_value", "discounted_return_mean"),
-                              ("q_data", "q_data_mean"), ("q_policy", "q_policy_mean")):
+            cell = {
+                "final": _mean_std([x["final"] for x in runs]),
+                "iqm": estimate["iqm"],
+                "iqm_ci": estimate["iqm_ci"],
+                "best": _mean_std([x["best"] for x in runs]),
+            }
+            for name, key in (
+                ("q_initial", "q_initial_mean"),
+                ("true_value", "discounted_return_mean"),
+                ("q_data", "q_data_mean"),
+                ("q_policy", "q_policy_mean"),
+            ):
                 cell[name] = _mean_std([_last(x["values"][key]) for x in runs])
             table[algo][kind] = cell
     return table
@@ -507,27 +682,44 @@ def extrapolation_markdown(summary: dict[str, Any]) -> str:
     and value estimates (the critic's Q against the true discounted return)."""
     table = summary["table"]
     header = ["| | " + " | ".join(kind for kind in BUFFERS) + " |", "| --- |" + " ---: |" * len(BUFFERS)]
-    lines = [f"### BCQ, offline DDPG and BC on {summary['env_id']} (Fujimoto et al. 2019, Figure 2)", "",
-             f"Seeds {summary['seeds']}; behavioral DDPG {summary['steps_behavioral']} steps (final buffer: "
-             f"N(0, {summary['final_noise']}) exploration); imitation/imperfect "
-             f"{summary['dataset_size']} transitions; {summary['updates']} updates per offline agent (concurrent: one "
-             f"per behavioral step); evaluation: {summary['eval_episodes']} deterministic episodes every "
-             f"{summary['eval_freq']}.", "",
-             "Final evaluation return, mean ± std over seeds, and IQM [95% bootstrap CI]:", "", *header,
-             "| behavioral policy | " + " | ".join(_cell(table["behavioral"][k]["return"]) for k in BUFFERS) + " |"]
+    lines = [
+        f"### BCQ, offline DDPG and BC on {summary['env_id']} (Fujimoto et al. 2019, Figure 2)",
+        "",
+        f"Seeds {summary['seeds']}; behavioral DDPG {summary['steps_behavioral']} steps (final buffer: "
+        f"N(0, {summary['final_noise']}) exploration); imitation/imperfect "
+        f"{summary['dataset_size']} transitions; {summary['updates']} updates per offline agent (concurrent: one "
+        f"per behavioral step); evaluation: {summary['eval_episodes']} deterministic episodes every "
+        f"{summary['eval_freq']}.",
+        "",
+        "Final evaluation return, mean ± std over seeds, and IQM [95% bootstrap CI]:",
+        "",
+        *header,
+        "| behavioral policy | " + " | ".join(_cell(table["behavioral"][k]["return"]) for k in BUFFERS) + " |",
+    ]
     for algo, label in LEARNERS.items():
-        cells = [f"{_cell(c['final'])} ({c['iqm']:.1f} [{c['iqm_ci'][0]:.1f}, {c['iqm_ci'][1]:.1f}])"
-                 for c in (table[algo][k] for k in BUFFERS)]
+        cells = [
+            f"{_cell(c['final'])} ({c['iqm']:.1f} [{c['iqm_ci'][0]:.1f}, {c['iqm_ci'][1]:.1f}])"
+            for c in (table[algo][k] for k in BUFFERS)
+        ]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
-    lines += ["| dataset episodes | " + " | ".join(_cell(table["behavioral"][k]["data_episodes"]) for k in BUFFERS)
-              + " |", "", "Value estimates at the last evaluation: the critic's Q(s0, a0) at the evaluation episodes' "
-              "first steps / their true discounted return (mean over seeds):", "", *header]
+    lines += [
+        "| dataset episodes | " + " | ".join(_cell(table["behavioral"][k]["data_episodes"]) for k in BUFFERS) + " |",
+        "",
+        "Value estimates at the last evaluation: the critic's Q(s0, a0) at the evaluation episodes' "
+        "first steps / their true discounted return (mean over seeds):",
+        "",
+        *header,
+    ]
     for algo in ("bcq", "ddpg"):
         cells = [f"{_cell(c['q_initial'])} / {_cell(c['true_value'])}" for c in (table[algo][k] for k in BUFFERS)]
         lines.append(f"| {LEARNERS[algo]} | " + " | ".join(cells) + " |")
-    lines += ["", "behavioral policy: the noise-free DDPG (final, concurrent: each behavioral run at its end; "
-              "imitation, imperfect: the concurrent run's best checkpoint, which collected them). dataset "
-              "episodes: mean return of the complete episodes stored in the buffer. final: last evaluation.", ""]
+    lines += [
+        "",
+        "behavioral policy: the noise-free DDPG (final, concurrent: each behavioral run at its end; "
+        "imitation, imperfect: the concurrent run's best checkpoint, which collected them). dataset "
+        "episodes: mean return of the complete episodes stored in the buffer. final: last evaluation.",
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -582,13 +774,25 @@ def plot_extrapolation(summary: dict[str, Any], out: str | Path) -> Path:
 def concurrent_markdown(results: list[dict[str, Any]]) -> str:
     """A table of `run_concurrent` results over seeds: final and best evaluation per agent."""
     env_id = results[0]["env_id"]
-    lines = [f"### Concurrent learning on {env_id} (Fujimoto et al. 2019, Figure 2)", "",
-             f"Seeds {[r['seed'] for r in results]}; {results[0]['steps']} behavioral steps, one update per step "
-             "for each agent.", "", "| agent | final | best |", "| --- | ---: | ---: |"]
-    for name, label in (("behavioral", "behavioral DDPG (online)"), ("ddpg", "DDPG (off-policy, same buffer)"),
-                        ("bcq", "BCQ (same buffer)"), ("bc", "BC (same buffer)")):
-        lines.append(f"| {label} | {_cell(_mean_std([r['final'][name] for r in results]))} | "
-                     f"{_cell(_mean_std([r['best'][name] for r in results]))} |")
+    lines = [
+        f"### Concurrent learning on {env_id} (Fujimoto et al. 2019, Figure 2)",
+        "",
+        f"Seeds {[r['seed'] for r in results]}; {results[0]['steps']} behavioral steps, one update per step "
+        "for each agent.",
+        "",
+        "| agent | final | best |",
+        "| --- | ---: | ---: |",
+    ]
+    for name, label in (
+        ("behavioral", "behavioral DDPG (online)"),
+        ("ddpg", "DDPG (off-policy, same buffer)"),
+        ("bcq", "BCQ (same buffer)"),
+        ("bc", "BC (same buffer)"),
+    ):
+        lines.append(
+            f"| {label} | {_cell(_mean_std([r['final'][name] for r in results]))} | "
+            f"{_cell(_mean_std([r['best'][name] for r in results]))} |"
+        )
     return "\n".join(lines + [""])
 
 
@@ -609,9 +813,15 @@ def plot_concurrent(results: list[dict[str, Any]], out: str | Path) -> Path:
     return save_figure(fig, out)
 
 
-def run_concurrent_experiment(env_id: str, out_dir: str | Path, steps: int | None = None,
-                              seeds: list[int] | tuple[int, ...] = (0,), options: ClusterOptions | None = None,
-                              progress: bool = True, **kwargs: Any) -> list[dict[str, Any]]:
+def run_concurrent_experiment(
+    env_id: str,
+    out_dir: str | Path,
+    steps: int | None = None,
+    seeds: list[int] | tuple[int, ...] = (0,),
+    options: ClusterOptions | None = None,
+    progress: bool = True,
+    **kwargs: Any,
+) -> list[dict[str, Any]]:
     """`run_concurrent` for each seed into out_dir/s{seed}, the seeds in parallel as jobs
     (`acrl.sweep.executor`, on `options`; default: a process pool on this machine); writes
     concurrent.{json,md,png} in out_dir.
@@ -625,15 +835,33 @@ def run_concurrent_experiment(env_id: str, out_dir: str | Path, steps: int | Non
     out_dir = Path(out_dir).resolve()
     if not seeds:
         raise InputError("--seeds needs at least one seed.")
-    configs = concurrent_configs(env_id, steps, seeds[0], kwargs.get("eval_freq"), kwargs.get("eval_episodes", 10),
-                                 out_dir / "final.h5", *(kwargs.get(k) for k in OVERRIDES))
+    configs = concurrent_configs(
+        env_id,
+        steps,
+        seeds[0],
+        kwargs.get("eval_freq"),
+        kwargs.get("eval_episodes", 10),
+        out_dir / "final.h5",
+        *(kwargs.get(k) for k in OVERRIDES),
+    )
     check_experiment(env_id, configs["behavioral"])
-    on_start = _record(out_dir, {"experiment": "concurrent", "env_id": env_id, "steps": steps, "seeds": list(seeds),
-                                 **kwargs}, f"experiment concurrent on {env_id} -> {out_dir}" if progress else None)
+    on_start = _record(
+        out_dir,
+        {"experiment": "concurrent", "env_id": env_id, "steps": steps, "seeds": list(seeds), **kwargs},
+        f"experiment concurrent on {env_id} -> {out_dir}" if progress else None,
+    )
     budget = configs["behavioral"].total_steps
-    done = run_jobs([Job(f"s{seed}", concurrent_job, {"env_id": env_id, "steps": steps, "seed": seed, **kwargs},
-                         steps=budget) for seed in seeds], out_dir, options or ClusterOptions(), progress,
-                    on_start=on_start, label="concurrent runs")
+    done = run_jobs(
+        [
+            Job(f"s{seed}", concurrent_job, {"env_id": env_id, "steps": steps, "seed": seed, **kwargs}, steps=budget)
+            for seed in seeds
+        ],
+        out_dir,
+        options or ClusterOptions(),
+        progress,
+        on_start=on_start,
+        label="concurrent runs",
+    )
     results = [done[f"s{seed}"] for seed in seeds]
     write_json_atomic(out_dir / "concurrent.json", {"acrl_version": __version__, "runs": results})
     (out_dir / "concurrent.md").write_text(concurrent_markdown(results))
@@ -641,6 +869,15 @@ def run_concurrent_experiment(env_id: str, out_dir: str | Path, steps: int | Non
     return results
 
 
-__all__ = ["BUFFERS", "run_concurrent", "run_concurrent_experiment", "run_extrapolation", "episode_returns",
-           "experiment_defaults", "extrapolation_markdown", "concurrent_markdown",
-           "plot_extrapolation", "plot_concurrent"]
+__all__ = [
+    "BUFFERS",
+    "run_concurrent",
+    "run_concurrent_experiment",
+    "run_extrapolation",
+    "episode_returns",
+    "experiment_defaults",
+    "extrapolation_markdown",
+    "concurrent_markdown",
+    "plot_extrapolation",
+    "plot_concurrent",
+]

@@ -41,9 +41,14 @@ class RolloutBuffer:
         self.returns = np.zeros(shape, dtype=np.float32)
         self.n_steps, self.n_envs = n_steps, n_envs
 
-    def minibatches(self, batch_size: int, rng: np.random.Generator, n_epochs: int = 1,
-                    device: torch.device | str = "cpu",
-                    normalize_advantages: bool = False) -> Iterator[dict[str, torch.Tensor]]:
+    def minibatches(
+        self,
+        batch_size: int,
+        rng: np.random.Generator,
+        n_epochs: int = 1,
+        device: torch.device | str = "cpu",
+        normalize_advantages: bool = False,
+    ) -> Iterator[dict[str, torch.Tensor]]:
         """Yield `n_epochs` passes over the T * N samples in minibatches, each a dict of tensors (B, ...).
 
         Each pass shuffles the samples and cuts them into consecutive minibatches of `batch_size`
@@ -59,8 +64,10 @@ class RolloutBuffer:
         SB3 and the 37 details' PPO; a whole-rollout minibatch is normalised once, not per pass).
         """
         size = self.n_steps * self.n_envs
-        flat = {key: torch.from_numpy(getattr(self, key).reshape(size, *getattr(self, key).shape[2:])).to(device)
-                for key in ("observations", "actions", "log_probs", "values", "advantages", "returns")}
+        flat = {
+            key: torch.from_numpy(getattr(self, key).reshape(size, *getattr(self, key).shape[2:])).to(device)
+            for key in ("observations", "actions", "log_probs", "values", "advantages", "returns")
+        }
         normalize = normalized_advantages if normalize_advantages else dict
         if batch_size >= size:
             whole = normalize(flat)
@@ -71,7 +78,7 @@ class RolloutBuffer:
             order = torch.from_numpy(rng.permutation(size)).to(device)
             shuffled = {key: value[order] for key, value in flat.items()}
             for start in range(0, size, batch_size):
-                yield normalize({key: value[start:start + batch_size] for key, value in shuffled.items()})
+                yield normalize({key: value[start : start + batch_size] for key, value in shuffled.items()})
 
 
 def normalized_advantages(batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -113,8 +120,15 @@ class ReplayBuffer:
     def __len__(self) -> int:
         return self.size
 
-    def add(self, obs: np.ndarray, action: np.ndarray, reward: np.ndarray, next_obs: np.ndarray,
-            terminated: np.ndarray, truncated: np.ndarray) -> None:
+    def add(
+        self,
+        obs: np.ndarray,
+        action: np.ndarray,
+        reward: np.ndarray,
+        next_obs: np.ndarray,
+        terminated: np.ndarray,
+        truncated: np.ndarray,
+    ) -> None:
         """Append a batch of B transitions (numpy arrays or tensors, leading dimension B on every argument)."""
         n = len(reward)
         start = self.position
@@ -128,8 +142,11 @@ class ReplayBuffer:
 
     def state_dict(self) -> dict[str, torch.Tensor | int]:
         """The filled part as CPU tensors (copies), with position and size: what `load_state_dict` restores."""
-        return {**{key: getattr(self, key)[:self.size].cpu().clone() for key in self._KEYS},
-                "position": self.position, "size": self.size}
+        return {
+            **{key: getattr(self, key)[: self.size].cpu().clone() for key in self._KEYS},
+            "position": self.position,
+            "size": self.size,
+        }
 
     def load_state_dict(self, state: dict[str, torch.Tensor | int]) -> None:
         """Restore `state_dict` output (from any device) into this buffer.
@@ -140,13 +157,17 @@ class ReplayBuffer:
         """
         size = int(state["size"])
         if size > self.capacity:
-            raise InputError(f"the saved replay buffer holds {size} transitions, more than this buffer's capacity "
-                             f"{self.capacity} (buffer_size).")
+            raise InputError(
+                f"the saved replay buffer holds {size} transitions, more than this buffer's capacity "
+                f"{self.capacity} (buffer_size)."
+            )
         for key in self._KEYS:
             saved, target = state[key], getattr(self, key)
             if saved.shape[1:] != target.shape[1:]:
-                raise InputError(f"the saved replay buffer's {key} have shape {tuple(saved.shape[1:])}, this "
-                                 f"buffer's {tuple(target.shape[1:])}.")
+                raise InputError(
+                    f"the saved replay buffer's {key} have shape {tuple(saved.shape[1:])}, this "
+                    f"buffer's {tuple(target.shape[1:])}."
+                )
             target[:size] = saved.to(self.device)
         self.position, self.size = int(state["position"]) % self.capacity, size
 

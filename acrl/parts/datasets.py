@@ -91,10 +91,7 @@ class OfflineDataset:
         where = f"{source}: "
         for key in D4RL_KEYS:
             if not isinstance(getattr(self, key), np.ndarray):
-                raise InputError(
-                    f"{where}'{key}' must be a numpy array, "
-                    f"got {type(getattr(self, key)).__name__}"
-                )
+                raise InputError(f"{where}'{key}' must be a numpy array, got {type(getattr(self, key)).__name__}")
         n = len(self.observations)
         for key in D4RL_KEYS[1:]:
             if len(getattr(self, key)) != n:
@@ -103,10 +100,7 @@ class OfflineDataset:
                     f"{n}; every key needs exactly one row per transition"
                 )
         if self.observations.ndim != 2:
-            raise InputError(
-                f"{where}'observations' must have shape (N, obs_dim), "
-                f"got {self.observations.shape}"
-            )
+            raise InputError(f"{where}'observations' must have shape (N, obs_dim), got {self.observations.shape}")
         if self.next_observations.shape != self.observations.shape:
             raise InputError(
                 f"{where}'next_observations' has shape {self.next_observations.shape} but "
@@ -114,13 +108,9 @@ class OfflineDataset:
             )
         for key in _ONE_D_KEYS:
             if getattr(self, key).ndim != 1:
-                raise InputError(
-                    f"{where}'{key}' must have shape (N,), got {getattr(self, key).shape}"
-                )
+                raise InputError(f"{where}'{key}' must have shape (N,), got {getattr(self, key).shape}")
         if self.actions.ndim not in (1, 2):
-            raise InputError(
-                f"{where}'actions' must have shape (N, act_dim) or (N,), got {self.actions.shape}"
-            )
+            raise InputError(f"{where}'actions' must have shape (N, act_dim) or (N,), got {self.actions.shape}")
         for key in _FLOAT_KEYS:
             if getattr(self, key).dtype != np.float32:
                 raise InputError(
@@ -130,15 +120,10 @@ class OfflineDataset:
         for key in _BOOL_KEYS:
             if getattr(self, key).dtype != np.bool_:
                 raise InputError(
-                    f"{where}'{key}' must be bool, got {getattr(self, key).dtype}; "
-                    f"convert it with .astype(bool)"
+                    f"{where}'{key}' must be bool, got {getattr(self, key).dtype}; convert it with .astype(bool)"
                 )
-        if not (np.issubdtype(self.actions.dtype, np.floating)
-                or np.issubdtype(self.actions.dtype, np.integer)):
-            raise InputError(
-                f"{where}'actions' must be float32 (Box) or int64 (Discrete), "
-                f"got {self.actions.dtype}"
-            )
+        if not (np.issubdtype(self.actions.dtype, np.floating) or np.issubdtype(self.actions.dtype, np.integer)):
+            raise InputError(f"{where}'actions' must be float32 (Box) or int64 (Discrete), got {self.actions.dtype}")
         for key in ("observations", "actions", "rewards", "next_observations"):
             _check_finite(getattr(self, key), key, where)
         if observation_space is not None:
@@ -148,9 +133,7 @@ class OfflineDataset:
 
     def _check_observations(self, space: gym.Space, where: str) -> None:
         if not isinstance(space, gym.spaces.Box) or len(space.shape) != 1:
-            raise InputError(
-                f"{where}only flat Box observation spaces are supported, got {space}"
-            )
+            raise InputError(f"{where}only flat Box observation spaces are supported, got {space}")
         obs_dim = self.observations.shape[1]
         if obs_dim != space.shape[0]:
             env_id = self.attrs.get("env_id", "unknown")
@@ -165,8 +148,7 @@ class OfflineDataset:
         if isinstance(space, gym.spaces.Discrete):
             if actions.ndim != 1:
                 raise InputError(
-                    f"{where}'actions' must have shape (N,) for a Discrete action space, "
-                    f"got {actions.shape}"
+                    f"{where}'actions' must have shape (N,) for a Discrete action space, got {actions.shape}"
                 )
             if np.issubdtype(actions.dtype, np.floating):
                 rows = np.flatnonzero(actions != np.round(actions))
@@ -186,13 +168,10 @@ class OfflineDataset:
                 )
             return
         if not isinstance(space, gym.spaces.Box) or len(space.shape) != 1:
-            raise InputError(
-                f"{where}only flat Box and Discrete action spaces are supported, got {space}"
-            )
+            raise InputError(f"{where}only flat Box and Discrete action spaces are supported, got {space}")
         if actions.ndim != 2 or actions.shape[1] != space.shape[0]:
             raise InputError(
-                f"{where}'actions' have shape {actions.shape} but the action space needs "
-                f"(N, {space.shape[0]})"
+                f"{where}'actions' have shape {actions.shape} but the action space needs (N, {space.shape[0]})"
             )
         low = space.low.astype(np.float64)
         high = space.high.astype(np.float64)
@@ -290,7 +269,8 @@ def load_dataset(
                     hint = (
                         " (old D4RL files without it are not supported: next_observations "
                         "cannot be derived from observations at episode ends)"
-                        if key == "next_observations" else ""
+                        if key == "next_observations"
+                        else ""
                     )
                     raise InputError(
                         f"{path}: required key '{key}' is missing{hint}; the file has "
@@ -334,9 +314,7 @@ def _to_dataset(
         if a.dtype != np.bool_:
             rows = np.flatnonzero((a != 0) & (a != 1))
             if rows.size:
-                raise InputError(
-                    f"{source}: '{key}' row {rows[0]} is {a[rows[0]]}; '{key}' must be bool or 0/1"
-                )
+                raise InputError(f"{source}: '{key}' row {rows[0]} is {a[rows[0]]}; '{key}' must be bool or 0/1")
             out[key] = a.astype(bool)
     for key in _FLOAT_KEYS:
         out[key] = np.asarray(out.get(key, arrays[key]), dtype=np.float32)
@@ -377,9 +355,7 @@ def load_minari(
     try:
         import minari
     except ImportError as err:
-        raise InputError(
-            "loading Minari datasets needs the minari package: `pip install minari`"
-        ) from err
+        raise InputError("loading Minari datasets needs the minari package: `pip install minari`") from err
     try:
         path = Path(dataset_id_or_path)
         if path.is_dir():
@@ -397,13 +373,9 @@ def load_minari(
     obs_space = data.observation_space
     act_space = data.action_space
     if not isinstance(obs_space, gym.spaces.Box) or len(obs_space.shape) != 1:
-        raise InputError(
-            f"'{dataset_id_or_path}': only flat Box observations are supported, got {obs_space}"
-        )
+        raise InputError(f"'{dataset_id_or_path}': only flat Box observations are supported, got {obs_space}")
     if not isinstance(act_space, (gym.spaces.Box, gym.spaces.Discrete)):
-        raise InputError(
-            f"'{dataset_id_or_path}': only Box or Discrete actions are supported, got {act_space}"
-        )
+        raise InputError(f"'{dataset_id_or_path}': only Box or Discrete actions are supported, got {act_space}")
     parts: dict[str, list[np.ndarray]] = {key: [] for key in D4RL_KEYS}
     for episode in data.iterate_episodes():
         obs = np.asarray(episode.observations, dtype=np.float32)
@@ -429,9 +401,7 @@ def load_minari(
         "acrl_version": __version__,
     }
     dataset = OfflineDataset(**arrays, attrs={k: v for k, v in attrs.items() if v is not None})
-    dataset.validate(
-        observation_space or obs_space, action_space or act_space, source=str(dataset_id_or_path)
-    )
+    dataset.validate(observation_space or obs_space, action_space or act_space, source=str(dataset_id_or_path))
     return dataset
 
 
@@ -475,9 +445,7 @@ def collect_transitions(
     if int(steps) != steps or steps < 1:
         raise InputError(f"steps must be a positive integer, got {steps}")
     if noise_std < 0:
-        raise InputError(
-            f"noise_std must be >= 0 (a fraction of the action half-range), got {noise_std}"
-        )
+        raise InputError(f"noise_std must be >= 0 (a fraction of the action half-range), got {noise_std}")
     if not 0.0 <= random_prob <= 1.0:
         raise InputError(f"random_prob must be in [0, 1], got {random_prob}")
     obs_space, act_space = env.observation_space, env.action_space
@@ -486,18 +454,14 @@ def collect_transitions(
     discrete = isinstance(act_space, gym.spaces.Discrete)
     if discrete:
         if noise_std > 0:
-            raise InputError(
-                "noise_std applies to Box action spaces only; for a Discrete one use random_prob"
-            )
+            raise InputError("noise_std applies to Box action spaces only; for a Discrete one use random_prob")
         act_shape: tuple[int, ...] = ()
     elif isinstance(act_space, gym.spaces.Box) and len(act_space.shape) == 1:
         act_shape = act_space.shape
         if noise_std > 0 or random_prob > 0:
             require_finite_bounds(act_space, "adding noise or random actions")
     else:
-        raise InputError(
-            f"only flat Box and Discrete action spaces are supported, got {act_space}"
-        )
+        raise InputError(f"only flat Box and Discrete action spaces are supported, got {act_space}")
     rng = np.random.default_rng(seed) if rng is None else rng
     if not discrete:
         noise_scale = noise_std * (act_space.high.astype(np.float64) - act_space.low) / 2
@@ -554,9 +518,7 @@ def collect_transitions(
         "random_prob": float(random_prob),
         "acrl_version": __version__,
     }
-    return OfflineDataset(
-        observations, actions, rewards, next_observations, terminals, timeouts, attrs
-    )
+    return OfflineDataset(observations, actions, rewards, next_observations, terminals, timeouts, attrs)
 
 
 def dataset_attrs(path: str | Path) -> dict[str, Any]:
@@ -567,8 +529,10 @@ def dataset_attrs(path: str | Path) -> dict[str, Any]:
     """
     path = Path(path)
     if not path.is_file():
-        raise InputError(f"dataset file '{path}' does not exist; create one with `acrl collect` "
-                         "or pass the path of an existing HDF5 dataset.")
+        raise InputError(
+            f"dataset file '{path}' does not exist; create one with `acrl collect` "
+            "or pass the path of an existing HDF5 dataset."
+        )
     try:
         with h5py.File(path, "r") as f:
             return dict(f.attrs)
@@ -590,5 +554,7 @@ def dataset_env_id(path: str | Path) -> str:
     if isinstance(env_id, str) and env_id in gym.registry:
         return env_id
     which = "has no env_id attribute" if env_id is None else f"was collected on {env_id!r}, not a registered id"
-    raise InputError(f"{path} {which}, so the environment to check it against and evaluate on is unknown; name it: "
-                     "--env ENV_ID on the command line, env=ENV (an id, instance or factory) from Python.")
+    raise InputError(
+        f"{path} {which}, so the environment to check it against and evaluate on is unknown; name it: "
+        "--env ENV_ID on the command line, env=ENV (an id, instance or factory) from Python."
+    )

@@ -91,12 +91,16 @@ def rename_shared_trunk_keys(module: nn.Module, state_dict: dict[str, Any], pref
     """State-dict pre-hook of an actor-critic with a shared trunk (A3C's `ActorCritic`): the keys of its
     checkpoints from before the heads, renamed in place (`trunk.0.*` -> `actor.encoder.*`, `policy_head.0.*` ->
     `actor.linear.*`, `value_head.0.*` -> `value_head.*`, `log_std` -> `actor.log_std`)."""
-    renames = {"trunk.0.": "actor.encoder.", "policy_head.0.": "actor.linear.", "value_head.0.": "value_head.",
-               "log_std": "actor.log_std"}
+    renames = {
+        "trunk.0.": "actor.encoder.",
+        "policy_head.0.": "actor.linear.",
+        "value_head.0.": "value_head.",
+        "log_std": "actor.log_std",
+    }
     for key in list(state_dict):
         for old, new in renames.items():
             if key.startswith(prefix + old):
-                state_dict[prefix + new + key[len(prefix + old):]] = state_dict.pop(key)
+                state_dict[prefix + new + key[len(prefix + old) :]] = state_dict.pop(key)
 
 
 class _Head(nn.Module):
@@ -157,8 +161,9 @@ class CategoricalHead(_Head):
         log_prob = log_p.gather(-1, actions.long().unsqueeze(-1)).squeeze(-1)
         return log_prob, -(log_p.exp() * log_p).sum(-1)
 
-    def sample(self, obs: torch.Tensor, deterministic: bool = False,
-               with_log_prob: bool = True) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def sample(
+        self, obs: torch.Tensor, deterministic: bool = False, with_log_prob: bool = True
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """For acting: actions (B,) int64 at obs (B, obs_dim) (argmax when deterministic, else
         `gumbel_max`, an exact draw from the softmax) and their log-probabilities (B,), or None
         without `with_log_prob`. Runs the encoder and head as one `layer_chain`."""
@@ -185,8 +190,15 @@ class GaussianHead(_Head):
 
     legacy_name = "mean"
 
-    def __init__(self, encoder: nn.Module, features_dim: int, act_dim: int, log_std_init: float = 0.0,
-                 log_std_min: float = -5.0, log_std_max: float = 2.0):
+    def __init__(
+        self,
+        encoder: nn.Module,
+        features_dim: int,
+        act_dim: int,
+        log_std_init: float = 0.0,
+        log_std_min: float = -5.0,
+        log_std_max: float = 2.0,
+    ):
         super().__init__(encoder, features_dim, act_dim, nn.Parameter(torch.full((act_dim,), float(log_std_init))))
         self.log_std_min, self.log_std_max = log_std_min, log_std_max
 
@@ -208,8 +220,9 @@ class GaussianHead(_Head):
         return -0.5 * z.square().sum(-1) - (log_std.sum() + _LOG_SQRT_2PI * mean.shape[-1]), entropy
 
     @torch.no_grad()
-    def sample(self, obs: torch.Tensor, deterministic: bool = False,
-               with_log_prob: bool = True) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def sample(
+        self, obs: torch.Tensor, deterministic: bool = False, with_log_prob: bool = True
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """For acting: raw actions (B, act_dim) at obs (B, obs_dim) (the mean when deterministic)
         and their log-densities (B,), or None without `with_log_prob`.
 
@@ -266,8 +279,9 @@ class SquashedGaussianHead(_Head):
 
     legacy_name = "net"
 
-    def __init__(self, encoder: nn.Module, features_dim: int, act_dim: int, log_std_min: float = -20.0,
-                 log_std_max: float = 2.0):
+    def __init__(
+        self, encoder: nn.Module, features_dim: int, act_dim: int, log_std_min: float = -20.0, log_std_max: float = 2.0
+    ):
         super().__init__(encoder, features_dim, 2 * act_dim)
         self.log_std_min, self.log_std_max = log_std_min, log_std_max
 
@@ -287,8 +301,15 @@ class SquashedGaussianHead(_Head):
         return torch.tanh(u), squashed_log_prob(u, mean, log_std)
 
 
-def policy_head(discrete: bool, obs_dim: int, act_dim: int, hidden_sizes: tuple[int, ...], activation: str = "tanh",
-                log_std_init: float = 0.0, log_std_min: float = -5.0) -> CategoricalHead | GaussianHead:
+def policy_head(
+    discrete: bool,
+    obs_dim: int,
+    act_dim: int,
+    hidden_sizes: tuple[int, ...],
+    activation: str = "tanh",
+    log_std_init: float = 0.0,
+    log_std_min: float = -5.0,
+) -> CategoricalHead | GaussianHead:
     """The policy of PPO and A3C for an action space: an `mlp_encoder` (obs_dim -> hidden_sizes,
     `activation`) and a `CategoricalHead` over act_dim actions (discrete) or a `GaussianHead` of
     act_dim dimensions with a state-independent log-std starting at `log_std_init`, floor

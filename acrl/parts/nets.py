@@ -119,16 +119,18 @@ def output_layer(in_dim: int, out_dim: int, gain: float) -> Linear:
     return layer
 
 
-def mlp(in_dim: int, hidden_sizes: tuple[int, ...], out_dim: int, activation: str = "tanh",
-        output_gain: float = 1.0) -> nn.Sequential:
+def mlp(
+    in_dim: int, hidden_sizes: tuple[int, ...], out_dim: int, activation: str = "tanh", output_gain: float = 1.0
+) -> nn.Sequential:
     """Fully connected net in_dim -> hidden_sizes -> out_dim with orthogonal initialisation:
     `mlp_encoder`'s layers, then an `output_layer` of gain `output_gain`.
 
     Raises:
         KeyError: an activation other than "tanh" or "relu".
     """
-    return nn.Sequential(*mlp_encoder(in_dim, hidden_sizes, activation),
-                         output_layer((in_dim, *hidden_sizes)[-1], out_dim, output_gain))
+    return nn.Sequential(
+        *mlp_encoder(in_dim, hidden_sizes, activation), output_layer((in_dim, *hidden_sizes)[-1], out_dim, output_gain)
+    )
 
 
 class ValueNet(nn.Module):

@@ -35,12 +35,20 @@ from torch import nn
 
 from acrl.core.errors import InputError
 
-__all__ = ["SharedAdam", "SharedRMSprop", "anneal_learning_rate", "clip_grad_norm", "flatten_parameters",
-           "hard_update", "polyak_update"]
+__all__ = [
+    "SharedAdam",
+    "SharedRMSprop",
+    "anneal_learning_rate",
+    "clip_grad_norm",
+    "flatten_parameters",
+    "hard_update",
+    "polyak_update",
+]
 
 
-def _check_number(name: str, value: Any, low: float, high: float = math.inf, *,
-                  low_open: bool = False, high_open: bool = True) -> None:
+def _check_number(
+    name: str, value: Any, low: float, high: float = math.inf, *, low_open: bool = False, high_open: bool = True
+) -> None:
     """Raise InputError unless `value` is a real number in the given interval."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
         raise InputError(f"{name} must be a number, got {value!r}")
@@ -65,9 +73,9 @@ def _share_state(optimizer: torch.optim.Optimizer) -> None:
                 value.share_memory_()
 
 
-def _load_state_in_place(optimizer: torch.optim.Optimizer,
-                         load_fn: Callable[[dict[str, Any]], None],
-                         state_dict: dict[str, Any]) -> None:
+def _load_state_in_place(
+    optimizer: torch.optim.Optimizer, load_fn: Callable[[dict[str, Any]], None], state_dict: dict[str, Any]
+) -> None:
     """Load `state_dict` with torch's `load_state_dict` (`load_fn`), then put the loaded values
     into the optimizer's existing shared tensors.
 
@@ -184,9 +192,15 @@ class SharedAdam(_SharedOptimizer, torch.optim.Adam):
         ValueError: `params` is empty (from torch).
     """
 
-    def __init__(self, params: Iterable[Any], lr: float = 1e-3,
-                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 0.0, amsgrad: bool = False) -> None:
+    def __init__(
+        self,
+        params: Iterable[Any],
+        lr: float = 1e-3,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 0.0,
+        amsgrad: bool = False,
+    ) -> None:
         _check_number("lr", lr, 0.0, low_open=True)
         if not isinstance(betas, (tuple, list)) or len(betas) != 2:
             raise InputError(f"betas must be a pair (beta1, beta2), got {betas!r}")
@@ -194,9 +208,17 @@ class SharedAdam(_SharedOptimizer, torch.optim.Adam):
         _check_number("betas[1]", betas[1], 0.0, 1.0)
         _check_number("eps", eps, 0.0)
         _check_number("weight_decay", weight_decay, 0.0)
-        super().__init__(params, lr=float(lr), betas=(float(betas[0]), float(betas[1])),
-                         eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
-                         foreach=False, fused=False, capturable=False)
+        super().__init__(
+            params,
+            lr=float(lr),
+            betas=(float(betas[0]), float(betas[1])),
+            eps=eps,
+            weight_decay=weight_decay,
+            amsgrad=amsgrad,
+            foreach=False,
+            fused=False,
+            capturable=False,
+        )
         self._share_initial_state()
 
     def _state_keys(self, group: dict[str, Any]) -> list[str]:
@@ -235,22 +257,40 @@ class SharedRMSprop(_SharedOptimizer, torch.optim.RMSprop):
         ValueError: `params` is empty (from torch).
     """
 
-    def __init__(self, params: Iterable[Any], lr: float = 1e-2, alpha: float = 0.99,
-                 eps: float = 1e-8, weight_decay: float = 0.0, momentum: float = 0.0,
-                 centered: bool = False) -> None:
+    def __init__(
+        self,
+        params: Iterable[Any],
+        lr: float = 1e-2,
+        alpha: float = 0.99,
+        eps: float = 1e-8,
+        weight_decay: float = 0.0,
+        momentum: float = 0.0,
+        centered: bool = False,
+    ) -> None:
         _check_number("lr", lr, 0.0, low_open=True)
         _check_number("alpha", alpha, 0.0, 1.0)
         _check_number("eps", eps, 0.0)
         _check_number("weight_decay", weight_decay, 0.0)
         _check_number("momentum", momentum, 0.0)
-        super().__init__(params, lr=float(lr), alpha=alpha, eps=eps, weight_decay=weight_decay,
-                         momentum=momentum, centered=centered, foreach=False,
-                         capturable=False)
+        super().__init__(
+            params,
+            lr=float(lr),
+            alpha=alpha,
+            eps=eps,
+            weight_decay=weight_decay,
+            momentum=momentum,
+            centered=centered,
+            foreach=False,
+            capturable=False,
+        )
         self._share_initial_state()
 
     def _state_keys(self, group: dict[str, Any]) -> list[str]:
-        return ["square_avg", *(["momentum_buffer"] if group["momentum"] > 0 else []),
-                *(["grad_avg"] if group["centered"] else [])]
+        return [
+            "square_avg",
+            *(["momentum_buffer"] if group["momentum"] > 0 else []),
+            *(["grad_avg"] if group["centered"] else []),
+        ]
 
 
 # --------------------------------------------------------------------------------------------
@@ -278,17 +318,19 @@ def flatten_parameters(module: nn.Module, gradients: bool = False) -> torch.Tens
     """
     params = list(module.parameters())
     if not params or len({(p.dtype, p.device) for p in params}) != 1:
-        raise ValueError(f"flatten_parameters needs parameters of one dtype and device, got "
-                         f"{sorted({f'{p.dtype} on {p.device}' for p in params}) or 'none'}.")
+        raise ValueError(
+            f"flatten_parameters needs parameters of one dtype and device, got "
+            f"{sorted({f'{p.dtype} on {p.device}' for p in params}) or 'none'}."
+        )
     flat = torch.cat([p.detach().reshape(-1) for p in params])
     if gradients:
         flat.grad = torch.zeros_like(flat)
     offset = 0
     for p in params:
         n = p.numel()
-        p.data = flat[offset:offset + n].view_as(p)
+        p.data = flat[offset : offset + n].view_as(p)
         if gradients:
-            p.grad = flat.grad[offset:offset + n].view_as(p)
+            p.grad = flat.grad[offset : offset + n].view_as(p)
         offset += n
     return flat
 
@@ -298,18 +340,18 @@ def flatten_parameters(module: nn.Module, gradients: bool = False) -> torch.Tens
 # --------------------------------------------------------------------------------------------
 
 
-def _paired_tensors(target: nn.Module, source: nn.Module,
-                    kind: str) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+def _paired_tensors(target: nn.Module, source: nn.Module, kind: str) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
     """Return the parameters (kind="parameters") or buffers of both modules, checked to match."""
     target_tensors = list(getattr(target, kind)())
     source_tensors = list(getattr(source, kind)())
     if len(target_tensors) != len(source_tensors):
-        raise InputError(f"target has {len(target_tensors)} {kind} but source has "
-                         f"{len(source_tensors)}; they must be the same architecture")
+        raise InputError(
+            f"target has {len(target_tensors)} {kind} but source has "
+            f"{len(source_tensors)}; they must be the same architecture"
+        )
     for i, (t, s) in enumerate(zip(target_tensors, source_tensors, strict=True)):
         if t.shape != s.shape:
-            raise InputError(f"{kind} #{i} differ in shape: target {tuple(t.shape)}, "
-                             f"source {tuple(s.shape)}")
+            raise InputError(f"{kind} #{i} differ in shape: target {tuple(t.shape)}, source {tuple(s.shape)}")
     return target_tensors, source_tensors
 
 

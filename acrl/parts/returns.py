@@ -11,8 +11,15 @@ from __future__ import annotations
 import numpy as np
 
 
-def gae(rewards: np.ndarray, values: np.ndarray, next_values: np.ndarray, terminated: np.ndarray,
-        truncated: np.ndarray, gamma: float, gae_lambda: float) -> tuple[np.ndarray, np.ndarray]:
+def gae(
+    rewards: np.ndarray,
+    values: np.ndarray,
+    next_values: np.ndarray,
+    terminated: np.ndarray,
+    truncated: np.ndarray,
+    gamma: float,
+    gae_lambda: float,
+) -> tuple[np.ndarray, np.ndarray]:
     """Generalised advantage estimation, GAE(lambda) (Schulman et al. 2016, Eq. 16).
 
     delta_t = r_t + gamma * (1 - terminated_t) * V(s_{t+1}) - V(s_t)
@@ -40,8 +47,9 @@ def gae(rewards: np.ndarray, values: np.ndarray, next_values: np.ndarray, termin
     return advantages, advantages + values
 
 
-def segment_advantages(rewards: np.ndarray, values: np.ndarray, bootstrap_value: np.ndarray | float,
-                       gamma: float, gae_lambda: float) -> tuple[np.ndarray, np.ndarray]:
+def segment_advantages(
+    rewards: np.ndarray, values: np.ndarray, bootstrap_value: np.ndarray | float, gamma: float, gae_lambda: float
+) -> tuple[np.ndarray, np.ndarray]:
     """GAE(lambda) advantages and value targets of rollout segments with no episode end inside (A3C).
 
     delta_t = r_t + gamma * V(s_{t+1}) - V(s_t), with V(s_T) = bootstrap_value: V(last

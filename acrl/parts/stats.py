@@ -36,8 +36,10 @@ class EpisodeStats:
         """{"rollout/ep_return_mean", "rollout/ep_len_mean"} over the window; {} before any episode."""
         if not self.returns:
             return {}
-        return {"rollout/ep_return_mean": float(np.mean(self.returns)),
-                "rollout/ep_len_mean": float(np.mean(self.lengths))}
+        return {
+            "rollout/ep_return_mean": float(np.mean(self.returns)),
+            "rollout/ep_len_mean": float(np.mean(self.lengths)),
+        }
 
     def state_dict(self) -> dict[str, list[float]]:
         return {"episode_returns": list(self.returns), "episode_lengths": list(self.lengths)}

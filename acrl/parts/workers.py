@@ -64,7 +64,7 @@ def default_workers() -> int:
 
 
 def default_start_method() -> str:
-    """"fork" on Linux (fast start, nothing pickled), else "spawn"."""
+    """ "fork" on Linux (fast start, nothing pickled), else "spawn"."""
     return "fork" if sys.platform.startswith("linux") else "spawn"
 
 
@@ -80,8 +80,9 @@ def picklable_env(env: EnvSpec) -> EnvSpec | gym.envs.registration.EnvSpec:
     return env
 
 
-def make_worker_envs(env: EnvSpec | gym.envs.registration.EnvSpec, seed: int, rank: int,
-                     n_envs: int = 1) -> tuple[LeanSyncVectorEnv, np.ndarray]:
+def make_worker_envs(
+    env: EnvSpec | gym.envs.registration.EnvSpec, seed: int, rank: int, n_envs: int = 1
+) -> tuple[LeanSyncVectorEnv, np.ndarray]:
     """Build worker `rank`'s n_envs environments; env i is seeded with seed + rank * n_envs + i
     (docs/correctness.md items 7 and 10).
 
@@ -108,8 +109,9 @@ def sync_parameters(local: torch.Tensor, global_parameters: torch.Tensor) -> Non
     local.copy_(global_parameters)
 
 
-def apply_gradients(local: torch.Tensor, optimizer: torch.optim.Optimizer, loss: torch.Tensor,
-                    max_grad_norm: float | None) -> float:
+def apply_gradients(
+    local: torch.Tensor, optimizer: torch.optim.Optimizer, loss: torch.Tensor, max_grad_norm: float | None
+) -> float:
     """Backpropagate `loss` into the worker's flat gradient and step the shared optimizer with it.
 
     The local gradient buffer is zeroed before the backward pass, so the global parameters
@@ -286,8 +288,12 @@ class WorkerPool:
         """
         for rank in range(workers):
             reader, writer = self.ctx.Pipe(duplex=False)
-            process = self.ctx.Process(target=_worker_main, name=f"{self.name}-{rank}", daemon=True,
-                                       args=(target, rank, self.budget, args, writer))
+            process = self.ctx.Process(
+                target=_worker_main,
+                name=f"{self.name}-{rank}",
+                daemon=True,
+                args=(target, rank, self.budget, args, writer),
+            )
             process.start()
             writer.close()
             self.processes.append(process)
@@ -342,12 +348,15 @@ class WorkerPool:
                 what = f"worker {rank} (pid {process.pid}) was killed by {signal.Signals(-code).name}."
             else:
                 what = f"worker {rank} (pid {process.pid}) exited with code {code}."
-            raise TrainingError(f"global step {self.budget.steps_taken()}: {what}\nThe run stopped (a run "
-                                "directory keeps its final state in checkpoints/latest.pt).")
+            raise TrainingError(
+                f"global step {self.budget.steps_taken()}: {what}\nThe run stopped (a run "
+                "directory keeps its final state in checkpoints/latest.pt)."
+            )
 
 
-def _worker_main(target: Callable[..., None], rank: int, budget: StepBudget, args: tuple[Any, ...],
-                 error_pipe: Any) -> None:
+def _worker_main(
+    target: Callable[..., None], rank: int, budget: StepBudget, args: tuple[Any, ...], error_pipe: Any
+) -> None:
     """Entry point of worker process `rank`: run target(rank, budget, *args); on an exception send
     the traceback to the parent through `error_pipe` and exit with code 1.
 

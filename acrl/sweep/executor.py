@@ -128,14 +128,17 @@ class ClusterOptions:
     def validate(self) -> None:
         """Raise `InputError` for a resource request no cluster can meet or a negative count."""
         if self.cpus_per_job <= 0 or self.gpus_per_job < 0:
-            raise InputError(f"--cpus-per-run must be > 0 and --gpus-per-run >= 0, got {self.cpus_per_job} and "
-                             f"{self.gpus_per_job}.")
+            raise InputError(
+                f"--cpus-per-run must be > 0 and --gpus-per-run >= 0, got {self.cpus_per_job} and {self.gpus_per_job}."
+            )
         if self.retries < 0:
             raise InputError(f"--retries must be >= 0, got {self.retries}.")
         if self.address is None and self.cpus_per_job > os.cpu_count():  # said before anything starts
-            raise InputError(f"each run asks for {self.cpus_per_job:g} CPU, but this machine, where the runs "
-                             f"execute, has {os.cpu_count()}; lower --cpus-per-run or join a Ray cluster with "
-                             "--address.")
+            raise InputError(
+                f"each run asks for {self.cpus_per_job:g} CPU, but this machine, where the runs "
+                f"execute, has {os.cpu_count()}; lower --cpus-per-run or join a Ray cluster with "
+                "--address."
+            )
 
     def run_settings(self, config: Any, given: dict[str, Any]) -> dict[str, Any]:
         """Config fields each run takes from its reservation, where `config` has them and `given`
@@ -200,8 +203,12 @@ class Shipper(Callback):
             self.sink(changed)
 
 
-def run_job_here(job: Job, work_root: Path, files: dict[str, bytes] | None = None,
-                 sink: Callable[[dict[str, bytes]], None] | None = None) -> dict[str, Any]:
+def run_job_here(
+    job: Job,
+    work_root: Path,
+    files: dict[str, bytes] | None = None,
+    sink: Callable[[dict[str, bytes]], None] | None = None,
+) -> dict[str, Any]:
     """The body of a job's task, on whichever machine it landed.
 
     Args:
@@ -290,8 +297,10 @@ class _PoolJob:
     message: tuple[str, Any] | None = None
 
 
-POOL_JOB = ("import pickle, sys; sys.path[:] = pickle.load(sys.stdin.buffer); "
-            "from acrl.sweep.executor import pool_job_main; pool_job_main()")
+POOL_JOB = (
+    "import pickle, sys; sys.path[:] = pickle.load(sys.stdin.buffer); "
+    "from acrl.sweep.executor import pool_job_main; pool_job_main()"
+)
 """A `LocalPool` job process's program: the driver's sys.path from stdin, then `pool_job_main`."""
 
 
@@ -318,8 +327,10 @@ class LocalPool(Executor):
 
             gpus = torch.cuda.device_count()
             if options.gpus_per_job > gpus:
-                raise InputError(f"each run asks for {options.gpus_per_job:g} GPU, but this machine has {gpus}; "
-                                 "lower --gpus-per-run or join a Ray cluster with --address.")
+                raise InputError(
+                    f"each run asks for {options.gpus_per_job:g} GPU, but this machine has {gpus}; "
+                    "lower --gpus-per-run or join a Ray cluster with --address."
+                )
             slots = min(slots, int(gpus // options.gpus_per_job))
         self.slots = max(1, slots)
         self.waiting: deque[Job] = deque()
@@ -347,9 +358,14 @@ class LocalPool(Executor):
         return ",".join(str(i) for i in range(first, max(first + 1, math.ceil((slot + 1) * share))))
 
     def _start(self, job: Job, slot: int) -> None:
-        process = subprocess.Popen([sys.executable, "-c", POOL_JOB], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                   stderr=subprocess.DEVNULL, process_group=0,
-                                   env={**os.environ, "CUDA_VISIBLE_DEVICES": self._gpu_ids(slot)})
+        process = subprocess.Popen(
+            [sys.executable, "-c", POOL_JOB],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            process_group=0,
+            env={**os.environ, "CUDA_VISIBLE_DEVICES": self._gpu_ids(slot)},
+        )
         self.running[slot] = _PoolJob(job, process, len(self.attempts.setdefault(job.name, [])), slot)
         with process.stdin:
             pickle.dump(sys.path, process.stdin)
@@ -381,12 +397,17 @@ class LocalPool(Executor):
             how = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exit code {code}"
             self.attempts[job.name].append(f"lost: {how}")
             if entry.attempt < self.options.retries:
-                print(f"acrl: warning: {job.name}: its process died ({how}); retrying from its latest checkpoint "
-                      f"({entry.attempt + 1} of {self.options.retries})", file=sys.stderr)
+                print(
+                    f"acrl: warning: {job.name}: its process died ({how}); retrying from its latest checkpoint "
+                    f"({entry.attempt + 1} of {self.options.retries})",
+                    file=sys.stderr,
+                )
                 self.waiting.appendleft(job)
             else:
-                yield job, TrainingError(f"{job.name}: its process died {entry.attempt + 1} times; giving up (last: "
-                                         f"{how})")
+                yield (
+                    job,
+                    TrainingError(f"{job.name}: its process died {entry.attempt + 1} times; giving up (last: {how})"),
+                )
             return
         self.attempts[job.name].append("local")
         kind, value = entry.message
@@ -470,8 +491,9 @@ class Cluster(Executor):
             self.driver_ip = ray.util.get_node_ip_address()
             self.pinned = NodeAffinitySchedulingStrategy(node_id=self.driver_node, soft=False)
             self.sink = None  # started with the first job that may land on another machine
-            self.task = ray.remote(num_cpus=self.options.cpus_per_job, num_gpus=self.options.gpus_per_job,
-                                   max_retries=0)(_task)
+            self.task = ray.remote(
+                num_cpus=self.options.cpus_per_job, num_gpus=self.options.gpus_per_job, max_retries=0
+            )(_task)
         except BaseException:
             self._shutdown(ray)
             raise
@@ -498,19 +520,25 @@ class Cluster(Executor):
         try:
             ray.init(address=address, **{k: v for k, v in quiet.items() if k != "include_dashboard"})
         except ConnectionError as exc:
-            raise InputError(f"could not join the Ray cluster at --address {address}: {exc} Start one with "
-                             "`ray start --head`, or drop --address to run on this machine.") from None
+            raise InputError(
+                f"could not join the Ray cluster at --address {address}: {exc} Start one with "
+                "`ray start --head`, or drop --address to run on this machine."
+            ) from None
         try:
             found = ray.get(ray.remote(num_cpus=0, max_retries=0)(_acrl_version).remote(), timeout=60)
         except Exception as exc:  # the worker could not import acrl, or never started
             ray.shutdown()
             why = " ".join(str(exc).split())[:300]
-            raise InputError(f"the Ray cluster at {address} cannot run acrl's jobs ({type(exc).__name__}: {why}); "
-                             f"install acrl {__version__} on every node.") from None
+            raise InputError(
+                f"the Ray cluster at {address} cannot run acrl's jobs ({type(exc).__name__}: {why}); "
+                f"install acrl {__version__} on every node."
+            ) from None
         if found != __version__:
             ray.shutdown()
-            raise InputError(f"the Ray cluster at {address} runs acrl {found}, this driver acrl {__version__}; install "
-                             "the same acrl on every node.")
+            raise InputError(
+                f"the Ray cluster at {address} runs acrl {found}, this driver acrl {__version__}; install "
+                "the same acrl on every node."
+            )
 
     def _reachable(self, address: str) -> str:
         """HOST:PORT of `address` ("auto": the cluster Ray finds on this machine), once its port answers.
@@ -524,19 +552,24 @@ class Cluster(Executor):
 
             found = canonicalize_bootstrap_address("auto")  # RAY_ADDRESS, else the cluster `ray start` started here
             if found is None:
-                raise InputError("--address auto: no Ray cluster runs on this machine; start one with `ray start "
-                                 "--head`, or drop --address to run on this machine's process pool.")
+                raise InputError(
+                    "--address auto: no Ray cluster runs on this machine; start one with `ray start "
+                    "--head`, or drop --address to run on this machine's process pool."
+                )
             address = found
         host, _, port = address.rpartition(":")
         if not host or not port.isdigit():
-            raise InputError(f"--address must be auto or HOST:PORT (the head's GCS port, 6379 by default), "
-                             f"got {address!r}.")
+            raise InputError(
+                f"--address must be auto or HOST:PORT (the head's GCS port, 6379 by default), got {address!r}."
+            )
         try:
             socket.create_connection((host, int(port)), timeout=CONNECT_TIMEOUT_S).close()
         except OSError as exc:
-            raise InputError(f"no Ray cluster answers at {address} within {CONNECT_TIMEOUT_S:.0f} s ({exc}); "
-                             "start one with `ray start --head` there, or drop --address to run on this "
-                             "machine.") from None
+            raise InputError(
+                f"no Ray cluster answers at {address} within {CONNECT_TIMEOUT_S:.0f} s ({exc}); "
+                "start one with `ray start --head` there, or drop --address to run on this "
+                "machine."
+            ) from None
         return address
 
     def _check_resources(self, ray: Any) -> None:
@@ -544,9 +577,11 @@ class Cluster(Executor):
         nodes = [n["Resources"] for n in ray.nodes() if n["Alive"]]
         if not any(r.get("CPU", 0) >= cpus and r.get("GPU", 0) >= gpus for r in nodes):
             largest = max(((r.get("CPU", 0), r.get("GPU", 0)) for r in nodes), default=(0, 0))
-            raise InputError(f"each run asks for {cpus:g} CPU and {gpus:g} GPU, but the largest node of the cluster "
-                             f"has {largest[0]:g} CPU and {largest[1]:g} GPU; lower --cpus-per-run / "
-                             "--gpus-per-run.")
+            raise InputError(
+                f"each run asks for {cpus:g} CPU and {gpus:g} GPU, but the largest node of the cluster "
+                f"has {largest[0]:g} CPU and {largest[1]:g} GPU; lower --cpus-per-run / "
+                "--gpus-per-run."
+            )
 
     def submit(self, job: Job) -> None:
         import ray
@@ -577,8 +612,14 @@ class Cluster(Executor):
         import ray
         from ray import exceptions as rex
 
-        lost = (rex.WorkerCrashedError, rex.NodeDiedError, rex.ObjectLostError, rex.OwnerDiedError,
-                rex.LocalRayletDiedError, rex.RaySystemError)
+        lost = (
+            rex.WorkerCrashedError,
+            rex.NodeDiedError,
+            rex.ObjectLostError,
+            rex.OwnerDiedError,
+            rex.LocalRayletDiedError,
+            rex.RaySystemError,
+        )
         while self.running:
             ready, _ = ray.wait(list(self.running), num_returns=1, timeout=1.0)
             for ref in ready:
@@ -590,13 +631,19 @@ class Cluster(Executor):
                 except lost as exc:
                     self.attempts[job.name].append(f"lost: {type(exc).__name__}")
                     if attempt < self.options.retries:
-                        print(f"acrl: warning: {job.name}: its worker or node died ({type(exc).__name__}); "
-                              f"retrying from its latest checkpoint ({attempt + 1} of {self.options.retries})",
-                              file=sys.stderr)
+                        print(
+                            f"acrl: warning: {job.name}: its worker or node died ({type(exc).__name__}); "
+                            f"retrying from its latest checkpoint ({attempt + 1} of {self.options.retries})",
+                            file=sys.stderr,
+                        )
                         self.submit(job)
                     else:
-                        yield job, TrainingError(f"{job.name}: its worker or node died {attempt + 1} times; "
-                                                 f"giving up (last: {exc})")
+                        yield (
+                            job,
+                            TrainingError(
+                                f"{job.name}: its worker or node died {attempt + 1} times; giving up (last: {exc})"
+                            ),
+                        )
                     continue
                 except rex.RayTaskError as exc:
                     if isinstance(exc.as_instanceof_cause(), SubmittedForOneMachine):
@@ -642,8 +689,10 @@ class Cluster(Executor):
             self.started_ray = False
 
 
-GCS_PROBE = ("import json, sys, ray._raylet; from ray._common.usage.usage_lib import get_cluster_metadata; "
-             "print(json.dumps(get_cluster_metadata(ray._raylet.GcsClient(address=sys.argv[1]))))")
+GCS_PROBE = (
+    "import json, sys, ray._raylet; from ray._common.usage.usage_lib import get_cluster_metadata; "
+    "print(json.dumps(get_cluster_metadata(ray._raylet.GcsClient(address=sys.argv[1]))))"
+)
 """Prints the cluster metadata (Ray and Python versions) a Ray head at argv[1] holds."""
 
 
@@ -659,14 +708,17 @@ def cluster_metadata(address: str) -> dict[str, Any]:
     import json
 
     try:
-        probe = subprocess.run([sys.executable, "-c", GCS_PROBE, address], capture_output=True, text=True,
-                               timeout=CONNECT_TIMEOUT_S)
+        probe = subprocess.run(
+            [sys.executable, "-c", GCS_PROBE, address], capture_output=True, text=True, timeout=CONNECT_TIMEOUT_S
+        )
     except subprocess.TimeoutExpired:
         probe = None
     if probe is None or probe.returncode != 0:
-        raise InputError(f"{address} answers, but not as the head of a Ray cluster within {CONNECT_TIMEOUT_S:.0f} s "
-                         "(the GCS port `ray start --head` prints, 6379 by default); check --address, or drop it to "
-                         "run on this machine.")
+        raise InputError(
+            f"{address} answers, but not as the head of a Ray cluster within {CONNECT_TIMEOUT_S:.0f} s "
+            "(the GCS port `ray start --head` prints, 6379 by default); check --address, or drop it to "
+            "run on this machine."
+        )
     return json.loads(probe.stdout.strip().splitlines()[-1])
 
 
@@ -680,9 +732,11 @@ def check_versions(address: str, metadata: dict[str, Any]) -> None:
     found = (metadata.get("ray_version"), metadata.get("python_version"))
     here = (ray.__version__, platform.python_version())
     if found != here:
-        raise InputError(f"the Ray cluster at {address} runs Ray {found[0]} on Python {found[1]}, this driver Ray "
-                         f"{here[0]} on Python {here[1]}; join a cluster started from acrl's environment (`ray start "
-                         "--head` there), or drop --address to run on this machine.")
+        raise InputError(
+            f"the Ray cluster at {address} runs Ray {found[0]} on Python {found[1]}, this driver Ray "
+            f"{here[0]} on Python {here[1]}; join a cluster started from acrl's environment (`ray start "
+            "--head` there), or drop --address to run on this machine."
+        )
 
 
 def _acrl_version() -> str:
@@ -715,8 +769,10 @@ def _task(job: Job, root: str, driver_ip: str, sink: Any, inputs: dict[str, Any]
     if ray.util.get_node_ip_address() == driver_ip:
         return {**run_job_here(job, Path(root)), "node": node}
     if sink is None:
-        raise SubmittedForOneMachine(f"{job.name} landed on {ray.util.get_node_ip_address()}, a machine that joined "
-                                     "after it was submitted; it is submitted again with its files")
+        raise SubmittedForOneMachine(
+            f"{job.name} landed on {ray.util.get_node_ip_address()}, a machine that joined "
+            "after it was submitted; it is submitted again with its files"
+        )
     files: dict[str, bytes] = {}
     for ref in [*inputs.values(), *([current] if current is not None else [])]:
         files.update(ray.get(ref))
@@ -778,8 +834,10 @@ class _StepCounter:
     def show(self) -> None:
         """Set the bar now."""
         with self.lock:
-            self.bar.n = sum(steps if name in self.ended else min(steps, _last_step(self.root / name))
-                             for name, steps in list(self.size.items()))
+            self.bar.n = sum(
+                steps if name in self.ended else min(steps, _last_step(self.root / name))
+                for name, steps in list(self.size.items())
+            )
             self.bar.refresh()
 
     def close(self) -> None:
@@ -803,8 +861,14 @@ def _last_step(job_dir: Path) -> int:
     return last
 
 
-def run_jobs(jobs: list[Job], root: str | Path, options: ClusterOptions, progress: bool = True,
-             on_start: Callable[[], None] | None = None, label: str = "runs") -> dict[str, Any]:
+def run_jobs(
+    jobs: list[Job],
+    root: str | Path,
+    options: ClusterOptions,
+    progress: bool = True,
+    on_start: Callable[[], None] | None = None,
+    label: str = "runs",
+) -> dict[str, Any]:
     """Run `jobs` on `executor(root, options)` until each is done; skip those already done (job.json).
 
     Args:
@@ -828,12 +892,18 @@ def run_jobs(jobs: list[Job], root: str | Path, options: ClusterOptions, progres
     from tqdm import tqdm
 
     root = Path(root).resolve()
-    results = {job.name: json.loads((root / job.name / "job.json").read_text())["result"]
-               for job in jobs if is_done(root, job.name)}
+    results = {
+        job.name: json.loads((root / job.name / "job.json").read_text())["result"]
+        for job in jobs
+        if is_done(root, job.name)
+    }
     todo = [job for job in jobs if job.name not in results]
     if results and progress:
-        print(f"{len(results)} of {len(jobs)} {label} finished before; running the other {len(todo)} (the interrupted "
-              "ones continue from their checkpoints)", file=sys.stderr)
+        print(
+            f"{len(results)} of {len(jobs)} {label} finished before; running the other {len(todo)} (the interrupted "
+            "ones continue from their checkpoints)",
+            file=sys.stderr,
+        )
     if not todo:
         if on_start is not None:
             on_start()
@@ -841,9 +911,18 @@ def run_jobs(jobs: list[Job], root: str | Path, options: ClusterOptions, progres
     failures = {}
     in_steps = all(job.steps > 0 for job in jobs)
     size = {job.name: job.steps if in_steps else 1 for job in jobs}
-    with executor(root, options) as pool, signals_interrupt(), tqdm(
-            total=sum(size.values()), initial=sum(size[name] for name in results), desc=label,
-            unit="step" if in_steps else "run", disable=not progress, dynamic_ncols=True) as bar:
+    with (
+        executor(root, options) as pool,
+        signals_interrupt(),
+        tqdm(
+            total=sum(size.values()),
+            initial=sum(size[name] for name in results),
+            desc=label,
+            unit="step" if in_steps else "run",
+            disable=not progress,
+            dynamic_ncols=True,
+        ) as bar,
+    ):
         if on_start is not None:
             on_start()
         for job in todo:
@@ -865,8 +944,12 @@ def run_jobs(jobs: list[Job], root: str | Path, options: ClusterOptions, progres
                     if progress:
                         tqdm.write(f"done {job.name}: {_summary(outcome)}", file=sys.stderr)
         except KeyboardInterrupt:
-            print("\nacrl: stopping: each running run writes checkpoints/latest.pt (Ctrl-C again kills them now); "
-                  "rerun the same command to resume.", file=sys.stderr, flush=True)
+            print(
+                "\nacrl: stopping: each running run writes checkpoints/latest.pt (Ctrl-C again kills them now); "
+                "rerun the same command to resume.",
+                file=sys.stderr,
+                flush=True,
+            )
             pool.stop()
             raise
         finally:
@@ -874,6 +957,8 @@ def run_jobs(jobs: list[Job], root: str | Path, options: ClusterOptions, progres
                 follow.close()
     if failures:
         lines = "; ".join(f"{name}: {exc}" for name, exc in failures.items())
-        raise TrainingError(f"{len(failures)} of {len(jobs)} {label} failed ({lines}). The others are complete; "
-                            "rerun the same command to retry the failed ones.")
+        raise TrainingError(
+            f"{len(failures)} of {len(jobs)} {label} failed ({lines}). The others are complete; "
+            "rerun the same command to retry the failed ones."
+        )
     return results

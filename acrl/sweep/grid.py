@@ -65,8 +65,16 @@ def expand(spec: SweepSpec, options: ClusterOptions) -> list[RunSpec]:
     return runs
 
 
-def train_run(root: Path, run_dir: Path, callbacks: list[Any], algo: str, env_id: str | None, preset: str | None,
-              overrides: dict[str, Any], flags: dict[str, Any]) -> dict[str, Any]:
+def train_run(
+    root: Path,
+    run_dir: Path,
+    callbacks: list[Any],
+    algo: str,
+    env_id: str | None,
+    preset: str | None,
+    overrides: dict[str, Any],
+    flags: dict[str, Any],
+) -> dict[str, Any]:
     """A sweep's job: train one run into `run_dir`, or resume it from checkpoints/latest.pt.
 
     Returns:
@@ -88,8 +96,9 @@ def train_run(root: Path, run_dir: Path, callbacks: list[Any], algo: str, env_id
     return {"steps": agent.num_steps, "best": agent.best_eval["return_mean"]}
 
 
-def run_sweep(spec: SweepSpec, out: str | Path | None = None, options: ClusterOptions | None = None,
-              progress: bool = True) -> dict[str, Any]:
+def run_sweep(
+    spec: SweepSpec, out: str | Path | None = None, options: ClusterOptions | None = None, progress: bool = True
+) -> dict[str, Any]:
     """Run every run of `spec` on the executor `options` names, then write the sweep's table and figure.
 
     Args:
@@ -113,8 +122,10 @@ def run_sweep(spec: SweepSpec, out: str | Path | None = None, options: ClusterOp
     record = spec.to_dict()
     existing = out / "sweep.yaml"
     if existing.exists() and yaml.safe_load(existing.read_text()) != record:
-        raise InputError(f"{out} holds another sweep (its sweep.yaml differs from this grid); rerun that "
-                         "sweep's own command to resume it, or choose another --out.")
+        raise InputError(
+            f"{out} holds another sweep (its sweep.yaml differs from this grid); rerun that "
+            "sweep's own command to resume it, or choose another --out."
+        )
 
     def write_record() -> None:  # once the grid is valid and Ray is up
         if progress:
@@ -122,10 +133,21 @@ def run_sweep(spec: SweepSpec, out: str | Path | None = None, options: ClusterOp
         out.mkdir(parents=True, exist_ok=True)
         existing.write_text(yaml.safe_dump(record, sort_keys=False))
 
-    jobs = [Job(run.name, train_run, {"algo": run.algo, "env_id": run.env_id, "preset": run.preset,
-                                      "overrides": run.overrides, "flags": run.flags},
-                inputs=(run.flags["dataset"],) if run.flags.get("dataset") else (),
-                steps=run.flags["total_steps"] or 0)  # the bar counts steps when the budget is given
-            for run in runs]
+    jobs = [
+        Job(
+            run.name,
+            train_run,
+            {
+                "algo": run.algo,
+                "env_id": run.env_id,
+                "preset": run.preset,
+                "overrides": run.overrides,
+                "flags": run.flags,
+            },
+            inputs=(run.flags["dataset"],) if run.flags.get("dataset") else (),
+            steps=run.flags["total_steps"] or 0,
+        )  # the bar counts steps when the budget is given
+        for run in runs
+    ]
     run_jobs(jobs, out, options, progress, on_start=write_record)
     return summarize(out)

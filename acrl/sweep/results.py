@@ -56,15 +56,20 @@ def interval_estimates(scores: dict[str, np.ndarray]) -> dict[str, dict[str, Any
     score_dict = {name: np.asarray(v, dtype=float).reshape(len(v), 1, *np.shape(v)[1:]) for name, v in scores.items()}
     with warnings.catch_warnings():  # arch deprecates the random_state that rliable passes on
         warnings.simplefilter("ignore", FutureWarning)
-        points, intervals = rly.get_interval_estimates(score_dict, aggregate, reps=BOOTSTRAP_REPS,
-                                                       random_state=np.random.RandomState(0))
+        points, intervals = rly.get_interval_estimates(
+            score_dict, aggregate, reps=BOOTSTRAP_REPS, random_state=np.random.RandomState(0)
+        )
     out = {}
     for name in scores:  # (2 * points,) estimates and (2 bounds, 2 * points) intervals -> mean, iqm halves
         (mean, iqm), ci = np.split(points[name], 2), np.split(intervals[name], 2, axis=1)
         scalar = np.ndim(scores[name]) == 1
         value = (lambda a: float(a[0])) if scalar else (lambda a: a.tolist())
-        out[name] = {"mean": value(mean), "iqm": value(iqm), "mean_ci": [value(ci[0][0]), value(ci[0][1])],
-                     "iqm_ci": [value(ci[1][0]), value(ci[1][1])]}
+        out[name] = {
+            "mean": value(mean),
+            "iqm": value(iqm),
+            "mean_ci": [value(ci[0][0]), value(ci[0][1])],
+            "iqm_ci": [value(ci[1][0]), value(ci[1][1])],
+        }
     return out
 
 
@@ -93,13 +98,27 @@ def summarize(sweep_dir: str | Path) -> dict[str, Any]:
     rows = []
     for group, per_run in finals.items():
         values = np.array(list(per_run.values()))
-        rows.append({"config": group, "seeds": len(values), "mean": float(values.mean()), "std": float(values.std()),
-                     "iqm": stats[group]["iqm"], "mean_ci": stats[group]["mean_ci"], "iqm_ci": stats[group]["iqm_ci"],
-                     "final": per_run})
-    summary = {"sweep_dir": str(sweep_dir), "runs": len(runs), "finished": sum(r["seeds"] for r in rows),
-               "statistic": "final evaluation (last eval/return_mean) over seeds; 95% percentile-bootstrap CIs "
-                            f"(rliable, {BOOTSTRAP_REPS} resamples)",
-               "date": time.strftime("%Y-%m-%d"), "table": rows}
+        rows.append(
+            {
+                "config": group,
+                "seeds": len(values),
+                "mean": float(values.mean()),
+                "std": float(values.std()),
+                "iqm": stats[group]["iqm"],
+                "mean_ci": stats[group]["mean_ci"],
+                "iqm_ci": stats[group]["iqm_ci"],
+                "final": per_run,
+            }
+        )
+    summary = {
+        "sweep_dir": str(sweep_dir),
+        "runs": len(runs),
+        "finished": sum(r["seeds"] for r in rows),
+        "statistic": "final evaluation (last eval/return_mean) over seeds; 95% percentile-bootstrap CIs "
+        f"(rliable, {BOOTSTRAP_REPS} resamples)",
+        "date": time.strftime("%Y-%m-%d"),
+        "table": rows,
+    }
     write_json_atomic(sweep_dir / "results.json", summary)
     (sweep_dir / "results.md").write_text(markdown(summary))
     plot_curves(curves, panels, sweep_dir / "curves.png")
@@ -108,18 +127,24 @@ def summarize(sweep_dir: str | Path) -> dict[str, Any]:
 
 def markdown(summary: dict[str, Any]) -> str:
     """The results table as Markdown: a row per configuration."""
-    lines = [f"{summary['finished']} of {summary['runs']} runs finished; {summary['statistic']}.", "",
-             "| configuration | seeds | mean ± std | mean 95% CI | IQM | IQM 95% CI |",
-             "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    lines = [
+        f"{summary['finished']} of {summary['runs']} runs finished; {summary['statistic']}.",
+        "",
+        "| configuration | seeds | mean ± std | mean 95% CI | IQM | IQM 95% CI |",
+        "| --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
     for r in summary["table"]:
-        lines.append(f"| {r['config']} | {r['seeds']} | {r['mean']:.1f} ± {r['std']:.1f} | "
-                     f"[{r['mean_ci'][0]:.1f}, {r['mean_ci'][1]:.1f}] | {r['iqm']:.1f} | "
-                     f"[{r['iqm_ci'][0]:.1f}, {r['iqm_ci'][1]:.1f}] |")
+        lines.append(
+            f"| {r['config']} | {r['seeds']} | {r['mean']:.1f} ± {r['std']:.1f} | "
+            f"[{r['mean_ci'][0]:.1f}, {r['mean_ci'][1]:.1f}] | {r['iqm']:.1f} | "
+            f"[{r['iqm_ci'][0]:.1f}, {r['iqm_ci'][1]:.1f}] |"
+        )
     return "\n".join(lines) + "\n"
 
 
-def plot_curves(curves: dict[str, list[tuple[np.ndarray, np.ndarray]]], panels: dict[str, dict[str, str]],
-                out: Path) -> Path:
+def plot_curves(
+    curves: dict[str, list[tuple[np.ndarray, np.ndarray]]], panels: dict[str, dict[str, str]], out: Path
+) -> Path:
     """Per configuration, the IQM learning curve with a 95% bootstrap band and each run's final
     evaluation as a point; a panel per environment.
 

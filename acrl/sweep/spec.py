@@ -72,17 +72,31 @@ class SweepSpec:
             raise InputError(f"{path} must be a YAML mapping with at least `algo` (and env, seeds, set, ...).")
         unknown = set(data) - set(SPEC_KEYS)
         if unknown:
-            raise InputError(f"{path}: unknown key(s) {', '.join(sorted(unknown))}; a sweep file has "
-                             f"{', '.join(SPEC_KEYS)}.")
-        return cls(algo=data["algo"], envs=_as_list(data.get("env"), "env"),
-                   seeds=_as_list(data.get("seeds", [0]), "seeds"), values=dict(data.get("set") or {}),
-                   total_steps=data.get("total_steps"), preset=data.get("preset"),
-                   datasets=[str(Path(d).resolve()) if d else None for d in _as_list(data.get("dataset"), "dataset")])
+            raise InputError(
+                f"{path}: unknown key(s) {', '.join(sorted(unknown))}; a sweep file has {', '.join(SPEC_KEYS)}."
+            )
+        return cls(
+            algo=data["algo"],
+            envs=_as_list(data.get("env"), "env"),
+            seeds=_as_list(data.get("seeds", [0]), "seeds"),
+            values=dict(data.get("set") or {}),
+            total_steps=data.get("total_steps"),
+            preset=data.get("preset"),
+            datasets=[str(Path(d).resolve()) if d else None for d in _as_list(data.get("dataset"), "dataset")],
+        )
 
     @classmethod
-    def from_command(cls, file: str | None, algo: str | None, envs: list[str], seeds: list[int],
-                     datasets: list[str], values: dict[str, Any], total_steps: int | None,
-                     preset: str | None) -> SweepSpec:
+    def from_command(
+        cls,
+        file: str | None,
+        algo: str | None,
+        envs: list[str],
+        seeds: list[int],
+        datasets: list[str],
+        values: dict[str, Any],
+        total_steps: int | None,
+        preset: str | None,
+    ) -> SweepSpec:
         """The sweep a command line describes (`acrl sweep`): the sweep file's spec, if given, with
         every flag given replacing the file's key and `values` (`--set`) added to its `set:`.
 
@@ -95,8 +109,10 @@ class SweepSpec:
             InputError: neither a file nor an algorithm; an unreadable or malformed file (`from_file`).
         """
         if file is None and algo is None:
-            raise InputError("acrl sweep needs ALGO or --file SWEEP.yaml (for example: acrl sweep ppo --env "
-                             "CartPole-v1 --seeds 0 1 2 --set 'learning_rate=[3e-4, 1e-3]').")
+            raise InputError(
+                "acrl sweep needs ALGO or --file SWEEP.yaml (for example: acrl sweep ppo --env "
+                "CartPole-v1 --seeds 0 1 2 --set 'learning_rate=[3e-4, 1e-3]')."
+            )
         spec = cls.from_file(file) if file else cls(algo)
         spec.algo = algo if algo is not None else spec.algo
         spec.envs = list(envs) if envs else spec.envs
@@ -109,8 +125,15 @@ class SweepSpec:
 
     def to_dict(self) -> dict[str, Any]:
         """The spec in the sweep-file format (what `from_file` reads, what SWEEP_DIR/sweep.yaml holds)."""
-        return {"algo": self.algo, "env": self.envs, "seeds": self.seeds, "total_steps": self.total_steps,
-                "preset": self.preset, "dataset": self.datasets, "set": self.values}
+        return {
+            "algo": self.algo,
+            "env": self.envs,
+            "seeds": self.seeds,
+            "total_steps": self.total_steps,
+            "preset": self.preset,
+            "dataset": self.datasets,
+            "set": self.values,
+        }
 
     def default_dir(self) -> Path:
         """runs/sweep-ALGO-ENV-HASH: the same grid gives the same directory, so rerunning resumes."""
@@ -193,5 +216,8 @@ def sweep_runs(sweep_dir: Path) -> list[tuple[str, str, str | None, str]]:
     if not path.is_file():
         raise InputError(f"{sweep_dir} is not a sweep directory: it has no sweep.yaml (`acrl sweep` writes one).")
     spec = SweepSpec.from_file(path)
-    return [(f"{group}-s{seed}", group, env_id, group.removeprefix(f"{_label(env_id)}-") if env_id else group)
-            for group, env_id, _, _ in configurations(spec) for seed in spec.seeds]
+    return [
+        (f"{group}-s{seed}", group, env_id, group.removeprefix(f"{_label(env_id)}-") if env_id else group)
+        for group, env_id, _, _ in configurations(spec)
+        for seed in spec.seeds
+    ]

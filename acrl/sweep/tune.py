@@ -70,20 +70,24 @@ class Dimension:
         kind, _, rest = str(spec).partition(":")
         example = f"{key}=loguniform:1e-5:1e-2, {key}=uniform:0.1:0.3, {key}=int:3:30 or {key}=categorical:32,64"
         if kind not in DISTRIBUTIONS:
-            raise InputError(f"search space {key}={spec!r}: unknown kind {kind!r}; choose {', '.join(DISTRIBUTIONS)}, "
-                             f"e.g. {example}.")
+            raise InputError(
+                f"search space {key}={spec!r}: unknown kind {kind!r}; choose {', '.join(DISTRIBUTIONS)}, "
+                f"e.g. {example}."
+            )
         if kind == "categorical":
             choices = tuple(yaml.safe_load(v) for v in rest.split(",") if v.strip())
             if not choices:
-                raise InputError(f"search space {key}={spec!r}: categorical needs values, e.g. "
-                                 f"{key}=categorical:32,64.")
+                raise InputError(
+                    f"search space {key}={spec!r}: categorical needs values, e.g. {key}=categorical:32,64."
+                )
             return cls(kind, choices=choices)
         bounds = rest.split(":")
         try:
             low, high = (float(b) for b in bounds)
         except ValueError:
-            raise InputError(f"search space {key}={spec!r}: {kind} needs two numbers LOW:HIGH, e.g. "
-                             f"{example}.") from None
+            raise InputError(
+                f"search space {key}={spec!r}: {kind} needs two numbers LOW:HIGH, e.g. {example}."
+            ) from None
         if not low < high:
             raise InputError(f"search space {key}={spec!r}: low must be below high.")
         if kind == "loguniform" and low <= 0:
@@ -162,16 +166,23 @@ class Study:
 
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         storage = optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(path))
-        pruners = {"median": optuna.pruners.MedianPruner(n_startup_trials=startup_trials),
-                   "asha": optuna.pruners.SuccessiveHalvingPruner(),
-                   "none": optuna.pruners.NopPruner()}
+        pruners = {
+            "median": optuna.pruners.MedianPruner(n_startup_trials=startup_trials),
+            "asha": optuna.pruners.SuccessiveHalvingPruner(),
+            "none": optuna.pruners.NopPruner(),
+        }
         # A continued study seeds its sampler past the trials it has, so it does not draw them again.
         existing = len(optuna.load_study(study_name="acrl", storage=storage).trials) if storage.get_all_studies() else 0
         self.study = optuna.create_study(
-            study_name="acrl", storage=storage, direction="maximize", load_if_exists=True,
-            sampler=optuna.samplers.TPESampler(n_startup_trials=startup_trials, seed=seed + existing,
-                                               multivariate=True),
-            pruner=pruners[pruner])
+            study_name="acrl",
+            storage=storage,
+            direction="maximize",
+            load_if_exists=True,
+            sampler=optuna.samplers.TPESampler(
+                n_startup_trials=startup_trials, seed=seed + existing, multivariate=True
+            ),
+            pruner=pruners[pruner],
+        )
         self.storage, self.space = storage, space
         self.study_id = storage.get_study_id_from_name("acrl")
 
@@ -179,8 +190,10 @@ class Study:
         """(number, params) of trials left RUNNING by an interrupted driver, to resume."""
         import optuna
 
-        return [(frozen.number, frozen.params)
-                for frozen in self.study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,))]
+        return [
+            (frozen.number, frozen.params)
+            for frozen in self.study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,))
+        ]
 
     def ask(self) -> tuple[int, dict[str, Any]]:
         """A new trial: (its number, {key: sampled value})."""
@@ -210,8 +223,13 @@ class Study:
         """End trial `number`: pruned, complete with `value`, or failed (value None, not pruned)."""
         import optuna
 
-        state = (optuna.trial.TrialState.PRUNED if pruned else
-                 optuna.trial.TrialState.COMPLETE if value is not None else optuna.trial.TrialState.FAIL)
+        state = (
+            optuna.trial.TrialState.PRUNED
+            if pruned
+            else optuna.trial.TrialState.COMPLETE
+            if value is not None
+            else optuna.trial.TrialState.FAIL
+        )
         self.study.tell(number, value if state == optuna.trial.TrialState.COMPLETE else None, state=state)
 
     def counts(self) -> dict[str, int]:
@@ -223,10 +241,18 @@ class Study:
 
     def trials(self) -> list[dict[str, Any]]:
         """Every trial as JSON: number, state, value, params, intermediate {step: value} up to its last report."""
-        return [{"number": t.number, "state": t.state.name, "value": t.value, "params": t.params,
-                 "intermediate": {int(k): v for k, v in t.intermediate_values.items()
-                                  if k <= t.user_attrs.get("last_step", k)}}
-                for t in self.study.get_trials(deepcopy=False)]
+        return [
+            {
+                "number": t.number,
+                "state": t.state.name,
+                "value": t.value,
+                "params": t.params,
+                "intermediate": {
+                    int(k): v for k, v in t.intermediate_values.items() if k <= t.user_attrs.get("last_step", k)
+                },
+            }
+            for t in self.study.get_trials(deepcopy=False)
+        ]
 
 
 class ReportToStudy(Callback):
@@ -242,8 +268,7 @@ class ReportToStudy(Callback):
         return self.pruned
 
 
-def tune_trial(root: Path, run_dir: Path, callbacks: list[Any], study: Any, number: int,
-               **run: Any) -> dict[str, Any]:
+def tune_trial(root: Path, run_dir: Path, callbacks: list[Any], study: Any, number: int, **run: Any) -> dict[str, Any]:
     """A trial's job: `acrl.sweep.grid.train_run` with its evaluations reported to the study.
 
     Returns:
@@ -258,11 +283,22 @@ def tune_trial(root: Path, run_dir: Path, callbacks: list[Any], study: Any, numb
     return {**result, "final": float(values[-1]), "pruned": reporter.pruned}
 
 
-def run_tune(algo: str, env_id: str, trials: int, space: dict[str, Dimension], out: str | Path | None = None,
-             total_steps: int | None = None, seed: int = 0, preset: str | None = None,
-             overrides: dict[str, Any] | None = None, pruner: str = "median", startup_trials: int = 5,
-             parallel: int | None = None, options: ClusterOptions | None = None,
-             progress: bool = True) -> dict[str, Any]:
+def run_tune(
+    algo: str,
+    env_id: str,
+    trials: int,
+    space: dict[str, Dimension],
+    out: str | Path | None = None,
+    total_steps: int | None = None,
+    seed: int = 0,
+    preset: str | None = None,
+    overrides: dict[str, Any] | None = None,
+    pruner: str = "median",
+    startup_trials: int = 5,
+    parallel: int | None = None,
+    options: ClusterOptions | None = None,
+    progress: bool = True,
+) -> dict[str, Any]:
     """Search `space` with `trials` trials of `algo` on `env_id`; write the study's files.
 
     Args:
@@ -291,12 +327,17 @@ def run_tune(algo: str, env_id: str, trials: int, space: dict[str, Dimension], o
     options.validate()
     overrides = dict(overrides or {})
     if trials < 1 or startup_trials < 0 or (parallel is not None and parallel < 1):
-        raise InputError(f"--trials and --parallel must be >= 1 and --startup-trials >= 0, got --trials {trials}, "
-                         f"--parallel {parallel if parallel is not None else '(default)'} and --startup-trials "
-                         f"{startup_trials}.")
+        raise InputError(
+            f"--trials and --parallel must be >= 1 and --startup-trials >= 0, got --trials {trials}, "
+            f"--parallel {parallel if parallel is not None else '(default)'} and --startup-trials "
+            f"{startup_trials}."
+        )
     if startup_trials >= trials:
-        warnings.warn(f"--startup-trials {startup_trials} >= --trials {trials}: every trial is sampled at random "
-                      "and none is pruned; TPE starts after the startup trials.", stacklevel=2)
+        warnings.warn(
+            f"--startup-trials {startup_trials} >= --trials {trials}: every trial is sampled at random "
+            "and none is pruned; TPE starts after the startup trials.",
+            stacklevel=2,
+        )
     if pruner not in PRUNERS:
         raise InputError(f"unknown pruner {pruner!r}; choose {', '.join(PRUNERS)}.")
     fields = get_algorithm(algo).config_class()
@@ -308,17 +349,29 @@ def run_tune(algo: str, env_id: str, trials: int, space: dict[str, Dimension], o
         cls, config = make_config(algo, env_id, preset, {**overrides, **point}, **flags)
     cls(config.env_id, config=config).before_learning()  # the environment and its spaces
     if not config.eval_freq:
-        raise InputError("tuning needs evaluations during training (the objective and the pruner read them): "
-                         "set eval_freq > 0.")
-    record = {"kind": "tune", "algo": algo, "env_id": env_id, "space": {k: vars(d) for k, d in space.items()},
-              "total_steps": total_steps, "seed": seed, "preset": preset, "set": overrides, "pruner": pruner,
-              "startup_trials": startup_trials}
+        raise InputError(
+            "tuning needs evaluations during training (the objective and the pruner read them): set eval_freq > 0."
+        )
+    record = {
+        "kind": "tune",
+        "algo": algo,
+        "env_id": env_id,
+        "space": {k: vars(d) for k, d in space.items()},
+        "total_steps": total_steps,
+        "seed": seed,
+        "preset": preset,
+        "set": overrides,
+        "pruner": pruner,
+        "startup_trials": startup_trials,
+    }
     digest = hashlib.sha256(yaml.safe_dump(record, sort_keys=True).encode()).hexdigest()[:8]
     out = Path(out) if out is not None else Path("runs") / f"tune-{algo}-{env_id.replace('/', '_')}-{digest}"
     existing = out / "tune.yaml"
     if existing.exists() and yaml.safe_load(existing.read_text()) != yaml.safe_load(yaml.safe_dump(record)):
-        raise InputError(f"{out} holds another search (its tune.yaml differs); rerun that search's own command to "
-                         "continue it, or choose another --out.")
+        raise InputError(
+            f"{out} holds another search (its tune.yaml differs); rerun that search's own command to "
+            "continue it, or choose another --out."
+        )
 
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
@@ -329,15 +382,20 @@ def run_tune(algo: str, env_id: str, trials: int, space: dict[str, Dimension], o
         existing.write_text(yaml.safe_dump(record, sort_keys=False))
         pinned = NodeAffinitySchedulingStrategy(node_id=cluster.driver_node, soft=False)
         study = ray.remote(num_cpus=0, scheduling_strategy=pinned)(Study).remote(
-            str((out / "study.journal").resolve()), seed, pruner, startup_trials, space)
+            str((out / "study.journal").resolve()), seed, pruner, startup_trials, space
+        )
         if parallel is None:
             parallel = max(1, int(ray.cluster_resources().get("CPU", 1) // options.cpus_per_job))
         run = {"algo": algo, "env_id": env_id, "preset": preset}
 
         def submit(number: int, params: dict[str, Any]) -> None:
-            cluster.submit(Job(f"trial-{number:03d}", tune_trial,
-                               {"study": study, "number": number, **run, "overrides": {**overrides, **params},
-                                "flags": flags}))
+            cluster.submit(
+                Job(
+                    f"trial-{number:03d}",
+                    tune_trial,
+                    {"study": study, "number": number, **run, "overrides": {**overrides, **params}, "flags": flags},
+                )
+            )
 
         def finished() -> int:
             counts = ray.get(study.counts.remote())  # failed trials count too: a search never asks forever
@@ -351,17 +409,28 @@ def run_tune(algo: str, env_id: str, trials: int, space: dict[str, Dimension], o
             for job, outcome in cluster.results():
                 number = int(job.name.removeprefix("trial-"))
                 failed = isinstance(outcome, BaseException)
-                ray.get(study.tell.remote(number, None if failed else outcome["final"],
-                                          not failed and outcome["pruned"]))
+                ray.get(
+                    study.tell.remote(number, None if failed else outcome["final"], not failed and outcome["pruned"])
+                )
                 if progress:
-                    state = f"failed: {outcome}" if failed else (f"{'pruned at' if outcome['pruned'] else 'final'} "
-                                                                 f"{outcome['final']:.4g} (step {outcome['steps']})")
+                    state = (
+                        f"failed: {outcome}"
+                        if failed
+                        else (
+                            f"{'pruned at' if outcome['pruned'] else 'final'} "
+                            f"{outcome['final']:.4g} (step {outcome['steps']})"
+                        )
+                    )
                     print(f"trial {number}: {state}", file=sys.stderr, flush=True)
                 while len(cluster.running) < min(parallel, trials - finished()):
                     submit(*ray.get(study.ask.remote()))
         except KeyboardInterrupt:
-            print("\nacrl: stopping the search: each running trial writes checkpoints/latest.pt (Ctrl-C again kills "
-                  "them now); rerun the same command to continue it.", file=sys.stderr, flush=True)
+            print(
+                "\nacrl: stopping the search: each running trial writes checkpoints/latest.pt (Ctrl-C again kills "
+                "them now); rerun the same command to continue it.",
+                file=sys.stderr,
+                flush=True,
+            )
             cluster.stop()
             raise
         all_trials = ray.get(study.trials.remote())
@@ -385,8 +454,10 @@ def one_driver(out: Path) -> Iterator[None]:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise InputError(f"another acrl tune is running the search in {out} (it holds {out / 'tune.lock'}); "
-                             "wait for it to finish, or choose another --out.") from None
+            raise InputError(
+                f"another acrl tune is running the search in {out} (it holds {out / 'tune.lock'}); "
+                "wait for it to finish, or choose another --out."
+            ) from None
         yield
 
 
@@ -398,27 +469,46 @@ def write_study(out: Path, record: dict[str, Any], trials: list[dict[str, Any]])
     """
     complete = [t for t in trials if t["state"] == "COMPLETE"]
     if not complete:
-        raise InputError(f"no trial of the search in {out} completed (all pruned or failed); widen the space, raise "
-                         "--trials or use --pruner none.")
+        raise InputError(
+            f"no trial of the search in {out} completed (all pruned or failed); widen the space, raise "
+            "--trials or use --pruner none."
+        )
     best = max(complete, key=lambda t: t["value"])
     date = time.strftime("%Y-%m-%d")
-    source = (f"acrl tune {record['algo']} --env {record['env_id']}: Optuna TPE study {out / 'study.journal'} "
-              f"({len(trials)} trials, {record['pruner']} pruner, seed {record['seed']}, {record['total_steps']} steps "
-              f"per trial), best trial {best['number']} with final evaluation {best['value']:.4g}, {date}")
+    source = (
+        f"acrl tune {record['algo']} --env {record['env_id']}: Optuna TPE study {out / 'study.journal'} "
+        f"({len(trials)} trials, {record['pruner']} pruner, seed {record['seed']}, {record['total_steps']} steps "
+        f"per trial), best trial {best['number']} with final evaluation {best['value']:.4g}, {date}"
+    )
     preset = {record["env_id"]: {"tuned": {**record["set"], **best["params"], "source": source}}}
     (out / "preset.yaml").write_text(yaml.safe_dump(preset, sort_keys=False))
-    summary = {"out": str(out), "best": {k: best[k] for k in ("number", "value", "params")}, "preset": preset,
-               "trials": trials, "date": date}
+    summary = {
+        "out": str(out),
+        "best": {k: best[k] for k in ("number", "value", "params")},
+        "preset": preset,
+        "trials": trials,
+        "date": date,
+    }
     write_json_atomic(out / "trials.json", summary)
     keys = list(record["space"])
-    lines = [f"Best: trial {best['number']}, final evaluation {best['value']:.4g}.", "",
-             "| trial | state | final evaluation | " + " | ".join(keys) + " |",
-             "| ---: | --- | ---: |" + " ---: |" * len(keys)]
+    lines = [
+        f"Best: trial {best['number']}, final evaluation {best['value']:.4g}.",
+        "",
+        "| trial | state | final evaluation | " + " | ".join(keys) + " |",
+        "| ---: | --- | ---: |" + " ---: |" * len(keys),
+    ]
     for t in sorted(trials, key=lambda t: -(t["value"] if t["value"] is not None else float("-inf"))):
         value = f"{t['value']:.4g}" if t["value"] is not None else "-"
-        lines.append(f"| {t['number']} | {t['state'].lower()} | {value} | "
-                     + " | ".join(f"{t['params'].get(k, '-'):.4g}" if isinstance(t["params"].get(k), float)
-                                  else str(t["params"].get(k, "-")) for k in keys) + " |")
+        lines.append(
+            f"| {t['number']} | {t['state'].lower()} | {value} | "
+            + " | ".join(
+                f"{t['params'].get(k, '-'):.4g}"
+                if isinstance(t["params"].get(k), float)
+                else str(t["params"].get(k, "-"))
+                for k in keys
+            )
+            + " |"
+        )
     (out / "trials.md").write_text("\n".join(lines) + "\n")
     plot_study(trials, out / "study.png")
     return summary
@@ -446,16 +536,30 @@ def plot_study(trials: list[dict[str, Any]], out: Path) -> Path:
     history.legend(fontsize=8)
     history.grid(alpha=0.3)
     top = max(done, key=lambda t: t["value"])["number"] if done else None
-    styles = {"COMPLETE": ("complete", "tab:blue", "-"), "PRUNED": ("pruned", "grey", "--"),
-              "FAIL": ("failed", "black", ":")}
+    styles = {
+        "COMPLETE": ("complete", "tab:blue", "-"),
+        "PRUNED": ("pruned", "grey", "--"),
+        "FAIL": ("failed", "black", ":"),
+    }
     labelled = set()
     for t in sorted(trials, key=lambda t: t["number"] == top):  # the best one drawn last, on top
         if t["intermediate"]:
-            name, color, ls = ((f"best: trial {top}", "tab:red", "-") if t["number"] == top else
-                               styles.get(t["state"], (t["state"].lower(), "tab:orange", "-")))
+            name, color, ls = (
+                (f"best: trial {top}", "tab:red", "-")
+                if t["number"] == top
+                else styles.get(t["state"], (t["state"].lower(), "tab:orange", "-"))
+            )
             steps, values = zip(*sorted(t["intermediate"].items()))
-            curves.plot(steps, values, color=color, ls=ls, lw=2 if t["number"] == top else 1, marker="o", ms=3,
-                        label="_nolegend_" if name in labelled else name)
+            curves.plot(
+                steps,
+                values,
+                color=color,
+                ls=ls,
+                lw=2 if t["number"] == top else 1,
+                marker="o",
+                ms=3,
+                label="_nolegend_" if name in labelled else name,
+            )
             labelled.add(name)
     curves.set_xlabel("steps")
     curves.set_ylabel("evaluation return")

@@ -49,5 +49,9 @@ def make_killing_env() -> gym.Env:
 
 
 if "acrl_test/FailingCartPole-v0" not in gym.registry:
-    gym.register(id="acrl_test/FailingCartPole-v0", entry_point="a3c_test_envs:FailingEnv",
-                 max_episode_steps=500, kwargs={"fail_after": 50, "how": "raise"})
+    gym.register(
+        id="acrl_test/FailingCartPole-v0",
+        entry_point="a3c_test_envs:FailingEnv",
+        max_episode_steps=500,
+        kwargs={"fail_after": 50, "how": "raise"},
+    )

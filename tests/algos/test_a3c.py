@@ -33,8 +33,12 @@ sys.path.insert(0, str(HERE))
 import a3c_test_envs  # noqa: E402
 
 START_METHODS = [
-    pytest.param(m, marks=pytest.mark.skipif(m not in multiprocessing.get_all_start_methods(),
-                                             reason=f"no {m!r} start method here"))
+    pytest.param(
+        m,
+        marks=pytest.mark.skipif(
+            m not in multiprocessing.get_all_start_methods(), reason=f"no {m!r} start method here"
+        ),
+    )
     for m in ("fork", "spawn")
 ]
 
@@ -78,8 +82,9 @@ def test_workers_start_after_a_torch_forward_pass_and_join(start_method):
     torch.set_num_threads(2)
     torch.nn.Linear(256, 256)(torch.randn(512, 256)).sum().item()
     started = time.monotonic()
-    agent = A3C("CartPole-v1", workers=4, n_steps=5, total_steps=200, eval_freq=0, seed=0,
-                start_method=start_method).learn(progress=False)
+    agent = A3C(
+        "CartPole-v1", workers=4, n_steps=5, total_steps=200, eval_freq=0, seed=0, start_method=start_method
+    ).learn(progress=False)
     assert time.monotonic() - started < 120
     assert agent.num_steps == 200
     assert agent.updates >= 40  # each update covers at most n_steps = 5 of the 200 steps
@@ -104,13 +109,29 @@ def test_run_dir_shared_normalizer_checkpoint_and_resume(tmp_path):
     """Continuous actions with observation normalization: the statistics shared by 2 workers
     count every step once, are saved in the checkpoint, and a resumed run continues."""
     run = tmp_path / "run"
-    agent = A3C("Pendulum-v1", workers=2, n_steps=10, total_steps=600, normalize_obs=True, eval_freq=300,
-                eval_episodes=1, checkpoint_freq=300, log_freq=100, seed=1)
+    agent = A3C(
+        "Pendulum-v1",
+        workers=2,
+        n_steps=10,
+        total_steps=600,
+        normalize_obs=True,
+        eval_freq=300,
+        eval_episodes=1,
+        checkpoint_freq=300,
+        log_freq=100,
+        seed=1,
+    )
     agent.learn(run_dir=run, progress=False)
     assert agent.num_steps == 600
     assert agent.obs_normalizer.stats.count.item() == 600
-    for name in ("config.yaml", "metrics.csv", "eval.json", "learning_curve.png", "checkpoints/latest.pt",
-                 "checkpoints/best.pt"):
+    for name in (
+        "config.yaml",
+        "metrics.csv",
+        "eval.json",
+        "learning_curve.png",
+        "checkpoints/latest.pt",
+        "checkpoints/best.pt",
+    ):
         assert (run / name).exists(), name
     rows = list(csv.DictReader((run / "metrics.csv").open()))
     steps = [int(row["step"]) for row in rows]
@@ -142,15 +163,17 @@ def test_rows_count_the_steps_taken_and_evaluate_where_the_counted_steps_cross_e
     included, and a row evaluates exactly where its step passes a multiple of eval_freq (and at
     the end), whatever the timing. The rate's own arithmetic, with steps claimed but not taken,
     is tests/unit/test_a3c_parts.py::test_fps_counts_the_steps_taken_since_the_last_report_evaluations_included."""
-    A3C("CartPole-v1", workers=2, n_steps=20, total_steps=6000, eval_freq=1500, eval_episodes=20, log_freq=100,
-        seed=0).learn(run_dir=tmp_path, progress=False)
+    A3C(
+        "CartPole-v1", workers=2, n_steps=20, total_steps=6000, eval_freq=1500, eval_episodes=20, log_freq=100, seed=0
+    ).learn(run_dir=tmp_path, progress=False)
     rows = list(csv.DictReader((tmp_path / "metrics.csv").open()))
     steps = [0] + [int(row["step"]) for row in rows]
     elapsed = [0.0] + [float(row["time/elapsed_s"]) for row in rows]
     assert steps[-1] == 6000 and steps == sorted(set(steps))
     for i, row in enumerate(rows, 1):
-        assert float(row["time/fps"]) == pytest.approx((steps[i] - steps[i - 1]) / (elapsed[i] - elapsed[i - 1]),
-                                                      rel=1e-6), i
+        assert float(row["time/fps"]) == pytest.approx(
+            (steps[i] - steps[i - 1]) / (elapsed[i] - elapsed[i - 1]), rel=1e-6
+        ), i
         assert bool(row["eval/return_mean"]) == (steps[i] // 1500 > steps[i - 1] // 1500 or i == len(rows)), i
 
 
@@ -209,25 +232,31 @@ class DictObservations(gym.Env):
     action_space = gym.spaces.Discrete(2)
 
 
-@pytest.mark.parametrize("env, values, message", [
-    ("CartPole-v9", {}, "unknown environment"),
-    (MultiBinaryActions, {}, "action space"),
-    (DictObservations, {}, "flat Box observation"),
-    ("CartPole-v1", {"workers": 0}, "workers must be > 0"),
-    ("CartPole-v1", {"n_steps": 0}, "n_steps must be > 0"),
-])
+@pytest.mark.parametrize(
+    "env, values, message",
+    [
+        ("CartPole-v9", {}, "unknown environment"),
+        (MultiBinaryActions, {}, "action space"),
+        (DictObservations, {}, "flat Box observation"),
+        ("CartPole-v1", {"workers": 0}, "workers must be > 0"),
+        ("CartPole-v1", {"n_steps": 0}, "n_steps must be > 0"),
+    ],
+)
 def test_bad_input_raises_before_any_worker_starts(env, values, message):
     with pytest.raises(InputError, match=message):
         A3C(env, **values).learn(total_steps=100, progress=False)
     assert_no_children_left()
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--env", "NoSuchEnv-v0"], "unknown environment"),
-    (["--env", "Blackjack-v1"], "flat Box observation"),
-    (["--env", "CartPole-v1", "--workers", "0"], "workers must be > 0"),
-    (["--env", "CartPole-v1", "--set", "n_steps=0"], "n_steps must be > 0"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--env", "NoSuchEnv-v0"], "unknown environment"),
+        (["--env", "Blackjack-v1"], "flat Box observation"),
+        (["--env", "CartPole-v1", "--workers", "0"], "workers must be > 0"),
+        (["--env", "CartPole-v1", "--set", "n_steps=0"], "n_steps must be > 0"),
+    ],
+)
 def test_cli_bad_input_exits_2_without_workers(argv, message, tmp_path, capsys):
     code = cli_main(["train", "a3c", *argv, "--run-dir", str(tmp_path / "run"), "--no-progress"])
     assert code == 2
@@ -236,8 +265,13 @@ def test_cli_bad_input_exits_2_without_workers(argv, message, tmp_path, capsys):
     assert_no_children_left()
 
 
-@pytest.mark.parametrize("factory, cause", [(a3c_test_envs.make_raising_env, "FailingEnv: deliberate failure"),
-                                            (a3c_test_envs.make_killing_env, "killed by SIGKILL")])
+@pytest.mark.parametrize(
+    "factory, cause",
+    [
+        (a3c_test_envs.make_raising_env, "FailingEnv: deliberate failure"),
+        (a3c_test_envs.make_killing_env, "killed by SIGKILL"),
+    ],
+)
 def test_failed_worker_stops_the_run_with_a_final_checkpoint(factory, cause, tmp_path):
     started = time.monotonic()
     with pytest.raises(TrainingError, match=cause) as info:
@@ -253,15 +287,39 @@ def test_failed_worker_stops_the_run_with_a_final_checkpoint(factory, cause, tmp
 def run_cli(args: list[str], tmp_path: Path, **kwargs) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")])}
     code = "import sys, a3c_test_envs; from acrl.cli import main; sys.exit(main(sys.argv[1:]))"
-    return subprocess.Popen([sys.executable, "-c", code, *args], cwd=tmp_path, env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kwargs)
+    return subprocess.Popen(
+        [sys.executable, "-c", code, *args],
+        cwd=tmp_path,
+        env=env,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        **kwargs,
+    )
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_signal_stops_training_with_checkpoint_and_no_orphans(signum, tmp_path):
     run = tmp_path / "run"
-    proc = run_cli(["train", "a3c", "--env", "CartPole-v1", "--workers", "2", "--total-steps", "100000000",
-                    "--run-dir", str(run), "--no-progress", "--set", "eval_freq=0", "log_freq=200"], tmp_path)
+    proc = run_cli(
+        [
+            "train",
+            "a3c",
+            "--env",
+            "CartPole-v1",
+            "--workers",
+            "2",
+            "--total-steps",
+            "100000000",
+            "--run-dir",
+            str(run),
+            "--no-progress",
+            "--set",
+            "eval_freq=0",
+            "log_freq=200",
+        ],
+        tmp_path,
+    )
     children: list[int] = []
 
     def workers_running() -> bool:
@@ -272,16 +330,33 @@ def test_signal_stops_training_with_checkpoint_and_no_orphans(signum, tmp_path):
     stderr = signal_when_ready(proc, workers_running, signum, timeout=90)
     assert len(children) >= 2, "the workers were running"
     assert proc.returncode == 130, stderr
-    assert all(not Path(f"/proc/{pid}").exists() or
-               Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z" for pid in children)
+    assert all(
+        not Path(f"/proc/{pid}").exists() or Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+        for pid in children
+    )
     agent = acrl.load(run / "checkpoints" / "latest.pt")
     assert agent.num_steps > 0
 
 
 def test_worker_exception_exits_1_with_its_traceback(tmp_path):
-    proc = run_cli(["train", "a3c", "--env", "acrl_test/FailingCartPole-v0", "--workers", "2", "--total-steps",
-                    "100000000", "--run-dir", str(tmp_path / "run"), "--no-progress", "--set", "eval_freq=0"],
-                   tmp_path)
+    proc = run_cli(
+        [
+            "train",
+            "a3c",
+            "--env",
+            "acrl_test/FailingCartPole-v0",
+            "--workers",
+            "2",
+            "--total-steps",
+            "100000000",
+            "--run-dir",
+            str(tmp_path / "run"),
+            "--no-progress",
+            "--set",
+            "eval_freq=0",
+        ],
+        tmp_path,
+    )
     try:
         _, stderr = proc.communicate(timeout=120)
     finally:

@@ -15,20 +15,27 @@ import yaml
 from acrl import DiscreteBCQ
 from acrl.parts.datasets import collect_transitions, save_dataset
 
-TINY = ["actor_hidden_sizes=[16]", "critic_hidden_sizes=[16]", "vae_hidden_sizes=[16]", "iteration_steps=10",
-        "eval_episodes=1"]
+TINY = [
+    "actor_hidden_sizes=[16]",
+    "critic_hidden_sizes=[16]",
+    "vae_hidden_sizes=[16]",
+    "iteration_steps=10",
+    "eval_episodes=1",
+]
 
 
 def acrl(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "acrl.cli", *map(str, args)], capture_output=True, text=True,
-                          cwd=cwd, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "acrl.cli", *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=300
+    )
 
 
 def random_dataset(path, env_id, steps, seed=0):
     env = gym.make(env_id)
     env.action_space.seed(seed)
-    data = collect_transitions(env, lambda obs: env.action_space.sample(), steps, seed, kind="random",
-                               behavioral_policy="uniform")
+    data = collect_transitions(
+        env, lambda obs: env.action_space.sample(), steps, seed, kind="random", behavioral_policy="uniform"
+    )
     save_dataset(path, data)
     return path
 
@@ -36,9 +43,11 @@ def random_dataset(path, env_id, steps, seed=0):
 @pytest.fixture(scope="module")
 def datasets(tmp_path_factory):
     root = tmp_path_factory.mktemp("bcq-data")
-    return {"pendulum": random_dataset(root / "pendulum.h5", "Pendulum-v1", 400),
-            "cartpole": random_dataset(root / "cartpole.h5", "CartPole-v1", 200),
-            "inverted": random_dataset(root / "inverted.h5", "InvertedPendulum-v5", 200)}
+    return {
+        "pendulum": random_dataset(root / "pendulum.h5", "Pendulum-v1", 400),
+        "cartpole": random_dataset(root / "cartpole.h5", "CartPole-v1", 200),
+        "inverted": random_dataset(root / "inverted.h5", "InvertedPendulum-v5", 200),
+    }
 
 
 def read_metrics(run_dir):
@@ -48,8 +57,20 @@ def read_metrics(run_dir):
 
 def test_train_evaluate_resume_from_a_dataset(datasets, tmp_path):
     run = tmp_path / "run"
-    result = acrl("train", "bcq", "--dataset", datasets["pendulum"], "--total-steps", 40, "--run-dir", run,
-                  "--no-progress", "--set", "eval_freq=20", *TINY)
+    result = acrl(
+        "train",
+        "bcq",
+        "--dataset",
+        datasets["pendulum"],
+        "--total-steps",
+        40,
+        "--run-dir",
+        run,
+        "--no-progress",
+        "--set",
+        "eval_freq=20",
+        *TINY,
+    )
     assert result.returncode == 0, result.stderr
     final = json.loads(result.stdout.strip().splitlines()[-1])
     assert len(final["returns"]) == 1 and final["return_mean"] < 0  # Pendulum's rewards are <= 0
@@ -72,20 +93,27 @@ def test_train_evaluate_resume_from_a_dataset(datasets, tmp_path):
     assert steps == sorted(steps) and steps[-1] == 60 and 50 in steps
 
 
-@pytest.mark.parametrize("case", ["discrete-data-continuous-env", "continuous-data-discrete-env",
-                                  "observation-size", "missing-file", "no-dataset"])
+@pytest.mark.parametrize(
+    "case",
+    ["discrete-data-continuous-env", "continuous-data-discrete-env", "observation-size", "missing-file", "no-dataset"],
+)
 def test_bad_input_exits_2_with_a_clear_message(case, datasets, tmp_path):
     algo = "discrete_bcq" if case == "continuous-data-discrete-env" else "bcq"
     args, expected = {
         # CartPole's (N,) integer actions for InvertedPendulum's Box(1) (both have 4 observations).
-        "discrete-data-continuous-env": (["--dataset", datasets["cartpole"], "--env", "InvertedPendulum-v5"],
-                                         "'actions' have shape (200,) but the action space needs (N, 1)"),
+        "discrete-data-continuous-env": (
+            ["--dataset", datasets["cartpole"], "--env", "InvertedPendulum-v5"],
+            "'actions' have shape (200,) but the action space needs (N, 1)",
+        ),
         # InvertedPendulum's float actions for CartPole's Discrete(2).
-        "continuous-data-discrete-env": (["--dataset", datasets["inverted"], "--env", "CartPole-v1"],
-                                         "not an integer; a Discrete action space needs integer actions"),
-        "observation-size": (["--dataset", datasets["pendulum"], "--env", "Hopper-v5"],
-                             "'observations' have 3 values per row but the environment's observation space "
-                             "has shape (11,)"),
+        "continuous-data-discrete-env": (
+            ["--dataset", datasets["inverted"], "--env", "CartPole-v1"],
+            "not an integer; a Discrete action space needs integer actions",
+        ),
+        "observation-size": (
+            ["--dataset", datasets["pendulum"], "--env", "Hopper-v5"],
+            "'observations' have 3 values per row but the environment's observation space has shape (11,)",
+        ),
         "missing-file": (["--dataset", tmp_path / "nope.h5"], "does not exist"),
         "no-dataset": (["--env", "Pendulum-v1"], "BCQ learns from a fixed dataset: pass --dataset FILE"),
     }[case]

@@ -18,9 +18,19 @@ from acrl.offline.experiments import BUFFERS, episode_returns
 from acrl.parts.datasets import OfflineDataset, load_dataset
 from tests.conftest import ROOT
 
-TINY_FLAGS = ["--behavioral-set", "start_steps=100", "hidden_sizes=[16]", "--ddpg-set", "hidden_sizes=[16]",
-              "--bcq-set", "actor_hidden_sizes=[16]", "critic_hidden_sizes=[16]", "vae_hidden_sizes=[16]",
-              "--bc-set", "hidden_sizes=[16]"]
+TINY_FLAGS = [
+    "--behavioral-set",
+    "start_steps=100",
+    "hidden_sizes=[16]",
+    "--ddpg-set",
+    "hidden_sizes=[16]",
+    "--bcq-set",
+    "actor_hidden_sizes=[16]",
+    "critic_hidden_sizes=[16]",
+    "vae_hidden_sizes=[16]",
+    "--bc-set",
+    "hidden_sizes=[16]",
+]
 """Networks of 16 units for every agent, and a behavioral DDPG that starts learning after 100 steps."""
 
 
@@ -36,9 +46,28 @@ def without_ray(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
 
 def test_extrapolation_without_ray_writes_table_figure_and_runs(tmp_path):
     out = tmp_path / "exp"
-    result = without_ray(tmp_path, "experiment", "extrapolation", "--env", "Pendulum-v1", "--steps-behavioral", "300",
-                         "--updates", "150", "--dataset-size", "250", "--eval-freq", "150", "--eval-episodes", "1",
-                         "--seeds", "0", "--out", str(out), *TINY_FLAGS)
+    result = without_ray(
+        tmp_path,
+        "experiment",
+        "extrapolation",
+        "--env",
+        "Pendulum-v1",
+        "--steps-behavioral",
+        "300",
+        "--updates",
+        "150",
+        "--dataset-size",
+        "250",
+        "--eval-freq",
+        "150",
+        "--eval-episodes",
+        "1",
+        "--seeds",
+        "0",
+        "--out",
+        str(out),
+        *TINY_FLAGS,
+    )
     assert result.returncode == 0, result.stderr
     summary = json.loads((out / "extrapolation.json").read_text())
     assert "| BCQ |" in result.stdout
@@ -48,8 +77,13 @@ def test_extrapolation_without_ray_writes_table_figure_and_runs(tmp_path):
         assert f"{label}: 100%" in result.stderr and f"| {total}/{total} [" in result.stderr, result.stderr
     done = [line for line in result.stderr.replace("\r", "\n").splitlines() if line.startswith("done ")]
     assert len(done) == 2 + 2 + 9 and max(len(line) for line in done) < 120, done
-    assert {p.name for p in out.iterdir()} == {"extrapolation.json", "extrapolation.md", "extrapolation.png", "s0",
-                                               "experiment.yaml"}
+    assert {p.name for p in out.iterdir()} == {
+        "extrapolation.json",
+        "extrapolation.md",
+        "extrapolation.png",
+        "s0",
+        "experiment.yaml",
+    }
     assert list(summary["table"]) == ["behavioral", "bcq", "ddpg", "bc"]
     assert all(list(row) == list(BUFFERS) for row in summary["table"].values())
     final = load_dataset(out / "s0" / "final" / "final.h5")  # every transition of its own behavioral run
@@ -82,12 +116,33 @@ def test_extrapolation_without_ray_writes_table_figure_and_runs(tmp_path):
 
 def test_concurrent_learners_learn_from_the_behavioral_buffer_without_acting(tmp_path, capsys):
     out = tmp_path / "c"
-    argv = ["experiment", "concurrent", "--env", "Pendulum-v1", "--steps-behavioral", "250", "--eval-freq", "250",
-            "--eval-episodes", "1", "--seeds", "1", "--out", str(out), "--no-progress", *TINY_FLAGS]
+    argv = [
+        "experiment",
+        "concurrent",
+        "--env",
+        "Pendulum-v1",
+        "--steps-behavioral",
+        "250",
+        "--eval-freq",
+        "250",
+        "--eval-episodes",
+        "1",
+        "--seeds",
+        "1",
+        "--out",
+        str(out),
+        "--no-progress",
+        *TINY_FLAGS,
+    ]
     assert main(argv) == 0
     assert "| BCQ (same buffer) |" in capsys.readouterr().out
-    assert {p.name for p in out.iterdir()} == {"concurrent.json", "concurrent.md", "concurrent.png", "s1",
-                                               "experiment.yaml"}
+    assert {p.name for p in out.iterdir()} == {
+        "concurrent.json",
+        "concurrent.md",
+        "concurrent.png",
+        "s1",
+        "experiment.yaml",
+    }
     result = json.loads((out / "concurrent.json").read_text())["runs"][0]
     bcq = load(f"{result['run_dirs']['bcq']}/checkpoints/latest.pt")
     ddpg = load(f"{result['run_dirs']['ddpg']}/checkpoints/latest.pt")
@@ -101,17 +156,26 @@ def test_concurrent_learners_learn_from_the_behavioral_buffer_without_acting(tmp
 def test_episode_returns_skip_the_unfinished_episode():
     terminals = np.array([False, True, False, False, False, False])
     timeouts = np.array([False, False, False, False, True, False])
-    data = OfflineDataset(np.zeros((6, 1), np.float32), np.zeros((6, 1), np.float32),
-                          np.arange(1, 7, dtype=np.float32), np.zeros((6, 1), np.float32), terminals, timeouts)
+    data = OfflineDataset(
+        np.zeros((6, 1), np.float32),
+        np.zeros((6, 1), np.float32),
+        np.arange(1, 7, dtype=np.float32),
+        np.zeros((6, 1), np.float32),
+        terminals,
+        timeouts,
+    )
     assert episode_returns(data).tolist() == [3.0, 12.0]
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["experiment", "concurrent", "--env", "Pendulum-v1", "--updates", "5"], "--updates, --dataset-size"),
-    (["experiment", "extrapolation", "--env", "CartPole-v1", "--steps-behavioral", "10"], "Discrete"),
-    (["experiment", "extrapolation", "--env", "Pendulum-v9"], "unknown environment id"),
-    (["experiment", "extrapolation", "--env", "Pendulum-v1", "--bcq-set", "lmbda=2"], "lmbda"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["experiment", "concurrent", "--env", "Pendulum-v1", "--updates", "5"], "--updates, --dataset-size"),
+        (["experiment", "extrapolation", "--env", "CartPole-v1", "--steps-behavioral", "10"], "Discrete"),
+        (["experiment", "extrapolation", "--env", "Pendulum-v9"], "unknown environment id"),
+        (["experiment", "extrapolation", "--env", "Pendulum-v1", "--bcq-set", "lmbda=2"], "lmbda"),
+    ],
+)
 def test_experiment_bad_input_exits_2_before_announcing_or_writing_anything(argv, message, tmp_path, capsys):
     assert main([*argv, "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
@@ -120,11 +184,26 @@ def test_experiment_bad_input_exits_2_before_announcing_or_writing_anything(argv
 
 
 def test_an_address_without_ray_is_one_line_naming_the_ray_extra(tmp_path):
-    result = without_ray(tmp_path, "experiment", "concurrent", "--env", "Pendulum-v1", "--steps-behavioral", "2000",
-                         "--behavioral-set", "start_steps=1000", "--address", "auto", "--out", str(tmp_path / "out"))
+    result = without_ray(
+        tmp_path,
+        "experiment",
+        "concurrent",
+        "--env",
+        "Pendulum-v1",
+        "--steps-behavioral",
+        "2000",
+        "--behavioral-set",
+        "start_steps=1000",
+        "--address",
+        "auto",
+        "--out",
+        str(tmp_path / "out"),
+    )
     assert result.returncode == 2
-    assert result.stderr.splitlines() == ["acrl: error: --address auto needs ray, which is not installed: install "
-                                          "acrl's ray extra: pip install -e '.[ray]' (./run setup does)."]
+    assert result.stderr.splitlines() == [
+        "acrl: error: --address auto needs ray, which is not installed: install "
+        "acrl's ray extra: pip install -e '.[ray]' (./run setup does)."
+    ]
     assert not (tmp_path / "out").exists()
 
 
@@ -135,9 +214,23 @@ def test_a_behavioral_budget_of_only_random_steps_warns_once_on_one_line_before_
     out = tmp_path / "E"
     out.mkdir()
     (out / "experiment.yaml").write_text(yaml.safe_dump({"experiment": "another"}))
-    argv = ["experiment", name, "--env", "Pendulum-v1", "--steps-behavioral", "50", "--eval-freq", "50",
-            "--behavioral-set", "start_steps=100", "--out", str(out)]
+    argv = [
+        "experiment",
+        name,
+        "--env",
+        "Pendulum-v1",
+        "--steps-behavioral",
+        "50",
+        "--eval-freq",
+        "50",
+        "--behavioral-set",
+        "start_steps=100",
+        "--out",
+        str(out),
+    ]
     assert main(argv) == 2
     lines = [line for line in capsys.readouterr().err.splitlines() if "warning" in line.lower()]
-    assert lines == ["acrl: warning: total_steps 50 <= start_steps 100: every action will be uniformly random and no "
-                     "gradient update will happen. Train longer or lower start_steps (--set start_steps=1000)."]
+    assert lines == [
+        "acrl: warning: total_steps 50 <= start_steps 100: every action will be uniformly random and no "
+        "gradient update will happen. Train longer or lower start_steps (--set start_steps=1000)."
+    ]

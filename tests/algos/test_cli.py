@@ -30,8 +30,17 @@ from acrl.core.errors import InputError
 from acrl.sweep.grid import SweepSpec
 from tests.conftest import ROOT, run_cli
 
-SUBCOMMANDS = {"train": Train, "resume": Resume, "evaluate": Evaluate, "record": Record, "plot": Plot,
-               "collect": Collect, "experiment": Experiment, "sweep": Sweep, "tune": Tune}
+SUBCOMMANDS = {
+    "train": Train,
+    "resume": Resume,
+    "evaluate": Evaluate,
+    "record": Record,
+    "plot": Plot,
+    "collect": Collect,
+    "experiment": Experiment,
+    "sweep": Sweep,
+    "tune": Tune,
+}
 
 TINY_BCQ = ["actor_hidden_sizes=[8]", "critic_hidden_sizes=[8]", "vae_hidden_sizes=[8]"]
 
@@ -53,7 +62,7 @@ def help_entries(text: str) -> dict[str, str]:
     start = next(i for i, line in enumerate(lines) if re.fullmatch(r"\s*-{10,}\s*", line))
     entries: dict[str, list[str]] = {}
     current = None
-    for line in lines[start + 1:]:
+    for line in lines[start + 1 :]:
         if re.fullmatch(r"\s*-{10,}\s*", line) or not line.strip():
             current = None  # an underline, or the blank line that ends a section
         elif re.match(r"  \S", line):
@@ -99,31 +108,43 @@ def test_readme_cli_block_is_the_synopsis():
 def test_synopsis_renders_each_option():
     lines = synopsis().splitlines()
     assert "acrl resume RUN_DIR [--total-steps N] [--device DEVICE] [--no-progress]" in lines
-    assert ("acrl evaluate RUN_DIR [--checkpoint best|latest] [--episodes N] [--stochastic] [--seed N] "
-            "[--device DEVICE]") in lines
+    assert (
+        "acrl evaluate RUN_DIR [--checkpoint best|latest] [--episodes N] [--stochastic] [--seed N] [--device DEVICE]"
+    ) in lines
     assert "acrl plot RUN_DIR [RUN_DIR ...] [--out FILE.png]" in lines
     text = " ".join(synopsis().split())
     for sub, cls in SUBCOMMANDS.items():  # every field of every command is in its paragraph
         paragraph = text.split(f"acrl {sub} ")[1].split(" acrl ")[0]
         for f in dataclasses.fields(cls):
             flag = f.name.replace("_", "-")
-            assert f"--{flag}" in paragraph or f"--no-{flag}" in paragraph or f.name in ("algo", "run_dir", "run_dirs",
-                                                                                          "name"), (sub, f.name)
+            assert (
+                f"--{flag}" in paragraph
+                or f"--no-{flag}" in paragraph
+                or f.name in ("algo", "run_dir", "run_dirs", "name")
+            ), (sub, f.name)
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["train", "ppo", "--seed", "abc"], "--seed takes an integer, got 'abc'."),
-    (["train", "ppo", "--video-freq", "1.5"], "--video-freq takes an integer, got '1.5'."),
-    (["sweep", "ppo", "--seeds", "1", "x"], "--seeds takes integers, got '1' 'x'."),
-    (["train", "ppo", "--bogus"], "unrecognized argument --bogus; `acrl train --help` lists the options."),
-    (["record", "RUN", "--checkpoint", "foo"], "--checkpoint must be best or latest, got 'foo'."),
-    (["collect", "--kind", "concurrent", "--out", "d.h5", "--steps", "9"],
-     "--kind must be final, imitation or imperfect, got 'concurrent'."),
-    (["collect", "--out", "d.h5"], "acrl collect needs --kind and --steps; `acrl collect --help` describes them."),
-    (["train"], "acrl train needs ALGO; `acrl train --help` describes it."),
-    (["trian", "ppo"], "unknown command 'trian' (did you mean train?); the commands are train, resume, evaluate, "
-                       "record, plot, collect, experiment, sweep, tune."),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["train", "ppo", "--seed", "abc"], "--seed takes an integer, got 'abc'."),
+        (["train", "ppo", "--video-freq", "1.5"], "--video-freq takes an integer, got '1.5'."),
+        (["sweep", "ppo", "--seeds", "1", "x"], "--seeds takes integers, got '1' 'x'."),
+        (["train", "ppo", "--bogus"], "unrecognized argument --bogus; `acrl train --help` lists the options."),
+        (["record", "RUN", "--checkpoint", "foo"], "--checkpoint must be best or latest, got 'foo'."),
+        (
+            ["collect", "--kind", "concurrent", "--out", "d.h5", "--steps", "9"],
+            "--kind must be final, imitation or imperfect, got 'concurrent'.",
+        ),
+        (["collect", "--out", "d.h5"], "acrl collect needs --kind and --steps; `acrl collect --help` describes them."),
+        (["train"], "acrl train needs ALGO; `acrl train --help` describes it."),
+        (
+            ["trian", "ppo"],
+            "unknown command 'trian' (did you mean train?); the commands are train, resume, evaluate, "
+            "record, plot, collect, experiment, sweep, tune.",
+        ),
+    ],
+)
 def test_argument_errors_are_one_line(capsys, argv, message):
     assert main(argv) == 2
     captured = capsys.readouterr()
@@ -138,7 +159,7 @@ def test_version():
 
 def test_train_help_lists_every_registered_algorithm(capsys):
     text = " ".join(help_text(capsys, "train").split())
-    algo_help = text[text.index("Algorithm:"):]
+    algo_help = text[text.index("Algorithm:") :]
     for name in ALGORITHMS:
         assert re.search(rf"\b{name}\b", algo_help), name
 
@@ -163,9 +184,22 @@ def warning_lines(stderr: str) -> list[str]:
 
 
 def test_train_warning_is_one_line(tmp_path):
-    out = run_cli("train", "ddpg", "--env", "Pendulum-v1", "--total-steps", "50", "--set", "start_steps=100",
-                  "hidden_sizes=[8]", "eval_freq=0", "eval_episodes=1", "--run-dir", str(tmp_path / "D"),
-                  "--no-progress")
+    out = run_cli(
+        "train",
+        "ddpg",
+        "--env",
+        "Pendulum-v1",
+        "--total-steps",
+        "50",
+        "--set",
+        "start_steps=100",
+        "hidden_sizes=[8]",
+        "eval_freq=0",
+        "eval_episodes=1",
+        "--run-dir",
+        str(tmp_path / "D"),
+        "--no-progress",
+    )
     assert out.returncode == 0, out.stderr
     lines = warning_lines(out.stderr)
     assert len(lines) == 1, out.stderr  # before_learning runs once (in learn), and nothing hides a second
@@ -174,13 +208,33 @@ def test_train_warning_is_one_line(tmp_path):
 
 
 @pytest.mark.slow  # the whole pipeline; the driver's one warning line, cheaply: test_bcq_experiments.py
-@pytest.mark.parametrize("name, extra", [("concurrent", []),
-                                         ("extrapolation", ["--updates", "20", "--dataset-size", "50"])])
+@pytest.mark.parametrize(
+    "name, extra", [("concurrent", []), ("extrapolation", ["--updates", "20", "--dataset-size", "50"])]
+)
 def test_experiment_warns_when_behavioral_budget_is_all_random_steps(tmp_path, name, extra):
-    out = run_cli("experiment", name, "--env", "Pendulum-v1", "--steps-behavioral", "50", *extra, "--eval-freq",
-                  "50", "--eval-episodes", "1", "--behavioral-set", "start_steps=100", "hidden_sizes=[8]",
-                  "--ddpg-set", "hidden_sizes=[8]", "--bcq-set", *TINY_BCQ, "--out", str(tmp_path / "E"),
-                  "--no-progress")
+    out = run_cli(
+        "experiment",
+        name,
+        "--env",
+        "Pendulum-v1",
+        "--steps-behavioral",
+        "50",
+        *extra,
+        "--eval-freq",
+        "50",
+        "--eval-episodes",
+        "1",
+        "--behavioral-set",
+        "start_steps=100",
+        "hidden_sizes=[8]",
+        "--ddpg-set",
+        "hidden_sizes=[8]",
+        "--bcq-set",
+        *TINY_BCQ,
+        "--out",
+        str(tmp_path / "E"),
+        "--no-progress",
+    )
     assert out.returncode == 0, out.stderr
     lines = warning_lines(out.stderr)
     assert len(lines) == 1, out.stderr
@@ -214,16 +268,22 @@ def test_a_missing_dataset_file_is_named_before_the_action_space(capsys, tmp_pat
 
 
 def test_sweep_directory_names_every_environment():
-    assert SweepSpec("ppo", envs=["CartPole-v1", "acrl/AntDirectional-v5"]).default_dir().name.startswith(
-        "sweep-ppo-CartPole-v1+acrl_AntDirectional-v5-")
+    assert (
+        SweepSpec("ppo", envs=["CartPole-v1", "acrl/AntDirectional-v5"])
+        .default_dir()
+        .name.startswith("sweep-ppo-CartPole-v1+acrl_AntDirectional-v5-")
+    )
 
 
-@pytest.mark.parametrize("algo, env, other", [("bcq", "CartPole-v1", "discrete_bcq"),
-                                              ("discrete_bcq", "Pendulum-v1", "bcq")])
+@pytest.mark.parametrize(
+    "algo, env, other", [("bcq", "CartPole-v1", "discrete_bcq"), ("discrete_bcq", "Pendulum-v1", "bcq")]
+)
 def test_wrong_action_space_names_the_other_bcq(capsys, tmp_path, algo, env, other):
     h5py.File(tmp_path / "x.h5", "w").close()  # an HDF5 file: its datasets are read after the action space check
-    assert main(["train", algo, "--dataset", str(tmp_path / "x.h5"), "--env", env,
-                 "--run-dir", str(tmp_path / "run")]) == 2
+    assert (
+        main(["train", algo, "--dataset", str(tmp_path / "x.h5"), "--env", env, "--run-dir", str(tmp_path / "run")])
+        == 2
+    )
     err = capsys.readouterr().err
     assert err.startswith("acrl: error: ") and err.count("\n") == 1, err
     assert "action space" in err and f"`acrl train {other}`" in err, err

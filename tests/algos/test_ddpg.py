@@ -22,8 +22,9 @@ TINY = ["hidden_sizes=[16, 16]", "batch_size=32", "start_steps=100", "iteration_
 # falls past 0.2 rad) and others by the time limit, so a dataset holds both kinds of ends.
 SHORT_ID = "acrl_test/ShortInvertedPendulum-v5"
 if SHORT_ID not in gym.registry:
-    gym.register(SHORT_ID, entry_point="gymnasium.envs.mujoco.inverted_pendulum_v5:InvertedPendulumEnv",
-                 max_episode_steps=8)
+    gym.register(
+        SHORT_ID, entry_point="gymnasium.envs.mujoco.inverted_pendulum_v5:InvertedPendulumEnv", max_episode_steps=8
+    )
 
 
 def run(capsys, *argv):
@@ -37,19 +38,52 @@ def run(capsys, *argv):
 def behavioral(tmp_path_factory):
     """A `final` collection on Pendulum (450 steps): its dataset and behavioral run directory."""
     out = tmp_path_factory.mktemp("final") / "pendulum-final.hdf5"
-    data = collect_dataset("final", out, 450, env_id="Pendulum-v1", seed=2,
-                           overrides={"hidden_sizes": [16, 16], "batch_size": 32, "start_steps": 100,
-                                      "iteration_steps": 150, "eval_freq": 150, "eval_episodes": 1})
+    data = collect_dataset(
+        "final",
+        out,
+        450,
+        env_id="Pendulum-v1",
+        seed=2,
+        overrides={
+            "hidden_sizes": [16, 16],
+            "batch_size": 32,
+            "start_steps": 100,
+            "iteration_steps": 150,
+            "eval_freq": 150,
+            "eval_episodes": 1,
+        },
+    )
     return out, data, out.with_name("pendulum-final-behavioral")
 
 
 def test_train_writes_run_dir_that_evaluate_reads(tmp_path, capsys):
     run_dir = tmp_path / "run"
-    code, out, err = run(capsys, "train", "td3", "--env", "Pendulum-v1", "--total-steps", "300", "--seed", "1",
-                         "--run-dir", str(run_dir), "--no-progress", "--set", *TINY, "eval_freq=200")
+    code, out, err = run(
+        capsys,
+        "train",
+        "td3",
+        "--env",
+        "Pendulum-v1",
+        "--total-steps",
+        "300",
+        "--seed",
+        "1",
+        "--run-dir",
+        str(run_dir),
+        "--no-progress",
+        "--set",
+        *TINY,
+        "eval_freq=200",
+    )
     assert code == 0, err
-    for name in ("config.yaml", "metrics.csv", "eval.json", "learning_curve.png",
-                 "checkpoints/best.pt", "checkpoints/latest.pt"):
+    for name in (
+        "config.yaml",
+        "metrics.csv",
+        "eval.json",
+        "learning_curve.png",
+        "checkpoints/best.pt",
+        "checkpoints/latest.pt",
+    ):
         assert (run_dir / name).exists(), name
     header = (run_dir / "metrics.csv").read_text().splitlines()[0].split(",")
     assert {"train/value_loss", "train/policy_loss", "eval/return_mean", "rollout/ep_return_mean"} <= set(header)
@@ -62,9 +96,25 @@ def test_train_writes_run_dir_that_evaluate_reads(tmp_path, capsys):
 
 def test_collect_final_keeps_terminals_and_timeouts_apart(tmp_path, capsys):
     out = tmp_path / "short.hdf5"
-    code, stdout, err = run(capsys, "collect", "--kind", "final", "--env", SHORT_ID, "--steps", "120",
-                            "--out", str(out), "--seed", "0", "--no-progress", "--set", "hidden_sizes=[16, 16]",
-                            "start_steps=200", "eval_episodes=1")
+    code, stdout, err = run(
+        capsys,
+        "collect",
+        "--kind",
+        "final",
+        "--env",
+        SHORT_ID,
+        "--steps",
+        "120",
+        "--out",
+        str(out),
+        "--seed",
+        "0",
+        "--no-progress",
+        "--set",
+        "hidden_sizes=[16, 16]",
+        "start_steps=200",
+        "eval_episodes=1",
+    )
     assert code == 0, err
     data = load_dataset(out)
     assert len(data) == 120 and json.loads(stdout)["transitions"] == 120
@@ -98,6 +148,7 @@ def test_collect_final_dataset_and_behavioral_run(behavioral):
 
 def _first_episode_return(run_dir):
     import csv
+
     with (run_dir / "metrics.csv").open() as f:
         rows = [r for r in csv.DictReader(f) if r.get("rollout/ep_return_mean")]
     return float(rows[0]["rollout/ep_return_mean"])  # the first row with an episode: exactly one episode
@@ -106,15 +157,39 @@ def _first_episode_return(run_dir):
 def test_collect_imitation_and_imperfect_from_run_dir(behavioral, tmp_path, capsys):
     _, _, run_dir = behavioral
     policy = acrl.load(run_dir / "checkpoints" / "best.pt")
-    code, _, err = run(capsys, "collect", "--kind", "imitation", "--steps", "50", "--policy", str(run_dir),
-                       "--out", str(tmp_path / "imitation.hdf5"), "--seed", "4")
+    code, _, err = run(
+        capsys,
+        "collect",
+        "--kind",
+        "imitation",
+        "--steps",
+        "50",
+        "--policy",
+        str(run_dir),
+        "--out",
+        str(tmp_path / "imitation.hdf5"),
+        "--seed",
+        "4",
+    )
     assert code == 0, err
     imitation = load_dataset(tmp_path / "imitation.hdf5")
     np.testing.assert_allclose(imitation.actions, policy.predict(imitation.observations), atol=1e-6)
     assert imitation.attrs["behavioral_policy"] == str(run_dir) and imitation.attrs["kind"] == "imitation"
     assert imitation.attrs["noise_std"] == 0.0 and imitation.attrs["random_prob"] == 0.0
-    code, _, err = run(capsys, "collect", "--kind", "imperfect", "--steps", "400", "--policy", str(run_dir),
-                       "--out", str(tmp_path / "imperfect.hdf5"), "--env", "Pendulum-v1")
+    code, _, err = run(
+        capsys,
+        "collect",
+        "--kind",
+        "imperfect",
+        "--steps",
+        "400",
+        "--policy",
+        str(run_dir),
+        "--out",
+        str(tmp_path / "imperfect.hdf5"),
+        "--env",
+        "Pendulum-v1",
+    )
     assert code == 0, err
     imperfect = load_dataset(tmp_path / "imperfect.hdf5")
     assert (imperfect.attrs["noise_std"], imperfect.attrs["random_prob"]) == (0.3, 0.3)
@@ -128,9 +203,22 @@ def test_collect_imitation_and_imperfect_from_run_dir(behavioral, tmp_path, caps
 def test_offline_training_from_dataset_through_cli(behavioral, tmp_path, capsys):
     out, _, _ = behavioral
     run_dir = tmp_path / "offline"
-    code, _, err = run(capsys, "train", "ddpg", "--dataset", str(out), "--total-steps", "60", "--run-dir",
-                       str(run_dir), "--no-progress", "--set", "hidden_sizes=[16, 16]", "iteration_steps=30",
-                       "eval_episodes=1")
+    code, _, err = run(
+        capsys,
+        "train",
+        "ddpg",
+        "--dataset",
+        str(out),
+        "--total-steps",
+        "60",
+        "--run-dir",
+        str(run_dir),
+        "--no-progress",
+        "--set",
+        "hidden_sizes=[16, 16]",
+        "iteration_steps=30",
+        "eval_episodes=1",
+    )
     assert code == 0, err
     agent = acrl.load(run_dir / "checkpoints" / "latest.pt")
     assert agent.config.env_id == "Pendulum-v1" and agent.config.dataset == str(out)
@@ -138,16 +226,19 @@ def test_offline_training_from_dataset_through_cli(behavioral, tmp_path, capsys)
     assert math.isfinite(json.loads((run_dir / "eval.json").read_text())["return_mean"])
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--kind", "imitation", "--env", "Pendulum-v1"], "needs --policy"),
-    (["--kind", "imperfect"], "needs --policy"),
-    (["--kind", "final", "--env", "CartPole-v1"], "PPO or A3C"),
-    (["--kind", "final"], "needs --env"),
-    (["--kind", "expert", "--env", "Pendulum-v1"], "--kind must be final, imitation or imperfect, got 'expert'"),
-    (["--kind", "concurrent", "--env", "Pendulum-v1"], "got 'concurrent'"),  # `acrl experiment concurrent`
-    (["--kind", "final", "--env", "Pendulum-v1", "--steps", "0"], "positive integer"),
-    (["--kind", "imitation", "--policy", "no/such/run"], "no checkpoint"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--kind", "imitation", "--env", "Pendulum-v1"], "needs --policy"),
+        (["--kind", "imperfect"], "needs --policy"),
+        (["--kind", "final", "--env", "CartPole-v1"], "PPO or A3C"),
+        (["--kind", "final"], "needs --env"),
+        (["--kind", "expert", "--env", "Pendulum-v1"], "--kind must be final, imitation or imperfect, got 'expert'"),
+        (["--kind", "concurrent", "--env", "Pendulum-v1"], "got 'concurrent'"),  # `acrl experiment concurrent`
+        (["--kind", "final", "--env", "Pendulum-v1", "--steps", "0"], "positive integer"),
+        (["--kind", "imitation", "--policy", "no/such/run"], "no checkpoint"),
+    ],
+)
 def test_collect_bad_input_exits_2(tmp_path, capsys, argv, message):
     argv = ["collect", "--out", str(tmp_path / "x.hdf5"), *argv]
     if "--steps" not in argv:
@@ -160,8 +251,9 @@ def test_collect_bad_input_exits_2(tmp_path, capsys, argv, message):
 def test_collect_refuses_to_overwrite(behavioral, capsys):
     out, _, run_dir = behavioral
     before = out.stat().st_mtime_ns
-    code, _, err = run(capsys, "collect", "--kind", "imitation", "--policy", str(run_dir), "--steps", "5",
-                       "--out", str(out))
+    code, _, err = run(
+        capsys, "collect", "--kind", "imitation", "--policy", str(run_dir), "--steps", "5", "--out", str(out)
+    )
     assert code == 2 and "already exists" in err and out.stat().st_mtime_ns == before
 
 

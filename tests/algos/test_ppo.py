@@ -23,8 +23,20 @@ TINY = {"n_steps": 64, "batch_size": 32, "n_epochs": 2, "eval_episodes": 2}
 
 def test_truncation_learns_the_infinite_horizon_value(constant_reward_env):
     # Truncated every 5 steps, never terminated, reward 1, gamma 0.99: V = 100, not 4.9.
-    agent = PPO(constant_reward_env, seed=0, n_steps=50, batch_size=50, n_epochs=10, learning_rate=0.01,
-                gamma=0.99, gae_lambda=1.0, vf_coef=1.0, max_grad_norm=100.0, normalize_obs=False, eval_freq=0)
+    agent = PPO(
+        constant_reward_env,
+        seed=0,
+        n_steps=50,
+        batch_size=50,
+        n_epochs=10,
+        learning_rate=0.01,
+        gamma=0.99,
+        gae_lambda=1.0,
+        vf_coef=1.0,
+        max_grad_norm=100.0,
+        normalize_obs=False,
+        eval_freq=0,
+    )
     agent.learn(total_steps=12_000, progress=False)
     value = agent.critic(torch.zeros(1, 1)).item()
     assert 90 < value < 110, value
@@ -70,8 +82,10 @@ def test_normalizer_round_trip_in_a_new_process(tmp_path):
     agent.save(path)
     raw = np.array([[0.5, -0.25, 3.0]], np.float32)
     here = agent.obs_normalizer(raw).numpy()
-    code = (f"import acrl, numpy as np; a = acrl.PPO.load({str(path)!r}); "
-            "print(a.obs_normalizer(np.array([[0.5, -0.25, 3.0]], np.float32)).numpy().tolist())")
+    code = (
+        f"import acrl, numpy as np; a = acrl.PPO.load({str(path)!r}); "
+        "print(a.obs_normalizer(np.array([[0.5, -0.25, 3.0]], np.float32)).numpy().tolist())"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     np.testing.assert_array_equal(np.array(json.loads(out.stdout)), here)
     assert not np.allclose(here, raw)  # the statistics really moved away from the identity
@@ -105,13 +119,28 @@ def test_same_seed_same_metrics(tmp_path):
 
 def test_run_directory_contents(tmp_path):
     PPO("CartPole-v1", seed=0, eval_freq=128, checkpoint_freq=128, **TINY).learn(256, run_dir=tmp_path, progress=False)
-    for name in ("config.yaml", "metrics.csv", "learning_curve.png", "eval.json", "checkpoints/latest.pt",
-                 "checkpoints/best.pt"):
+    for name in (
+        "config.yaml",
+        "metrics.csv",
+        "learning_curve.png",
+        "eval.json",
+        "checkpoints/latest.pt",
+        "checkpoints/best.pt",
+    ):
         assert (tmp_path / name).is_file(), name
     assert list(tmp_path.glob("events.out.tfevents.*"))
     result = json.loads((tmp_path / "eval.json").read_text())
-    assert set(result) == {"return_mean", "return_std", "returns", "lengths", "deterministic", "step", "checkpoint",
-                           "resumed_at", "last"}
+    assert set(result) == {
+        "return_mean",
+        "return_std",
+        "returns",
+        "lengths",
+        "deterministic",
+        "step",
+        "checkpoint",
+        "resumed_at",
+        "last",
+    }
     assert len(result["returns"]) == 2 and result["deterministic"] is True
     assert result["step"] in (128, 256) and result["checkpoint"] == "checkpoints/best.pt"
     assert result["last"]["step"] == 256 and result["resumed_at"] is None
@@ -170,9 +199,24 @@ def test_custom_env_without_registration(constant_reward_env):
 # ---------------------------------------------------------------- CLI
 def test_cli_train_evaluate_resume_plot(tmp_path):
     run = tmp_path / "run"
-    out = run_cli("train", "ppo", "--env", "CartPole-v1", "--total-steps", "256", "--run-dir", str(run),
-                  "--no-progress", "--set", "n_envs=2", "n_steps=64", "batch_size=64", "eval_freq=256",
-                  "eval_episodes=2", "checkpoint_freq=128")
+    out = run_cli(
+        "train",
+        "ppo",
+        "--env",
+        "CartPole-v1",
+        "--total-steps",
+        "256",
+        "--run-dir",
+        str(run),
+        "--no-progress",
+        "--set",
+        "n_envs=2",
+        "n_steps=64",
+        "batch_size=64",
+        "eval_freq=256",
+        "eval_episodes=2",
+        "checkpoint_freq=128",
+    )
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["return_mean"] > 0
     assert "learning_curve.png" in out.stderr
@@ -201,16 +245,19 @@ def test_cli_train_evaluate_resume_plot(tmp_path):
     assert (tmp_path / "c.png").stat().st_size > 0
 
 
-@pytest.mark.parametrize("args, message", [
-    (["train", "ppo", "--env", "CartPol-v1"], "Did you mean CartPole-v1"),
-    (["train", "ppo", "--env", "Blackjack-v1"], "flat Box observation space"),
-    (["train", "ppo", "--env", "CartPole-v1", "--set", "clip_range=0"], "clip_range must be > 0"),
-    (["train", "ppo", "--env", "CartPole-v1", "--set", "n_steps=10", "batch_size=3"], "divide the rollout"),
-    (["train", "ppo", "--env", "CartPole-v1", "--set", "batch_size=1"], "batch_size must be >= 2"),
-    (["train", "ppo", "--env", "CartPole-v1", "--set", "clip_rnage=0.1"], "unknown hyperparameter 'clip_rnage'"),
-    (["train", "ppo", "--env", "Pendulum-v1", "--dataset", "d.h5"], "--dataset does not apply to ppo"),
-    (["train", "nope", "--env", "CartPole-v1"], "unknown algorithm"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["train", "ppo", "--env", "CartPol-v1"], "Did you mean CartPole-v1"),
+        (["train", "ppo", "--env", "Blackjack-v1"], "flat Box observation space"),
+        (["train", "ppo", "--env", "CartPole-v1", "--set", "clip_range=0"], "clip_range must be > 0"),
+        (["train", "ppo", "--env", "CartPole-v1", "--set", "n_steps=10", "batch_size=3"], "divide the rollout"),
+        (["train", "ppo", "--env", "CartPole-v1", "--set", "batch_size=1"], "batch_size must be >= 2"),
+        (["train", "ppo", "--env", "CartPole-v1", "--set", "clip_rnage=0.1"], "unknown hyperparameter 'clip_rnage'"),
+        (["train", "ppo", "--env", "Pendulum-v1", "--dataset", "d.h5"], "--dataset does not apply to ppo"),
+        (["train", "nope", "--env", "CartPole-v1"], "unknown algorithm"),
+    ],
+)
 def test_cli_bad_input_exit_2_and_nothing_written(tmp_path, args, message):
     run = tmp_path / "run"
     out = run_cli(*args, "--run-dir", str(run))
@@ -222,10 +269,30 @@ def test_cli_bad_input_exit_2_and_nothing_written(tmp_path, args, message):
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_cli_signal_stops_at_an_iteration_boundary_with_a_checkpoint(tmp_path, signum):
     run = tmp_path / "run"
-    proc = subprocess.Popen([sys.executable, "-m", "acrl", "train", "ppo", "--env", "CartPole-v1", "--total-steps",
-                             "10000000", "--run-dir", str(run), "--no-progress", "--set", "n_envs=2", "n_steps=64",
-                             "batch_size=64", "eval_freq=0"],
-                            env={**os.environ, "PYTHONPATH": str(ROOT)}, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "acrl",
+            "train",
+            "ppo",
+            "--env",
+            "CartPole-v1",
+            "--total-steps",
+            "10000000",
+            "--run-dir",
+            str(run),
+            "--no-progress",
+            "--set",
+            "n_envs=2",
+            "n_steps=64",
+            "batch_size=64",
+            "eval_freq=0",
+        ],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     stderr = signal_when_ready(proc, lambda: (run / "metrics.csv").exists() and len(metric_rows(run)) >= 2, signum)
     assert proc.returncode == 130, stderr
     assert "stopping at the end of this iteration" in stderr and "Traceback" not in stderr
@@ -299,13 +366,18 @@ def test_checkpoint_with_a_per_layer_optimizer_state_still_loads(critic_weight_d
         moments = {key: flat_state["state"][k][key].split(sizes) for key in ("exp_avg", "exp_avg_sq")}
         ids = []
         for i, param in enumerate(net.parameters()):
-            per_layer[index] = {"step": flat_state["state"][k]["step"].clone(),
-                                **{key: moments[key][i].reshape(param.shape).clone() for key in moments}}
+            per_layer[index] = {
+                "step": flat_state["state"][k]["step"].clone(),
+                **{key: moments[key][i].reshape(param.shape).clone() for key in moments},
+            }
             ids.append(index)
             index += 1
         groups.append(ids)
-    old_groups = ([{**flat_state["param_groups"][0], "params": groups[0] + groups[1]}] if not critic_weight_decay
-                  else [{**group, "params": ids} for group, ids in zip(flat_state["param_groups"], groups)])
+    old_groups = (
+        [{**flat_state["param_groups"][0], "params": groups[0] + groups[1]}]
+        if not critic_weight_decay
+        else [{**group, "params": ids} for group, ids in zip(flat_state["param_groups"], groups)]
+    )
     assert index == 12
     old = {**state, "optimizers": {"optimizer": {"state": per_layer, "param_groups": old_groups}}}
 

@@ -14,8 +14,14 @@ import acrl
 from acrl.cli import main
 from acrl.parts.datasets import collect_transitions, save_dataset
 
-TINY = ["start_steps=200", "hidden_sizes=[16,16]", "batch_size=32", "iteration_steps=200", "eval_freq=600",
-        "eval_episodes=1"]
+TINY = [
+    "start_steps=200",
+    "hidden_sizes=[16,16]",
+    "batch_size=32",
+    "iteration_steps=200",
+    "eval_freq=600",
+    "eval_episodes=1",
+]
 
 
 def run(capsys, *argv):
@@ -32,8 +38,20 @@ def metric_steps(run_dir):
 
 def test_train_then_resume(tmp_path, capsys):
     run_dir = tmp_path / "run"
-    code, _, err = run(capsys, "train", "sac", "--env", "Pendulum-v1", "--total-steps", 600, "--set", *TINY,
-                       "--no-progress", "--run-dir", run_dir)
+    code, _, err = run(
+        capsys,
+        "train",
+        "sac",
+        "--env",
+        "Pendulum-v1",
+        "--total-steps",
+        600,
+        "--set",
+        *TINY,
+        "--no-progress",
+        "--run-dir",
+        run_dir,
+    )
     assert code == 0, err
     for name in ("config.yaml", "metrics.csv", "checkpoints/latest.pt", "checkpoints/best.pt", "eval.json"):
         assert (run_dir / name).exists(), name
@@ -41,8 +59,14 @@ def test_train_then_resume(tmp_path, capsys):
     assert config["algo"] == "sac" and config["config"]["ent_coef"] is None
     with (run_dir / "metrics.csv").open() as f:
         header = next(csv.reader(f))
-    assert {"train/value_loss", "train/policy_loss", "train/ent_coef", "train/entropy",
-            "train/ent_coef_loss", "eval/return_mean"} <= set(header)
+    assert {
+        "train/value_loss",
+        "train/policy_loss",
+        "train/ent_coef",
+        "train/entropy",
+        "train/ent_coef_loss",
+        "eval/return_mean",
+    } <= set(header)
     assert metric_steps(run_dir)[-1] == 600
     assert -2000 < json.loads((run_dir / "eval.json").read_text())["return_mean"] <= 0
     first = acrl.load(run_dir / "checkpoints" / "latest.pt")
@@ -59,13 +83,29 @@ def test_train_then_resume(tmp_path, capsys):
 def test_offline_training_from_a_dataset(tmp_path, capsys):
     env = gym.make("Pendulum-v1")
     env.action_space.seed(0)
-    data = collect_transitions(env, lambda obs: env.action_space.sample(), 300, 0, kind="random",
-                               behavioral_policy="uniform")
+    data = collect_transitions(
+        env, lambda obs: env.action_space.sample(), 300, 0, kind="random", behavioral_policy="uniform"
+    )
     save_dataset(tmp_path / "random.hdf5", data)
     run_dir = tmp_path / "offline"
-    code, _, err = run(capsys, "train", "sac", "--dataset", tmp_path / "random.hdf5", "--total-steps", 60,
-                       "--run-dir", run_dir, "--no-progress", "--set", "hidden_sizes=[16,16]", "batch_size=32",
-                       "iteration_steps=30", "eval_freq=60", "eval_episodes=1")
+    code, _, err = run(
+        capsys,
+        "train",
+        "sac",
+        "--dataset",
+        tmp_path / "random.hdf5",
+        "--total-steps",
+        60,
+        "--run-dir",
+        run_dir,
+        "--no-progress",
+        "--set",
+        "hidden_sizes=[16,16]",
+        "batch_size=32",
+        "iteration_steps=30",
+        "eval_freq=60",
+        "eval_episodes=1",
+    )
     assert code == 0, err
     agent = acrl.load(run_dir / "checkpoints" / "latest.pt")
     assert agent.config.env_id == "Pendulum-v1" and agent.step_unit == "update"

@@ -44,8 +44,17 @@ def decode(path) -> tuple[dict, np.ndarray]:
 def cartpole_run(tmp_path_factory):
     """A PPO CartPole run of 256 steps: evaluations every 64, a 12-step clip at every 2nd one."""
     run_dir = tmp_path_factory.mktemp("video") / "run"
-    PPO("CartPole-v1", seed=0, n_steps=64, batch_size=32, n_epochs=1, eval_freq=64, eval_episodes=2,
-        video_freq=2, video_length=12).learn(256, run_dir=run_dir, progress=False)
+    PPO(
+        "CartPole-v1",
+        seed=0,
+        n_steps=64,
+        batch_size=32,
+        n_epochs=1,
+        eval_freq=64,
+        eval_episodes=2,
+        video_freq=2,
+        video_length=12,
+    ).learn(256, run_dir=run_dir, progress=False)
     return run_dir
 
 
@@ -131,11 +140,46 @@ def test_the_card_after_a_resume_gives_the_resumed_budget(cartpole_run, tmp_path
 
 def test_an_environment_without_rgb_array_is_refused_before_anything_is_written(tmp_path, capsys):
     run_dir = tmp_path / "run"
-    code = main(["train", "ppo", "--env", NO_RENDER_ID, "--video-freq", "1", "--total-steps", "64",
-                 "--set", "n_steps=32", "batch_size=16", "eval_freq=32", "--run-dir", str(run_dir), "--no-progress"])
+    code = main(
+        [
+            "train",
+            "ppo",
+            "--env",
+            NO_RENDER_ID,
+            "--video-freq",
+            "1",
+            "--total-steps",
+            "64",
+            "--set",
+            "n_steps=32",
+            "batch_size=16",
+            "eval_freq=32",
+            "--run-dir",
+            str(run_dir),
+            "--no-progress",
+        ]
+    )
     assert code == 2 and "does not render rgb_array" in capsys.readouterr().err and not run_dir.exists()
-    assert main(["train", "ppo", "--env", NO_RENDER_ID, "--total-steps", "64", "--set", "n_steps=32",
-                 "batch_size=16", "eval_freq=32", "--run-dir", str(run_dir), "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "ppo",
+                "--env",
+                NO_RENDER_ID,
+                "--total-steps",
+                "64",
+                "--set",
+                "n_steps=32",
+                "batch_size=16",
+                "eval_freq=32",
+                "--run-dir",
+                str(run_dir),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     assert main(["record", str(run_dir)]) == 2
     assert "does not render rgb_array" in capsys.readouterr().err
@@ -201,8 +245,9 @@ def test_evaluate_the_latest_checkpoint(cartpole_run, tmp_path, capsys):
 def mujoco_run(tmp_path_factory):
     """A PPO InvertedPendulum-v5 run of 32 steps (a MuJoCo task: loading it imports mujoco)."""
     run_dir = tmp_path_factory.mktemp("mujoco") / "run"
-    PPO("InvertedPendulum-v5", seed=0, n_steps=32, batch_size=16, n_epochs=1, eval_freq=32,
-        eval_episodes=1).learn(32, run_dir=run_dir, progress=False)
+    PPO("InvertedPendulum-v5", seed=0, n_steps=32, batch_size=16, n_epochs=1, eval_freq=32, eval_episodes=1).learn(
+        32, run_dir=run_dir, progress=False
+    )
     return run_dir
 
 
@@ -211,12 +256,17 @@ def test_a_bad_mujoco_gl_is_one_error_line(mujoco_run, tmp_path, backend):
     """bogus: `import mujoco` itself fails (in a fresh process, where it is not yet imported); glx: MuJoCo
     imports, but Gymnasium's renderer refuses it (and its half-made viewer printed "Exception ignored")."""
     out = tmp_path / "x.mp4"
-    proc = subprocess.run([sys.executable, "-m", "acrl", "record", str(mujoco_run), "--max-steps", "2", "--out",
-                           str(out)], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "PYTHONPATH": str(ROOT), "MUJOCO_GL": backend})
+    proc = subprocess.run(
+        [sys.executable, "-m", "acrl", "record", str(mujoco_run), "--max-steps", "2", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "MUJOCO_GL": backend},
+    )
     assert proc.returncode == 2, proc.stderr
-    assert proc.stderr.startswith(f"acrl: error: MUJOCO_GL='{backend}' is not a renderer") and \
-        proc.stderr.count("\n") == 1, proc.stderr
+    assert (
+        proc.stderr.startswith(f"acrl: error: MUJOCO_GL='{backend}' is not a renderer") and proc.stderr.count("\n") == 1
+    ), proc.stderr
     assert "apt-get install libegl1 libegl-mesa0 libgl1 libgl1-mesa-dri" in proc.stderr
     assert not out.exists() and proc.stdout == ""
 
@@ -225,19 +275,42 @@ def test_osmesa_without_its_library_is_refused_before_training(tmp_path, monkeyp
     monkeypatch.setenv("MUJOCO_GL", "osmesa")
     monkeypatch.setattr(ctypes.util, "find_library", lambda name: None)  # as on a machine without libOSMesa
     run_dir = tmp_path / "run"
-    assert main(["train", "ppo", "--env", "InvertedPendulum-v5", "--video-freq", "1", "--total-steps", "32",
-                 "--run-dir", str(run_dir), "--no-progress"]) == 2
+    assert (
+        main(
+            [
+                "train",
+                "ppo",
+                "--env",
+                "InvertedPendulum-v5",
+                "--video-freq",
+                "1",
+                "--total-steps",
+                "32",
+                "--run-dir",
+                str(run_dir),
+                "--no-progress",
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
-    assert err.startswith("acrl: error: MUJOCO_GL=osmesa needs libOSMesa, which is not installed: apt-get install "
-                          "libosmesa6") and err.count("\n") == 1, err
+    assert (
+        err.startswith(
+            "acrl: error: MUJOCO_GL=osmesa needs libOSMesa, which is not installed: apt-get install libosmesa6"
+        )
+        and err.count("\n") == 1
+    ), err
     assert not run_dir.exists()
 
 
 def test_sigterm_stops_a_recording_like_ctrl_c(cartpole_run, tmp_path):
     out = tmp_path / "long.mp4"
-    proc = subprocess.Popen([sys.executable, "-m", "acrl", "record", str(cartpole_run), "--episodes", "200",
-                             "--out", str(out)], stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "acrl", "record", str(cartpole_run), "--episodes", "200", "--out", str(out)],
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     stderr = signal_when_ready(proc, lambda: (tmp_path / ".long.mp4.tmp").exists(), signal.SIGTERM)
     assert proc.returncode == 130, stderr
     assert list(tmp_path.iterdir()) == []

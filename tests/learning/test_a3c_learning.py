@@ -21,8 +21,10 @@ def test_cartpole_reaches_475_within_200k_steps_with_2_workers(tmp_path):
     config = preset_config("CartPole-v1", workers=2, seed=0, total_steps=200_000, target_return=475.0)
     started = time.monotonic()
     agent = A3C("CartPole-v1", config=config).learn(run_dir=tmp_path, progress=False)
-    print(f"CartPole-v1 A3C: best eval {agent.best_eval['return_mean']} at step {agent.best_eval['step']}, "
-          f"{agent.num_steps} steps, {time.monotonic() - started:.0f} s")
+    print(
+        f"CartPole-v1 A3C: best eval {agent.best_eval['return_mean']} at step {agent.best_eval['step']}, "
+        f"{agent.num_steps} steps, {time.monotonic() - started:.0f} s"
+    )
     assert agent.best_eval["return_mean"] >= 475
     assert agent.num_steps <= 200_000
 

@@ -19,15 +19,18 @@ import pytest
 
 from acrl.offline.experiments import run_extrapolation
 
-SMALL = {"bcq_overrides": {"actor_hidden_sizes": [64, 64], "critic_hidden_sizes": [64, 64],
-                           "vae_hidden_sizes": [128, 128]},
-         "ddpg_overrides": {"hidden_sizes": [64, 64]}, "bc_overrides": {"hidden_sizes": [64, 64]}}
+SMALL = {
+    "bcq_overrides": {"actor_hidden_sizes": [64, 64], "critic_hidden_sizes": [64, 64], "vae_hidden_sizes": [128, 128]},
+    "ddpg_overrides": {"hidden_sizes": [64, 64]},
+    "bc_overrides": {"hidden_sizes": [64, 64]},
+}
 
 
 @pytest.mark.slow
 def test_on_imitation_data_bcq_stays_near_the_behavioral_policy_and_offline_ddpg_fails(tmp_path):
-    summary = run_extrapolation("Pendulum-v1", tmp_path / "exp", updates=30_000, seeds=[0, 1, 2],
-                                dataset_size=100_000, progress=False, **SMALL)
+    summary = run_extrapolation(
+        "Pendulum-v1", tmp_path / "exp", updates=30_000, seeds=[0, 1, 2], dataset_size=100_000, progress=False, **SMALL
+    )
     imitation = summary["results"]["imitation"]
     behavioral = np.mean([b["return"] for b in imitation["behavioral"]])
     bcq = np.mean([x["final"] for x in imitation["bcq"]])

@@ -19,8 +19,16 @@ def best_return(agent, run_dir):
 
 
 def test_ddpg_small_nets_reach_minus_300_within_5k_steps(tmp_path):
-    agent = DDPG("Pendulum-v1", seed=0, total_steps=5_000, start_steps=1_000, gamma=0.98, hidden_sizes=(64, 64),
-                 eval_freq=1_000, eval_episodes=5)
+    agent = DDPG(
+        "Pendulum-v1",
+        seed=0,
+        total_steps=5_000,
+        start_steps=1_000,
+        gamma=0.98,
+        hidden_sizes=(64, 64),
+        eval_freq=1_000,
+        eval_episodes=5,
+    )
     result = best_return(agent, tmp_path / "run")
     assert result["return_mean"] >= -300, result
 

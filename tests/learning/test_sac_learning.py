@@ -37,7 +37,7 @@ class Brake(gym.Env):
     def step(self, action):
         self.x = float(np.clip(self.x + 0.2 * self.v, -1, 1))
         self.v = float(np.clip(self.v + 0.2 * float(np.clip(action[0], -1, 1)), -1, 1))
-        return np.array([self.x, self.v], np.float32), -self.x**2, False, False, {}
+        return np.array([self.x, self.v], np.float32), -(self.x**2), False, False, {}
 
 
 def make_brake():
@@ -45,8 +45,18 @@ def make_brake():
 
 
 def test_sac_learns_to_brake_a_point_mass_within_3k_steps():
-    agent = SAC(make_brake, seed=0, total_steps=3_000, hidden_sizes=(64, 64), batch_size=64, start_steps=200,
-                learning_rate=1e-3, eval_freq=3_000, eval_episodes=1, torch_threads=1)
+    agent = SAC(
+        make_brake,
+        seed=0,
+        total_steps=3_000,
+        hidden_sizes=(64, 64),
+        batch_size=64,
+        start_steps=200,
+        learning_rate=1e-3,
+        eval_freq=3_000,
+        eval_episodes=1,
+        torch_threads=1,
+    )
     agent.learn(progress=False)
     result = acrl.evaluate(agent, make_brake, episodes=50, seed=123)
     assert result["return_mean"] >= -3, result

@@ -20,8 +20,15 @@ from acrl.sweep.executor import ClusterOptions, Job, LocalPool, run_jobs
 from acrl.sweep.grid import train_run
 from tests.conftest import ROOT
 
-TINY = {"n_steps": 64, "n_envs": 2, "n_epochs": 2, "batch_size": 64, "eval_freq": 256, "eval_episodes": 2,
-        "checkpoint_freq": 256}
+TINY = {
+    "n_steps": 64,
+    "n_envs": 2,
+    "n_epochs": 2,
+    "batch_size": 64,
+    "eval_freq": 256,
+    "eval_episodes": 2,
+    "checkpoint_freq": 256,
+}
 """PPO on CartPole at a size that trains 512 steps in about a second."""
 
 
@@ -47,9 +54,14 @@ class KillOnce(Callback):
 
 def test_a_killed_job_process_is_started_again_from_its_checkpoint_without_gap_or_duplicate_rows(tmp_path):
     marker = tmp_path / "killed"
-    kwargs = {"algo": "ppo", "env_id": "CartPole-v1", "preset": None, "overrides": {**TINY, "checkpoint_freq": 512},
-              "flags": {"seed": 0, "total_steps": 2048, "torch_threads": 1, "device": "cpu"},
-              "callbacks": [KillOnce(str(marker))]}
+    kwargs = {
+        "algo": "ppo",
+        "env_id": "CartPole-v1",
+        "preset": None,
+        "overrides": {**TINY, "checkpoint_freq": 512},
+        "flags": {"seed": 0, "total_steps": 2048, "torch_threads": 1, "device": "cpu"},
+        "callbacks": [KillOnce(str(marker))],
+    }
     results = run_jobs([Job("killed-run", train_run, kwargs)], tmp_path / "sweep", ClusterOptions(), progress=False)
 
     assert int(marker.read_text()) == 512 + 256  # it died past its checkpoint at 512
@@ -75,7 +87,8 @@ def test_a_job_that_raises_is_reported_once_and_the_others_complete(tmp_path):
     assert json.loads((tmp_path / "good" / "job.json").read_text()) == {"result": {"value": 7}, "attempts": ["local"]}
     assert not (tmp_path / "bad" / "job.json").exists()  # not done: a rerun tries it again
     assert run_jobs([Job("good", finishes, {"value": 8})], tmp_path, ClusterOptions(), progress=False) == {
-        "good": {"value": 7}}  # finished before: skipped, its recorded result returned
+        "good": {"value": 7}
+    }  # finished before: skipped, its recorded result returned
 
 
 def session_processes(sid: int) -> list[str]:
@@ -88,18 +101,44 @@ def ignore_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-@pytest.mark.parametrize("signum, target, start", [
-    (signal.SIGINT, "group", None),  # Ctrl-C in a terminal: the whole foreground process group
-    (signal.SIGTERM, "driver", None),  # kill PID
-    (signal.SIGINT, "driver", ignore_sigint),  # `acrl sweep ... &` in a script: SIGINT starts ignored
-], ids=["ctrl-c", "sigterm", "sigint-in-background"])
+@pytest.mark.parametrize(
+    "signum, target, start",
+    [
+        (signal.SIGINT, "group", None),  # Ctrl-C in a terminal: the whole foreground process group
+        (signal.SIGTERM, "driver", None),  # kill PID
+        (signal.SIGINT, "driver", ignore_sigint),  # `acrl sweep ... &` in a script: SIGINT starts ignored
+    ],
+    ids=["ctrl-c", "sigterm", "sigint-in-background"],
+)
 def test_a_signal_checkpoints_every_running_run_exits_130_and_leaves_no_process(tmp_path, signum, target, start):
     out = tmp_path / "sweep"
     overrides = [f"{k}={v}" for k, v in {**TINY, "checkpoint_freq": 10**7}.items()]  # latest.pt only at the stop
-    proc = subprocess.Popen([sys.executable, "-m", "acrl", "sweep", "ppo", "--env", "CartPole-v1", "--seeds", "0", "1",
-                             "--total-steps", str(10**7), "--set", *overrides, "--out", str(out), "--no-progress"],
-                            env={**os.environ, "PYTHONPATH": str(ROOT)}, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True, preexec_fn=start)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "acrl",
+            "sweep",
+            "ppo",
+            "--env",
+            "CartPole-v1",
+            "--seeds",
+            "0",
+            "1",
+            "--total-steps",
+            str(10**7),
+            "--set",
+            *overrides,
+            "--out",
+            str(out),
+            "--no-progress",
+        ],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=start,
+    )
     try:
         runs = [out / f"CartPole-v1-s{seed}" for seed in (0, 1)]
         deadline = time.monotonic() + 120
@@ -143,8 +182,10 @@ def test_the_progress_bar_reads_a_running_job_s_last_whole_row_of_steps(tmp_path
     assert _last_step(tmp_path / "nothing-yet") == 0
 
 
-@pytest.mark.parametrize("share, expected", [(0.5, ["0", "0", "1", "1"]), (1.0, ["0", "1", "2", "3"]),
-                                             (2.0, ["0,1", "2,3"]), (0.0, ["", "", "", ""])])
+@pytest.mark.parametrize(
+    "share, expected",
+    [(0.5, ["0", "0", "1", "1"]), (1.0, ["0", "1", "2", "3"]), (2.0, ["0,1", "2,3"]), (0.0, ["", "", "", ""])],
+)
 def test_each_slot_of_the_pool_sees_its_share_of_the_gpus(tmp_path, monkeypatch, share, expected):
     import torch
 

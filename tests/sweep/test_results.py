@@ -16,10 +16,18 @@ pytest.importorskip("rliable")
 
 
 def test_an_offline_sweep_over_datasets_draws_a_panel_per_environment_and_one_evaluation_as_points(
-        tmp_path, monkeypatch):
+    tmp_path, monkeypatch
+):
     envs = {"final": "Pendulum-v1", "imperfect": "Pendulum-v1", "hopper": "Hopper-v5"}
-    spec = {"algo": "bc", "env": None, "seeds": [0, 1], "total_steps": 1000, "preset": None,
-            "dataset": [str(tmp_path / f"{name}.h5") for name in envs], "set": {}}
+    spec = {
+        "algo": "bc",
+        "env": None,
+        "seeds": [0, 1],
+        "total_steps": 1000,
+        "preset": None,
+        "dataset": [str(tmp_path / f"{name}.h5") for name in envs],
+        "set": {},
+    }
     (tmp_path / "sweep.yaml").write_text(yaml.safe_dump(spec))
     finals = {}
     for name, env_id in envs.items():
@@ -41,8 +49,10 @@ def test_an_offline_sweep_over_datasets_draws_a_panel_per_environment_and_one_ev
     assert [t.get_text() for t in pendulum.get_legend().get_texts()] == ["final (2 seeds)", "imperfect (2 seeds)"]
     assert not pendulum.lines and not hopper.lines  # one evaluation each: no curve, and ...
     points = [c.get_offsets().tolist() for c in pendulum.collections]  # ... each run's final evaluation
-    assert points == [[[1000, finals["final-s0"]], [1000, finals["final-s1"]]],
-                      [[1000, finals["imperfect-s0"]], [1000, finals["imperfect-s1"]]]]
+    assert points == [
+        [[1000, finals["final-s0"]], [1000, finals["final-s1"]]],
+        [[1000, finals["imperfect-s0"]], [1000, finals["imperfect-s1"]]],
+    ]
     np.testing.assert_allclose(hopper.collections[0].get_offsets(), [[1000, -106.0], [1000, -206.0]])
     assert [row["config"] for row in summary["table"]] == ["final", "imperfect", "hopper"]
     acrl.sweep.results.plt.close(fig)

@@ -16,11 +16,26 @@ from acrl.sweep.tune import Dimension, read_space
 
 def test_flags_replace_the_sweep_files_keys_and_set_values_add_to_its_set(tmp_path, monkeypatch):
     path = tmp_path / "sweep.yaml"
-    path.write_text(yaml.safe_dump({"algo": "ppo", "env": ["CartPole-v1"], "seeds": [0, 1], "total_steps": 1000,
-                                    "set": {"learning_rate": [3e-4, 1e-3], "n_epochs": 10}}))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "algo": "ppo",
+                "env": ["CartPole-v1"],
+                "seeds": [0, 1],
+                "total_steps": 1000,
+                "set": {"learning_rate": [3e-4, 1e-3], "n_epochs": 10},
+            }
+        )
+    )
     spec = SweepSpec.from_command(str(path), None, ["Acrobot-v1"], [], [], {"n_epochs": 3}, None, "default")
-    assert spec == SweepSpec("ppo", ["Acrobot-v1"], [0, 1], {"learning_rate": [3e-4, 1e-3], "n_epochs": 3},
-                             total_steps=1000, preset="default")
+    assert spec == SweepSpec(
+        "ppo",
+        ["Acrobot-v1"],
+        [0, 1],
+        {"learning_rate": [3e-4, 1e-3], "n_epochs": 3},
+        total_steps=1000,
+        preset="default",
+    )
     monkeypatch.chdir(tmp_path)  # dataset paths are made absolute, from where the command runs
     spec = SweepSpec.from_command(None, "bc", [], [], ["d.h5"], {}, None, None)
     assert spec.datasets == [str((tmp_path / "d.h5").resolve())] and spec.envs == [None] and spec.seeds == [0]
@@ -30,8 +45,11 @@ def test_flags_replace_the_sweep_files_keys_and_set_values_add_to_its_set(tmp_pa
 
 def test_the_tune_files_space_and_set_with_space_options_on_top(tmp_path):
     path = tmp_path / "space.yaml"
-    path.write_text(yaml.safe_dump({"space": {"learning_rate": "loguniform:1e-5:1e-2", "n_epochs": "int:3:30"},
-                                    "set": {"batch_size": 64}}))
+    path.write_text(
+        yaml.safe_dump(
+            {"space": {"learning_rate": "loguniform:1e-5:1e-2", "n_epochs": "int:3:30"}, "set": {"batch_size": 64}}
+        )
+    )
     space, fixed = read_space(str(path), ["n_epochs=int:1:5"])
     assert space == {"learning_rate": Dimension("loguniform", 1e-5, 1e-2), "n_epochs": Dimension("int", 1, 5)}
     assert fixed == {"batch_size": 64}

@@ -41,8 +41,12 @@ def test_grid_of_2_seeds_and_2_learning_rates_writes_4_runs_a_table_and_a_figure
     summary = run_sweep(spec, tmp_path, ClusterOptions(address="auto"), progress=False)
 
     names = sorted(p.name for p in tmp_path.iterdir() if p.is_dir())
-    assert names == ["CartPole-v1-learning_rate=0.0003-s0", "CartPole-v1-learning_rate=0.0003-s1",
-                     "CartPole-v1-learning_rate=0.001-s0", "CartPole-v1-learning_rate=0.001-s1"]
+    assert names == [
+        "CartPole-v1-learning_rate=0.0003-s0",
+        "CartPole-v1-learning_rate=0.0003-s1",
+        "CartPole-v1-learning_rate=0.001-s0",
+        "CartPole-v1-learning_rate=0.001-s1",
+    ]
     for name in names:  # each an ordinary run directory, at its budget, with the grid's value
         run = tmp_path / name
         assert {"config.yaml", "metrics.csv", "eval.json", "job.json"} <= {p.name for p in run.iterdir()}
@@ -55,8 +59,9 @@ def test_grid_of_2_seeds_and_2_learning_rates_writes_4_runs_a_table_and_a_figure
         finals = []
         for seed in (0, 1):
             with (tmp_path / f"{config}-s{seed}" / "metrics.csv").open() as f:
-                finals.append(float([r for r in csv.DictReader(f) if r.get("eval/return_mean")][-1]
-                                    ["eval/return_mean"]))
+                finals.append(
+                    float([r for r in csv.DictReader(f) if r.get("eval/return_mean")][-1]["eval/return_mean"])
+                )
         assert row["seeds"] == 2
         assert row["mean"] == pytest.approx(np.mean(finals)) and row["std"] == pytest.approx(np.std(finals))
         assert row["iqm"] == pytest.approx(np.mean(finals))  # the IQM of two values trims nothing
@@ -75,9 +80,13 @@ def test_grid_of_2_seeds_and_2_learning_rates_writes_4_runs_a_table_and_a_figure
     before = {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*") if p.is_file() and p.parent != tmp_path}
     # The same sweep again, from its own sweep.yaml, with RAY_ADDRESS naming a cluster that is not there:
     # a plain sweep runs on this machine whatever RAY_ADDRESS says, and it trains nothing and rewrites nothing.
-    again = subprocess.run([sys.executable, "-m", "acrl", "sweep", "--file", str(tmp_path / "sweep.yaml"), "--out",
-                            str(tmp_path)], env={**os.environ, "PYTHONPATH": str(ROOT), "RAY_ADDRESS": "127.0.0.1:9"},
-                           capture_output=True, text=True, timeout=300)
+    again = subprocess.run(
+        [sys.executable, "-m", "acrl", "sweep", "--file", str(tmp_path / "sweep.yaml"), "--out", str(tmp_path)],
+        env={**os.environ, "PYTHONPATH": str(ROOT), "RAY_ADDRESS": "127.0.0.1:9"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert again.returncode == 0, again.stderr
     assert "4 of 4 runs finished before" in again.stderr
     assert {p: p.stat().st_mtime_ns for p in before} == before
@@ -100,11 +109,17 @@ class KillOnce(Callback):
 
 def test_a_killed_run_process_is_retried_from_its_checkpoint_without_gap_or_duplicate_rows(tmp_path):
     marker = tmp_path / "killed"
-    kwargs = {"algo": "ppo", "env_id": "CartPole-v1", "preset": None, "overrides": {**TINY, "checkpoint_freq": 512},
-              "flags": {"seed": 0, "total_steps": 2048, "torch_threads": 1, "device": "cpu"},
-              "callbacks": [KillOnce(str(marker))]}
-    results = run_jobs([Job("killed-run", train_run, kwargs)], tmp_path / "sweep", ClusterOptions(address="auto"),
-                       progress=False)
+    kwargs = {
+        "algo": "ppo",
+        "env_id": "CartPole-v1",
+        "preset": None,
+        "overrides": {**TINY, "checkpoint_freq": 512},
+        "flags": {"seed": 0, "total_steps": 2048, "torch_threads": 1, "device": "cpu"},
+        "callbacks": [KillOnce(str(marker))],
+    }
+    results = run_jobs(
+        [Job("killed-run", train_run, kwargs)], tmp_path / "sweep", ClusterOptions(address="auto"), progress=False
+    )
 
     assert int(marker.read_text()) == 512 + 256  # it died past its checkpoint at 512
     run = tmp_path / "sweep" / "killed-run"
@@ -130,8 +145,17 @@ class Collect:
 def test_a_job_on_another_machine_ships_its_run_directory_to_the_driver(tmp_path):
     driver, node = tmp_path / "driver", tmp_path / "node"
     sink = Collect(driver)
-    job = Job("run", train_run, {"algo": "ppo", "env_id": "CartPole-v1", "preset": None, "overrides": TINY,
-                                 "flags": {"seed": 0, "total_steps": 512, "device": "cpu"}})
+    job = Job(
+        "run",
+        train_run,
+        {
+            "algo": "ppo",
+            "env_id": "CartPole-v1",
+            "preset": None,
+            "overrides": TINY,
+            "flags": {"seed": 0, "total_steps": 512, "device": "cpu"},
+        },
+    )
     outcome = run_job_here(job, node, files={}, sink=sink)
 
     assert outcome["status"] == "done" and outcome["result"]["steps"] == 512
@@ -146,23 +170,32 @@ def test_resume_on_another_machine_starts_from_the_files_the_driver_sent(tmp_pat
     from acrl.sweep.executor import read_files
 
     driver, node = tmp_path / "driver", tmp_path / "node"
-    kwargs = {"algo": "ppo", "env_id": "CartPole-v1", "preset": None, "overrides": TINY,
-              "flags": {"seed": 0, "total_steps": 256, "device": "cpu"}}
+    kwargs = {
+        "algo": "ppo",
+        "env_id": "CartPole-v1",
+        "preset": None,
+        "overrides": TINY,
+        "flags": {"seed": 0, "total_steps": 256, "device": "cpu"},
+    }
     run_job_here(Job("run", train_run, kwargs), driver)  # the driver holds a finished run
     events = sorted(p.name for p in (driver / "run").glob("events.out.tfevents.*"))
-    outcome = run_job_here(Job("run", train_run, kwargs), node, files=read_files(driver, [driver / "run"]),
-                           sink=Collect(driver))
+    outcome = run_job_here(
+        Job("run", train_run, kwargs), node, files=read_files(driver, [driver / "run"]), sink=Collect(driver)
+    )
     assert outcome["result"]["steps"] == 256
     # Loaded from the shipped checkpoint and not trained again: a run trained on the node would have
     # written an event file of its own beside the driver's.
     assert sorted(p.name for p in (node / "run").glob("events.out.tfevents.*")) == events
 
 
-@pytest.mark.parametrize("values, message", [
-    ({"learning_rat": [1e-3]}, "unknown hyperparameter 'learning_rat'"),
-    ({"learning_rate": []}, "empty list"),
-    ({"clip_range": ["a", "b"]}, "clip_range must be a number"),
-])
+@pytest.mark.parametrize(
+    "values, message",
+    [
+        ({"learning_rat": [1e-3]}, "unknown hyperparameter 'learning_rat'"),
+        ({"learning_rate": []}, "empty list"),
+        ({"clip_range": ["a", "b"]}, "clip_range must be a number"),
+    ],
+)
 def test_a_bad_grid_is_refused_before_anything_starts(tmp_path, values, message):
     with pytest.raises(InputError, match=message):
         run_sweep(SweepSpec("ppo", ["CartPole-v1"], [0], values), tmp_path / "s", progress=False)
@@ -171,8 +204,10 @@ def test_a_bad_grid_is_refused_before_anything_starts(tmp_path, values, message)
 
 def test_list_valued_fields_take_a_list_of_lists_as_an_axis_and_a_list_as_one_value():
     spec = SweepSpec("ppo", ["CartPole-v1"], [0], {"hidden_sizes": [[64, 64], [32]], **TINY})
-    assert [run.name for run in expand(spec, ClusterOptions())] == ["CartPole-v1-hidden_sizes=64x64-s0",
-                                                                     "CartPole-v1-hidden_sizes=32-s0"]
+    assert [run.name for run in expand(spec, ClusterOptions())] == [
+        "CartPole-v1-hidden_sizes=64x64-s0",
+        "CartPole-v1-hidden_sizes=32-s0",
+    ]
     one = expand(SweepSpec("ppo", ["CartPole-v1"], [0], {"hidden_sizes": [64, 64], **TINY}), ClusterOptions())
     assert [run.overrides["hidden_sizes"] for run in one] == [[64, 64]]
 
@@ -227,22 +262,47 @@ def ignore_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-@pytest.mark.parametrize("signum, start", [(signal.SIGTERM, None), (signal.SIGINT, ignore_sigint)],
-                         ids=["sigterm", "sigint-in-background"])
+@pytest.mark.parametrize(
+    "signum, start", [(signal.SIGTERM, None), (signal.SIGINT, ignore_sigint)], ids=["sigterm", "sigint-in-background"]
+)
 def test_a_signal_to_a_driver_on_ray_checkpoints_every_running_run_and_ends_it(tmp_path, signum, start):
     # Before: SIGTERM met Ray's own handler (a C++ stack dump, exit 134), and a driver started with
     # SIGINT ignored trained on. The driver joins this module's Ray by its address.
     out = tmp_path / "sweep"
     overrides = [f"{k}={v}" for k, v in {**TINY, "checkpoint_freq": 10**7}.items()]  # latest.pt only at the stop
-    proc = subprocess.Popen([sys.executable, "-m", "acrl", "sweep", "ppo", "--env", "CartPole-v1", "--seeds", "0", "1",
-                             "--total-steps", str(10**7), "--set", *overrides, "--out", str(out), "--no-progress",
-                             "--address", ray.get_runtime_context().gcs_address],
-                            env={**os.environ, "PYTHONPATH": str(ROOT)}, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True, preexec_fn=start)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "acrl",
+            "sweep",
+            "ppo",
+            "--env",
+            "CartPole-v1",
+            "--seeds",
+            "0",
+            "1",
+            "--total-steps",
+            str(10**7),
+            "--set",
+            *overrides,
+            "--out",
+            str(out),
+            "--no-progress",
+            "--address",
+            ray.get_runtime_context().gcs_address,
+        ],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=start,
+    )
     runs = [out / f"CartPole-v1-s{seed}" for seed in (0, 1)]
     try:
-        stderr = signal_when_ready(proc, lambda: all((r / "metrics.csv").is_file() and len(steps_of(r)) >= 2
-                                                     for r in runs), signum)
+        stderr = signal_when_ready(
+            proc, lambda: all((r / "metrics.csv").is_file() and len(steps_of(r)) >= 2 for r in runs), signum
+        )
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
@@ -274,16 +334,32 @@ def test_a_cluster_with_another_ray_or_python_is_refused_naming_what_was_found()
     ours = cluster_metadata(ray.get_runtime_context().gcs_address)  # this module's Ray: the same versions
     assert (ours["ray_version"], ours["python_version"]) == (ray.__version__, platform.python_version())
     check_versions("h:1", ours)
-    with pytest.raises(InputError, match=rf"the Ray cluster at h:1 runs Ray 2\.9\.3 on Python 3\.10\.4, this driver "
-                                         rf"Ray {ray.__version__} on Python {platform.python_version()}"):
+    with pytest.raises(
+        InputError,
+        match=rf"the Ray cluster at h:1 runs Ray 2\.9\.3 on Python 3\.10\.4, this driver "
+        rf"Ray {ray.__version__} on Python {platform.python_version()}",
+    ):
         check_versions("h:1", {**ours, "ray_version": "2.9.3", "python_version": "3.10.4"})
 
 
 def test_a_sweep_joins_a_running_cluster_by_its_address(tmp_path):
     address = ray.get_runtime_context().gcs_address  # this module's Ray, as `ray start --head` would run it
     overrides = [f"{k}={v}" for k, v in TINY.items()]
-    result = run_cli("sweep", "ppo", "--env", "CartPole-v1", "--total-steps", "256", "--set", *overrides,
-                     "--address", address, "--out", str(tmp_path / "s"), "--no-progress")
+    result = run_cli(
+        "sweep",
+        "ppo",
+        "--env",
+        "CartPole-v1",
+        "--total-steps",
+        "256",
+        "--set",
+        *overrides,
+        "--address",
+        address,
+        "--out",
+        str(tmp_path / "s"),
+        "--no-progress",
+    )
     assert result.returncode == 0, result.stderr
     attempts = json.loads((tmp_path / "s" / "CartPole-v1-s0" / "job.json").read_text())["attempts"]
     assert attempts == [ray.get_runtime_context().get_node_id()]  # it ran as a task of that cluster
@@ -296,8 +372,11 @@ def test_address_auto_without_a_cluster_here_and_a_malformed_address_are_one_lin
 
     cluster = Cluster(tmp_path, ClusterOptions(address="auto"))
     monkeypatch.setattr(services, "canonicalize_bootstrap_address", lambda address: None)  # no RAY_ADDRESS, no cluster
-    with pytest.raises(InputError, match=r"--address auto: no Ray cluster runs on this machine; start one with `ray "
-                                         r"start --head`, or drop --address"):
+    with pytest.raises(
+        InputError,
+        match=r"--address auto: no Ray cluster runs on this machine; start one with `ray "
+        r"start --head`, or drop --address",
+    ):
         cluster._reachable("auto")
     with pytest.raises(InputError, match="--address must be auto or HOST:PORT .* got 'head-node'"):
         cluster._reachable("head-node")

@@ -58,8 +58,9 @@ def test_segment_advantages_by_hand():
     np.testing.assert_allclose(targets, [3.115, 3.7, 5.5], rtol=1e-6)
     assert advantages.dtype == targets.dtype == np.float32
     # Two segments side by side (two environments): each column as computed alone above.
-    advantages, targets = segment_advantages(np.stack([rewards, rewards], 1), np.stack([values, 0 * values], 1),
-                                             np.array([5.0, 0.0], np.float32), 0.9, 1.0)
+    advantages, targets = segment_advantages(
+        np.stack([rewards, rewards], 1), np.stack([values, 0 * values], 1), np.array([5.0, 0.0], np.float32), 0.9, 1.0
+    )
     np.testing.assert_allclose(advantages, np.stack([[4.355, 4.95, 5.0], TERMINATED_RETURNS], 1), rtol=1e-6)
     np.testing.assert_allclose(targets, np.stack([TRUNCATED_RETURNS, TERMINATED_RETURNS], 1), rtol=1e-6)
 
@@ -99,11 +100,14 @@ class StubModel:
         return obs[:, 0] + 2.0
 
 
-@pytest.mark.parametrize("case, env, n_steps, expected", [
-    ("truncated by a time limit", gym.wrappers.TimeLimit(CounterEnv(), max_episode_steps=3), 10, TRUNCATED_RETURNS),
-    ("stopped mid-episode (t_max)", CounterEnv(), 3, TRUNCATED_RETURNS),
-    ("terminated", CounterEnv(terminate_at=3), 10, TERMINATED_RETURNS),
-])
+@pytest.mark.parametrize(
+    "case, env, n_steps, expected",
+    [
+        ("truncated by a time limit", gym.wrappers.TimeLimit(CounterEnv(), max_episode_steps=3), 10, TRUNCATED_RETURNS),
+        ("stopped mid-episode (t_max)", CounterEnv(), 3, TRUNCATED_RETURNS),
+        ("terminated", CounterEnv(terminate_at=3), 10, TERMINATED_RETURNS),
+    ],
+)
 def test_worker_bootstraps_from_last_obs_unless_terminated(case, env, n_steps, expected):
     envs, obs = vector_of(env)
     rollout = collect_rollout(envs, StubModel(), obs, n_steps, ActionAdapter(env.action_space), IdentityNormalizer())
@@ -117,8 +121,7 @@ def test_a_rollout_of_several_envs_stops_where_one_episode_ends_and_each_bootstr
     """Env 0 terminates at step 3, env 1 runs on: a 3-step rollout of both (t_max 10); env 0
     bootstraps 0 and restarts at [0], env 1 bootstraps V([3]) = 5 and continues from [3]."""
     envs, obs = vector_of(CounterEnv(terminate_at=3), CounterEnv())
-    rollout = collect_rollout(envs, StubModel(), obs, 10, ActionAdapter(envs.single_action_space),
-                              IdentityNormalizer())
+    rollout = collect_rollout(envs, StubModel(), obs, 10, ActionAdapter(envs.single_action_space), IdentityNormalizer())
     assert len(rollout) == 3 and rollout.observations.shape == (3, 2, 1) and rollout.actions.shape == (3, 2)
     assert rollout.terminated.tolist() == [True, False] and rollout.truncated.tolist() == [False, False]
     assert rollout.last_obs.tolist() == [[3.0], [3.0]] and rollout.next_obs.tolist() == [[0.0], [3.0]]
@@ -141,8 +144,7 @@ def test_workers_claim_the_budget_a_rollout_at_a_time_and_give_back_what_an_epis
     budget = step_budget(12)
     assert [budget.claim(5) for _ in range(2)] == [5, 5]
     envs, obs = vector_of(CounterEnv(terminate_at=3))
-    rollout = collect_rollout(envs, StubModel(), obs, 5, ActionAdapter(envs.single_action_space),
-                              IdentityNormalizer())
+    rollout = collect_rollout(envs, StubModel(), obs, 5, ActionAdapter(envs.single_action_space), IdentityNormalizer())
     assert len(rollout) == 3 and rollout.terminated.tolist() == [True]
     budget.release(5 - len(rollout))
     budget.count_taken(0, len(rollout))
@@ -164,8 +166,7 @@ def test_with_several_envs_the_budget_is_claimed_in_whole_rows():
 
 def test_rollout_of_a_smaller_claim_stops_there():
     envs, obs = vector_of(CounterEnv())
-    rollout = collect_rollout(envs, StubModel(), obs, 2, ActionAdapter(envs.single_action_space),
-                              IdentityNormalizer())
+    rollout = collect_rollout(envs, StubModel(), obs, 2, ActionAdapter(envs.single_action_space), IdentityNormalizer())
     assert len(rollout) == 2 and not rollout.terminated.any() and not rollout.truncated.any()
     assert rollout.last_obs.tolist() == rollout.next_obs.tolist() == [[2.0]]
     assert rollout.observations.tolist() == [[[0.0]], [[1.0]]] and rollout.actions.tolist() == [[0], [0]]
@@ -215,8 +216,9 @@ def test_each_global_update_receives_this_updates_gradient_only():
 def test_hand_over_clips_the_local_gradient_norm():
     _, global_parameters, local, local_parameters = global_and_local(nn.Linear(2, 1, bias=False))
     optimizer = RecordingAdam([global_parameters])
-    norm = apply_gradients(local_parameters, optimizer, (local.weight * torch.tensor([[3.0, 4.0]])).sum(),
-                           max_grad_norm=1.0)
+    norm = apply_gradients(
+        local_parameters, optimizer, (local.weight * torch.tensor([[3.0, 4.0]])).sum(), max_grad_norm=1.0
+    )
     assert norm == pytest.approx(5.0)
     torch.testing.assert_close(optimizer.received[0][0], torch.tensor([0.6, 0.8]))
 
@@ -230,10 +232,16 @@ def test_checkpoints_with_per_layer_optimizer_state_load_into_the_flat_layout(tm
     state = agent.state_dict()
     flat = state["optimizers"]["optimizer"]
     chunks = torch.arange(size, dtype=torch.float32).split([p.numel() for p in agent.model.parameters()])
-    per_layer = {i: {"step": torch.tensor(4.0), "exp_avg": chunk.reshape(p.shape), "exp_avg_sq": torch.ones(p.shape)}
-                 for i, (chunk, p) in enumerate(zip(chunks, agent.model.parameters()))}
-    old = {**state, "optimizers": {"optimizer": {"state": per_layer, "param_groups": [
-        {**flat["param_groups"][0], "params": list(per_layer)}]}}}
+    per_layer = {
+        i: {"step": torch.tensor(4.0), "exp_avg": chunk.reshape(p.shape), "exp_avg_sq": torch.ones(p.shape)}
+        for i, (chunk, p) in enumerate(zip(chunks, agent.model.parameters()))
+    }
+    old = {
+        **state,
+        "optimizers": {
+            "optimizer": {"state": per_layer, "param_groups": [{**flat["param_groups"][0], "params": list(per_layer)}]}
+        },
+    }
     loaded = A3C.load(save_format_1(tmp_path / "old.pt", agent, old))
     loaded_state = loaded.optimizer.state[loaded.parameters]
     assert loaded_state["exp_avg"].tolist() == list(range(size)) and loaded_state["step"].item() == 4.0
@@ -247,8 +255,9 @@ def test_workers_see_different_first_observations_that_repeat():
     first = [make_worker_envs("CartPole-v1", seed=0, rank=rank)[1][0] for rank in range(4)]
     again = [make_worker_envs(gym.spec("CartPole-v1"), seed=0, rank=rank)[1][0] for rank in range(4)]
     # Two workers of two envs each: env i of worker r is seeded as worker r * 2 + i of one env.
-    np.testing.assert_array_equal(np.concatenate([make_worker_envs("CartPole-v1", 0, r, 2)[1] for r in (0, 1)]),
-                                  np.stack(first))
+    np.testing.assert_array_equal(
+        np.concatenate([make_worker_envs("CartPole-v1", 0, r, 2)[1] for r in (0, 1)]), np.stack(first)
+    )
     for i in range(4):
         np.testing.assert_array_equal(first[i], again[i])
         for j in range(i):
@@ -282,9 +291,11 @@ def test_actor_critic_shapes(discrete):
     assert sum(p.numel() for p in model.parameters()) == (15 if discrete else 17)
     ln2, ln3, ln2pi = float(np.log(2.0)), float(np.log(3.0)), float(np.log(2 * np.pi))
     with torch.no_grad():
-        for layer, weight, bias in ((model.actor.encoder[0], [[1.0, 0.0], [0.0, 1.0]], [0.0, -1.0]),
-                                    (model.value_head, [[1.0, -0.5]], [0.25]),
-                                    (model.actor.linear, [[ln3 / 2, 0.0], [-ln3 / 2, 0.0]], [0.0, ln3])):
+        for layer, weight, bias in (
+            (model.actor.encoder[0], [[1.0, 0.0], [0.0, 1.0]], [0.0, -1.0]),
+            (model.value_head, [[1.0, -0.5]], [0.25]),
+            (model.actor.linear, [[ln3 / 2, 0.0], [-ln3 / 2, 0.0]], [0.0, ln3]),
+        ):
             layer.weight.copy_(torch.tensor(weight))
             layer.bias.copy_(torch.tensor(bias))
         if not discrete:
@@ -336,10 +347,21 @@ def test_gaussian_std_has_a_floor_and_stays_finite(shared_trunk):
 
 
 # ------------------------------------------------------------------- config
-@pytest.mark.parametrize("values", [
-    {"workers": 0}, {"n_steps": 0}, {"n_envs": 0}, {"optimizer": "sgd"}, {"start_method": "teleport"},
-    {"gamma": 1.5}, {"learning_rate": 0.0}, {"hidden_sizes": ()}, {"activation": "gelu"}, {"reward_scale": 0.0},
-])
+@pytest.mark.parametrize(
+    "values",
+    [
+        {"workers": 0},
+        {"n_steps": 0},
+        {"n_envs": 0},
+        {"optimizer": "sgd"},
+        {"start_method": "teleport"},
+        {"gamma": 1.5},
+        {"learning_rate": 0.0},
+        {"hidden_sizes": ()},
+        {"activation": "gelu"},
+        {"reward_scale": 0.0},
+    ],
+)
 def test_config_rejects_bad_values(values):
     with pytest.raises(InputError):
         A3CConfig(**values).validate()
@@ -356,7 +378,11 @@ def test_config_defaults():
     config.validate()
     assert (config.n_steps, config.optimizer, config.ent_coef) == (5, "rmsprop", 0.01)
     assert (config.learning_rate, config.rmsprop_alpha, config.optimizer_eps, config.max_grad_norm) == (
-        7e-4, 0.99, 1e-5, 0.5)
+        7e-4,
+        0.99,
+        1e-5,
+        0.5,
+    )
     assert (config.hidden_sizes, config.activation, config.shared_trunk) == ((64, 64), "tanh", False)
     assert config.critic_hidden_sizes is None  # the critic gets hidden_sizes too: 64-64
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
@@ -377,8 +403,12 @@ def test_every_preset_loads_validates_and_cites_a_source():
             config = update_config(A3CConfig(), preset_values("a3c", env_id, name)[0], f"{env_id}:{name}")
             config.validate()
             if name == "original":
-                assert (config.gamma, config.learning_rate, config.optimizer, config.ent_coef) == (0.9, 1e-4, "adam",
-                                                                                                    0.005)
+                assert (config.gamma, config.learning_rate, config.optimizer, config.ent_coef) == (
+                    0.9,
+                    1e-4,
+                    "adam",
+                    0.005,
+                )
                 assert config.critic_hidden_sizes == (256,) and config.activation == "relu"
                 assert config.n_steps >= gym.spec(env_id).max_episode_steps  # one update per episode
 
@@ -459,10 +489,17 @@ def test_a3c_loss_by_hand_for_a_full_and_a_one_step_rollout(discrete):
         model = HandSetModel(discrete)
         steps = len(observations)
         rollout = Rollout(
-            observations=torch.tensor(observations).reshape(steps, 1, 1), raw_observations=np.zeros((steps, 1)),
-            actions=actions.reshape(steps, 1, *actions.shape[1:]), rewards=np.array(rewards, np.float32)[:, None],
-            terminated=np.array([True]), truncated=np.array([False]), last_obs=np.zeros((1, 1), np.float32),
-            next_obs=np.zeros((1, 1), np.float32), episode_returns=np.zeros(1), episode_lengths=np.zeros(1, np.int64))
+            observations=torch.tensor(observations).reshape(steps, 1, 1),
+            raw_observations=np.zeros((steps, 1)),
+            actions=actions.reshape(steps, 1, *actions.shape[1:]),
+            rewards=np.array(rewards, np.float32)[:, None],
+            terminated=np.array([True]),
+            truncated=np.array([False]),
+            last_obs=np.zeros((1, 1), np.float32),
+            next_obs=np.zeros((1, 1), np.float32),
+            episode_returns=np.zeros(1),
+            episode_lengths=np.zeros(1, np.int64),
+        )
         loss, stats = a3c_loss(model, rollout, rollout.rewards, np.zeros(1, np.float32), config)
         assert stats == pytest.approx({"policy_loss": policy, "value_loss": value, "entropy": mean_entropy}, rel=1e-5)
         assert loss.item() == pytest.approx(fraction * (policy + 0.25 * value - 0.1 * mean_entropy), rel=1e-5)

@@ -19,8 +19,14 @@ def test_a3c_worker_runs_with_one_torch_thread():
     try:
         agent = A3C(lambda: CountdownEnv(made), seed=0, workers=1, n_steps=3, hidden_sizes=(4,))
         budget = StepBudget(mp.get_context(), 1, 0, 12, parent_pid=os.getppid())
-        shared = SharedState(agent.model, agent.parameters, agent.optimizer, agent.obs_normalizer,
-                             mp.get_context().Lock(), WorkerStats(1, UPDATE_STATS))
+        shared = SharedState(
+            agent.model,
+            agent.parameters,
+            agent.optimizer,
+            agent.obs_normalizer,
+            mp.get_context().Lock(),
+            WorkerStats(1, UPDATE_STATS),
+        )
         torch.set_num_threads(3)  # what the worker inherits; it must drop to one thread itself
         run_worker(0, budget, agent.config, lambda: CountdownEnv(made), shared)
         worker_env = made[-1]

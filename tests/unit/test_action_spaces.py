@@ -68,8 +68,15 @@ def test_a3c_rollout_sends_discrete_actions_from_start():
 def test_discrete_bcq_learns_indices_from_0_and_acts_from_start(tmp_path):
     n = 6
     actions = np.array([1, 2, 2, 1, 2, 1])  # environment units of Discrete(2, start=1)
-    data = OfflineDataset(np.zeros((n, 2), np.float32), actions, np.zeros(n, np.float32), np.zeros((n, 2), np.float32),
-                          np.zeros(n, bool), np.zeros(n, bool), {"kind": "test"})
+    data = OfflineDataset(
+        np.zeros((n, 2), np.float32),
+        actions,
+        np.zeros(n, np.float32),
+        np.zeros((n, 2), np.float32),
+        np.zeros(n, bool),
+        np.zeros(n, bool),
+        {"kind": "test"},
+    )
     save_dataset(tmp_path / "shifted.h5", data)
     agent = DiscreteBCQ(ShiftedActions, dataset=str(tmp_path / "shifted.h5"), hidden_sizes=(4,), device="cpu")
     assert agent.load_data().actions.tolist() == [0, 1, 1, 0, 1, 0]
@@ -95,10 +102,13 @@ def box_env(low, high):
 
 
 @pytest.mark.parametrize("cls", [PPO, DDPG])
-@pytest.mark.parametrize(("low", "high", "message"), [
-    ([0.0, -1.0], [0.0, 1.0], r"action dimensions \[0\] .* have low == high"),
-    ([-1.0, 0.0], [1.0, np.inf], r"action dimensions \[1\] .* bounded on one side only"),
-])
+@pytest.mark.parametrize(
+    ("low", "high", "message"),
+    [
+        ([0.0, -1.0], [0.0, 1.0], r"action dimensions \[0\] .* have low == high"),
+        ([-1.0, 0.0], [1.0, np.inf], r"action dimensions \[1\] .* bounded on one side only"),
+    ],
+)
 def test_agents_refuse_constant_and_half_bounded_action_dimensions_at_construction(cls, low, high, message):
     with pytest.raises(InputError, match=message):
         cls(box_env(low, high), device="cpu")

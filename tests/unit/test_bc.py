@@ -18,8 +18,12 @@ def known_policy(obs: np.ndarray) -> np.ndarray:
 @pytest.fixture(scope="module")
 def pendulum_data(tmp_path_factory):
     path = tmp_path_factory.mktemp("bc") / "pendulum.h5"
-    save_dataset(path, collect_transitions(gym.make("Pendulum-v1"), known_policy, 2000, seed=0,
-                                           kind="imitation", behavioral_policy="known_policy"))
+    save_dataset(
+        path,
+        collect_transitions(
+            gym.make("Pendulum-v1"), known_policy, 2000, seed=0, kind="imitation", behavioral_policy="known_policy"
+        ),
+    )
     return path
 
 
@@ -44,8 +48,26 @@ def test_bc_recovers_the_policy_that_labelled_the_data(pendulum_data):
 
 def test_the_cli_trains_bc_from_a_dataset_and_refuses_a_discrete_one(pendulum_data, tmp_path, capsys):
     run = tmp_path / "bc"
-    assert main(["train", "bc", "--dataset", str(pendulum_data), "--total-steps", "200", "--set", "eval_freq=100",
-                 "eval_episodes=1", "hidden_sizes=[16]", "--run-dir", str(run), "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "bc",
+                "--dataset",
+                str(pendulum_data),
+                "--total-steps",
+                "200",
+                "--set",
+                "eval_freq=100",
+                "eval_episodes=1",
+                "hidden_sizes=[16]",
+                "--run-dir",
+                str(run),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     assert (run / "eval.json").is_file() and (run / "checkpoints" / "best.pt").is_file()
     cartpole = tmp_path / "cartpole.h5"
     env = gym.make("CartPole-v1")

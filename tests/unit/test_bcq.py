@@ -64,8 +64,9 @@ def test_continuous_target_by_hand():
 
     best0 = max(mixed(1.0, z) for z in z0[:3])
     assert best0 == pytest.approx(1.0 - 1.25 * 0.03)  # the z = 0 sample wins for s'_0
-    y = continuous_target(next_obs, rewards, not_done, vae, actor, critic, gamma=0.99, lmbda=0.75, n_samples=3,
-                          latent=latent)
+    y = continuous_target(
+        next_obs, rewards, not_done, vae, actor, critic, gamma=0.99, lmbda=0.75, n_samples=3, latent=latent
+    )
     # The second transition is terminal: its target is its reward, nothing bootstrapped.
     torch.testing.assert_close(y, torch.tensor([0.5 + 0.99 * best0, -1.0]))
 
@@ -84,8 +85,9 @@ def test_continuous_target_by_hand():
 def test_soft_clipped_double_q_weights_min_and_max():
     q = soft_clipped_double_q(torch.tensor([1.0, 4.0]), torch.tensor([3.0, 2.0]), 0.75)
     torch.testing.assert_close(q, torch.tensor([0.75 * 1 + 0.25 * 3, 0.75 * 2 + 0.25 * 4]))
-    torch.testing.assert_close(soft_clipped_double_q(torch.tensor([1.0]), torch.tensor([3.0]), 1.0),
-                               torch.tensor([1.0]))  # lmbda = 1: clipped double Q (TD3)
+    torch.testing.assert_close(
+        soft_clipped_double_q(torch.tensor([1.0]), torch.tensor([3.0]), 1.0), torch.tensor([1.0])
+    )  # lmbda = 1: clipped double Q (TD3)
 
 
 def test_select_continuous_takes_argmax_of_q1_per_state():
@@ -125,8 +127,9 @@ def test_vae_log_std_is_clamped_and_loss_by_hand():
         torch.testing.assert_close(log_std, torch.full((2, 1), expected))
         torch.testing.assert_close(mean, torch.zeros(2, 1))
     # KL(N(mu, sigma) || N(0, 1)) = 0.5 * (mu^2 + sigma^2 - 1) - log sigma; at mu = 1, log sigma = 0: 0.5.
-    total, recon_loss, kl = VAE.loss(torch.tensor([[1.0], [0.0]]), torch.tensor([[0.0], [0.0]]),
-                                     torch.ones(2, 1), torch.zeros(2, 1), kl_weight=0.5)
+    total, recon_loss, kl = VAE.loss(
+        torch.tensor([[1.0], [0.0]]), torch.tensor([[0.0], [0.0]]), torch.ones(2, 1), torch.zeros(2, 1), kl_weight=0.5
+    )
     assert recon_loss.item() == pytest.approx(0.5)
     assert kl.item() == pytest.approx(0.5)
     assert total.item() == pytest.approx(0.5 + 0.5 * 0.5)
@@ -220,8 +223,14 @@ def test_same_seed_same_updates(tmp_path):
 
 def test_buffer_instead_of_dataset_and_bad_configs():
     buffer = ReplayBuffer(10, 3, (1,))
-    buffer.add(np.zeros((10, 3), np.float32), np.zeros((10, 1), np.float32), np.zeros(10, np.float32),
-               np.zeros((10, 3), np.float32), np.zeros(10, bool), np.zeros(10, bool))
+    buffer.add(
+        np.zeros((10, 3), np.float32),
+        np.zeros((10, 1), np.float32),
+        np.zeros(10, np.float32),
+        np.zeros((10, 3), np.float32),
+        np.zeros(10, bool),
+        np.zeros(10, bool),
+    )
     agent = BCQ("Pendulum-v1", buffer=buffer, **SMALL)
     assert agent.load_data() is buffer
     agent.learn(5, progress=False)
@@ -261,15 +270,23 @@ def test_evaluation_repeats_and_leaves_the_training_random_stream_alone(tmp_path
     assert torch.equal(torch.get_rng_state(), before)
 
 
-@pytest.mark.skipif(not (torch_fast.ONEDNN_AVAILABLE and torch_fast.private_apis_enabled()),
-                    reason="this torch has no oneDNN, or ACRL_PRIVATE_APIS=0: both runs would be torch's own")
+@pytest.mark.skipif(
+    not (torch_fast.ONEDNN_AVAILABLE and torch_fast.private_apis_enabled()),
+    reason="this torch has no oneDNN, or ACRL_PRIVATE_APIS=0: both runs would be torch's own",
+)
 def test_onednn_products_leave_the_update_unchanged():
     """At the paper's sizes (where the products run on oneDNN) a fixed-seed run's losses are torch's own
     within float32 round-off (benchmarks/update_roofline.py measures the speed)."""
     rng = np.random.default_rng(0)
     buffer = ReplayBuffer(1000, 11, (3,))
-    buffer.add(rng.normal(size=(1000, 11)), rng.uniform(-1, 1, (1000, 3)), rng.normal(size=1000),
-               rng.normal(size=(1000, 11)), rng.random(1000) < 0.05, np.zeros(1000, bool))
+    buffer.add(
+        rng.normal(size=(1000, 11)),
+        rng.uniform(-1, 1, (1000, 3)),
+        rng.normal(size=1000),
+        rng.normal(size=(1000, 11)),
+        rng.random(1000) < 0.05,
+        np.zeros(1000, bool),
+    )
     losses = {}
     try:
         for onednn in (True, False):

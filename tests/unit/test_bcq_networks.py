@@ -15,8 +15,14 @@ def test_bcq_latent_size_defaults_to_twice_the_action_dimension(env_id, obs_dim,
     if env_id.startswith("Hopper"):
         pytest.importorskip("mujoco")
     buffer = ReplayBuffer(8, obs_dim, (act_dim,))
-    buffer.add(np.zeros((8, obs_dim), np.float32), np.zeros((8, act_dim), np.float32), np.zeros(8, np.float32),
-               np.zeros((8, obs_dim), np.float32), np.zeros(8, bool), np.zeros(8, bool))
+    buffer.add(
+        np.zeros((8, obs_dim), np.float32),
+        np.zeros((8, act_dim), np.float32),
+        np.zeros(8, np.float32),
+        np.zeros((8, obs_dim), np.float32),
+        np.zeros(8, bool),
+        np.zeros(8, bool),
+    )
     agent = BCQ(env_id, buffer=buffer, seed=0, **BCQ_SMALL)
     assert agent.config.latent_dim is None
     latent = 2 * act_dim  # Hopper: 3 actions -> latent 6
@@ -31,8 +37,9 @@ def test_bcq_latent_size_defaults_to_twice_the_action_dimension(env_id, obs_dim,
 
 def test_discrete_bcq_target_starts_as_exact_copy_and_moves_by_tau(tmp_path):
     write_dataset(tmp_path / "d.h5", "CartPole-v1")
-    agent = DiscreteBCQ(dataset=str(tmp_path / "d.h5"), seed=0, tau=0.1, hidden_sizes=(8,), batch_size=4,
-                        eval_freq=0, iteration_steps=5)
+    agent = DiscreteBCQ(
+        dataset=str(tmp_path / "d.h5"), seed=0, tau=0.1, hidden_sizes=(8,), batch_size=4, eval_freq=0, iteration_steps=5
+    )
     pairs = list(zip(agent.net_target.parameters(), agent.net.parameters(), strict=True))
     for target, online in pairs:
         assert torch.equal(target, online)  # an exact copy ...

@@ -24,8 +24,9 @@ def load_report():
 
 def test_committed_page_is_what_the_results_build():
     report = load_report()
-    assert (ROOT / "docs" / "benchmarks.md").read_text() == report.render(), \
+    assert (ROOT / "docs" / "benchmarks.md").read_text() == report.render(), (
         "docs/benchmarks.md is out of date: run ./run bench report"
+    )
 
 
 def test_readme_results_block_is_what_the_results_build():
@@ -49,8 +50,10 @@ def test_a_changed_result_changes_the_page(tmp_path):
     assert "| 0 | 3,253 (285k) | 2,400 | 3,256 ± 8 |" in page
     assert "| **mean** | 3,318 | **2,937** | **3,257** |" in page
     assert "Target (≥ 2,500 at 300k steps) **not met**" in page
-    assert "| SAC Hopper-v5 at 300k steps, last evaluation, mean of 3 seeds | 2,937 | ≥ 2,500: met |" in \
-        report.with_glance("x\n<!-- results:start -->\n<!-- results:end -->\n", results)
+    assert (
+        "| SAC Hopper-v5 at 300k steps, last evaluation, mean of 3 seeds | 2,937 | ≥ 2,500: met |"
+        in report.with_glance("x\n<!-- results:start -->\n<!-- results:end -->\n", results)
+    )
 
 
 def test_every_result_names_its_command():
@@ -63,10 +66,13 @@ def test_every_result_names_its_command():
 def test_conditions_name_what_an_old_result_does_not_record():
     """A result without bench_meta's block says which conditions it lacks instead of inventing them."""
     report = load_report()
-    text = report.conditions({"command": "./run bench x", "date": "2026-12-01",
-                              "machine": {"load_average_before": [0.5, 0.4, 0.3]}})
-    assert text == ("Regenerate: `./run bench x`. Recorded: 2026-12-01; load average 0.50 before. "
-                    "Not recorded (the file predates `bench_meta()`): commit, CPU, load after, versions.")
+    text = report.conditions(
+        {"command": "./run bench x", "date": "2026-12-01", "machine": {"load_average_before": [0.5, 0.4, 0.3]}}
+    )
+    assert text == (
+        "Regenerate: `./run bench x`. Recorded: 2026-12-01; load average 0.50 before. "
+        "Not recorded (the file predates `bench_meta()`): commit, CPU, load after, versions."
+    )
 
 
 def test_numbers_use_separators_and_a_typographic_minus():
@@ -98,7 +104,7 @@ def test_benchmarks_write_to_the_scratch_folder_by_default():
     for script in sorted((ROOT / "benchmarks").glob("*.py")):
         text = script.read_text()
         if '"--out"' in text:
-            default = text[text.index('"--out"'):].split("\n")[0]
+            default = text[text.index('"--out"') :].split("\n")[0]
             if "default=" not in default:  # chosen after parsing (seed_runs.py: per result name)
-                default = text[text.index("args.out or"):].split("\n")[0]
+                default = text[text.index("args.out or") :].split("\n")[0]
             assert "scratch_path(" in default or '"tmp"' in default or "SCRATCH" in default, script.name

@@ -30,8 +30,10 @@ def test_a_format_1_checkpoint_of_an_algorithm_without_migration_loads_as_it_was
 
 
 def test_a_newer_format_is_refused(tmp_path):
-    torch.save({"format": "acrl-checkpoint", "format_version": 3, "algo": "ppo", "config": {}, "state": {},
-                "rng": {}}, tmp_path / "new.pt")
+    torch.save(
+        {"format": "acrl-checkpoint", "format_version": 3, "algo": "ppo", "config": {}, "state": {}, "rng": {}},
+        tmp_path / "new.pt",
+    )
     with pytest.raises(InputError, match="checkpoint format 3; this acrl .* reads formats up to 2. Upgrade acrl."):
         load_checkpoint(tmp_path / "new.pt")
 

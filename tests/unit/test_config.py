@@ -26,13 +26,16 @@ def test_wrong_type_is_rejected():
         parse_set_options(["clip_range"])
 
 
-@pytest.mark.parametrize("values, message", [
-    ({"clip_range": 0.0}, "clip_range must be > 0"),
-    ({"batch_size": 1}, "batch_size must be >= 2"),
-    ({"n_steps": 10, "batch_size": 3}, "divide the rollout size"),
-    ({"gamma": 1.5}, r"gamma must lie in \[0, 1\]"),
-    ({"learning_rate": -1.0}, "learning_rate must be > 0"),
-])
+@pytest.mark.parametrize(
+    "values, message",
+    [
+        ({"clip_range": 0.0}, "clip_range must be > 0"),
+        ({"batch_size": 1}, "batch_size must be >= 2"),
+        ({"n_steps": 10, "batch_size": 3}, "divide the rollout size"),
+        ({"gamma": 1.5}, r"gamma must lie in \[0, 1\]"),
+        ({"learning_rate": -1.0}, "learning_rate must be > 0"),
+    ],
+)
 def test_validation_messages(values, message):
     with pytest.raises(InputError, match=message):
         update_config(PPOConfig(), values, "test").validate()
@@ -47,15 +50,18 @@ def test_presets_cite_a_source_and_apply():
         preset_values("ppo", "CartPole-v1", "nope")
 
 
-@pytest.mark.parametrize(("config", "fields"), [
-    ("acrl.algos.ppo:PPOConfig", ["hidden_sizes"]),
-    ("acrl.algos.a3c:A3CConfig", ["hidden_sizes", "critic_hidden_sizes"]),
-    ("acrl.algos.ddpg:DDPGConfig", ["hidden_sizes"]),
-    ("acrl.algos.sac:SACConfig", ["hidden_sizes"]),
-    ("acrl.algos.bc:BCConfig", ["hidden_sizes"]),
-    ("acrl.algos.discrete_bcq:DiscreteBCQConfig", ["hidden_sizes"]),
-    ("acrl.algos.bcq:BCQConfig", ["actor_hidden_sizes", "critic_hidden_sizes", "vae_hidden_sizes"]),
-])
+@pytest.mark.parametrize(
+    ("config", "fields"),
+    [
+        ("acrl.algos.ppo:PPOConfig", ["hidden_sizes"]),
+        ("acrl.algos.a3c:A3CConfig", ["hidden_sizes", "critic_hidden_sizes"]),
+        ("acrl.algos.ddpg:DDPGConfig", ["hidden_sizes"]),
+        ("acrl.algos.sac:SACConfig", ["hidden_sizes"]),
+        ("acrl.algos.bc:BCConfig", ["hidden_sizes"]),
+        ("acrl.algos.discrete_bcq:DiscreteBCQConfig", ["hidden_sizes"]),
+        ("acrl.algos.bcq:BCQConfig", ["actor_hidden_sizes", "critic_hidden_sizes", "vae_hidden_sizes"]),
+    ],
+)
 def test_every_hidden_size_field_refuses_empty_and_non_positive_widths(config, fields):
     import importlib
 

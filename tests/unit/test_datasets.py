@@ -262,27 +262,22 @@ def test_collect_pendulum_timeouts_and_final_observations():
 
 
 def test_collect_is_reproducible_with_a_seed():
-    a = collect_transitions(gym.make("Pendulum-v1"), sine_policy, 50, seed=4, noise_std=0.3,
-                            random_prob=0.3)
-    b = collect_transitions(gym.make("Pendulum-v1"), sine_policy, 50, seed=4, noise_std=0.3,
-                            random_prob=0.3)
+    a = collect_transitions(gym.make("Pendulum-v1"), sine_policy, 50, seed=4, noise_std=0.3, random_prob=0.3)
+    b = collect_transitions(gym.make("Pendulum-v1"), sine_policy, 50, seed=4, noise_std=0.3, random_prob=0.3)
     for key in D4RL_KEYS:
         assert np.array_equal(getattr(a, key), getattr(b, key)), key
 
 
 def test_random_prob_one_spreads_actions_over_the_box():
-    ds = collect_transitions(gym.make("Pendulum-v1"), lambda o: np.zeros(1), 250, seed=1,
-                             random_prob=1.0)
+    ds = collect_transitions(gym.make("Pendulum-v1"), lambda o: np.zeros(1), 250, seed=1, random_prob=1.0)
     assert ds.actions.std() > 0.5  # uniform on [-2, 2] has std 1.15
     assert ds.actions.min() >= -2.0 and ds.actions.max() <= 2.0
 
 
 def test_noise_std_is_a_fraction_of_high_and_actions_are_clipped():
-    ds = collect_transitions(gym.make("Pendulum-v1"), lambda o: np.zeros(1), 250, seed=2,
-                             noise_std=0.3)
+    ds = collect_transitions(gym.make("Pendulum-v1"), lambda o: np.zeros(1), 250, seed=2, noise_std=0.3)
     assert 0.5 < ds.actions.std() < 0.7  # 0.3 * high = 0.6
-    near_edge = collect_transitions(gym.make("Pendulum-v1"), lambda o: np.full(1, 1.9), 100,
-                                    seed=2, noise_std=0.3)
+    near_edge = collect_transitions(gym.make("Pendulum-v1"), lambda o: np.full(1, 1.9), 100, seed=2, noise_std=0.3)
     assert near_edge.actions.max() == 2.0 and near_edge.actions.min() >= -2.0
 
 
@@ -330,9 +325,7 @@ def test_load_minari_local_dataset(tmp_path, monkeypatch):
         )
 
     episodes = [episode(4, terminated=True), episode(3, terminated=False)]
-    minari.create_dataset_from_buffers(
-        "acrl/pendulum/tiny-v0", episodes, env="Pendulum-v1", algorithm_name="random"
-    )
+    minari.create_dataset_from_buffers("acrl/pendulum/tiny-v0", episodes, env="Pendulum-v1", algorithm_name="random")
     for source in ("acrl/pendulum/tiny-v0", tmp_path / "acrl" / "pendulum" / "tiny-v0"):
         ds = load_minari(source)
         assert len(ds) == 7
@@ -383,9 +376,14 @@ def test_dataset_without_env_id_asks_for_the_environment(tmp_path, capsys):
 
     rng = np.random.default_rng(0)
     n = 10  # Hopper's shapes: 11 observations, 3 actions in [-1, 1]
-    hopper_like = OfflineDataset(rng.normal(size=(n, 11)).astype(np.float32),
-                                 rng.uniform(-1, 1, (n, 3)).astype(np.float32), np.zeros(n, np.float32),
-                                 rng.normal(size=(n, 11)).astype(np.float32), np.zeros(n, bool), np.zeros(n, bool))
+    hopper_like = OfflineDataset(
+        rng.normal(size=(n, 11)).astype(np.float32),
+        rng.uniform(-1, 1, (n, 3)).astype(np.float32),
+        np.zeros(n, np.float32),
+        rng.normal(size=(n, 11)).astype(np.float32),
+        np.zeros(n, bool),
+        np.zeros(n, bool),
+    )
     path = tmp_path / "hopper_like.h5"
     save_dataset(path, hopper_like)
     with pytest.raises(InputError, match="has no env_id attribute.*--env ENV_ID on the command line, env="):

@@ -16,8 +16,14 @@ from acrl.parts.buffers import ReplayBuffer
 from acrl.parts.datasets import collect_transitions, save_dataset
 
 TINY = {"hidden_sizes": (1,), "buffer_size": 100, "batch_size": 2, "start_steps": 0}
-SMALL = {"hidden_sizes": (16, 16), "batch_size": 32, "buffer_size": 5_000, "start_steps": 100,
-         "iteration_steps": 100, "eval_freq": 0}
+SMALL = {
+    "hidden_sizes": (16, 16),
+    "batch_size": 32,
+    "buffer_size": 5_000,
+    "start_steps": 100,
+    "iteration_steps": 100,
+    "eval_freq": 0,
+}
 
 
 class ArangeRng:
@@ -50,8 +56,14 @@ def two_transitions(agent):
     buffer = ReplayBuffer(10, 3, (1,))
     obs = np.zeros((2, 3), np.float32)
     next_obs = np.array([[1.0, 0.0, 0.0], [1.0, 0.0, 0.0]], np.float32)
-    buffer.add(obs, np.zeros((2, 1), np.float32), np.ones(2, np.float32), next_obs,
-               np.array([True, False]), np.array([False, True]))
+    buffer.add(
+        obs,
+        np.zeros((2, 1), np.float32),
+        np.ones(2, np.float32),
+        next_obs,
+        np.array([True, False]),
+        np.array([False, True]),
+    )
     return buffer.sample(2, ArangeRng())
 
 
@@ -129,8 +141,14 @@ def test_polyak_update_moves_targets_by_tau_in_place():
 
 def test_replay_buffer_not_done_uses_terminated_only():
     buffer = ReplayBuffer(4, 1, (1,))
-    buffer.add(np.zeros((4, 1)), np.zeros((4, 1)), np.zeros(4), np.zeros((4, 1)),
-               terminated=np.array([True, False, False, True]), truncated=np.array([False, True, False, True]))
+    buffer.add(
+        np.zeros((4, 1)),
+        np.zeros((4, 1)),
+        np.zeros(4),
+        np.zeros((4, 1)),
+        terminated=np.array([True, False, False, True]),
+        truncated=np.array([False, True, False, True]),
+    )
     batch = buffer.sample(4, ArangeRng())
     torch.testing.assert_close(batch["not_done"], torch.tensor([0.0, 1.0, 1.0, 0.0]))
 
@@ -138,10 +156,12 @@ def test_replay_buffer_not_done_uses_terminated_only():
 def test_replay_buffer_wraps_around_and_round_trips():
     """Capacity 5: 4 transitions (rewards 0-3), then 3 (rewards 4-6) overwrite slots 4, 0, 1."""
     buffer = ReplayBuffer(5, 1, (1,))
-    buffer.add(np.zeros((4, 1)), np.zeros((4, 1)), np.arange(4.0), np.zeros((4, 1)), np.zeros(4, bool),
-               np.zeros(4, bool))
-    buffer.add(np.zeros((3, 1)), np.zeros((3, 1)), np.arange(4.0, 7.0), np.zeros((3, 1)), np.zeros(3, bool),
-               np.ones(3, bool))
+    buffer.add(
+        np.zeros((4, 1)), np.zeros((4, 1)), np.arange(4.0), np.zeros((4, 1)), np.zeros(4, bool), np.zeros(4, bool)
+    )
+    buffer.add(
+        np.zeros((3, 1)), np.zeros((3, 1)), np.arange(4.0, 7.0), np.zeros((3, 1)), np.zeros(3, bool), np.ones(3, bool)
+    )
     assert buffer.rewards.tolist() == [5.0, 6.0, 2.0, 3.0, 4.0]
     assert buffer.truncated.tolist() == [True, True, False, False, True]
     assert (buffer.position, len(buffer)) == (2, 5)

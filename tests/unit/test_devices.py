@@ -30,8 +30,7 @@ def no_gpu(monkeypatch):
 
 
 def test_resolve_with_cuda(two_gpus):
-    assert [str(resolve_device(s)) for s in ("auto", "cpu", "cuda", "cuda:1")] == ["cuda:0", "cpu", "cuda:0",
-                                                                                     "cuda:1"]
+    assert [str(resolve_device(s)) for s in ("auto", "cpu", "cuda", "cuda:1")] == ["cuda:0", "cpu", "cuda:0", "cuda:1"]
     with pytest.raises(InputError, match=r"'cuda:7' asked for, but this machine has 2 GPUs \(cuda:0 to cuda:1\)"):
         resolve_device("cuda:7")
 
@@ -44,8 +43,10 @@ def test_resolve_without_cuda(no_gpu):
         resolve_device("cuda:0")
 
 
-@pytest.mark.parametrize("spec, message", [("gpu", "unknown device 'gpu'"), ("cuda:x", "unknown device"),
-                                           ("meta", "not supported"), ("", "unknown device")])
+@pytest.mark.parametrize(
+    "spec, message",
+    [("gpu", "unknown device 'gpu'"), ("cuda:x", "unknown device"), ("meta", "not supported"), ("", "unknown device")],
+)
 def test_bad_device_strings(spec, message):
     with pytest.raises(InputError, match=message):
         resolve_device(spec)
@@ -64,8 +65,10 @@ def test_a3c_stays_on_the_cpu(two_gpus):
         A3C("CartPole-v1", workers=1, device="cuda")
 
 
-@pytest.mark.parametrize("device, message", [("cuda", "CUDA is not available"), ("cuda:7", "CUDA is not available"),
-                                             ("tpu", "unknown device 'tpu'")])
+@pytest.mark.parametrize(
+    "device, message",
+    [("cuda", "CUDA is not available"), ("cuda:7", "CUDA is not available"), ("tpu", "unknown device 'tpu'")],
+)
 def test_cli_bad_device_exits_2_and_writes_nothing(tmp_path, capsys, no_gpu, device, message):
     run_dir = tmp_path / "run"
     assert main(["train", "ppo", "--env", "CartPole-v1", "--device", device, "--run-dir", str(run_dir)]) == 2

@@ -50,8 +50,9 @@ def test_discrete_target_double_q_with_mask():
         set_linear(module.q[2], torch.zeros(3, 4).tolist(), q_bias)
         set_linear(module.imitation[2], torch.zeros(3, 4).tolist(), [0.0, 0.0, -5.0])
     # Online net: actions 0 and 1 allowed, argmax 0; the target net values action 0 at 10.
-    y = discrete_target(torch.zeros(2, 2), torch.tensor([1.0, 2.0]), torch.tensor([1.0, 0.0]), net, target_net,
-                        gamma=0.9, threshold=0.3)
+    y = discrete_target(
+        torch.zeros(2, 2), torch.tensor([1.0, 2.0]), torch.tensor([1.0, 0.0]), net, target_net, gamma=0.9, threshold=0.3
+    )
     torch.testing.assert_close(y, torch.tensor([1.0 + 0.9 * 10.0, 2.0]))
 
 

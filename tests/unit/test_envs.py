@@ -36,11 +36,14 @@ def test_action_adapter_shifts_discrete_actions_by_start():
     assert ActionAdapter(gym.spaces.Discrete(3)).to_env(np.array([0, 2])).tolist() == [0, 2]
 
 
-@pytest.mark.parametrize(("low", "high", "message"), [
-    ([0.0, -1.0], [0.0, 1.0], r"action dimensions \[0\] .* have low == high"),
-    ([-1.0, 0.0], [1.0, np.inf], r"action dimensions \[1\] .* bounded on one side only"),
-    ([-np.inf], [3.0], r"action dimensions \[0\] .* bounded on one side only"),
-])
+@pytest.mark.parametrize(
+    ("low", "high", "message"),
+    [
+        ([0.0, -1.0], [0.0, 1.0], r"action dimensions \[0\] .* have low == high"),
+        ([-1.0, 0.0], [1.0, np.inf], r"action dimensions \[1\] .* bounded on one side only"),
+        ([-np.inf], [3.0], r"action dimensions \[0\] .* bounded on one side only"),
+    ],
+)
 def test_action_adapter_refuses_constant_and_half_bounded_dimensions(low, high, message):
     with pytest.raises(InputError, match=message):
         ActionAdapter(gym.spaces.Box(np.array(low, np.float32), np.array(high, np.float32)))
@@ -73,8 +76,13 @@ class FakeAnt(gym.Env):
 
     def step(self, action):
         self.t += 1
-        info = {"x_position": 0.3 * self.t, "y_position": 1.0 + 0.1 * self.t,
-                "reward_survive": 1.0, "reward_ctrl": -0.5, "reward_contact": -0.25}
+        info = {
+            "x_position": 0.3 * self.t,
+            "y_position": 1.0 + 0.1 * self.t,
+            "reward_survive": 1.0,
+            "reward_ctrl": -0.5,
+            "reward_contact": -0.25,
+        }
         return np.zeros(1), 123.0, False, False, info
 
 
@@ -108,6 +116,7 @@ def test_lean_vector_env_steps_as_gymnasium_same_step_vector_env_with_episode_st
     """Three sub-environments, the same seeds and actions: every output equals Gymnasium's
     SyncVectorEnv (same-step autoreset) + RecordEpisodeStatistics, through terminations (CartPole)
     and time-limit truncations (both), for 200 steps."""
+
     def factory():
         return gym.make(env_id, max_episode_steps=max_episode_steps)
 

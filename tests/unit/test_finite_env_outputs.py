@@ -79,8 +79,11 @@ def box_inf_reward_env():
 
 
 if "acrl_test/NaNObservation-v0" not in gym.registry:
-    gym.register(id="acrl_test/NaNObservation-v0", entry_point=f"{__name__}:NonFiniteEnv",
-                 kwargs={"what": "observation", "value": float("nan"), "at_step": 25, "discrete": True})
+    gym.register(
+        id="acrl_test/NaNObservation-v0",
+        entry_point=f"{__name__}:NonFiniteEnv",
+        kwargs={"what": "observation", "value": float("nan"), "at_step": 25, "discrete": True},
+    )
 
 PPO_TINY = {"n_steps": 16, "batch_size": 16, "n_epochs": 1, "hidden_sizes": (4,), "eval_freq": 0}
 # lifetime step 25 is step 5 of the third 10-step episode
@@ -88,8 +91,9 @@ AT_STEP_25 = r"at step 5 of its episode \(its 25th step overall\)"
 
 
 # ------------------------------------------------------------------------------------ the wrapper
-@pytest.mark.parametrize("value, kind", [(float("nan"), "NaN"), (float("inf"), "infinite"),
-                                         (float("-inf"), "infinite")])
+@pytest.mark.parametrize(
+    "value, kind", [(float("nan"), "NaN"), (float("inf"), "infinite"), (float("-inf"), "infinite")]
+)
 def test_wrapper_names_env_quantity_component_and_step(value, kind):
     env = CheckFinite(NonFiniteEnv("observation", value, 25), index=3)
     env.reset(seed=0)
@@ -110,14 +114,20 @@ def test_wrapper_checks_the_reset_observation_and_the_reward_and_names_the_env_i
     env = CheckFinite(NonFiniteEnv("observation", float("nan"), 0), index=0)
     with pytest.raises(TrainingError, match=r"NaN observation \(components \[1\]: nan\) from reset"):
         env.reset(seed=0)
-    gym.register(id="acrl_test/InfReward-v0", entry_point=f"{__name__}:NonFiniteEnv",
-                 kwargs={"what": "reward", "value": float("-inf"), "at_step": 2})
+    gym.register(
+        id="acrl_test/InfReward-v0",
+        entry_point=f"{__name__}:NonFiniteEnv",
+        kwargs={"what": "reward", "value": float("-inf"), "at_step": 2},
+    )
     try:
         env = CheckFinite(gym.make("acrl_test/InfReward-v0"), index=1)
         env.reset(seed=0)
         env.step(0)
-        with pytest.raises(TrainingError, match=r"environment 1 \(acrl_test/InfReward-v0\) returned an infinite "
-                                                r"reward \(-inf\) at step 2 of its episode \(its 2nd step"):
+        with pytest.raises(
+            TrainingError,
+            match=r"environment 1 \(acrl_test/InfReward-v0\) returned an infinite "
+            r"reward \(-inf\) at step 2 of its episode \(its 2nd step",
+        ):
             env.step(0)
     finally:
         del gym.registry["acrl_test/InfReward-v0"]
@@ -138,18 +148,25 @@ def test_vec_env_error_names_the_sub_environment_index_and_propagates_as_is():
     # make_vec_env seeds sub-environment i with seed + i: only the second one (seed 8) goes bad
     vec = make_vec_env(lambda: NonFiniteEnv("observation", float("nan"), 25, only_seed=8), 3)
     vec.reset(seed=7)
-    with pytest.raises(TrainingError, match=r"^environment 1 \(NonFiniteEnv\) returned a NaN observation .*"
-                                            + AT_STEP_25):
+    with pytest.raises(
+        TrainingError, match=r"^environment 1 \(NonFiniteEnv\) returned a NaN observation .*" + AT_STEP_25
+    ):
         for _ in range(25):
             vec.step(np.zeros(3, dtype=np.int64))
 
 
 # ------------------------------------------------------------------------------------ every algorithm
 def test_ppo_discrete_nan_observation_raises_training_error():
-    agent = PPO(lambda: NonFiniteEnv("observation", float("nan"), 25, discrete=True, only_seed=1), n_envs=2,
-                seed=0, total_steps=64, **PPO_TINY)
-    with pytest.raises(TrainingError, match=r"environment 1 \(.*\) returned a NaN observation \(components \[1\]"
-                                            + r".*" + AT_STEP_25):
+    agent = PPO(
+        lambda: NonFiniteEnv("observation", float("nan"), 25, discrete=True, only_seed=1),
+        n_envs=2,
+        seed=0,
+        total_steps=64,
+        **PPO_TINY,
+    )
+    with pytest.raises(
+        TrainingError, match=r"environment 1 \(.*\) returned a NaN observation \(components \[1\]" + r".*" + AT_STEP_25
+    ):
         agent.learn(progress=False)
 
 
@@ -159,16 +176,33 @@ def test_ppo_box_inf_reward_raises_training_error():
 
 
 def test_ddpg_nan_observation_raises_training_error():
-    agent = DDPG(lambda: NonFiniteEnv("observation", float("nan"), 25, discrete=False), seed=0, total_steps=64,
-                 start_steps=5, batch_size=4, buffer_size=100, hidden_sizes=(4,), iteration_steps=8, eval_freq=0)
+    agent = DDPG(
+        lambda: NonFiniteEnv("observation", float("nan"), 25, discrete=False),
+        seed=0,
+        total_steps=64,
+        start_steps=5,
+        batch_size=4,
+        buffer_size=100,
+        hidden_sizes=(4,),
+        iteration_steps=8,
+        eval_freq=0,
+    )
     with pytest.raises(TrainingError, match=r"environment 0 .* NaN observation .*" + AT_STEP_25):
         agent.learn(progress=False)
 
 
 @pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(), reason="needs the 'fork' start method")
 def test_a3c_worker_nan_observation_reaches_the_parent_as_training_error():
-    agent = A3C(discrete_nan_obs_env, workers=1, n_steps=5, total_steps=200, hidden_sizes=(4,), eval_freq=0,
-                seed=0, start_method="fork")
+    agent = A3C(
+        discrete_nan_obs_env,
+        workers=1,
+        n_steps=5,
+        total_steps=200,
+        hidden_sizes=(4,),
+        eval_freq=0,
+        seed=0,
+        start_method="fork",
+    )
     with pytest.raises(TrainingError) as info:
         agent.learn(progress=False)
     message = str(info.value)
@@ -178,9 +212,25 @@ def test_a3c_worker_nan_observation_reaches_the_parent_as_training_error():
 
 
 def test_cli_exits_1_without_a_traceback(tmp_path, capsys):
-    code = cli_main(["train", "ppo", "--env", "acrl_test/NaNObservation-v0", "--total-steps", "64",
-                     "--run-dir", str(tmp_path / "run"), "--no-progress",
-                     "--set", "n_steps=16", "batch_size=16", "n_epochs=1", "hidden_sizes=[4]", "eval_freq=0"])
+    code = cli_main(
+        [
+            "train",
+            "ppo",
+            "--env",
+            "acrl_test/NaNObservation-v0",
+            "--total-steps",
+            "64",
+            "--run-dir",
+            str(tmp_path / "run"),
+            "--no-progress",
+            "--set",
+            "n_steps=16",
+            "batch_size=16",
+            "n_epochs=1",
+            "hidden_sizes=[4]",
+            "eval_freq=0",
+        ]
+    )
     stderr = capsys.readouterr().err
     assert code == 1, stderr
     assert "Traceback" not in stderr

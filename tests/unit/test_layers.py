@@ -109,9 +109,11 @@ def test_the_checker_reports_upward_root_and_relative_imports():
     assert layer_violations("acrl/parts/y.py", "from acrl.tasks import AntDirectional\nimport acrl.core.envs\n") == []
     assert layer_violations("acrl/offline/z.py", "from acrl.algos import PPO\n") == []
     assert layer_violations("acrl/algos/w.py", "import acrl\n") == [
-        "acrl/algos/w.py:1 imports acrl (the package root, from inside the package)"]
+        "acrl/algos/w.py:1 imports acrl (the package root, from inside the package)"
+    ]
     assert layer_violations("acrl/algos/__init__.py", "from .ppo import PPO\nfrom ..offline import collect\n") == [
-        "acrl/algos/__init__.py:2 imports acrl.offline (layer 2 imports layer 4)"]
+        "acrl/algos/__init__.py:2 imports acrl.offline (layer 2 imports layer 4)"
+    ]
 
 
 def import_graph() -> dict[str, set[str]]:
@@ -122,8 +124,12 @@ def import_graph() -> dict[str, set[str]]:
     for module, file in files.items():
         path = file.relative_to(ROOT).as_posix()
         tree = ast.parse(file.read_text(encoding="utf-8"), filename=path)
-        names = {(node.lineno, alias.name) for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
-                 for alias in node.names}
+        names = {
+            (node.lineno, alias.name)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom)
+            for alias in node.names
+        }
         targets = set()
         for line, target in imported_modules(path, tree):
             submodules = {f"{target}.{name}" for at, name in names if at == line} & files.keys()

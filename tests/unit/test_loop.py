@@ -90,9 +90,15 @@ def test_evaluation_points_checkpoints_and_callbacks(tmp_path):
     assert [step for step, _ in recorder.iterations] == [7, 10, 17, 20, 27, 30, 35]
     assert agent.evaluated == [10, 20, 30, 35]
     assert recorder.evaluations == [(10, 0.0), (20, 1.0), (30, 2.0), (35, 3.0)]
-    assert agent.saved == [("best.pt", 10, False), ("latest.pt", 17, True), ("best.pt", 20, False),
-                           ("best.pt", 30, False), ("latest.pt", 30, True), ("best.pt", 35, False),
-                           ("latest.pt", 35, True)]
+    assert agent.saved == [
+        ("best.pt", 10, False),
+        ("latest.pt", 17, True),
+        ("best.pt", 20, False),
+        ("best.pt", 30, False),
+        ("latest.pt", 30, True),
+        ("best.pt", 35, False),
+        ("latest.pt", 35, True),
+    ]
     assert json.loads((tmp_path / "eval.json").read_text())["return_mean"] == 3.0
     rows = (tmp_path / "metrics.csv").read_text().splitlines()
     assert len(rows) == 1 + 7  # one row per iteration: the final evaluation joins the last one
@@ -252,8 +258,10 @@ def test_console_report_announces_the_start_and_prints_a_line_per_evaluation(tmp
     agent = ScriptedAgent(total=20, eval_freq=10, returns=[1.5, 2.5])
     train([Run(agent, tmp_path, progress=False, callbacks=[ConsoleReport("training scripted -> here")])])
     assert capsys.readouterr().err.splitlines() == [
-        "training scripted -> here", "step 10: eval return 1.5 +/- 0.0 (0 episodes)",
-        "step 20: eval return 2.5 +/- 0.0 (0 episodes)"]
+        "training scripted -> here",
+        "step 10: eval return 1.5 +/- 0.0 (0 episodes)",
+        "step 20: eval return 2.5 +/- 0.0 (0 episodes)",
+    ]
     ConsoleReport(evaluations=False).on_evaluation(30, {"return_mean": 1.0, "return_std": 0.0, "returns": []})
     assert capsys.readouterr().err == ""
 

@@ -28,8 +28,7 @@ N_WORKERS = 2
 TIMEOUT_S = 60
 
 START_METHODS = [
-    pytest.param(m, marks=pytest.mark.skipif(
-        m not in mp.get_all_start_methods(), reason=f"no {m!r} start method here"))
+    pytest.param(m, marks=pytest.mark.skipif(m not in mp.get_all_start_methods(), reason=f"no {m!r} start method here"))
     for m in ("fork", "spawn")
 ]
 
@@ -64,16 +63,19 @@ def _worker(optimizers, lock, barrier, results):
                 param.grad = GRAD.clone()
                 optimizer.step()
     barrier.wait(timeout=TIMEOUT_S)  # every worker has finished: the state is final
-    results.put({name: _state_as_lists(optimizer, optimizer.param_groups[0]["params"][0])
-                 for name, optimizer in optimizers.items()})
+    results.put(
+        {
+            name: _state_as_lists(optimizer, optimizer.param_groups[0]["params"][0])
+            for name, optimizer in optimizers.items()
+        }
+    )
 
 
 def _run_workers(start_method, optimizers):
     """Step `optimizers` from N_WORKERS processes; return what each worker saw at the end."""
     ctx = mp.get_context(start_method)
     lock, barrier, results = ctx.Lock(), ctx.Barrier(N_WORKERS), ctx.Queue()
-    workers = [ctx.Process(target=_worker, args=(optimizers, lock, barrier, results))
-               for _ in range(N_WORKERS)]
+    workers = [ctx.Process(target=_worker, args=(optimizers, lock, barrier, results)) for _ in range(N_WORKERS)]
     for w in workers:
         w.start()
     try:
@@ -107,8 +109,10 @@ def _shared_param():
 def test_workers_share_state_and_step_count(start_method):
     """Two processes x 3 steps on one shared optimizer == 6 sequential steps of plain torch,
     as seen by both workers and by the parent, for SharedAdam and SharedRMSprop."""
-    optimizers = {name: shared_class([_shared_param()], **hyperparameters)
-                  for name, (shared_class, _, hyperparameters) in OPTIMIZERS.items()}
+    optimizers = {
+        name: shared_class([_shared_param()], **hyperparameters)
+        for name, (shared_class, _, hyperparameters) in OPTIMIZERS.items()
+    }
 
     seen_by_workers = _run_workers(start_method, optimizers)
 
@@ -121,8 +125,11 @@ def test_workers_share_state_and_step_count(start_method):
         for seen in [seen_by_workers[0][name], seen_by_workers[1][name], seen_by_parent]:
             assert seen.keys() == expected.keys()
             for key in expected:
-                torch.testing.assert_close(torch.tensor(seen[key]), torch.tensor(expected[key]),
-                                           msg=f"{name} {key} differs from sequential torch")
+                torch.testing.assert_close(
+                    torch.tensor(seen[key]),
+                    torch.tensor(expected[key]),
+                    msg=f"{name} {key} differs from sequential torch",
+                )
 
 
 def test_shared_adam_matches_hand_computation_after_two_workers():
@@ -145,8 +152,10 @@ def test_state_is_created_eagerly_in_shared_memory():
     model = nn.Linear(3, 2)
     adam = SharedAdam(model.parameters(), amsgrad=True)
     rms = SharedRMSprop(model.parameters(), momentum=0.9, centered=True)
-    for optimizer, keys in [(adam, {"step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"}),
-                            (rms, {"step", "square_avg", "momentum_buffer", "grad_avg"})]:
+    for optimizer, keys in [
+        (adam, {"step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"}),
+        (rms, {"step", "square_avg", "momentum_buffer", "grad_avg"}),
+    ]:
         for p in model.parameters():
             state = optimizer.state[p]
             assert set(state) == keys
@@ -165,8 +174,7 @@ def test_state_dict_round_trip_keeps_values_and_sharing(shared_class, tmp_path):
         model(torch.randn(4, 3)).pow(2).sum().backward()
         optimizer.step()
     torch.save(optimizer.state_dict(), tmp_path / "optim.pt")
-    saved = {id(p): {k: v.clone() for k, v in optimizer.state[p].items()}
-             for p in model.parameters()}
+    saved = {id(p): {k: v.clone() for k, v in optimizer.state[p].items()} for p in model.parameters()}
 
     restored = shared_class(model.parameters(), lr=0.5)
     tensors_before = {id(p): dict(restored.state[p]) for p in model.parameters()}
@@ -213,18 +221,34 @@ def test_load_state_dict_does_not_alias_the_source_optimizer():
     assert copy_of.state[p]["step"].item() == 1.0
 
 
-@pytest.mark.parametrize("kwargs", [
-    {"lr": 0.0}, {"lr": -1e-3}, {"lr": float("nan")}, {"betas": (1.0, 0.999)},
-    {"betas": (0.9, -0.1)}, {"betas": (0.9,)}, {"eps": -1.0}, {"weight_decay": -0.1},
-])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"lr": 0.0},
+        {"lr": -1e-3},
+        {"lr": float("nan")},
+        {"betas": (1.0, 0.999)},
+        {"betas": (0.9, -0.1)},
+        {"betas": (0.9,)},
+        {"eps": -1.0},
+        {"weight_decay": -0.1},
+    ],
+)
 def test_shared_adam_rejects_invalid_hyperparameters(kwargs):
     with pytest.raises(InputError):
         SharedAdam(nn.Linear(2, 1).parameters(), **kwargs)
 
 
-@pytest.mark.parametrize("kwargs", [
-    {"lr": 0.0}, {"alpha": 1.0}, {"alpha": -0.5}, {"eps": -1.0}, {"momentum": -0.9},
-])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"lr": 0.0},
+        {"alpha": 1.0},
+        {"alpha": -0.5},
+        {"eps": -1.0},
+        {"momentum": -0.9},
+    ],
+)
 def test_shared_rmsprop_rejects_invalid_hyperparameters(kwargs):
     with pytest.raises(InputError):
         SharedRMSprop(nn.Linear(2, 1).parameters(), **kwargs)
@@ -301,8 +325,7 @@ def test_hard_update_makes_exact_copies_in_place():
 
     hard_update(target, source)
 
-    for t, s in zip(target.state_dict().values(), source.state_dict().values(),
-                    strict=True):
+    for t, s in zip(target.state_dict().values(), source.state_dict().values(), strict=True):
         assert torch.equal(t, s)
     for p, before in zip(target.parameters(), target_tensors, strict=True):
         assert p is before and not p.requires_grad and p.grad_fn is None
@@ -353,10 +376,17 @@ def test_flatten_parameters_rejects_mixed_dtypes():
 
 def test_per_layer_optimizer_state_flattens_in_parameter_order():
     """Adam's moments per layer of `two_layer_net`, as older A3C checkpoints hold them."""
-    state = {"state": {i: {"step": torch.tensor(float(step)), "exp_avg": torch.full(shape, float(i)),
-                           "exp_avg_sq": torch.full(shape, 10.0 + i)}
-                       for i, (shape, step) in enumerate((((1, 2), 7), ((1,), 7), ((1, 1), 6), ((1,), 7)))},
-             "param_groups": [{"lr": 0.01, "params": [0, 1, 2, 3]}]}
+    state = {
+        "state": {
+            i: {
+                "step": torch.tensor(float(step)),
+                "exp_avg": torch.full(shape, float(i)),
+                "exp_avg_sq": torch.full(shape, 10.0 + i),
+            }
+            for i, (shape, step) in enumerate((((1, 2), 7), ((1,), 7), ((1, 1), 6), ((1,), 7)))
+        },
+        "param_groups": [{"lr": 0.01, "params": [0, 1, 2, 3]}],
+    }
     flat = flatten_optimizer_state(state)
     assert flat["param_groups"] == [{"lr": 0.01, "params": [0]}]
     assert flat["state"][0]["step"].item() == 7.0
@@ -371,18 +401,29 @@ def test_per_layer_optimizer_state_flattens_in_parameter_order():
 def per_layer_adam_state(groups):
     """A per-layer Adam state: parameter i has step 3 + i and moments filled with i and 10 + i."""
     shapes = [(1, 2), (1,), (1, 1), (1,)]
-    state = {i: {"step": torch.tensor(3.0 + i), "exp_avg": torch.full(shapes[i], float(i)),
-                 "exp_avg_sq": torch.full(shapes[i], 10.0 + i)} for i in range(4)}
+    state = {
+        i: {
+            "step": torch.tensor(3.0 + i),
+            "exp_avg": torch.full(shapes[i], float(i)),
+            "exp_avg_sq": torch.full(shapes[i], 10.0 + i),
+        }
+        for i in range(4)
+    }
     return {"state": state, "param_groups": groups}
 
 
-@pytest.mark.parametrize("groups, expected_groups", [
-    # one group over both nets -> one group over the two flat tensors
-    ([{"lr": 0.1, "params": [0, 1, 2, 3]}], [{"lr": 0.1, "params": [0, 1]}]),
-    # the second net in a group of its own (PPO's critic weight decay) -> one flat tensor per group
-    ([{"lr": 0.1, "params": [0, 1]}, {"lr": 0.1, "weight_decay": 0.5, "params": [2, 3]}],
-     [{"lr": 0.1, "params": [0]}, {"lr": 0.1, "weight_decay": 0.5, "params": [1]}]),
-])
+@pytest.mark.parametrize(
+    "groups, expected_groups",
+    [
+        # one group over both nets -> one group over the two flat tensors
+        ([{"lr": 0.1, "params": [0, 1, 2, 3]}], [{"lr": 0.1, "params": [0, 1]}]),
+        # the second net in a group of its own (PPO's critic weight decay) -> one flat tensor per group
+        (
+            [{"lr": 0.1, "params": [0, 1]}, {"lr": 0.1, "weight_decay": 0.5, "params": [2, 3]}],
+            [{"lr": 0.1, "params": [0]}, {"lr": 0.1, "weight_decay": 0.5, "params": [1]}],
+        ),
+    ],
+)
 def test_per_layer_optimizer_state_flattens_into_one_tensor_per_net(groups, expected_groups):
     """Two nets of two parameters each (counts [2, 2]), as older PPO checkpoints hold them."""
     flat = flatten_optimizer_state(per_layer_adam_state(groups), [2, 2])

@@ -12,8 +12,17 @@ from acrl.core.plotting import align_curves, curve_labels, plot_runs
 
 def _run(path, seed, rows, **settings):
     path.mkdir()
-    config = {"algo": "ppo", "config": {"env_id": "CartPole-v1", "seed": seed, "total_steps": 50_000,
-                                        "torch_threads": 1, "preset": "default", **settings}}
+    config = {
+        "algo": "ppo",
+        "config": {
+            "env_id": "CartPole-v1",
+            "seed": seed,
+            "total_steps": 50_000,
+            "torch_threads": 1,
+            "preset": "default",
+            **settings,
+        },
+    }
     (path / "config.yaml").write_text(yaml.safe_dump(config))
     (path / "metrics.csv").write_text("step,eval/return_mean\n" + "".join(f"{s},{v}\n" for s, v in rows))
     return path
@@ -36,13 +45,20 @@ def drawn(monkeypatch):
 
 def test_labels_name_the_settings_that_differ_within_an_algorithm_and_environment():
     base = {"env_id": "CartPole-v1", "preset": "default", "n_epochs": 10, "clip_range": 0.2}
-    labels = curve_labels([("ppo", {**base, "learning_rate": 0.001}),
-                           ("ppo", {**base, "learning_rate": 0.0003, "clip_range": 0.1}),
-                           ("ppo", {"env_id": "Acrobot-v1", "learning_rate": 0.001}),
-                           ("sac", {"env_id": "Pendulum-v1", "preset": None, "hidden_sizes": [64, 64]})])
-    assert labels == ["ppo CartPole-v1 [default] clip_range=0.2 learning_rate=0.001",
-                      "ppo CartPole-v1 [default] clip_range=0.1 learning_rate=0.0003",
-                      "ppo Acrobot-v1", "sac Pendulum-v1"]
+    labels = curve_labels(
+        [
+            ("ppo", {**base, "learning_rate": 0.001}),
+            ("ppo", {**base, "learning_rate": 0.0003, "clip_range": 0.1}),
+            ("ppo", {"env_id": "Acrobot-v1", "learning_rate": 0.001}),
+            ("sac", {"env_id": "Pendulum-v1", "preset": None, "hidden_sizes": [64, 64]}),
+        ]
+    )
+    assert labels == [
+        "ppo CartPole-v1 [default] clip_range=0.2 learning_rate=0.001",
+        "ppo CartPole-v1 [default] clip_range=0.1 learning_rate=0.0003",
+        "ppo Acrobot-v1",
+        "sac Pendulum-v1",
+    ]
 
 
 def test_runs_that_differ_only_by_set_values_are_labelled_by_them_and_seeds_are_one_curve(tmp_path, drawn):
@@ -52,7 +68,9 @@ def test_runs_that_differ_only_by_set_values_are_labelled_by_them_and_seeds_are_
     plot_runs([a, b, c], tmp_path / "curves.png")
     ax = drawn[-1].axes[0]
     assert [t.get_text() for t in ax.get_legend().get_texts()] == [
-        "ppo CartPole-v1 [default] learning_rate=0.001 (2 seeds)", "ppo CartPole-v1 [default] learning_rate=0.0003"]
+        "ppo CartPole-v1 [default] learning_rate=0.001 (2 seeds)",
+        "ppo CartPole-v1 [default] learning_rate=0.0003",
+    ]
     mean, single = ax.lines
     np.testing.assert_allclose(mean.get_ydata(), [20.0, 30.0])  # (10 + 30) / 2, (20 + 40) / 2
 
@@ -61,8 +79,12 @@ def test_the_band_interpolates_two_seeds_onto_the_steps_both_have_reached():
     # Seed 0 evaluates at 0, 100, 200; seed 1 at 50, 150, 250. The common stretch is [50, 200] and the
     # grid every step either evaluated in it: 50, 100, 150, 200. Seed 0 there, linearly: 5, 10, 15, 20;
     # seed 1: 5, 10 (half way from 5 to 15), 15, 30 (half way from 15 to 45).
-    grid, values = align_curves([(np.array([0.0, 100.0, 200.0]), np.array([0.0, 10.0, 20.0])),
-                                 (np.array([50.0, 150.0, 250.0]), np.array([5.0, 15.0, 45.0]))])
+    grid, values = align_curves(
+        [
+            (np.array([0.0, 100.0, 200.0]), np.array([0.0, 10.0, 20.0])),
+            (np.array([50.0, 150.0, 250.0]), np.array([5.0, 15.0, 45.0])),
+        ]
+    )
     np.testing.assert_array_equal(grid, [50.0, 100.0, 150.0, 200.0])
     np.testing.assert_allclose(values, [[5.0, 10.0, 15.0, 20.0], [5.0, 10.0, 15.0, 30.0]])
     np.testing.assert_allclose(values.mean(0), [5.0, 10.0, 15.0, 25.0])

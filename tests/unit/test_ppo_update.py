@@ -122,8 +122,11 @@ def test_clipped_surrogate_clip_fraction_and_approx_kl_by_hand():
     assert expected == pytest.approx(surrogate(OFFSETS, ADVANTAGES, 0.2))
     assert metrics["train/policy_loss"] == pytest.approx(expected, rel=1e-5, abs=1e-6)
     # The test tells the right formula from plausible wrong ones.
-    for wrong in (surrogate(OFFSETS, ADVANTAGES, 0.2, ddof=0), surrogate(OFFSETS, ADVANTAGES, 0.2, clipped=False),
-                  -np.mean(np.exp(OFFSETS) * np.array(ADVANTAGES))):
+    for wrong in (
+        surrogate(OFFSETS, ADVANTAGES, 0.2, ddof=0),
+        surrogate(OFFSETS, ADVANTAGES, 0.2, clipped=False),
+        -np.mean(np.exp(OFFSETS) * np.array(ADVANTAGES)),
+    ):
         assert abs(wrong - expected) > 1e-3
 
     assert metrics["train/clip_fraction"] == pytest.approx(0.5)  # |r - 1| > 0.2 for samples 0 and 1
@@ -174,8 +177,8 @@ def test_update_clips_the_global_gradient_norm(monkeypatch):
         fill_buffer(agent, ACTIONS, OFFSETS, ADVANTAGES, returns=[1.0, -1.0, 2.0, 0.0])
         runs[max_grad_norm] = grad_norms_at_step(agent, monkeypatch)
         agent.update()
-    (raw_norm, raw_grads), = runs[1e6]
-    (clipped_norm, clipped_grads), = runs[1e-3]
+    ((raw_norm, raw_grads),) = runs[1e6]
+    ((clipped_norm, clipped_grads),) = runs[1e-3]
     assert raw_norm > 1e-2  # the unclipped gradient is well above the limit
     assert clipped_norm == pytest.approx(1e-3, rel=1e-4)
     scale = 1e-3 / (raw_norm + 1e-6)  # torch.nn.utils.clip_grad_norm_'s coefficient
@@ -204,14 +207,17 @@ def test_target_kl_stops_before_any_gradient_step():
         assert changed != stops, factor
 
 
-@pytest.mark.parametrize("clip_range_vf, expected", [
-    # V = 1 everywhere; unclipped (V - R)^2 = (4, 4, 0.01, 0): mean 2.0025.
-    (None, 2.0025),
-    # V - V_old = (0.5, -0.2, -1.0, 0.05) clipped to (0.2, -0.2, -0.2, 0.05): V_clip = (0.7, 1.0, 1.8, 1.0),
-    # (V_clip - R)^2 = (5.29, 4, 0.81, 0); the elementwise max with the unclipped: (5.29, 4, 0.81, 0),
-    # mean 2.525.
-    (0.2, 2.525),
-])
+@pytest.mark.parametrize(
+    "clip_range_vf, expected",
+    [
+        # V = 1 everywhere; unclipped (V - R)^2 = (4, 4, 0.01, 0): mean 2.0025.
+        (None, 2.0025),
+        # V - V_old = (0.5, -0.2, -1.0, 0.05) clipped to (0.2, -0.2, -0.2, 0.05): V_clip = (0.7, 1.0, 1.8, 1.0),
+        # (V_clip - R)^2 = (5.29, 4, 0.81, 0); the elementwise max with the unclipped: (5.29, 4, 0.81, 0),
+        # mean 2.525.
+        (0.2, 2.525),
+    ],
+)
 def test_value_loss_by_hand(clip_range_vf, expected):
     agent = hand_agent(value=1.0, clip_range_vf=clip_range_vf)
     fill_buffer(agent, ACTIONS, OFFSETS, ADVANTAGES, returns=[3.0, -1.0, 0.9, 1.0], values=[0.5, 1.2, 2.0, 0.95])
@@ -255,8 +261,17 @@ def test_entropy_bonus_gradient_by_hand(monkeypatch):
 def test_learning_rate_anneals_linearly_through_the_update():
     """anneal_lr with 16 total steps and rollouts of 4: the k-th update (k = 0..3) runs at
     lr = 1e-3 * (1 - 4k / 16) = 1e-3, 7.5e-4, 5e-4, 2.5e-4 (steps taken before its rollout)."""
-    agent = PPO("CartPole-v1", seed=0, n_steps=4, batch_size=4, n_epochs=1, hidden_sizes=(4,), learning_rate=1e-3,
-                anneal_lr=True, total_steps=16)
+    agent = PPO(
+        "CartPole-v1",
+        seed=0,
+        n_steps=4,
+        batch_size=4,
+        n_epochs=1,
+        hidden_sizes=(4,),
+        learning_rate=1e-3,
+        anneal_lr=True,
+        total_steps=16,
+    )
     rates = []
     for _ in range(4):
         metrics = agent.iteration(4)

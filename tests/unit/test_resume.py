@@ -7,8 +7,15 @@ import pytest
 import acrl
 from acrl import DDPG
 
-SMALL = {"hidden_sizes": (8,), "batch_size": 16, "start_steps": 50, "buffer_size": 1000, "eval_freq": 0,
-         "iteration_steps": 50, "eval_episodes": 1}
+SMALL = {
+    "hidden_sizes": (8,),
+    "batch_size": 16,
+    "start_steps": 50,
+    "buffer_size": 1000,
+    "eval_freq": 0,
+    "iteration_steps": 50,
+    "eval_episodes": 1,
+}
 
 
 @pytest.mark.parametrize("save_buffer", [False, True])

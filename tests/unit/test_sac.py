@@ -16,8 +16,14 @@ from acrl.parts.buffers import ReplayBuffer
 from acrl.parts.heads import squashed_log_prob
 
 TINY = {"hidden_sizes": (1,), "buffer_size": 100, "batch_size": 3, "start_steps": 0}
-SMALL = {"hidden_sizes": (8, 8), "buffer_size": 200, "batch_size": 16, "start_steps": 20, "iteration_steps": 20,
-         "eval_freq": 0}
+SMALL = {
+    "hidden_sizes": (8, 8),
+    "buffer_size": 200,
+    "batch_size": 16,
+    "start_steps": 20,
+    "iteration_steps": 20,
+    "eval_freq": 0,
+}
 LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 
 
@@ -37,8 +43,9 @@ def test_log_prob_matches_torch_transformed_distribution():
     expected = reference.log_prob(torch.tanh(u)).sum(-1)
     torch.testing.assert_close(squashed_log_prob(u, mean, log_std), expected)
     # float32, as the agent computes it, against the float64 reference
-    torch.testing.assert_close(squashed_log_prob(u.float(), mean.float(), log_std.float()), expected.float(),
-                               rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(
+        squashed_log_prob(u.float(), mean.float(), log_std.float()), expected.float(), rtol=1e-5, atol=1e-5
+    )
 
 
 @pytest.mark.parametrize("u", [20.0, -20.0])
@@ -81,8 +88,14 @@ def three_transitions():
     """Rewards 1, next state s0 = 1: terminated, truncated, and neither."""
     buffer = ReplayBuffer(10, 3, (1,))
     next_obs = np.tile(np.array([1.0, 0.0, 0.0], np.float32), (3, 1))
-    buffer.add(np.zeros((3, 3), np.float32), np.zeros((3, 1), np.float32), np.ones(3, np.float32), next_obs,
-               np.array([True, False, False]), np.array([False, True, False]))
+    buffer.add(
+        np.zeros((3, 3), np.float32),
+        np.zeros((3, 1), np.float32),
+        np.ones(3, np.float32),
+        next_obs,
+        np.array([True, False, False]),
+        np.array([False, True, False]),
+    )
     return buffer.sample(3, type("Arange", (), {"integers": lambda self, low, high, size: np.arange(size)})())
 
 
@@ -99,9 +112,11 @@ def test_critic_target_by_hand(monkeypatch):
         agent.temperature.log_alpha.fill_(math.log(0.5))
     target = agent.compute_target(three_transitions(), agent.temperature())
     # a' = 0.5: Q1' = 6.5, Q2' = 4.0; a' = -0.5: Q1' = 0.5, Q2' = 2.0. alpha = 0.5, gamma = 0.99
-    expected = [1.0,                               # terminated: the reward only
-                1.0 + 0.99 * (4.0 - 0.5 * -1.2),   # truncated bootstraps: min is Q2'
-                1.0 + 0.99 * (0.5 - 0.5 * 0.8)]    # min is Q1'
+    expected = [
+        1.0,  # terminated: the reward only
+        1.0 + 0.99 * (4.0 - 0.5 * -1.2),  # truncated bootstraps: min is Q2'
+        1.0 + 0.99 * (0.5 - 0.5 * 0.8),
+    ]  # min is Q1'
     torch.testing.assert_close(target, torch.tensor(expected))
 
 
@@ -170,15 +185,17 @@ class UnboundedActions(gym.Env):
         return np.zeros(2, np.float32), 0.0, False, False, {}
 
 
-@pytest.mark.parametrize("env, message", [("CartPole-v1", "continuous actions"),
-                                          (UnboundedActions, "finite action bounds")])
+@pytest.mark.parametrize(
+    "env, message", [("CartPole-v1", "continuous actions"), (UnboundedActions, "finite action bounds")]
+)
 def test_bad_action_spaces(env, message):
     with pytest.raises(InputError, match=message):
         SAC(env, seed=0, **TINY)
 
 
-@pytest.mark.parametrize("values", [{"ent_coef": 0.0}, {"ent_coef": -0.1}, {"init_ent_coef": 0.0},
-                                    {"ent_coef": "auto"}])
+@pytest.mark.parametrize(
+    "values", [{"ent_coef": 0.0}, {"ent_coef": -0.1}, {"init_ent_coef": 0.0}, {"ent_coef": "auto"}]
+)
 def test_bad_ent_coef(values):
     with pytest.raises(InputError, match="ent_coef"):
         SAC("Pendulum-v1", **TINY, **values)

@@ -16,8 +16,10 @@ from acrl.core import torch_fast
 from acrl.parts import nets
 from acrl.parts.nets import mlp
 
-needs_private = pytest.mark.skipif(not (torch_fast.ONEDNN_AVAILABLE and torch_fast.private_apis_enabled()),
-                                   reason="this torch has no oneDNN, or ACRL_PRIVATE_APIS=0")
+needs_private = pytest.mark.skipif(
+    not (torch_fast.ONEDNN_AVAILABLE and torch_fast.private_apis_enabled()),
+    reason="this torch has no oneDNN, or ACRL_PRIVATE_APIS=0",
+)
 
 
 @pytest.fixture
@@ -103,9 +105,11 @@ def test_add_summary_writes_the_same_event_either_way(enabled, private_apis, tmp
 
 
 def test_environment_variable_turns_the_private_paths_off():
-    code = ("from acrl.core import torch_fast; import torch;"
-            "x = torch.randn(512, 64);"
-            "print(torch_fast.private_apis_enabled(), torch.equal(torch_fast.tanh(x), torch.tanh(x)))")
+    code = (
+        "from acrl.core import torch_fast; import torch;"
+        "x = torch.randn(512, 64);"
+        "print(torch_fast.private_apis_enabled(), torch.equal(torch_fast.tanh(x), torch.tanh(x)))"
+    )
     env = {**os.environ, "ACRL_PRIVATE_APIS": "0"}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "True"]  # off, and tanh is torch's exactly
@@ -146,8 +150,9 @@ def test_frozen_weight_with_a_trainable_bias_gets_the_bias_gradient():
 
 def _plain_copy(net):
     """The same net built from nn.Linear and nn.Tanh."""
-    plain = nn.Sequential(*[nn.Linear(m.in_features, m.out_features) if isinstance(m, nn.Linear) else nn.Tanh()
-                            for m in net])
+    plain = nn.Sequential(
+        *[nn.Linear(m.in_features, m.out_features) if isinstance(m, nn.Linear) else nn.Tanh() for m in net]
+    )
     plain.load_state_dict(net.state_dict())
     return plain
 

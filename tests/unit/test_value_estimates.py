@@ -21,15 +21,22 @@ def set_linear(layer, weight, bias):
 def pendulum_buffer(actions):
     n = len(actions)
     buffer = ReplayBuffer(n, 3, (1,))
-    buffer.add(np.zeros((n, 3)), np.asarray(actions, np.float32)[:, None], np.zeros(n), np.zeros((n, 3)),
-               np.zeros(n, bool), np.zeros(n, bool))
+    buffer.add(
+        np.zeros((n, 3)),
+        np.asarray(actions, np.float32)[:, None],
+        np.zeros(n),
+        np.zeros((n, 3)),
+        np.zeros(n, bool),
+        np.zeros(n, bool),
+    )
     return buffer
 
 
 def test_value_estimates_by_hand():
     data_actions = np.linspace(-1.0, 1.0, 2001)  # 2,001 pairs: 1,000 evenly spaced ones are read
-    agent = DDPG("Pendulum-v1", buffer=pendulum_buffer(data_actions), hidden_sizes=(1,), gamma=0.9, seed=4,
-                 eval_episodes=2)
+    agent = DDPG(
+        "Pendulum-v1", buffer=pendulum_buffer(data_actions), hidden_sizes=(1,), gamma=0.9, seed=4, eval_episodes=2
+    )
     # The policy always acts tanh(0.5) (policy units); the critic is Q(s, a) = relu(a + 10) - 10 = a.
     set_linear(agent.actor.net[0], [[0.0, 0.0, 0.0]], [0.0])
     set_linear(agent.actor.net[2], [[0.0]], [0.5])
@@ -81,8 +88,9 @@ def test_a_perfect_critic_reads_the_discounted_return_through_the_time_limit(tru
     critic that says Q = 10 everywhere is perfect. The discounted return of the 5 steps,
     (1 - 0.9^5) / 0.1 = 4.0951, plus 0.9^5 * Q(s_5, pi(s_5)) = 5.9049 reads 10 as well. An episode that
     terminates at step 5 has the value 4.0951 and bootstraps nothing."""
-    agent = DDPG(lambda: Corridor(truncate), buffer=pendulum_buffer([0.0]), hidden_sizes=(1,), gamma=0.9,
-                 eval_episodes=2)
+    agent = DDPG(
+        lambda: Corridor(truncate), buffer=pendulum_buffer([0.0]), hidden_sizes=(1,), gamma=0.9, eval_episodes=2
+    )
     set_linear(agent.critic.q_net[0], [[0.0, 0.0, 0.0, 0.0]], [0.0])
     set_linear(agent.critic.q_net[2], [[0.0]], [10.0])
     result = agent.evaluate()

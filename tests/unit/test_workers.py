@@ -56,9 +56,17 @@ def test_wait_for_returns_at_the_step_and_at_the_budget_once_every_worker_has_ex
     assert multiprocessing.active_children() == []
 
 
-@pytest.mark.parametrize("how, message", [("raise", r"worker 1 raised an exception:\n.*Traceback.*"
-                                                      "RuntimeError: deliberate failure in worker 1"),
-                                          ("sigkill", r"worker 1 \(pid \d+\) was killed by SIGKILL")])
+@pytest.mark.parametrize(
+    "how, message",
+    [
+        (
+            "raise",
+            r"worker 1 raised an exception:\n.*Traceback.*"
+            "RuntimeError: deliberate failure in worker 1",
+        ),
+        ("sigkill", r"worker 1 \(pid \d+\) was killed by SIGKILL"),
+    ],
+)
 def test_a_failed_worker_raises_training_error_in_the_parent(how, message):
     budget, pool = pool_of(2, 10**9)
     try:
