@@ -50,17 +50,13 @@ def gae(
 def segment_advantages(
     rewards: np.ndarray, values: np.ndarray, bootstrap_value: np.ndarray | float, gamma: float, gae_lambda: float
 ) -> tuple[np.ndarray, np.ndarray]:
-    """GAE(lambda) advantages and value targets of rollout segments with no episode end inside (A3C).
+    """GAE(lambda) advantages and value targets of rollout segments with no episode end inside (A3C):
+    `gae` with V(s_T) = bootstrap_value after the last step and no termination or truncation before it.
 
-    delta_t = r_t + gamma * V(s_{t+1}) - V(s_t), with V(s_T) = bootstrap_value: V(last
-    observation) when the segment stopped mid-episode or was truncated by a time limit, 0 when
-    it terminated; A_t = delta_t + gamma * lambda * A_{t+1} (Schulman et al. 2016, Eq. 16, as
-    `gae` with no episode end before the last step), that is A_t = sum_{s >= t} (gamma
-    lambda)^(s - t) delta_s, computed as one (T, T) matrix product; targets = A_t + V(s_t).
-
-    With lambda = 1 the targets are the n-step returns of Mnih et al. 2016, Algorithm S3,
-    R_t = r_t + gamma * R_{t+1}, R_T = bootstrap_value, and A_t = R_t - V(s_t); with
-    bootstrap_value = 0 and V = 0, the Monte Carlo discounted returns.
+    bootstrap_value is V(last observation) when the segment stopped mid-episode or was truncated
+    by a time limit, 0 when it terminated. With lambda = 1 the targets are the n-step returns of
+    Mnih et al. 2016, Algorithm S3, R_t = r_t + gamma * R_{t+1}, R_T = bootstrap_value, and
+    A_t = R_t - V(s_t); with bootstrap_value = 0 and V = 0, the Monte Carlo discounted returns.
 
     Args:
         rewards, values: (T,) or (T, N) float32: r_t and V(s_t) of one segment, or of N
@@ -70,11 +66,6 @@ def segment_advantages(
     Returns:
         (advantages, targets), each float32 of the shape of `rewards`.
     """
-    steps = len(rewards)
     last = np.asarray(bootstrap_value, dtype=np.float32).reshape((1, *values.shape[1:]))
-    deltas = rewards + gamma * np.concatenate([values[1:], last]) - values
-    lag = np.arange(steps)
-    lag = np.maximum(lag[None, :] - lag[:, None], 0)  # s - t above the diagonal
-    weights = np.triu(np.float32(gamma * gae_lambda) ** lag.astype(np.float32))
-    advantages = (weights @ deltas).astype(np.float32)
-    return advantages, advantages + values
+    no_end = np.zeros(rewards.shape, dtype=bool)
+    return gae(rewards, values, np.concatenate([values[1:], last]), no_end, no_end, gamma, gae_lambda)
