@@ -108,10 +108,10 @@ def _check_out(out_dir: Path) -> None:
         raise InputError(f"{out_dir} already holds files; choose another --out (experiments never overwrite).")
 
 
-def _record(out_dir: Path, settings: dict[str, Any], announce: str | None) -> Callable[[], None]:
+def _record(out_dir: Path, settings: dict[str, Any], announce: str) -> Callable[[], None]:
     """Check that `out_dir` is new or holds the same experiment (whose finished jobs a rerun skips);
     return the function that writes out_dir/experiment.yaml once the jobs' executor is up, and
-    prints `announce` (if given) on stderr.
+    prints `announce` on stderr.
 
     Raises:
         InputError: `out_dir` holds files of something else.
@@ -127,8 +127,7 @@ def _record(out_dir: Path, settings: dict[str, Any], announce: str | None) -> Ca
         _check_out(out_dir)
 
     def write() -> None:
-        if announce is not None:
-            print(announce, file=sys.stderr)
+        print(announce, file=sys.stderr)
         out_dir.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
 
@@ -473,7 +472,7 @@ def run_extrapolation(
             **common,
             **overrides,
         },
-        f"experiment extrapolation on {env_id} -> {out_dir}" if progress else None,
+        f"experiment extrapolation on {env_id} -> {out_dir}",
     )
     ddpg_offline = {"gamma": configs["bcq"].gamma, **overrides["ddpg_overrides"]}
     started = time.monotonic()
@@ -848,7 +847,7 @@ def run_concurrent_experiment(
     on_start = _record(
         out_dir,
         {"experiment": "concurrent", "env_id": env_id, "steps": steps, "seeds": list(seeds), **kwargs},
-        f"experiment concurrent on {env_id} -> {out_dir}" if progress else None,
+        f"experiment concurrent on {env_id} -> {out_dir}",
     )
     budget = configs["behavioral"].total_steps
     done = run_jobs(

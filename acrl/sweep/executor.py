@@ -876,7 +876,7 @@ def run_jobs(
         root: the sweep directory on the driver.
         options: where and how they run.
         progress: a progress bar named `label`, over the steps of the jobs' runs where every job
-            has its `steps` (else over jobs), and a short line per finished job.
+            has its `steps` (else over jobs); the short line per finished job prints either way.
         on_start: called once the executor is up and checked, before the first job starts (a sweep
             writes its sweep.yaml there, so a cluster that cannot be reached leaves nothing).
         label: what the jobs are, for the progress bar (e.g. "offline runs").
@@ -898,7 +898,7 @@ def run_jobs(
         if is_done(root, job.name)
     }
     todo = [job for job in jobs if job.name not in results]
-    if results and progress:
+    if results:
         print(
             f"{len(results)} of {len(jobs)} {label} finished before; running the other {len(todo)} (the interrupted "
             "ones continue from their checkpoints)",
@@ -941,8 +941,7 @@ def run_jobs(
                     tqdm.write(f"acrl: {job.name} failed: {outcome}", file=sys.stderr)
                 else:
                     results[job.name] = outcome
-                    if progress:
-                        tqdm.write(f"done {job.name}: {_summary(outcome)}", file=sys.stderr)
+                    tqdm.write(f"done {job.name}: {_summary(outcome)}", file=sys.stderr)
         except KeyboardInterrupt:
             print(
                 "\nacrl: stopping: each running run writes checkpoints/latest.pt (Ctrl-C again kills them now); "

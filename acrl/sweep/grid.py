@@ -128,8 +128,7 @@ def run_sweep(
         )
 
     def write_record() -> None:  # once the grid is valid and Ray is up
-        if progress:
-            print(f"sweep of {spec.algo}: {len(runs)} runs -> {out}", file=sys.stderr)
+        print(f"sweep of {spec.algo}: {len(runs)} runs -> {out}", file=sys.stderr)
         out.mkdir(parents=True, exist_ok=True)
         existing.write_text(yaml.safe_dump(record, sort_keys=False))
 

@@ -7,6 +7,7 @@ result without the command that regenerates it.
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import json
 import shutil
@@ -101,10 +102,16 @@ def test_benchmarks_write_to_the_scratch_folder_by_default():
     meta = load_meta()
     assert meta.scratch_path("x") == ROOT / "benchmarks" / "results" / "tmp" / "x.json"
     assert "benchmarks/results/tmp/" in (ROOT / ".gitignore").read_text().split()
+    checked = []
     for script in sorted((ROOT / "benchmarks").glob("*.py")):
         text = script.read_text()
-        if '"--out"' in text:
-            default = text[text.index('"--out"') :].split("\n")[0]
-            if "default=" not in default:  # chosen after parsing (seed_runs.py: per result name)
-                default = text[text.index("args.out or") :].split("\n")[0]
-            assert "scratch_path(" in default or '"tmp"' in default or "SCRATCH" in default, script.name
+        for call in ast.walk(ast.parse(text)):
+            if isinstance(call, ast.Call) and call.args and getattr(call.args[0], "value", None) == "--out":
+                default = next(
+                    (ast.get_source_segment(text, k.value) for k in call.keywords if k.arg == "default"), None
+                )
+                if default is None:  # chosen after parsing (seed_runs.py: per result name)
+                    default = text[text.index("args.out or") :].split("\n")[0]
+                assert "scratch_path(" in default or '"tmp"' in default or "SCRATCH" in default, script.name
+                checked.append(script.stem)
+    assert {"a3c_scaling", "a3c_vs_a2c", "ppo_vs_sb3", "seed_runs", "update_roofline", "vector_env"} <= set(checked)
