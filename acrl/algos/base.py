@@ -61,6 +61,9 @@ class Agent:
     algo: ClassVar[str]
     config_class: ClassVar[type[RunConfig]]
     action_kinds: ClassVar[tuple[type, ...]] = (gym.spaces.Box, gym.spaces.Discrete)
+    image_observations: ClassVar[bool] = False
+    """Whether the algorithm takes observation spaces other than a 1-D Box (PPO: image frames; its
+    encoder checks them, `acrl.parts.encoders.make_encoder`)."""
     action_space_hint: ClassVar[str] = ""
     """Appended to the error for an action space not in `action_kinds`: what to use instead."""
     step_unit: ClassVar[str] = "step"
@@ -83,7 +86,7 @@ class Agent:
         self.config.device = str(self.device)  # what was used, for config.yaml: "cpu" or "cuda:0"
         self.env = env
         probe = factory()
-        check_spaces(probe, type(self).__name__, self.action_kinds, self.action_space_hint)
+        check_spaces(probe, type(self).__name__, self.action_kinds, self.action_space_hint, self.image_observations)
         self.observation_space, self.action_space = probe.observation_space, probe.action_space
         probe.close()
         self.obs_dim = int(self.observation_space.shape[0])
@@ -172,7 +175,8 @@ class Agent:
         """Actions in the environment's own units for one observation or a batch.
 
         Args:
-            obs: (obs_dim,) or (B, obs_dim) raw observations.
+            obs: (obs_dim,) or (B, obs_dim) raw observations; image frames (*obs_shape) or (B, *obs_shape),
+                kept in the space's dtype.
             deterministic: the mode (Categorical) or mean (Gaussian) instead of a sample.
         Returns:
             (act_dim,) / (B, act_dim) in the env's dtype for Box, an int / (B,) int64 for
@@ -180,12 +184,13 @@ class Agent:
         Raises:
             InputError: observations of the wrong size.
         """
-        obs = np.asarray(obs, dtype=np.float32)
-        single = obs.ndim == 1
+        shape = self.observation_space.shape
+        obs = np.asarray(obs, dtype=np.float32 if len(shape) == 1 else self.observation_space.dtype)
+        single = obs.shape == shape
         batch = obs[None] if single else obs
-        if batch.ndim != 2 or batch.shape[1] != self.obs_dim:
+        if batch.shape[1:] != shape:
             raise InputError(
-                f"predict expects observations of shape ({self.obs_dim},) or (B, {self.obs_dim}), got {obs.shape}."
+                f"predict expects observations of shape {shape} or (B, {', '.join(map(str, shape))}), got {obs.shape}."
             )
         x = self.obs_normalizer(batch).to(self.device)
         with torch.no_grad():

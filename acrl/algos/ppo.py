@@ -11,6 +11,11 @@ follow Engstrom et al. 2020 and Huang et al. 2022 ("The 37 Implementation Detail
 orthogonal init, Adam eps 1e-5, gradient-norm clipping, optional value clipping, optional
 linear learning-rate annealing, approximate KL with optional early stop, running observation
 normalisation and optional reward scaling.
+
+Vector observations get an MLP actor and a separate MLP critic. Image observations (uint8 or bool
+frames) get a CNN (`acrl.parts.encoders`) shared by the policy and the value, with two heads (the
+value head: one linear layer, gain 1), as in Mnih et al. 2016 and CleanRL's ppo_atari; the frames
+stay uint8/bool in the rollout buffer and are scaled inside the network.
 """
 
 from __future__ import annotations
@@ -26,9 +31,10 @@ from acrl.core.config import RunConfig, in_unit_interval, layer_widths, positive
 from acrl.core.envs import make_vec_env
 from acrl.core.errors import InputError
 from acrl.parts.buffers import RolloutBuffer
-from acrl.parts.heads import policy_head
-from acrl.parts.nets import ValueNet
-from acrl.parts.normalization import ObservationNormalizer, RewardScaler
+from acrl.parts.encoders import ENCODERS, is_image, make_encoder
+from acrl.parts.heads import head_on
+from acrl.parts.nets import ValueNet, output_layer
+from acrl.parts.normalization import IdentityNormalizer, ObservationNormalizer, RewardScaler
 from acrl.parts.optim import anneal_learning_rate, clip_grad_norm, flatten_parameters
 from acrl.parts.returns import gae
 from acrl.parts.stats import EpisodeStats
@@ -52,8 +58,11 @@ class PPOConfig(RunConfig):
         normalize_advantage: normalise advantages per minibatch.
         normalize_obs: running observation normalisation; obs_clip: bound after normalising.
         normalize_reward: scale rewards by the running std of the discounted return.
-        hidden_sizes: hidden layers of the actor and of the critic (separate networks).
-        activation: "tanh" or "relu".
+        hidden_sizes: hidden layers of the actor and of the critic (separate networks; vector observations).
+        activation: "tanh" or "relu" (vector observations).
+        encoder: the observation encoder, "auto" (from the observation space: "mlp" for vectors,
+            "nature" for frames of 36x36 or more, else "minatar") or one of "mlp", "nature", "a3c",
+            "minatar" (`acrl.parts.encoders`); a run's config.yaml records the one used.
         log_std_init: initial log-std of the Gaussian policy; log_std_min: its floor.
         critic_weight_decay: L2 weight decay on the critic's parameters (Adam's weight_decay).
     """
@@ -80,6 +89,7 @@ class PPOConfig(RunConfig):
     log_std_init: float = 0.0
     log_std_min: float = -5.0
     critic_weight_decay: float = 0.0
+    encoder: str = "auto"
 
     def validate(self) -> None:
         """Raise `InputError` for values PPO cannot run with (see the attribute list)."""
@@ -106,6 +116,8 @@ class PPOConfig(RunConfig):
             )
         if self.activation not in ("tanh", "relu"):
             raise InputError(f"activation must be 'tanh' or 'relu', got {self.activation!r}.")
+        if self.encoder not in ENCODERS:
+            raise InputError(f"encoder must be one of {', '.join(ENCODERS)}, got {self.encoder!r}.")
         layer_widths(self, "hidden_sizes")
         if self.ent_coef < 0 or self.vf_coef < 0 or self.critic_weight_decay < 0:
             raise InputError("ent_coef, vf_coef and critic_weight_decay must be >= 0.")
@@ -126,31 +138,43 @@ class PPO(Agent):
     Observation normalisation statistics are saved in every checkpoint and frozen in
     `predict` and evaluation.
 
+    With image observations, critic_weight_decay applies to the value head only (the trunk is the
+    policy's too).
+
     Raises:
-        InputError: see `Agent` and `PPOConfig.validate`.
+        InputError: see `Agent` and `PPOConfig.validate`; an observation space no encoder takes
+            (`acrl.parts.encoders.make_encoder`); normalize_obs with image observations.
     """
 
     algo = "ppo"
     config_class = PPOConfig
+    image_observations = True
     config: PPOConfig
 
     def _build(self) -> None:
         cfg = self.config
-        self.actor = policy_head(
-            self.discrete,
-            self.obs_dim,
-            self.act_dim,
-            cfg.hidden_sizes,
-            cfg.activation,
-            cfg.log_std_init,
-            cfg.log_std_min,
+        self.shared_trunk = is_image(self.observation_space)
+        if self.shared_trunk and cfg.normalize_obs:
+            raise InputError(
+                f"normalize_obs does not apply to image observations ({self.observation_space}): frames are "
+                "scaled to [0, 1] inside the network. Set normalize_obs to false (--set normalize_obs=false)."
+            )
+        encoder, features_dim, cfg.encoder = make_encoder(
+            self.observation_space, cfg.encoder, cfg.hidden_sizes, cfg.activation
         )
-        self.critic = ValueNet(self.obs_dim, cfg.hidden_sizes, cfg.activation)
+        self.actor = head_on(encoder, features_dim, self.discrete, self.act_dim, cfg.log_std_init, cfg.log_std_min)
+        if self.shared_trunk:
+            # One trunk, two heads: the value head reads the actor's encoder features.
+            self.critic = output_layer(features_dim, 1, 1.0)
+            self.obs_normalizer = IdentityNormalizer(dtype=None)  # frames stay uint8 / bool
+        else:
+            self.critic = ValueNet(self.obs_dim, cfg.hidden_sizes, cfg.activation)
         self.nets = {"actor": self.actor, "critic": self.critic}
         # Each net's parameters and gradients are one flat tensor (`flatten_parameters`, on the
         # agent's device): zeroing the gradients, clipping their norm and Adam's step each take
         # one or two tensor operations instead of one per layer. One fused Adam for both nets;
-        # the critic gets a group of its own only when it has weight decay.
+        # the critic gets a group of its own only when it has weight decay. With a shared trunk
+        # the actor's tensor holds the trunk and the critic's the value head.
         self.params = [flatten_parameters(net.to(self.device), gradients=True) for net in (self.actor, self.critic)]
         groups: list[dict[str, Any]] = [{"params": self.params}]
         if cfg.critic_weight_decay:
@@ -163,11 +187,25 @@ class PPO(Agent):
         self.envs = make_vec_env(self.env, cfg.n_envs)
         self._obs, _ = self.envs.reset(seed=cfg.seed)
         self.envs.action_space.seed(cfg.seed)
-        self.buffer = RolloutBuffer(cfg.n_steps, cfg.n_envs, self.obs_dim, () if self.discrete else (self.act_dim,))
+        self.buffer = RolloutBuffer(
+            cfg.n_steps,
+            cfg.n_envs,
+            self.observation_space.shape,
+            () if self.discrete else (self.act_dim,),
+            self.observation_space.dtype if self.shared_trunk else np.float32,
+        )
         self.episode_stats = EpisodeStats()
 
     def _policy_action(self, obs: torch.Tensor, deterministic: bool) -> torch.Tensor:
         return self.actor.sample(obs, deterministic)[0]
+
+    def values(self, obs: torch.Tensor, features: torch.Tensor | None = None) -> torch.Tensor:
+        """V(s) (B,) float32 at obs (B, obs_dim) float32 or frames (B, *obs_shape) uint8/bool: the critic,
+        or with a shared trunk the value head on the actor's encoder features (B, features_dim),
+        computed from obs unless given."""
+        if not self.shared_trunk:
+            return self.critic(obs)
+        return self.critic(self.actor.encoder(obs) if features is None else features).squeeze(-1)
 
     @torch.no_grad()
     def collect(self) -> None:
@@ -193,13 +231,13 @@ class PPO(Agent):
             buf.truncated[t] = truncated
             if truncated.any():
                 final = np.stack([info["final_obs"][i] for i in np.flatnonzero(truncated)])
-                truncation_values[t, truncated] = self.critic(self.obs_normalizer(final).to(device)).cpu().numpy()
+                truncation_values[t, truncated] = self.values(self.obs_normalizer(final).to(device)).cpu().numpy()
             self.episode_stats.add_from_info(info)
         # V(s_t) for the whole rollout in one batched forward pass (the critic does not change
         # while collecting; these are the observations exactly as the policy saw them).
-        buf.values[:] = self.critic(torch.from_numpy(buf.observations).to(device)).cpu().numpy()
+        buf.values[:] = self.values(torch.from_numpy(buf.observations).to(device)).cpu().numpy()
         buf.next_values[:-1] = buf.values[1:]
-        buf.next_values[-1] = self.critic(self.obs_normalizer(self._obs).to(device)).cpu().numpy()
+        buf.next_values[-1] = self.values(self.obs_normalizer(self._obs).to(device)).cpu().numpy()
         buf.next_values[buf.truncated] = truncation_values[buf.truncated]
         buf.advantages, buf.returns = gae(
             buf.rewards, buf.values, buf.next_values, buf.terminated, buf.truncated, cfg.gamma, cfg.gae_lambda
@@ -229,7 +267,7 @@ class PPO(Agent):
             policy_loss = -torch.min(
                 ratio * advantages, ratio.clamp(1 - cfg.clip_range, 1 + cfg.clip_range) * advantages
             ).mean()
-            values = self.critic(batch["observations"])
+            values = self.values(batch["observations"], features)
             if cfg.clip_range_vf is None:
                 value_loss = (values - batch["returns"]).square().mean()
             else:

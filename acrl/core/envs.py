@@ -29,6 +29,9 @@ from acrl.core.errors import InputError, TrainingError
 EnvSpec = str | gym.Env | Callable[[], gym.Env]
 """What the API accepts as an environment: a registered id, an env instance, or a factory."""
 
+NAMESPACE_PACKAGES = {"MinAtar": "install acrl's minatar extra (pip install 'acrl[minatar]'; ./run setup does)"}
+"""Environment namespaces that `acrl.tasks` registers when their package is installed -> what to install."""
+
 
 def env_factory(env: EnvSpec) -> tuple[Callable[[], gym.Env], str]:
     """Turn an id, instance or factory into a factory that builds a fresh env, and a name.
@@ -51,6 +54,8 @@ def env_factory(env: EnvSpec) -> tuple[Callable[[], gym.Env], str]:
             hint = (
                 f" Did you mean {', '.join(close)}?"
                 if close
+                else f" No {namespace}/ environment is registered: {NAMESPACE_PACKAGES[namespace]}."
+                if namespace in NAMESPACE_PACKAGES and not same
                 else f" No {namespace}/ environment is registered: "
                 "is the package that registers them installed and imported (ALE/: pip install ale-py, then "
                 "import ale_py)?"
@@ -74,10 +79,13 @@ def env_factory(env: EnvSpec) -> tuple[Callable[[], gym.Env], str]:
     raise InputError(f"env must be a Gymnasium id, a gymnasium.Env or a factory, got {type(env).__name__}.")
 
 
-def check_spaces(env: gym.Env, algo: str, action_kinds: tuple[type, ...], hint: str = "") -> None:
+def check_spaces(
+    env: gym.Env, algo: str, action_kinds: tuple[type, ...], hint: str = "", images: bool = False
+) -> None:
     """Check that `algo` can handle the env's spaces before any work starts.
 
-    Observations must be a flat `Box`; actions one of `action_kinds` (`Box`, `Discrete`).
+    Observations must be a flat `Box` (with `images`, a `Box` of any shape, which the algorithm's
+    encoder checks); actions one of `action_kinds` (`Box`, `Discrete`).
     A 1-D `Box`'s bounds are checked by `ActionAdapter`.
 
     Args:
@@ -86,14 +94,18 @@ def check_spaces(env: gym.Env, algo: str, action_kinds: tuple[type, ...], hint: 
         action_kinds: the action space classes the algorithm handles.
         hint: a sentence appended to an action-space error, naming what would work instead
             (e.g. "For a Discrete action space use discrete_bcq.").
+        images: whether `algo` takes image observations (PPO).
     Raises:
         InputError: naming the space and what would work.
     """
     obs_space, act_space = env.observation_space, env.action_space
-    if not isinstance(obs_space, gym.spaces.Box) or len(obs_space.shape) != 1:
+    if not isinstance(obs_space, gym.spaces.Box) or (len(obs_space.shape) != 1 and not images):
+        what = "a Box observation space (a 1-D vector or image frames)" if images else (
+            "a flat Box observation space (a 1-D float vector)"
+        )
         raise InputError(
-            f"{algo} needs a flat Box observation space (a 1-D float vector); this environment has "
-            f"{obs_space}. Wrap it with gymnasium.wrappers.FlattenObservation for Dict/Tuple spaces."
+            f"{algo} needs {what}; this environment has {obs_space}, which is not supported. Wrap it with "
+            "gymnasium.wrappers.FlattenObservation for Dict/Tuple spaces."
         )
     if not isinstance(act_space, action_kinds) or (isinstance(act_space, gym.spaces.Box) and len(act_space.shape) != 1):
         kinds = " or ".join(f"a 1-D {k.__name__}" if k is gym.spaces.Box else f"a {k.__name__}" for k in action_kinds)

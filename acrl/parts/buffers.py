@@ -17,19 +17,27 @@ from acrl.core.errors import InputError
 class RolloutBuffer:
     """Fixed-size on-policy storage of shape (T, N): T steps of N environments.
 
-    Fields (numpy, float32 unless noted): observations (T, N, obs_dim) as the policy saw
-    them (normalised), actions (T, N, act_dim) raw samples or (T, N) int64, log_probs,
+    Fields (numpy, float32 unless noted): observations (T, N, *obs_shape) of `obs_dtype` as the
+    policy saw them (normalised vectors float32; image frames uint8 or bool, never a float copy), actions (T, N, act_dim) raw samples or (T, N) int64, log_probs,
     rewards, values, next_values (T, N), terminated, truncated (T, N) bool, and the
     advantages and returns (T, N) that the agent computes from them (PPO: `acrl.parts.returns.gae`).
 
     Args:
-        n_steps: T; n_envs: N; obs_dim: observation size; action_shape: () for Discrete,
-            (act_dim,) for Box.
+        n_steps: T; n_envs: N; obs_shape: an observation's shape ((obs_dim,), or an int obs_dim);
+            action_shape: () for Discrete, (act_dim,) for Box; obs_dtype: the observations' dtype.
     """
 
-    def __init__(self, n_steps: int, n_envs: int, obs_dim: int, action_shape: tuple[int, ...]):
+    def __init__(
+        self,
+        n_steps: int,
+        n_envs: int,
+        obs_shape: int | tuple[int, ...],
+        action_shape: tuple[int, ...],
+        obs_dtype: np.dtype | type = np.float32,
+    ):
         shape = (n_steps, n_envs)
-        self.observations = np.zeros((*shape, obs_dim), dtype=np.float32)
+        obs_shape = (obs_shape,) if isinstance(obs_shape, int) else tuple(obs_shape)
+        self.observations = np.zeros((*shape, *obs_shape), dtype=obs_dtype)
         self.actions = np.zeros((*shape, *action_shape), dtype=np.int64 if action_shape == () else np.float32)
         self.log_probs = np.zeros(shape, dtype=np.float32)
         self.rewards = np.zeros(shape, dtype=np.float32)

@@ -14,9 +14,10 @@ actor-critic with a shared trunk runs the trunk once through `head.encoder` and 
 features to the head's feature-level methods (`forward`, `distribution`, `log_prob_entropy`) and
 to its value layer.
 
-Acting (once per environment step) runs the encoder and output layer as plain functions
+Acting (once per environment step) runs an MLP encoder and the output layer as plain functions
 (`acrl.parts.nets.layer_chain`) and samples without `torch.distributions` objects: at batch 1
-their Python overhead costs more than the arithmetic. The chain is rebuilt whenever the head or
+their Python overhead costs more than the arithmetic. Another encoder (a CNN,
+`acrl.parts.encoders.CNNEncoder`, whose convolutions dwarf that overhead) is called as a module. The chain is rebuilt whenever the head or
 a module holding it loads a state dict (`load_state_dict(..., assign=True)` replaces the
 parameter tensors).
 
@@ -36,7 +37,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.distributions import Categorical, Normal
 
-from acrl.parts.nets import forward_chain, layer_chain, mlp_encoder, output_layer
+from acrl.parts.nets import LayerChain, forward_chain, layer_chain, mlp_encoder, output_layer
 
 _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 
@@ -115,7 +116,7 @@ class _Head(nn.Module):
             self.log_std = log_std  # registered first: the parameter order of flat layouts and checkpoints
         self.encoder = encoder
         self.linear = output_layer(features_dim, out_dim, 0.01)
-        self._chain = layer_chain(self.encoder, self.linear)
+        self._chain = self._layer_chain()
         self.register_load_state_dict_pre_hook(self._rename_legacy_keys)
         self.register_load_state_dict_post_hook(self._rebuild_chain)
 
@@ -126,7 +127,15 @@ class _Head(nn.Module):
 
     @staticmethod
     def _rebuild_chain(module: nn.Module, incompatible_keys: Any) -> None:
-        module._chain = layer_chain(module.encoder, module.linear)
+        module._chain = module._layer_chain()
+
+    def _layer_chain(self) -> LayerChain | None:
+        """The acting chain of an MLP encoder (an `nn.Sequential`) and the output layer; None for another encoder."""
+        return layer_chain(self.encoder, self.linear) if isinstance(self.encoder, nn.Sequential) else None
+
+    def _act(self, obs: torch.Tensor) -> torch.Tensor:
+        """The output layer at obs (B, ...): through the layer chain, or as module calls without one."""
+        return forward_chain(self._chain, obs) if self._chain is not None else self.linear(self.encoder(obs))
 
     def forward(self, features: torch.Tensor) -> torch.Tensor:
         """The output layer: features (B, features_dim) float32 -> (B, out_dim)."""
@@ -142,7 +151,8 @@ class CategoricalHead(_Head):
     about as much as the network itself).
 
     Args:
-        encoder: obs (B, obs_dim) -> features (B, features_dim); Linear/Tanh/ReLU Sequentials.
+        encoder: obs (B, ...) -> features (B, features_dim): Linear/Tanh/ReLU Sequentials (acting runs
+            them as a `layer_chain`) or any module (a CNN, called as a module).
         features_dim: the encoder's output width; n_actions: the number of actions.
     """
 
@@ -166,8 +176,8 @@ class CategoricalHead(_Head):
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """For acting: actions (B,) int64 at obs (B, obs_dim) (argmax when deterministic, else
         `gumbel_max`, an exact draw from the softmax) and their log-probabilities (B,), or None
-        without `with_log_prob`. Runs the encoder and head as one `layer_chain`."""
-        logits = forward_chain(self._chain, obs)
+        without `with_log_prob`. Runs an MLP encoder and the head as one `layer_chain`."""
+        logits = self._act(obs)
         actions = logits.argmax(-1) if deterministic else gumbel_max(logits)
         if not with_log_prob:
             return actions, None
@@ -231,7 +241,7 @@ class GaussianHead(_Head):
         gradients (a sample, as `Normal.sample`; the losses use `log_prob_entropy`). The mean
         comes from the encoder and head as one `layer_chain`.
         """
-        mean = forward_chain(self._chain, obs)
+        mean = self._act(obs)
         log_std = self.log_std.clamp(self.log_std_min, self.log_std_max)
         if deterministic:
             actions, z = mean, None
@@ -319,7 +329,20 @@ def policy_head(
         KeyError: an activation other than "tanh" or "relu".
     """
     encoder = mlp_encoder(obs_dim, hidden_sizes, activation)
-    features_dim = (obs_dim, *hidden_sizes)[-1]
+    return head_on(encoder, (obs_dim, *hidden_sizes)[-1], discrete, act_dim, log_std_init, log_std_min)
+
+
+def head_on(
+    encoder: nn.Module,
+    features_dim: int,
+    discrete: bool,
+    act_dim: int,
+    log_std_init: float = 0.0,
+    log_std_min: float = -5.0,
+) -> CategoricalHead | GaussianHead:
+    """A `CategoricalHead` over act_dim actions (discrete) or a `GaussianHead` of act_dim dimensions
+    (log-std from `log_std_init`, floor `log_std_min`, ceiling 2) on `encoder`, whose features are
+    (B, features_dim): an MLP (`policy_head`) or a CNN (`acrl.parts.encoders.make_encoder`)."""
     if discrete:
         return CategoricalHead(encoder, features_dim, act_dim)
     return GaussianHead(encoder, features_dim, act_dim, log_std_init, log_std_min)

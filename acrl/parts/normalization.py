@@ -60,15 +60,23 @@ class RunningMeanStd:
 
 
 class IdentityNormalizer:
-    """The normaliser of an agent that does not normalise: obs (B, obs_dim) -> float32 tensor, unchanged.
+    """The normaliser of an agent that does not normalise: obs (B, ...) -> a tensor, unchanged.
 
     It has the interface of `ObservationNormalizer` (an empty state), so every agent has a
     normaliser and no code asks whether there is one.
+
+    Args:
+        dtype: the tensor's dtype, float32 by default; None keeps the array's own (PPO's uint8 or
+            bool frames, which the network scales; a float copy of a frame is never made).
     """
 
+    def __init__(self, dtype: torch.dtype | None = torch.float32):
+        self.dtype = dtype
+
     def __call__(self, obs: np.ndarray, update: bool = False) -> torch.Tensor:
-        """obs (B, obs_dim), any float dtype -> float32 tensor (B, obs_dim); `update` changes nothing."""
-        return torch.as_tensor(np.asarray(obs), dtype=torch.float32)
+        """obs (B, ...) -> a tensor of the same shape, of `dtype` (no copy when it is the array's own);
+        `update` changes nothing."""
+        return torch.as_tensor(np.asarray(obs), dtype=self.dtype)
 
     def state_dict(self) -> dict[str, torch.Tensor]:
         return {}

@@ -1,0 +1,170 @@
+"""Encoders chosen from the observation space: an MLP for vectors, a CNN for image frames.
+
+A vector observation (a 1-D Box, (obs_dim,)) gets the MLP trunk of `acrl.parts.nets.mlp_encoder`.
+An image observation, a 3-D Box of dtype uint8 or bool, gets one of three CNNs, each
+convolutions with ReLUs, then one fully connected layer with a ReLU (the features):
+
+- `nature`: Mnih et al. 2015 ("Human-level control through deep reinforcement learning",
+  Methods): 32 8x8 stride 4, 64 4x4 stride 2, 64 3x3 stride 1, 512 units. For 84x84 Atari frames.
+- `a3c`: Mnih et al. 2016 ("Asynchronous Methods for Deep RL", Sec. 8), after Mnih et al. 2013:
+  16 8x8 stride 4, 32 4x4 stride 2, 256 units.
+- `minatar`: Young and Tian 2019 ("MinAtar", Sec. 4): 16 3x3 stride 1, 128 units. For 10x10 grids.
+
+`encoder="auto"` picks `mlp` for vectors, `nature` for images whose sides are both at least 36
+(the smallest that the Nature CNN's three convolutions reduce to 1x1) and `minatar` for
+smaller ones. The initialisation is CleanRL's ppo_atari (Huang et al. 2022): orthogonal weights
+of gain sqrt(2), zero biases.
+
+Frames reach the network as the environment gives them, uint8 or bool, in their own layout: a
+channels-last (H, W, C) space (Gymnasium's convention, MinAtar's and Atari's) or channels-first
+(C, H, W). The encoder's first operations make them (B, C, H, W) float32 in [0, 1]: uint8 / 255,
+bool cast to 0.0 / 1.0. The transposition is done here, not by an observation wrapper, so that
+every path that feeds a policy (rollouts, `predict`, evaluation, videos, dataset collection)
+gives it the raw observation; on a channels-last batch it is a `permute`, a view that the
+convolution reads in its channels-last memory format, with no copy.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import gymnasium as gym
+import numpy as np
+import torch
+from torch import nn
+
+from acrl.core.errors import InputError
+from acrl.parts.nets import mlp_encoder
+
+
+@dataclass(frozen=True)
+class CNNSpec:
+    """One CNN: its convolutions (out channels, kernel, stride) each, its features' width and the
+    smallest frame side it takes."""
+
+    convs: tuple[tuple[int, int, int], ...]
+    features_dim: int
+    min_side: int
+
+    def output_side(self, side: int) -> int:
+        """The side of the last convolution's output for an input side `side` (no padding): repeated
+        floor((side - kernel) / stride) + 1; <= 0 when the input is too small."""
+        for _, kernel, stride in self.convs:
+            if side < kernel:
+                return 0
+            side = (side - kernel) // stride + 1
+        return side
+
+
+CNNS: dict[str, CNNSpec] = {
+    "nature": CNNSpec(((32, 8, 4), (64, 4, 2), (64, 3, 1)), 512, 36),
+    "a3c": CNNSpec(((16, 8, 4), (32, 4, 2)), 256, 20),
+    "minatar": CNNSpec(((16, 3, 1),), 128, 4),
+}
+"""The image encoders by name (see the module docstring). The smallest sides: 36 and 20, where the
+Nature and A3C convolutions leave 1x1; 4 for MinAtar's, where its 3x3 kernel sees more than one
+position (a 3x3 frame is no image)."""
+
+ENCODERS = ("auto", "mlp", *CNNS)
+"""The values of a config's `encoder` field."""
+
+IMAGE_DTYPES = (np.uint8, np.bool_)
+
+
+def image_shape(space: gym.spaces.Box) -> tuple[int, int, int, bool]:
+    """(C, H, W, channels_last) of a 3-D image space: channels-last unless the first dimension is
+    smaller than the last ((4, 84, 84) is channels-first; (84, 84, 4) and (10, 10, 10) channels-last)."""
+    a, b, c = space.shape
+    return (a, b, c, False) if a < c else (c, a, b, True)
+
+
+class CNNEncoder(nn.Module):
+    """obs (B, H, W, C) or (B, C, H, W) uint8 or bool -> features (B, features_dim) float32 (any
+    leading dimensions in place of B).
+
+    Scales the frame first (uint8: x / 255; bool: 0.0 or 1.0), then `spec`'s convolutions with
+    ReLUs, a flatten and one fully connected layer with a ReLU. Orthogonal init, gain sqrt(2),
+    zero biases (CleanRL's ppo_atari).
+
+    Args:
+        spec: the network (`CNNS`); channels, height, width: the frame's C, H, W;
+        channels_last: whether observations come as (B, H, W, C); scale: 1 / 255 for uint8, 1 for bool.
+    """
+
+    def __init__(self, spec: CNNSpec, channels: int, height: int, width: int, channels_last: bool, scale: float):
+        super().__init__()
+        layers: list[nn.Module] = []
+        in_channels = channels
+        for out_channels, kernel, stride in spec.convs:
+            layers += [nn.Conv2d(in_channels, out_channels, kernel, stride), nn.ReLU()]
+            in_channels = out_channels
+        flat = in_channels * spec.output_side(height) * spec.output_side(width)
+        layers += [nn.Flatten(), nn.Linear(flat, spec.features_dim), nn.ReLU()]
+        self.net = nn.Sequential(*layers)
+        for layer in self.net:
+            if isinstance(layer, (nn.Conv2d, nn.Linear)):
+                nn.init.orthogonal_(layer.weight, math.sqrt(2))
+                nn.init.zeros_(layer.bias)
+        self.features_dim, self.channels_last, self.scale = spec.features_dim, channels_last, scale
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        """obs (..., H, W, C) or (..., C, H, W), any leading dimensions -> (..., features_dim) float32."""
+        x = obs.reshape(-1, *obs.shape[-3:])
+        x = x.permute(0, 3, 1, 2) if self.channels_last else x
+        x = x.float()
+        if self.scale != 1.0:
+            x = x * self.scale
+        return self.net(x).reshape(*obs.shape[:-3], self.features_dim)
+
+
+def is_image(space: gym.Space) -> bool:
+    """Whether `space` is an observation space for a CNN encoder's path (a Box of rank other than 1),
+    rather than a vector (a 1-D Box)."""
+    return isinstance(space, gym.spaces.Box) and len(space.shape) != 1
+
+
+def _takes() -> str:
+    sides = ", ".join(f"{name} >= {spec.min_side}x{spec.min_side}" for name, spec in CNNS.items())
+    return (
+        f"the encoders are mlp (a 1-D Box, any dtype) and the CNNs {', '.join(CNNS)}, which take 3-D Box "
+        f"frames (H, W, C) or (C, H, W) of dtype uint8 or bool with sides {sides}"
+    )
+
+
+def make_encoder(
+    space: gym.spaces.Box, name: str, hidden_sizes: tuple[int, ...], activation: str
+) -> tuple[nn.Module, int, str]:
+    """The encoder for observations of `space`: (module, features_dim, the encoder's name).
+
+    Args:
+        space: the single observation space (a Box).
+        name: "auto" (see the module docstring) or one of `ENCODERS`.
+        hidden_sizes, activation: the MLP's layers (vector observations only).
+    Raises:
+        InputError: a space no encoder takes (a 2-D or 4-D Box, float frames, sides too small for
+            the CNN) or an encoder that does not take it, naming the encoders and what they take.
+    """
+    if not is_image(space):
+        if name not in ("auto", "mlp"):
+            raise InputError(
+                f"encoder {name!r} takes image frames; this environment's observations are vectors {space}. "
+                f"Use encoder 'auto' or 'mlp'; {_takes()}."
+            )
+        obs_dim = int(space.shape[0])
+        return mlp_encoder(obs_dim, hidden_sizes, activation), (obs_dim, *hidden_sizes)[-1], "mlp"
+    if len(space.shape) != 3 or space.dtype not in IMAGE_DTYPES:
+        raise InputError(f"no encoder takes observations {space} (shape {space.shape}, dtype {space.dtype}): {_takes()}.")
+    channels, height, width, channels_last = image_shape(space)
+    if name == "auto":
+        name = "nature" if min(height, width) >= CNNS["nature"].min_side else "minatar"
+    if name == "mlp":
+        raise InputError(f"encoder 'mlp' takes 1-D vectors; this environment's observations are frames {space}: {_takes()}.")
+    spec = CNNS[name]
+    if min(height, width) < spec.min_side:
+        raise InputError(
+            f"encoder {name!r} needs frames of at least {spec.min_side}x{spec.min_side} pixels; this "
+            f"environment's are {height}x{width} (space {space}): {_takes()}."
+        )
+    scale = 1.0 / 255.0 if space.dtype == np.uint8 else 1.0
+    return CNNEncoder(spec, channels, height, width, channels_last, scale), spec.features_dim, name
