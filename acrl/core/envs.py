@@ -79,9 +79,7 @@ def env_factory(env: EnvSpec) -> tuple[Callable[[], gym.Env], str]:
     raise InputError(f"env must be a Gymnasium id, a gymnasium.Env or a factory, got {type(env).__name__}.")
 
 
-def check_spaces(
-    env: gym.Env, algo: str, action_kinds: tuple[type, ...], hint: str = "", images: bool = False
-) -> None:
+def check_spaces(env: gym.Env, algo: str, action_kinds: tuple[type, ...], hint: str = "", images: bool = False) -> None:
     """Check that `algo` can handle the env's spaces before any work starts.
 
     Observations must be a flat `Box` (with `images`, a `Box` of any shape, which the algorithm's
@@ -100,9 +98,8 @@ def check_spaces(
     """
     obs_space, act_space = env.observation_space, env.action_space
     if not isinstance(obs_space, gym.spaces.Box) or (len(obs_space.shape) != 1 and not images):
-        what = "a Box observation space (a 1-D vector or image frames)" if images else (
-            "a flat Box observation space (a 1-D float vector)"
-        )
+        frames = " or image frames (a 3-D uint8 or bool Box)" if images else ""
+        what = f"a flat Box observation space (a 1-D vector){frames}"
         raise InputError(
             f"{algo} needs {what}; this environment has {obs_space}, which is not supported. Wrap it with "
             "gymnasium.wrappers.FlattenObservation for Dict/Tuple spaces."

@@ -18,7 +18,8 @@ class RolloutBuffer:
     """Fixed-size on-policy storage of shape (T, N): T steps of N environments.
 
     Fields (numpy, float32 unless noted): observations (T, N, *obs_shape) of `obs_dtype` as the
-    policy saw them (normalised vectors float32; image frames uint8 or bool, never a float copy), actions (T, N, act_dim) raw samples or (T, N) int64, log_probs,
+    policy saw them (normalised vectors float32; image frames uint8 or bool, never a float copy),
+    actions (T, N, act_dim) raw samples or (T, N) int64, log_probs,
     rewards, values, next_values (T, N), terminated, truncated (T, N) bool, and the
     advantages and returns (T, N) that the agent computes from them (PPO: `acrl.parts.returns.gae`).
 

@@ -154,12 +154,16 @@ def make_encoder(
         obs_dim = int(space.shape[0])
         return mlp_encoder(obs_dim, hidden_sizes, activation), (obs_dim, *hidden_sizes)[-1], "mlp"
     if len(space.shape) != 3 or space.dtype not in IMAGE_DTYPES:
-        raise InputError(f"no encoder takes observations {space} (shape {space.shape}, dtype {space.dtype}): {_takes()}.")
+        raise InputError(
+            f"no encoder takes observations {space} (shape {space.shape}, dtype {space.dtype}): {_takes()}."
+        )
     channels, height, width, channels_last = image_shape(space)
     if name == "auto":
         name = "nature" if min(height, width) >= CNNS["nature"].min_side else "minatar"
     if name == "mlp":
-        raise InputError(f"encoder 'mlp' takes 1-D vectors; this environment's observations are frames {space}: {_takes()}.")
+        raise InputError(
+            f"encoder 'mlp' takes 1-D vectors; this environment's observations are frames {space}: {_takes()}."
+        )
     spec = CNNS[name]
     if min(height, width) < spec.min_side:
         raise InputError(

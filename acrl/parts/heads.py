@@ -17,9 +17,9 @@ to its value layer.
 Acting (once per environment step) runs an MLP encoder and the output layer as plain functions
 (`acrl.parts.nets.layer_chain`) and samples without `torch.distributions` objects: at batch 1
 their Python overhead costs more than the arithmetic. Another encoder (a CNN,
-`acrl.parts.encoders.CNNEncoder`, whose convolutions dwarf that overhead) is called as a module. The chain is rebuilt whenever the head or
-a module holding it loads a state dict (`load_state_dict(..., assign=True)` replaces the
-parameter tensors).
+`acrl.parts.encoders.CNNEncoder`, whose convolutions dwarf that overhead) is called as a module.
+The chain is rebuilt whenever the head or a module holding it loads a state dict
+(`load_state_dict(..., assign=True)` replaces the parameter tensors).
 
 Checkpoints written before this module existed (keys `logits.*`, `mean.*`, `net.*`; a shared-trunk
 actor-critic's `trunk.*`, `policy_head.*`, `value_head.0.*`) load through state-dict pre-hooks that rename

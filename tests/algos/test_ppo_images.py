@@ -1,0 +1,121 @@
+"""PPO on image observations: frames stay uint8/bool in the rollout, one shared CNN trunk, checkpoints, bad input."""
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+import yaml
+
+import acrl
+from acrl import PPO
+from acrl.cli import main
+from acrl.core.envs import env_factory, make_vec_env
+from acrl.core.errors import InputError
+
+TINY = {"n_envs": 2, "n_steps": 16, "batch_size": 16, "n_epochs": 2, "normalize_obs": False, "eval_freq": 0}
+
+
+class Frames(gym.Env):
+    """12x12 RGB uint8 frames, 2 actions, reward 1 for action 1, 10 steps per episode."""
+
+    observation_space = gym.spaces.Box(0, 255, (12, 12, 3), np.uint8)
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return self.np_random.integers(0, 256, (12, 12, 3), dtype=np.uint8), {}
+
+    def step(self, action):
+        self.t += 1
+        return self.np_random.integers(0, 256, (12, 12, 3), dtype=np.uint8), float(action), False, self.t >= 10, {}
+
+
+@pytest.mark.parametrize("env, dtype", [("MinAtar/Breakout-v1", np.bool_), (Frames, np.uint8)])
+def test_frames_stay_in_their_dtype_in_the_rollout_buffer(env, dtype):
+    agent = PPO(env, seed=0, **TINY)
+    agent.collect()
+    obs = agent.buffer.observations
+    shape = agent.observation_space.shape
+    assert obs.dtype == dtype and obs.shape == (16, 2, *shape)
+    assert obs.nbytes == 16 * 2 * int(np.prod(shape))  # one byte a pixel: no float32 copy
+    first, _ = make_vec_env(env, 2).reset(seed=0)
+    assert np.array_equal(obs[0], first)  # the frames as the environments gave them, unscaled
+    assert agent.config.encoder == "minatar"
+    # One trunk: the critic is the value head alone (gain-1 linear layer on the 128 features).
+    assert [tuple(p.shape) for p in agent.critic.parameters()] == [(1, 128), (1,)]
+
+
+def test_the_value_is_the_value_head_on_the_policy_trunk():
+    agent = PPO("MinAtar/Breakout-v1", seed=0, **TINY)
+    obs = torch.from_numpy(np.stack([agent.observation_space.sample() for _ in range(3)]))
+    features = agent.actor.encoder(obs)
+    expected = features @ agent.critic.weight[0] + agent.critic.bias[0]
+    torch.testing.assert_close(agent.values(obs), expected)
+
+
+def test_config_yaml_records_the_encoder_used(tmp_path):
+    PPO("MinAtar/Breakout-v1", seed=0, **TINY).learn(32, run_dir=tmp_path / "img", progress=False)
+    PPO("CartPole-v1", seed=0, **TINY).learn(32, run_dir=tmp_path / "vec", progress=False)
+    for name, encoder in (("img", "minatar"), ("vec", "mlp")):
+        assert yaml.safe_load((tmp_path / name / "config.yaml").read_text())["config"]["encoder"] == encoder
+
+
+def test_cnn_checkpoint_round_trips_and_resumes_exactly(tmp_path):
+    cfg = dict(seed=3, checkpoint_freq=32, **TINY)
+    agent = PPO("MinAtar/Breakout-v1", **cfg).learn(64, run_dir=tmp_path / "run", progress=False)
+    loaded = acrl.load(tmp_path / "run/checkpoints/latest.pt")
+    assert loaded.num_steps == 64 and loaded.config.encoder == "minatar"
+    for net in ("actor", "critic"):
+        for a, b in zip(agent.nets[net].state_dict().values(), loaded.nets[net].state_dict().values()):
+            assert torch.equal(a, b)
+    opt_a, opt_b = agent.optimizer.state_dict()["state"], loaded.optimizer.state_dict()["state"]
+    assert all(torch.equal(opt_a[k]["exp_avg_sq"], opt_b[k]["exp_avg_sq"]) for k in opt_a)
+    obs = np.stack([agent.observation_space.sample() for _ in range(4)])
+    assert np.array_equal(agent.predict(obs), loaded.predict(obs))
+    finals = []
+    for _ in range(2):
+        resumed = acrl.load(tmp_path / "run/checkpoints/latest.pt").learn(128, progress=False)
+        finals.append(torch.cat([p.flatten() for net in resumed.nets.values() for p in net.parameters()]))
+    assert torch.equal(finals[0], finals[1])
+    assert not torch.equal(
+        finals[0], torch.cat([p.flatten() for net in loaded.nets.values() for p in net.parameters()])
+    )
+
+
+def test_observation_normalisation_on_frames_is_an_input_error():
+    with pytest.raises(InputError, match="normalize_obs does not apply to image observations"):
+        PPO("MinAtar/Breakout-v1", seed=0, **{**TINY, "normalize_obs": True})
+
+
+def test_a_dict_observation_space_says_it_is_not_supported_and_what_to_wrap_it_with():
+    class DictObs(Frames):
+        observation_space = gym.spaces.Dict({"frame": Frames.observation_space})
+
+    with pytest.raises(InputError, match="not supported. Wrap it with gymnasium.wrappers.FlattenObservation"):
+        PPO(DictObs, seed=0, **TINY)
+
+
+def test_bad_frames_and_unknown_encoders_are_input_errors_before_any_work():
+    class FloatFrames(Frames):
+        observation_space = gym.spaces.Box(0.0, 255.0, (84, 84, 3), np.float64)
+
+    with pytest.raises(InputError, match="no encoder takes .* dtype float64.*uint8 or bool"):
+        PPO(FloatFrames, seed=0, **TINY)
+    with pytest.raises(InputError, match="encoder must be one of auto, mlp, nature, a3c, minatar, got 'resnet'"):
+        PPO("MinAtar/Breakout-v1", seed=0, encoder="resnet", **TINY)
+
+
+def test_minatar_ids_are_registered_and_without_the_package_the_cli_names_the_extra(tmp_path, monkeypatch, capsys):
+    for game in ("Breakout", "Asterix", "Freeway", "Seaquest", "SpaceInvaders"):
+        assert f"MinAtar/{game}-v1" in gym.registry
+    env = gym.make("MinAtar/Breakout-v1")
+    assert env.observation_space.shape == (10, 10, 4) and env.observation_space.dtype == np.bool_
+    for key in [k for k in gym.registry if k.startswith("MinAtar/")]:  # as without the package
+        monkeypatch.delitem(gym.registry, key)
+    with pytest.raises(InputError, match=r"No MinAtar/ environment is registered: install acrl's minatar extra"):
+        env_factory("MinAtar/Breakout-v1")
+    assert main(["train", "ppo", "--env", "MinAtar/Breakout-v1", "--run-dir", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("acrl: error: ") and err.count("\n") == 1 and "pip install 'acrl[minatar]'" in err, err
+    assert not (tmp_path / "run").exists()
