@@ -1,7 +1,8 @@
 """Policy heads: Categorical, diagonal Gaussian, tanh-squashed Gaussian; one set for PPO, A3C and SAC.
 
 A policy is encoder -> head. The encoder maps observations (B, obs_dim) float32 to features
-(B, features_dim) float32 (today an MLP trunk, `acrl.parts.nets.mlp_encoder`); the head's output
+(B, features_dim) float32 (an MLP trunk, `acrl.parts.nets.mlp_encoder`; for image frames a CNN,
+`acrl.parts.encoders`); the head's output
 layer (orthogonal init, gain 0.01) maps features to the distribution's parameters, and the
 head samples, scores and measures the entropy of actions in policy units: action indices for
 Discrete spaces, [-1, 1] per bounded Box dimension (`acrl.core.envs.ActionAdapter` maps them to

@@ -54,6 +54,21 @@ def test_the_value_is_the_value_head_on_the_policy_trunk():
     torch.testing.assert_close(agent.values(obs), expected)
 
 
+def test_continuous_actions_from_frames_get_a_gaussian_head_on_the_cnn():
+    class BoxActions(Frames):
+        action_space = gym.spaces.Box(-2.0, 2.0, (2,), np.float32)
+
+        def step(self, action):
+            obs, _, terminated, truncated, info = super().step(1)
+            return obs, -float(np.square(action).sum()), terminated, truncated, info
+
+    agent = PPO(BoxActions, seed=0, **TINY)
+    metrics = agent.iteration(32)
+    assert type(agent.actor).__name__ == "GaussianHead" and agent.config.encoder == "minatar"
+    assert agent.buffer.actions.shape == (16, 2, 2) and metrics["train/std"] > 0
+    assert agent.predict(np.zeros((12, 12, 3), np.uint8)).shape == (2,)
+
+
 def test_config_yaml_records_the_encoder_used(tmp_path):
     PPO("MinAtar/Breakout-v1", seed=0, **TINY).learn(32, run_dir=tmp_path / "img", progress=False)
     PPO("CartPole-v1", seed=0, **TINY).learn(32, run_dir=tmp_path / "vec", progress=False)
