@@ -44,6 +44,9 @@ def test_frames_stay_in_their_dtype_in_the_rollout_buffer(env, dtype):
     assert agent.config.encoder == "minatar"
     # One trunk: the critic is the value head alone (gain-1 linear layer on the 128 features).
     assert [tuple(p.shape) for p in agent.critic.parameters()] == [(1, 128), (1,)]
+    # CleanRL's head gains: orthogonal rows of norm 1 for the value, 0.01 for the policy's logits.
+    assert torch.isclose(agent.critic.weight.norm(), torch.tensor(1.0))
+    torch.testing.assert_close(agent.actor.linear.weight.norm(dim=1), torch.full((agent.act_dim,), 0.01))
 
 
 def test_the_value_is_the_value_head_on_the_policy_trunk():
