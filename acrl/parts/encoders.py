@@ -48,11 +48,9 @@ class CNNSpec:
     min_side: int
 
     def output_side(self, side: int) -> int:
-        """The side of the last convolution's output for an input side `side` (no padding): repeated
-        floor((side - kernel) / stride) + 1; <= 0 when the input is too small."""
+        """The side of the last convolution's output for an input side `side` >= `min_side` (no padding):
+        floor((side - kernel) / stride) + 1, convolution after convolution."""
         for _, kernel, stride in self.convs:
-            if side < kernel:
-                return 0
             side = (side - kernel) // stride + 1
         return side
 
