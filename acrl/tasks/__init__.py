@@ -7,9 +7,10 @@ what is measured.
 
 MinAtar (Young and Tian 2019; the `minatar` extra): when the package is installed, its ids
 `MinAtar/{Asterix,Breakout,Freeway,Seaquest,SpaceInvaders}-v0` and `-v1` (v1: the minimal action
-set) are registered here exactly as `minatar.gym.register_envs()` registers them, with the entry
-point as a string: importing `minatar` (which imports seaborn) costs about a second, paid at the
-first `gym.make` of a MinAtar id instead of at every `import acrl`.
+set) are registered here as `minatar.gym.register_envs()` registers them, through
+`acrl.tasks.minatar.make_minatar` (uint8 video frames) and with the entry point as a string:
+importing `minatar` (which imports seaborn) costs about a second, paid at the first `gym.make`
+of a MinAtar id instead of at every `import acrl`.
 """
 
 import importlib.util
@@ -30,7 +31,7 @@ if importlib.util.find_spec("minatar") is not None:
             if f"MinAtar/{name}-{version}" not in gym.registry:
                 gym.register(
                     id=f"MinAtar/{name}-{version}",
-                    entry_point="minatar.gym:BaseEnv",
+                    entry_point="acrl.tasks.minatar:make_minatar",
                     kwargs={"game": game, "use_minimal_action_set": minimal},
                 )
 

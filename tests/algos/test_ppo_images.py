@@ -137,3 +137,16 @@ def test_minatar_ids_are_registered_and_without_the_package_the_cli_names_the_ex
     err = capsys.readouterr().err
     assert err.startswith("acrl: error: ") and err.count("\n") == 1 and "pip install 'acrl[minatar]'" in err, err
     assert not (tmp_path / "run").exists()
+
+
+def test_a_minatar_game_renders_uint8_frames_that_acrl_record_films(tmp_path):
+    """MinAtar draws float colours in [0, 1], a pixel per cell; acrl's wrapper gives uint8, 32 x 32 pixels a cell."""
+    env = gym.make("MinAtar/Breakout-v1", render_mode="rgb_array")
+    env.reset(seed=0)
+    frame, raw = env.render(), env.unwrapped.render()
+    assert frame.dtype == np.uint8 and frame.shape == (320, 320, 3) and raw.shape == (10, 10, 3)
+    for row, col in [(0, 0), (9, 4), (5, 7)]:  # every pixel of a cell is round(255 * the cell's colour)
+        block = frame[32 * row : 32 * (row + 1), 32 * col : 32 * (col + 1)].reshape(-1, 3)
+        assert (block == np.round(255 * raw[row, col]).astype(np.uint8)).all()
+    clip = PPO("MinAtar/Breakout-v1", **TINY).record_video(tmp_path / "breakout.mp4", seed=0)
+    assert clip["size"] == [320, 320] and clip["frames"] > 1 and (tmp_path / "breakout.mp4").stat().st_size > 0
