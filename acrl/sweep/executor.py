@@ -70,7 +70,7 @@ CONNECT_TIMEOUT_S = 10.0
 
 
 def require(module: str, purpose: str) -> Any:
-    """Import an optional dependency of the ray extra (ray, optuna, rliable) or raise `InputError`.
+    """Import an optional dependency of the ray extra (ray, optuna) or raise `InputError`.
 
     Raises:
         InputError: the module is not installed; the message names the extra to install.

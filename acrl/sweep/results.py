@@ -27,7 +27,7 @@ import numpy as np
 from acrl.core.errors import InputError
 from acrl.core.files import write_json_atomic
 from acrl.core.plotting import align_curves, plt, read_curve, run_config, save_figure
-from acrl.sweep.executor import is_done, require
+from acrl.sweep.executor import is_done
 from acrl.sweep.spec import sweep_runs
 
 BOOTSTRAP_REPS = 2_000
@@ -42,9 +42,9 @@ def interval_estimates(scores: dict[str, np.ndarray]) -> dict[str, dict[str, Any
         name -> {"mean", "iqm": point estimates (float or list), "mean_ci", "iqm_ci": [low, high]
         (each a float or a list over points)}.
     """
-    rly = require("rliable.library", "the sweep's statistics")
-    metrics = require("rliable.metrics", "the sweep's statistics")
     import scipy.stats
+    from rliable import library as rly
+    from rliable import metrics
 
     def aggregate(x: np.ndarray) -> np.ndarray:  # x: (n_runs, 1 task[, points]) -> [means..., iqms...]
         if x.ndim == 2:
