@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -17,6 +18,7 @@ import pytest
 import torch
 
 from acrl.core.checkpoint import rng_state
+from acrl.core.loop import Callback
 from acrl.parts.datasets import OfflineDataset, save_dataset
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -63,6 +65,21 @@ def steps_of(run_dir: Path) -> list[int]:
     """The `step` column of run_dir/metrics.csv, in order."""
     with (run_dir / "metrics.csv").open() as f:
         return [int(row["step"]) for row in csv.DictReader(f)]
+
+
+class KillOnce(Callback):
+    """SIGKILLs its own process once, two iterations after the first latest.pt (marker: a file)."""
+
+    def __init__(self, marker: str):
+        self.marker, self.checkpointed_at = Path(marker), None
+
+    def on_checkpoint(self, step, path):
+        self.checkpointed_at = self.checkpointed_at or step
+
+    def on_iteration(self, step, metrics):
+        if self.checkpointed_at and step >= self.checkpointed_at + 256 and not self.marker.exists():
+            self.marker.write_text(str(step))
+            os.kill(os.getpid(), signal.SIGKILL)
 
 
 def save_format_1(path: Path, agent, state: dict) -> Path:

@@ -3,7 +3,6 @@ use without --address): the contracts it shares with the Ray path, without Ray."
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 import signal
@@ -15,41 +14,10 @@ from pathlib import Path
 import pytest
 
 from acrl.core.errors import InputError, TrainingError
-from acrl.core.loop import Callback
 from acrl.sweep.executor import ClusterOptions, Job, LocalPool, run_jobs
 from acrl.sweep.grid import train_run
-from tests.conftest import ROOT
-
-TINY = {
-    "n_steps": 64,
-    "n_envs": 2,
-    "n_epochs": 2,
-    "batch_size": 64,
-    "eval_freq": 256,
-    "eval_episodes": 2,
-    "checkpoint_freq": 256,
-}
-"""PPO on CartPole at a size that trains 512 steps in about a second."""
-
-
-def steps_of(run_dir: Path) -> list[int]:
-    with (run_dir / "metrics.csv").open() as f:
-        return [int(row["step"]) for row in csv.DictReader(f)]
-
-
-class KillOnce(Callback):
-    """SIGKILLs its own process once, two iterations after the first latest.pt (marker: a file)."""
-
-    def __init__(self, marker: str):
-        self.marker, self.checkpointed_at = Path(marker), None
-
-    def on_checkpoint(self, step, path):
-        self.checkpointed_at = self.checkpointed_at or step
-
-    def on_iteration(self, step, metrics):
-        if self.checkpointed_at and step >= self.checkpointed_at + 256 and not self.marker.exists():
-            self.marker.write_text(str(step))
-            os.kill(os.getpid(), signal.SIGKILL)
+from tests.conftest import PPO_TINY as TINY
+from tests.conftest import ROOT, KillOnce, steps_of
 
 
 def test_a_killed_job_process_is_started_again_from_its_checkpoint_without_gap_or_duplicate_rows(tmp_path):

@@ -18,12 +18,11 @@ import numpy as np
 import pytest
 
 from acrl.core.errors import InputError
-from acrl.core.loop import Callback
 from acrl.sweep.executor import ClusterOptions, Job, require, run_job_here, run_jobs
 from acrl.sweep.grid import expand, run_sweep, train_run
 from acrl.sweep.spec import SweepSpec
 from tests.conftest import PPO_TINY as TINY
-from tests.conftest import ROOT, run_cli, signal_when_ready, steps_of
+from tests.conftest import ROOT, KillOnce, run_cli, signal_when_ready, steps_of
 
 ray = pytest.importorskip("ray")
 
@@ -90,21 +89,6 @@ def test_grid_of_2_seeds_and_2_learning_rates_writes_4_runs_a_table_and_a_figure
     assert again.returncode == 0, again.stderr
     assert "4 of 4 runs finished before" in again.stderr
     assert {p: p.stat().st_mtime_ns for p in before} == before
-
-
-class KillOnce(Callback):
-    """SIGKILLs its own process once, two iterations after the first latest.pt (marker: a file)."""
-
-    def __init__(self, marker: str):
-        self.marker, self.checkpointed_at = Path(marker), None
-
-    def on_checkpoint(self, step, path):
-        self.checkpointed_at = self.checkpointed_at or step
-
-    def on_iteration(self, step, metrics):
-        if self.checkpointed_at and step >= self.checkpointed_at + 256 and not self.marker.exists():
-            self.marker.write_text(str(step))
-            os.kill(os.getpid(), signal.SIGKILL)
 
 
 def test_a_killed_run_process_is_retried_from_its_checkpoint_without_gap_or_duplicate_rows(tmp_path):
