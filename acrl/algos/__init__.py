@@ -51,7 +51,9 @@ def make_config(
     """The agent class and full config of a run, as `acrl train`, `acrl sweep` and `Agent.from_preset` build them.
 
     Precedence: the algorithm's defaults < the preset (`preset`, else the environment's
-    `default` if it has one) < `overrides` (what `--set` gives) < `flags` (explicit options
+    `default` if it has one; an environment's presets are those of its exact id in
+    acrl/presets/ALGO.yaml, else of the first glob pattern there that matches it, such as
+    "ALE/*-v5": `acrl.core.config.preset_values`) < `overrides` (what `--set` gives) < `flags` (explicit options
     such as seed, total_steps, n_envs, workers, dataset, device; None values are ignored).
     The config is validated; the environment and action space are checked when the agent is
     built from it (`cls(env_id, config=config)`).

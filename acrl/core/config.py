@@ -2,7 +2,8 @@
 
 Every algorithm has one config dataclass that extends `RunConfig`; each field carries its
 meaning in the class docstring. Presets live in `acrl/presets/<algo>.yaml`, keyed by
-environment id and preset name, each with a `source` that says where its values come from.
+environment id (or a glob pattern of ids, such as "ALE/*-v5"; an exact id comes first) and preset
+name, each with a `source` that says where its values come from.
 Precedence when the CLI builds a config: algorithm defaults < preset < `--set key=value`
 < explicit flags (`--seed`, `--total-steps`, ...).
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import fnmatch
 import types
 import typing
 import warnings
@@ -232,13 +234,18 @@ def load_presets(algo: str) -> dict[str, dict[str, dict[str, Any]]]:
 def preset_values(algo: str, env_id: str, preset: str | None) -> tuple[dict[str, Any], str]:
     """Values of the named preset for (algo, env_id), or of `default` when `preset` is None.
 
+    The presets of an environment are those of its exact id when the file has it, else those of
+    the first key that is a glob pattern matching the id (`fnmatch.fnmatchcase`: "ALE/*-v5" for
+    every Atari game), in the file's order.
+
     Returns:
         (values without the `source` key, the preset's name or "" when none applies).
     Raises:
         InputError: a named preset that does not exist for this algorithm and environment.
     """
     by_env = load_presets(algo)
-    available = by_env.get(env_id, {})
+    matching = (presets for key, presets in by_env.items() if fnmatch.fnmatchcase(env_id, key))
+    available = by_env[env_id] if env_id in by_env else next(matching, {})
     if preset is None:
         if "default" not in available:
             return {}, ""

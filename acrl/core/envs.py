@@ -10,14 +10,22 @@ episode is in `info["final_obs"]`, which is what a time-limit truncation must bo
 Every training environment is wrapped in `CheckFinite`, so a NaN or infinite observation or
 reward stops the run with a `TrainingError` before it reaches a normaliser, a replay buffer or
 a policy.
+
+Environment families (`ENV_FAMILIES`, filled by `acrl.tasks`): an id namespace ("ALE" of
+"ALE/Pong-v5") whose ids acrl builds its own way, with the package that registers them imported
+only when one of its ids is first built, and what to install when it is missing. An id (or its
+Gymnasium `EnvSpec`) of such a namespace gets the family's single env from `env_factory` and its
+training vector env from `make_vec_env` (Atari: `acrl.tasks.atari`); an env instance is used as given.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import difflib
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import gymnasium as gym
 import numpy as np
@@ -29,24 +37,61 @@ from acrl.core.errors import InputError, TrainingError
 EnvSpec = str | gym.Env | Callable[[], gym.Env]
 """What the API accepts as an environment: a registered id, an env instance, or a factory."""
 
-NAMESPACE_PACKAGES = {"MinAtar": "install acrl's minatar extra (pip install 'acrl[minatar]'; ./run setup does)"}
-"""Environment namespaces that `acrl.tasks` registers when their package is installed -> what to install."""
+
+@dataclass(frozen=True)
+class EnvFamily:
+    """How acrl builds the environments of one id namespace (see the module docstring).
+
+    Attributes:
+        install: what to do when none of the namespace's ids is registered, a clause of the error
+            message ("install acrl's atari extra (pip install 'acrl[atari]'; ./run setup does)").
+        register: registers the namespace's ids with Gymnasium (imports its package), called when an
+            id of the namespace is built and not registered yet; raises ImportError when the package
+            is missing (None: the ids are registered when `acrl.tasks` is imported, if at all).
+        make_env: (env_id, render_mode) -> the single environment of an id (probe, evaluation,
+            videos; None: `gym.make`).
+        make_vec_env: (env_id, n_envs, num_threads) -> the training vector env, with
+            `LeanSyncVectorEnv`'s protocol (None: a `LeanSyncVectorEnv` of single envs).
+    """
+
+    install: str
+    register: Callable[[], None] | None = None
+    make_env: Callable[[str, str | None], gym.Env] | None = None
+    make_vec_env: Callable[[str, int, int | None], gym.vector.VectorEnv] | None = None
 
 
-def env_factory(env: EnvSpec) -> tuple[Callable[[], gym.Env], str]:
+ENV_FAMILIES: dict[str, EnvFamily] = {}
+"""Id namespace ("ALE", "MinAtar") -> its `EnvFamily`; `acrl.tasks` fills it."""
+
+
+def env_family(env_id: str) -> EnvFamily | None:
+    """The family of `env_id`'s namespace, or None; its ids are registered with Gymnasium when its
+    package is installed (`EnvFamily.register` is called if `env_id` is not registered yet)."""
+    family = ENV_FAMILIES.get(env_id.split("/")[0]) if "/" in env_id else None
+    if family is not None and family.register is not None and env_id not in gym.registry:
+        with contextlib.suppress(ImportError):  # not installed: env_factory's error names what to install
+            family.register()
+    return family
+
+
+def env_factory(env: EnvSpec | gym.envs.registration.EnvSpec) -> tuple[Callable[[], gym.Env], str]:
     """Turn an id, instance or factory into a factory that builds a fresh env, and a name.
 
     Args:
-        env: a Gymnasium id ("CartPole-v1", "acrl/AntDirectional-v5"), a `gym.Env` (each
-            call of the factory makes a fresh copy: `gym.make(env.spec)`, or a deep copy for
-            an unregistered env), a Gymnasium `EnvSpec` (what A3C's parent sends its workers),
-            or a zero-argument callable returning one (custom environments need no registration).
+        env: a Gymnasium id ("CartPole-v1", "acrl/AntDirectional-v5"; an id of an `ENV_FAMILIES`
+            namespace builds the family's env, e.g. "ALE/Pong-v5" the preprocessed game of
+            `acrl.tasks.atari.make_atari_env`), a `gym.Env` (each call of the factory makes a fresh
+            copy: `gym.make(env.spec)`, or a deep copy for an unregistered env), a Gymnasium `EnvSpec`
+            (what A3C's parent sends its workers: built as its id is), or a zero-argument callable
+            returning one (custom environments need no registration).
     Returns:
         (factory, name): the name is the id, or the class name for custom environments.
     Raises:
-        InputError: an id that is not registered (with the closest registered ids).
+        InputError: an id that is not registered (with the closest registered ids, or, for a
+            family's namespace without any, what to install).
     """
     if isinstance(env, str):
+        family = env_family(env)
         if env not in gym.registry:
             namespace = env.split("/")[0] if "/" in env else None  # "ALE" of ALE/Pong-v5: suggest only its ids
             same = [spec.id for spec in gym.registry.values() if spec.namespace == namespace]
@@ -54,11 +99,10 @@ def env_factory(env: EnvSpec) -> tuple[Callable[[], gym.Env], str]:
             hint = (
                 f" Did you mean {', '.join(close)}?"
                 if close
-                else f" No {namespace}/ environment is registered: {NAMESPACE_PACKAGES[namespace]}."
-                if namespace in NAMESPACE_PACKAGES and not same
-                else f" No {namespace}/ environment is registered: "
-                "is the package that registers them installed and imported (ALE/: pip install ale-py, then "
-                "import ale_py)?"
+                else f" No {namespace}/ environment is registered: {family.install}."
+                if family is not None and not same
+                else f" No {namespace}/ environment is registered: is the package that registers them installed "
+                "and imported?"
                 if namespace and not same
                 else ""
             )
@@ -66,8 +110,13 @@ def env_factory(env: EnvSpec) -> tuple[Callable[[], gym.Env], str]:
                 f"unknown environment id {env!r}.{hint} Any id registered with Gymnasium works "
                 "(see gymnasium.pprint_registry()), or pass an env instance/factory from Python."
             )
+        if family is not None and family.make_env is not None:
+            return (lambda: family.make_env(env, None)), env
         return (lambda: gym.make(env)), env
     if isinstance(env, gym.envs.registration.EnvSpec):
+        family = env_family(env.id)
+        if family is not None and family.make_env is not None:
+            return env_factory(env.id)
         return (lambda: gym.make(env)), env.id
     if isinstance(env, gym.Env):
         # A fresh copy per call, so training and evaluation never share one env's state.
@@ -361,17 +410,25 @@ class LeanSyncVectorEnv(gym.vector.VectorEnv):
             env.close()
 
 
-def make_vec_env(env: EnvSpec | gym.envs.registration.EnvSpec, n_envs: int, first_index: int = 0) -> LeanSyncVectorEnv:
-    """`n_envs` copies in a `LeanSyncVectorEnv` (same-step autoreset, episode statistics).
+def make_vec_env(
+    env: EnvSpec | gym.envs.registration.EnvSpec, n_envs: int, first_index: int = 0, num_threads: int | None = None
+) -> gym.vector.VectorEnv:
+    """`n_envs` copies in a `LeanSyncVectorEnv` (same-step autoreset, episode statistics), or for an id
+    (or `EnvSpec`) of a family with its own vector env, that one (`EnvFamily.make_vec_env`, the same protocol;
+    ALE: `acrl.tasks.atari.AtariVecEnv`, with episodic life and clipped rewards).
 
     Seed it with `vec.reset(seed=seed)`: sub-environment i is seeded with seed + i.
     Episode returns and lengths appear in `info["episode"]` with the mask `info["_episode"]`.
     Sub-environment i is wrapped in `CheckFinite(..., index=first_index + i)` (A3C: its index among
-    all workers' environments).
+    all workers' environments). `num_threads` is what a family's vector env may step its
+    environments in (None: its own choice; an A3C worker passes 1); `LeanSyncVectorEnv` steps them in turn.
     Raises:
         InputError: see `env_factory`.
         TrainingError (from the vector env's `reset` and `step`): a sub-environment returned a
             NaN or infinite observation or reward (see `CheckFinite`); it propagates as is.
     """
-    factory, _ = env_factory(env)
+    factory, name = env_factory(env)
+    family = env_family(name) if isinstance(env, str | gym.envs.registration.EnvSpec) else None
+    if family is not None and family.make_vec_env is not None:
+        return family.make_vec_env(name, n_envs, num_threads)
     return LeanSyncVectorEnv([lambda i=i: CheckFinite(factory(), first_index + i) for i in range(n_envs)])

@@ -34,6 +34,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from acrl.core.envs import env_family
 from acrl.core.errors import InputError
 from acrl.core.evaluation import episode_metric_names, seeded_torch
 from acrl.core.files import atomic_path
@@ -98,13 +99,16 @@ def render_env(env: Any) -> gym.Env:
     """A fresh copy of `env` that renders rgb_array frames (MuJoCo: through its `track` camera).
 
     Args:
-        env: a registered Gymnasium id, or an env made by `gym.make` (its spec, keyword
-            arguments included, is made again with `render_mode="rgb_array"`).
+        env: a registered Gymnasium id (one of an `acrl.core.envs.ENV_FAMILIES` namespace: the
+            family's env, e.g. an ALE game preprocessed, whose `render()` is the emulator's RGB screen),
+            or an env made by `gym.make` (its spec, keyword arguments included, is made again with
+            `render_mode="rgb_array"`).
     Raises:
         InputError: a custom environment factory or an unregistered env (it cannot be asked
             for frames), a MUJOCO_GL that cannot render (`check_mujoco_gl`), or an environment
             whose metadata lists no "rgb_array" render mode.
     """
+    family = env_family(env) if isinstance(env, str) else None  # registers its ids (ALE: imports ale_py)
     if isinstance(env, str) and env in gym.registry:
         spec = gym.spec(env)
     else:
@@ -128,7 +132,10 @@ def render_env(env: Any) -> gym.Env:
             f"{modes or 'none'}); add 'rgb_array' to its metadata['render_modes'] and return "
             "an (H, W, 3) uint8 array from render()."
         )
-    env = gym.make(spec, render_mode="rgb_array")
+    if family is not None and family.make_env is not None:  # the env its id means (ALE: preprocessed)
+        env = family.make_env(spec.id, "rgb_array")
+    else:
+        env = gym.make(spec, render_mode="rgb_array")
     renderer = getattr(env.unwrapped, "mujoco_renderer", None)
     if renderer is not None:
         import mujoco

@@ -46,7 +46,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from acrl.core.envs import EnvSpec, LeanSyncVectorEnv, make_vec_env
+from acrl.core.envs import EnvSpec, LeanSyncVectorEnv, env_family, make_vec_env
 from acrl.core.errors import TrainingError
 
 JOIN_TIMEOUT_S = 5.0
@@ -72,17 +72,18 @@ def default_start_method() -> str:
 def picklable_env(env: EnvSpec) -> EnvSpec | gym.envs.registration.EnvSpec:
     """What a worker can build `env` from under any start method: the Gymnasium EnvSpec of an id
     or of an env made from one (a custom env registered by an importable module then works
-    under "spawn" too), else `env` itself (a factory must then be picklable by reference)."""
+    under "spawn" too), else `env` itself (a factory must then be picklable by reference; so is an
+    env of an `ENV_FAMILIES` namespace, whose spec would build the family's env instead)."""
     if isinstance(env, str):
         return gym.spec(env)
-    if isinstance(env, gym.Env) and env.spec is not None:
+    if isinstance(env, gym.Env) and env.spec is not None and env_family(env.spec.id) is None:
         return env.spec
     return env
 
 
 def make_worker_envs(
     env: EnvSpec | gym.envs.registration.EnvSpec, seed: int, rank: int, n_envs: int = 1
-) -> tuple[LeanSyncVectorEnv, np.ndarray]:
+) -> tuple[gym.vector.VectorEnv, np.ndarray]:
     """Build worker `rank`'s n_envs environments; env i is seeded with seed + rank * n_envs + i
     (docs/correctness.md items 7 and 10).
 
@@ -90,15 +91,20 @@ def make_worker_envs(
         env: an id, env, factory, or a Gymnasium `EnvSpec` (what the parent sends, so that a
             custom env registered by an importable module also works under "spawn").
     Returns:
-        (envs, first observations (n_envs, obs_dim)): `make_vec_env`'s `LeanSyncVectorEnv`
+        (envs, first observations (n_envs, *obs_shape)): `make_vec_env`'s `LeanSyncVectorEnv`
         (same-step autoreset; a NaN/inf observation or reward raises TrainingError naming env
-        rank * n_envs + i), reset with those seeds, each action space seeded with its env's seed.
+        rank * n_envs + i), or a family's vector env stepping in one thread (ALE's), reset with those
+        seeds, each action space seeded with its env's seed (a family's vector env: its batched one
+        with seed + rank * n_envs).
     """
     first = rank * n_envs
-    envs = make_vec_env(env, n_envs, first_index=first)
+    envs = make_vec_env(env, n_envs, first_index=first, num_threads=1)
     obs, _ = envs.reset(seed=seed + first)
-    for i, sub in enumerate(envs.envs):
-        sub.action_space.seed(seed + first + i)
+    if isinstance(envs, LeanSyncVectorEnv):
+        for i, sub in enumerate(envs.envs):
+            sub.action_space.seed(seed + first + i)
+    else:
+        envs.action_space.seed(seed + first)
     return envs, obs
 
 

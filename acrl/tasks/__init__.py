@@ -11,13 +11,22 @@ set) are registered here as `minatar.gym.register_envs()` registers them, throug
 `acrl.tasks.minatar.make_minatar` (uint8 video frames) and with the entry point as a string:
 importing `minatar` (which imports seaborn) costs about a second, paid at the first `gym.make`
 of a MinAtar id instead of at every `import acrl`.
+
+Atari (the `atari` extra: ale-py, ROMs included, and opencv): every `ALE/...-v5` id, as the "ALE"
+environment family of `acrl.core.envs.ENV_FAMILIES`: `env_factory` builds the preprocessed single
+game (`acrl.tasks.atari.make_atari_env`) and `make_vec_env` ALE's vector env with episodic life and
+clipped rewards for training (`acrl.tasks.atari.AtariVecEnv`). `ale_py` is imported (registering the
+ids) when an ALE id is first built, not at `import acrl`. Without the extra, either family's ids are
+unknown and the error names the extra to install.
 """
 
 import importlib.util
 
 import gymnasium as gym
 
+from acrl.core.envs import ENV_FAMILIES, EnvFamily
 from acrl.tasks.ant_directional import AntDirectional, make_ant_directional
+from acrl.tasks.atari import make_atari_env, make_atari_vec_env, register_ale
 
 if "acrl/AntDirectional-v5" not in gym.registry:
     gym.register(id="acrl/AntDirectional-v5", entry_point=make_ant_directional, max_episode_steps=1000)
@@ -34,5 +43,13 @@ if importlib.util.find_spec("minatar") is not None:
                     entry_point="acrl.tasks.minatar:make_minatar",
                     kwargs={"game": game, "use_minimal_action_set": minimal},
                 )
+
+ENV_FAMILIES["MinAtar"] = EnvFamily(install="install acrl's minatar extra (pip install 'acrl[minatar]'; ./run setup does)")
+ENV_FAMILIES["ALE"] = EnvFamily(
+    install="install acrl's atari extra (pip install 'acrl[atari]'; ./run setup does)",
+    register=register_ale,
+    make_env=make_atari_env,
+    make_vec_env=make_atari_vec_env,
+)
 
 __all__ = ["AntDirectional", "make_ant_directional"]
