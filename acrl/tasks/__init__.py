@@ -44,7 +44,9 @@ if importlib.util.find_spec("minatar") is not None:
                     kwargs={"game": game, "use_minimal_action_set": minimal},
                 )
 
-ENV_FAMILIES["MinAtar"] = EnvFamily(install="install acrl's minatar extra (pip install 'acrl[minatar]'; ./run setup does)")
+ENV_FAMILIES["MinAtar"] = EnvFamily(
+    install="install acrl's minatar extra (pip install 'acrl[minatar]'; ./run setup does)"
+)
 ENV_FAMILIES["ALE"] = EnvFamily(
     install="install acrl's atari extra (pip install 'acrl[atari]'; ./run setup does)",
     register=register_ale,

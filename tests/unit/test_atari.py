@@ -1,0 +1,135 @@
+"""Atari (acrl.tasks.atari): ALE's vector env for training against Gymnasium's wrappers for evaluation,
+episodic life and clipped rewards in training only, PPO from ALE frames, videos, the missing extra, presets."""
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from acrl import PPO
+from acrl.cli import main
+from acrl.core.config import preset_values
+from acrl.core.envs import ENV_FAMILIES, EnvFamily, env_factory, make_vec_env
+from acrl.core.errors import InputError
+from acrl.tasks.atari import AtariSettings, AtariVecEnv, make_atari_env
+from tests.algos.test_video import decode
+
+pytest.importorskip("ale_py")
+EXACT = AtariSettings(noop_max=0, repeat_action_probability=0.0)  # no random number drawn in either path
+
+
+def test_both_paths_give_the_same_frames_rewards_and_game_end_without_noops_and_sticky_actions():
+    vec = AtariVecEnv("ALE/Breakout-v5", 1, EXACT)
+    single = make_atari_env("ALE/Breakout-v5", settings=EXACT)
+    first, _ = vec.reset(seed=3)
+    obs, _ = single.reset(seed=3)
+    assert first.shape == (1, 4, 84, 84) and first.dtype == np.uint8 and np.array_equal(first[0], obs)
+    assert not obs[:3].any()  # zero padding after a reset, as ALE's vector env
+    rng = np.random.default_rng(0)
+    for _ in range(2000):
+        action = int(rng.integers(single.action_space.n))
+        vobs, vreward, vterm, vtrunc, info = vec.step(np.array([action]))
+        obs, reward, terminated, truncated, _ = single.step(action)
+        if info and info["_episode"][0]:  # the game ended: its last frame is final_obs
+            assert terminated and np.array_equal(info["final_obs"][0], obs)
+            break
+        assert np.array_equal(vobs[0], obs) and vreward[0] == np.sign(reward)
+        assert vterm[0] == (terminated or bool(info))  # terminated: a lost life too
+    else:
+        pytest.fail("no game over in 2000 random steps")
+
+
+def test_training_loses_lives_clips_rewards_and_reports_whole_games_with_the_raw_score():
+    """Breakout: 5 lives; a life lost terminates the learner's episode, the game goes on."""
+    vec = AtariVecEnv("ALE/Breakout-v5", 2, EXACT)
+    reference = gym.make_vec(  # ALE's vector env with nothing of training's: raw rewards, no lives
+        "ALE/Breakout-v5", 2, vectorization_mode="vector_entry_point", autoreset_mode="SameStep",
+        noop_max=0, repeat_action_probability=0.0, reward_clipping=False, use_fire_reset=False,
+    )
+    vec.reset(seed=1)
+    _, ref_info = reference.reset(seed=1)
+    rng = np.random.default_rng(0)
+    lives_lost, raw, games = np.zeros(2, int), np.zeros(2), []
+    lives = ref_info["lives"].copy()
+    for _ in range(3000):
+        actions = rng.integers(4, size=2)
+        _, rewards, terminated, _, info = vec.step(actions)
+        _, ref_rewards, ref_terminated, _, ref_info = reference.step(actions)
+        assert set(np.unique(rewards)) <= {-1.0, 0.0, 1.0}
+        assert np.array_equal(rewards, np.sign(ref_rewards))
+        raw += ref_rewards
+        lost = (ref_info["lives"] < lives) & ~ref_terminated
+        lives = ref_info["lives"].copy()
+        assert np.array_equal(terminated, ref_terminated | lost)
+        lives_lost += lost
+        if info:
+            assert np.array_equal(info["_final_obs"], terminated) and np.array_equal(info["_episode"], ref_terminated)
+            for i in np.flatnonzero(ref_terminated):
+                games.append((info["episode"]["r"][i], raw[i]))
+                raw[i] = 0.0
+        if len(games) >= 2:
+            break
+    assert lives_lost.sum() >= 4 and len(games) >= 2
+    assert any(score > 0 for score, _ in games)
+    for score, expected in games:
+        assert score == expected
+    # The single env plays the whole game through its lost lives and returns the raw score.
+    single = make_atari_env("ALE/Breakout-v5", settings=EXACT)
+    single.reset(seed=0)
+    lives_seen = set()
+    for _ in range(3000):
+        _, reward, terminated, truncated, info = single.step(int(rng.integers(4)))
+        lives_seen.add(info["lives"])
+        assert reward >= 0 and not truncated
+        if terminated:
+            break
+    assert terminated and lives_seen >= {4, 3, 2, 1}
+
+
+def test_ppo_trains_on_pong_from_uint8_frames_and_checkpoints_round_trip(tmp_path):
+    tiny = {"n_envs": 2, "n_steps": 16, "batch_size": 16, "n_epochs": 1, "eval_freq": 0, "normalize_obs": False}
+    agent = PPO("ALE/Pong-v5", seed=0, **tiny)
+    assert agent.config.encoder == "nature" and isinstance(agent.envs, AtariVecEnv)
+    agent.collect()
+    obs = agent.buffer.observations
+    assert obs.dtype == np.uint8 and obs.nbytes == 2 * 16 * 4 * 84 * 84
+    agent.learn(64, run_dir=tmp_path / "run", progress=False)
+    assert agent.num_steps == 64
+    loaded = PPO.load(tmp_path / "run" / "checkpoints" / "latest.pt")
+    frame = make_atari_env("ALE/Pong-v5").reset(seed=0)[0]
+    assert loaded.predict(frame) == agent.predict(frame)
+    assert main(["record", str(tmp_path / "run"), "--max-steps", "12", "--out", str(tmp_path / "pong.mp4")]) == 0
+    meta, frames = decode(tmp_path / "pong.mp4")
+    assert frames.shape == (13, 210, 160, 3) and meta["fps"] == 15  # the RGB screen, 60 / 4 frames a second
+    assert np.abs(frames[-1].astype(int) - frames[0]).max() > 50  # the game moves
+
+
+def test_without_ale_py_the_cli_names_the_atari_extra(tmp_path, monkeypatch, capsys):
+    def missing():
+        raise ModuleNotFoundError("No module named 'ale_py'")
+
+    monkeypatch.setitem(ENV_FAMILIES, "ALE", EnvFamily(install=ENV_FAMILIES["ALE"].install, register=missing))
+    for key in [k for k in gym.registry if k.startswith("ALE/")]:  # as without the package
+        monkeypatch.delitem(gym.registry, key)
+    with pytest.raises(InputError, match=r"No ALE/ environment is registered: install acrl's atari extra"):
+        env_factory("ALE/Pong-v5")
+    assert main(["train", "ppo", "--env", "ALE/Pong-v5", "--run-dir", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("acrl: error: ") and err.count("\n") == 1 and "pip install 'acrl[atari]'" in err, err
+
+
+def test_bad_settings_and_unknown_ids_are_input_errors():
+    with pytest.raises(InputError, match=r"repeat_action_probability .* in \[0, 1\]"):
+        AtariSettings(repeat_action_probability=1.5)
+    with pytest.raises(InputError, match="frame_skip=0"):
+        AtariSettings(frame_skip=0)
+    with pytest.raises(InputError, match="Did you mean ALE/Pong-v5"):
+        make_vec_env("ALE/Pongg-v5", 2)
+    with pytest.raises(InputError, match="one seed per environment"):
+        AtariVecEnv("ALE/Pong-v5", 2).reset(seed=[1])
+
+
+def test_presets_match_glob_patterns_after_exact_ids():
+    values, name = preset_values("ppo", "ALE/Breakout-v5", None)
+    assert name == "default" and (values["n_envs"], values["n_steps"], values["clip_range"]) == (8, 128, 0.1)
+    assert preset_values("ppo", "MinAtar/Breakout-v1", None)[0]["total_steps"] == 5_000_000  # exact, not ALE/*
+    assert preset_values("ppo", "Pong-v4", None) == ({}, "")
