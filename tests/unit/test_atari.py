@@ -86,7 +86,8 @@ def test_training_loses_lives_clips_rewards_and_reports_whole_games_with_the_raw
 
 
 def test_ppo_trains_on_pong_from_uint8_frames_and_checkpoints_round_trip(tmp_path):
-    tiny = {"n_envs": 2, "n_steps": 16, "batch_size": 16, "n_epochs": 1, "eval_freq": 0, "normalize_obs": False}
+    tiny = {"n_envs": 2, "n_steps": 16, "batch_size": 16, "n_epochs": 1, "normalize_obs": False}
+    tiny |= {"eval_freq": 0, "eval_episodes": 1}  # the final evaluation: one whole game
     agent = PPO("ALE/Pong-v5", seed=0, **tiny)
     assert agent.config.encoder == "nature" and isinstance(agent.envs, AtariVecEnv)
     agent.collect()
@@ -97,8 +98,10 @@ def test_ppo_trains_on_pong_from_uint8_frames_and_checkpoints_round_trip(tmp_pat
     loaded = PPO.load(tmp_path / "run" / "checkpoints" / "latest.pt")
     frame = make_atari_env("ALE/Pong-v5").reset(seed=0)[0]
     assert loaded.predict(frame) == agent.predict(frame)
-    assert main(["record", str(tmp_path / "run"), "--max-steps", "12", "--out", str(tmp_path / "pong.mp4")]) == 0
-    meta, frames = decode(tmp_path / "pong.mp4")
+    assert main(["record", str(tmp_path / "run"), "--max-steps", "12"]) == 0
+    (video,) = (tmp_path / "run" / "videos").glob("*.mp4")
+    assert video.name in (tmp_path / "run" / "README.md").read_text()  # the model card shows it
+    meta, frames = decode(video)
     assert frames.shape == (13, 210, 160, 3) and meta["fps"] == 15  # the RGB screen, 60 / 4 frames a second
     assert np.abs(frames[-1].astype(int) - frames[0]).max() > 50  # the game moves
 
@@ -133,3 +136,19 @@ def test_presets_match_glob_patterns_after_exact_ids():
     assert name == "default" and (values["n_envs"], values["n_steps"], values["clip_range"]) == (8, 128, 0.1)
     assert preset_values("ppo", "MinAtar/Breakout-v1", None)[0]["total_steps"] == 5_000_000  # exact, not ALE/*
     assert preset_values("ppo", "Pong-v4", None) == ({}, "")
+
+
+def test_env_i_is_seeded_with_seed_plus_i_and_an_a3c_worker_builds_the_atari_env_from_its_spec():
+    from acrl.parts.workers import make_worker_envs
+
+    pair = [AtariVecEnv("ALE/Breakout-v5", 2) for _ in range(2)]
+    for vec in pair:
+        vec.reset(seed=5)
+    one = AtariVecEnv("ALE/Breakout-v5", 1)
+    one.reset(seed=6)
+    actions = np.array([1, 1])
+    for _ in range(40):  # noops and sticky actions drawn from seed + i: env 1 of seed 5 is env 0 of seed 6
+        a, b, c = pair[0].step(actions)[0], pair[1].step(actions)[0], one.step(actions[:1])[0]
+        assert np.array_equal(a, b) and np.array_equal(a[1], c[0])
+    envs, obs = make_worker_envs(gym.spec("ALE/Pong-v5"), seed=0, rank=1, n_envs=2)  # what A3C's parent sends
+    assert isinstance(envs, AtariVecEnv) and obs.shape == (2, 4, 84, 84)
