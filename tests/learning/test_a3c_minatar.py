@@ -2,8 +2,9 @@
 
 Random play scores 0.43, 0.45 and 0.34 per episode (100 episodes each, seeds 0-2, `env.action_space.sample()`;
 tests/learning/test_ppo_minatar.py). The preset (the paper's t_max 5, shared RMSProp lr 7e-4, entropy 0.01; the
-MinAtar CNN) after 100k steps with 2 workers, 30 deterministic evaluation episodes, on 2 cores on 2026-12-02: 6.0 (seed 0), 5.7 (seed 1), 4.57 (seed 2), about 33 s of training each. The
-threshold, 1.5 (PPO's), is over three times the best random mean and under a third of the worst learned one.
+MinAtar CNN) after 100k steps with 2 workers, 30 deterministic evaluation episodes, on 2 cores on 2026-12-02:
+6.0 (seed 0), 5.7 (seed 1), 4.57 (seed 2), about 33 s of training each. The threshold, 1.5 (PPO's), is over
+three times the best random mean and under a third of the worst learned one.
 """
 
 import time
