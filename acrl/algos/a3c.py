@@ -24,6 +24,11 @@ The parent trains through the run loop (`acrl.core.loop`) like every agent (`A3C
 `A3C.snapshot`). The processes, the exact step budget, the workers' statistics, the flat-parameter
 sync and gradient hand-over, and the stop on any failure or signal (docs/correctness.md item 7)
 are `acrl.parts.workers`', held by `A3C.training`.
+
+Image observations (uint8 or bool frames, e.g. MinAtar, Atari) get a CNN (`acrl.parts.encoders`; the
+A3C paper's own is `encoder="a3c"`, Sec. 8) shared by the policy and the value, with two heads, as in
+the paper's Atari nets: `shared_trunk` is then always on. Frames stay uint8 / bool in the rollouts
+and are scaled by the network's first operation; observation normalisation does not apply to them.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 import torch
 import torch.multiprocessing as mp
@@ -46,8 +52,9 @@ from acrl.algos.base import Agent
 from acrl.core.config import RunConfig, in_unit_interval, layer_widths, positive
 from acrl.core.envs import ActionAdapter, LeanSyncVectorEnv
 from acrl.core.errors import InputError, TrainingError
-from acrl.parts.heads import policy_head, rename_shared_trunk_keys
-from acrl.parts.nets import ACTIVATIONS, ValueNet, output_layer
+from acrl.parts.encoders import ENCODERS, is_image
+from acrl.parts.heads import actor_critic, rename_shared_trunk_keys
+from acrl.parts.nets import ACTIVATIONS
 from acrl.parts.normalization import IdentityNormalizer, ObservationNormalizer
 from acrl.parts.optim import SharedAdam, SharedRMSprop, anneal_learning_rate, flatten_parameters
 from acrl.parts.returns import segment_advantages
@@ -90,8 +97,13 @@ class A3CConfig(RunConfig):
         max_grad_norm: each worker's gradient norm is clipped to this (None: not clipped).
         reward_scale: rewards are multiplied by this for the returns (logged returns are unscaled).
         hidden_sizes: the actor's (or the shared trunk's) hidden layers; critic_hidden_sizes: the
-            critic's (None: hidden_sizes; unused with shared_trunk); activation: "tanh" or "relu".
-        shared_trunk: one trunk with a policy and a value head (the paper's Atari nets).
+            critic's (None: hidden_sizes; unused with shared_trunk); activation: "tanh" or "relu" (all
+            three for vector observations).
+        encoder: the observation encoder, "auto" (from the observation space: "mlp" for vectors,
+            "nature" for frames of 36x36 or more, else "minatar") or one of "mlp", "nature", "a3c" (the
+            paper's, Sec. 8), "minatar" (`acrl.parts.encoders`); a run's config.yaml records the one used.
+        shared_trunk: one trunk with a policy and a value head (the paper's Atari nets); always on for
+            image observations (their config.yaml records true), a choice for vectors.
         log_std_init / log_std_min: the Gaussian policy's initial log-std and its floor.
         normalize_obs / obs_clip: running observation normalization shared by all workers, its bound.
         log_freq: a metrics row every this many global steps.
@@ -113,6 +125,7 @@ class A3CConfig(RunConfig):
     hidden_sizes: tuple[int, ...] = (64, 64)
     critic_hidden_sizes: tuple[int, ...] | None = None
     activation: str = "tanh"
+    encoder: str = "auto"
     shared_trunk: bool = False
     log_std_init: float = 0.0
     log_std_min: float = -5.0
@@ -134,6 +147,8 @@ class A3CConfig(RunConfig):
             raise InputError("ent_coef and vf_coef must be >= 0.")
         if self.activation not in ACTIVATIONS:
             raise InputError(f"activation must be one of {', '.join(ACTIVATIONS)}, got {self.activation!r}.")
+        if self.encoder not in ENCODERS:
+            raise InputError(f"encoder must be one of {', '.join(ENCODERS)}, got {self.encoder!r}.")
         layer_widths(self, "hidden_sizes", "critic_hidden_sizes")
         methods = mp.get_all_start_methods()
         if self.start_method not in methods:
@@ -144,20 +159,28 @@ class A3CConfig(RunConfig):
 class ActorCritic(nn.Module):
     """pi(a|s) and V(s) for A3C: separate actor and critic nets, or one trunk with two heads.
 
-    The policy is `acrl.parts.heads.policy_head`'s (Categorical, or a diagonal Gaussian with a bounded
-    state-independent log-std, in policy units). With a shared trunk the value is one linear layer on the
-    policy encoder's features, as in the paper's nets (Sec. 5.2, 9); otherwise a `ValueNet`. Parameters
-    come in the flat layout of earlier checkpoints (log-std, encoder, output layer, value), and state
-    dicts with the keys of before the heads load (`rename_shared_trunk_keys`).
+    Built by `acrl.parts.heads.actor_critic`, as PPO's: the policy is a Categorical, or a diagonal
+    Gaussian with a bounded state-independent log-std, in policy units, on the observation space's
+    encoder (an MLP for vectors, a CNN for frames). With a shared trunk (always for frames) the value
+    is one linear layer on the policy encoder's features, as in the paper's nets (Sec. 5.2, 8);
+    otherwise a `ValueNet`. Parameters come in the flat layout of earlier checkpoints (log-std,
+    encoder, output layer, value), and state dicts with the keys of before the heads load
+    (`rename_shared_trunk_keys`). Observations below are (B, obs_dim) float32 vectors or (B, *obs_shape)
+    uint8 / bool frames.
 
     Args:
-        obs_dim: observation size; act_dim: number of discrete actions or action dimensions;
-        discrete: Categorical (True) or Gaussian (False) policy; the rest: see `A3CConfig`.
+        observation: the observation space, or for vectors their size obs_dim; act_dim: number of
+            discrete actions or action dimensions; discrete: Categorical (True) or Gaussian (False)
+            policy; the rest: see `A3CConfig`.
+    Attributes:
+        encoder_name: the encoder used ("mlp", "nature", "a3c" or "minatar").
+    Raises:
+        InputError: an observation space no encoder takes (`acrl.parts.encoders.make_encoder`).
     """
 
     def __init__(
         self,
-        obs_dim: int,
+        observation: int | gym.spaces.Box,
         act_dim: int,
         discrete: bool,
         hidden_sizes: tuple[int, ...] = (64, 64),
@@ -166,28 +189,43 @@ class ActorCritic(nn.Module):
         shared_trunk: bool = False,
         log_std_init: float = 0.0,
         log_std_min: float = -5.0,
+        encoder: str = "auto",
     ):
         super().__init__()
-        self.discrete, self.shared_trunk = discrete, shared_trunk
-        self.actor = policy_head(discrete, obs_dim, act_dim, hidden_sizes, activation, log_std_init, log_std_min)
-        if shared_trunk:
-            self.value_head = output_layer(hidden_sizes[-1], 1, 1.0)
+        space = (
+            gym.spaces.Box(-np.inf, np.inf, (observation,), np.float32) if isinstance(observation, int) else observation
+        )
+        self.discrete, self.shared_trunk = discrete, shared_trunk or is_image(space)
+        self.actor, critic, self.encoder_name = actor_critic(
+            space,
+            encoder,
+            discrete,
+            act_dim,
+            hidden_sizes,
+            activation,
+            critic_hidden_sizes,
+            self.shared_trunk,
+            log_std_init,
+            log_std_min,
+        )
+        if self.shared_trunk:
+            self.value_head = critic
         else:
-            self.critic = ValueNet(obs_dim, critic_hidden_sizes or hidden_sizes, activation)
+            self.critic = critic
         self.register_load_state_dict_pre_hook(rename_shared_trunk_keys)
 
     def distribution(self, obs: torch.Tensor) -> Distribution:
-        """The policy at obs (B, obs_dim): Categorical or Normal with batch shape (B, act_dim)."""
+        """The policy at obs (B, ...): Categorical or Normal with batch shape (B, act_dim)."""
         return self.actor.distribution(self.actor.encoder(obs))
 
     def value(self, obs: torch.Tensor) -> torch.Tensor:
-        """V(s): obs (B, obs_dim) float32 -> (B,) float32."""
+        """V(s): obs (B, obs_dim) float32 or frames (B, *obs_shape) uint8 / bool -> (B,) float32."""
         if not self.shared_trunk:
             return self.critic(obs)
         return self.value_head(self.actor.encoder(obs)).squeeze(-1)
 
     def sample(self, obs: torch.Tensor, deterministic: bool = False) -> torch.Tensor:
-        """Raw actions for obs (B, obs_dim): (B,) int64 (mode if deterministic) or (B, act_dim) (mean), without
+        """Raw actions for obs (B, ...): (B,) int64 (mode if deterministic) or (B, act_dim) (mean), without
         gradients or log-probabilities (the head's lean acting path, once per step in every worker)."""
         return self.actor.sample(obs, deterministic, with_log_prob=False)[0]
 
@@ -195,7 +233,7 @@ class ActorCritic(nn.Module):
         self, obs: torch.Tensor, actions: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """log pi(a|s), entropy of pi(.|s) (both summed over action dims) and V(s), each (B,), differentiable,
-        for obs (B, obs_dim) float32 and raw actions (B,) int64 or (B, act_dim) float32; one trunk pass."""
+        for obs (B, ...) (see the class) and raw actions (B,) int64 or (B, act_dim) float32; one trunk pass."""
         features = self.actor.encoder(obs)
         log_probs, entropy = self.actor.log_prob_entropy(features, actions)
         values = self.value_head(features).squeeze(-1) if self.shared_trunk else self.critic(obs)
@@ -208,17 +246,21 @@ class Rollout:
     """One worker's segment of T <= n_steps steps of each of its N environments, inside one episode each.
 
     Attributes:
-        observations: (T, N, obs_dim) float32 as the policy saw them; raw_observations: (T * N,
-            obs_dim) float64 numpy, for the normalizer's statistics.
+        observations: as the policy saw them, (T, N, obs_dim) float32 vectors or (T, N, *obs_shape) frames
+            in the space's dtype (uint8 or bool: one byte a pixel, never a float copy);
+            raw_observations: (T * N, obs_dim) float64 numpy for the normalizer's statistics, None
+            without an `ObservationNormalizer` (no normalize_obs, and always for frames).
         actions: (T, N) int64 or (T, N, act_dim) float32 raw policy actions; rewards: (T, N) float32.
         terminated / truncated: (N,) bool, how each segment ended (both False: mid-episode).
-        last_obs: (N, obs_dim), the observation after the last step (an ended episode's final one),
-            to bootstrap from; next_obs: (N, obs_dim), where the next rollout starts.
-        episode_returns / episode_lengths: (E,) float64 / int64, of the E episodes that ended.
+        last_obs: (N, *obs_shape), the observation after the last step (an ended episode's final one),
+            to bootstrap from; next_obs: (N, *obs_shape), where the next rollout starts.
+        episode_returns / episode_lengths: (E,) float64 / int64, of the E episodes that ended (as the
+            vector env reports them in `info["episode"]`, which may be fewer than the segments that
+            ended: an Atari life loss terminates a segment, only a game's end is an episode).
     """
 
     observations: torch.Tensor
-    raw_observations: np.ndarray
+    raw_observations: np.ndarray | None
     actions: torch.Tensor
     rewards: np.ndarray
     terminated: np.ndarray
@@ -241,35 +283,45 @@ def collect_rollout(
     adapter: ActionAdapter,
     normalizer: ObservationNormalizer | IdentityNormalizer,
 ) -> Rollout:
-    """Act with `model` (no gradients) from `obs` (N, obs_dim) in the worker's N environments (`make_worker_envs`)
-    for n_steps (t_max, or the claimed part of the budget if smaller) steps, storing the raw samples
-    and sending `adapter`'s env-unit actions; `normalizer` (not updated here) is applied to observations.
+    """Act with `model` (no gradients) from `obs` (N, *obs_shape) in the worker's N environments
+    (`make_worker_envs`) for n_steps (t_max, or the claimed part of the budget if smaller) steps, storing the
+    raw samples and sending `adapter`'s env-unit actions; `normalizer` (not updated here) is applied to
+    observations (`IdentityNormalizer(dtype=None)` keeps frames uint8 / bool).
+
+    `envs` follows Gymnasium's same-step autoreset protocol: where an environment's episode ended,
+    `info["final_obs"]` (mask `info["_final_obs"]`) holds its last observation, to bootstrap from, and
+    `info["episode"]` (mask `info["_episode"]`) its return and length, read from there (a vector env
+    may end a segment without ending an episode, e.g. an Atari life loss).
 
     Returns:
         the `Rollout`, 1 to n_steps steps long: it stops after the first step in which any environment's
-        episode ended (terminated or truncated).
+        segment ended (terminated or truncated).
     """
     observations, raw, actions, rewards = [], [], [], []
+    keep_raw = isinstance(normalizer, ObservationNormalizer)
     with torch.no_grad():
         for _ in range(n_steps):
             x = normalizer(obs)
             action = model.sample(x)
             observations.append(x)
-            raw.append(obs)
+            if keep_raw:
+                raw.append(obs)
             actions.append(action)
             obs, reward, terminated, truncated, info = envs.step(adapter.to_env(action.numpy()))
             rewards.append(reward)
-            if info:  # LeanSyncVectorEnv's info is empty unless an episode ended in this step
+            if terminated.any() or truncated.any():
                 break
     last_obs, returns, lengths = obs, np.zeros(0), np.zeros(0, dtype=np.int64)
-    if info:
+    if "_final_obs" in info:
         ended = info["_final_obs"]
         last_obs = obs.copy()
         last_obs[ended] = np.stack(info["final_obs"][ended])
-        returns, lengths = info["episode"]["r"][ended], info["episode"]["l"][ended]
+    if "_episode" in info:
+        finished = info["_episode"]
+        returns, lengths = info["episode"]["r"][finished], info["episode"]["l"][finished]
     return Rollout(
         observations=torch.stack(observations),
-        raw_observations=np.asarray(raw, dtype=np.float64).reshape(-1, obs.shape[-1]),
+        raw_observations=np.asarray(raw, dtype=np.float64).reshape(-1, obs.shape[-1]) if keep_raw else None,
         actions=torch.stack(actions),
         rewards=np.asarray(rewards, dtype=np.float32),
         terminated=terminated,
@@ -285,8 +337,9 @@ def bootstrap_value(
     rollout: Rollout, model: ActorCritic, normalizer: ObservationNormalizer | IdentityNormalizer
 ) -> np.ndarray:
     """The value after each environment's last step, (N,) float32: 0 where its episode terminated, else
-    V(last obs). A time-limit truncation and a rollout stopped mid-episode both had a future the rollout
-    did not see, so both bootstrap (Pardo et al. 2018; docs/correctness.md item 1)."""
+    V(last obs) (vectors or frames, see `Rollout`). A time-limit truncation and a rollout stopped
+    mid-episode both had a future the rollout did not see, so both bootstrap (Pardo et al. 2018;
+    docs/correctness.md item 1)."""
     if rollout.terminated.all():
         return np.zeros(len(rollout.terminated), dtype=np.float32)
     with torch.no_grad():
@@ -399,10 +452,13 @@ class A3C(Agent):
 
     The workers run while the run loop holds `training()`; `predict`, `evaluate`, `save` and `load` are the
     `Agent` ones, and a checkpoint (global model, shared optimizer state, observation statistics,
-    counters) resumes with `acrl resume`.
+    counters) resumes with `acrl resume`. Image observations (uint8 / bool frames) get a CNN with a shared
+    trunk (see the module docstring).
 
     Raises:
-        InputError: see `Agent` and `A3CConfig.validate`; all before any worker starts.
+        InputError: see `Agent` and `A3CConfig.validate`; an observation space no encoder takes
+            (`acrl.parts.encoders.make_encoder`); normalize_obs with image observations; all before any
+            worker starts.
         TrainingError (from `learn`): a worker raised (with its traceback), was killed, or the
             parameters became non-finite.
     """
@@ -412,11 +468,18 @@ class A3C(Agent):
     config: A3CConfig
     cpu_only_reason = "its global model and optimizer live in shared CPU memory for the Hogwild workers"
     checkpoint_on_failure = True  # the global model is whole at any moment (Hogwild)
+    image_observations = True
 
     def _build(self) -> None:
         cfg = self.config
+        image = is_image(self.observation_space)
+        if image and cfg.normalize_obs:
+            raise InputError(
+                f"normalize_obs does not apply to image observations ({self.observation_space}): frames are "
+                "scaled to [0, 1] inside the network. Set normalize_obs to false (--set normalize_obs=false)."
+            )
         self.model = ActorCritic(
-            self.obs_dim,
+            self.observation_space,
             self.act_dim,
             self.discrete,
             cfg.hidden_sizes,
@@ -425,7 +488,9 @@ class A3C(Agent):
             cfg.shared_trunk,
             cfg.log_std_init,
             cfg.log_std_min,
+            cfg.encoder,
         )
+        cfg.encoder, cfg.shared_trunk = self.model.encoder_name, self.model.shared_trunk  # for config.yaml
         self.parameters = flatten_parameters(self.model)
         self.model.share_memory()
         if cfg.optimizer == "adam":
@@ -438,6 +503,8 @@ class A3C(Agent):
             )
         self.nets = {"model": self.model}
         self.optimizers = {"optimizer": self.optimizer}
+        if image:
+            self.obs_normalizer = IdentityNormalizer(dtype=None)  # frames stay uint8 / bool
         if cfg.normalize_obs:
             self.obs_normalizer = ObservationNormalizer(self.obs_dim, cfg.obs_clip)
             self.obs_normalizer.stats.share_memory()

@@ -31,9 +31,8 @@ from acrl.core.config import RunConfig, in_unit_interval, layer_widths, positive
 from acrl.core.envs import make_vec_env
 from acrl.core.errors import InputError
 from acrl.parts.buffers import RolloutBuffer
-from acrl.parts.encoders import ENCODERS, is_image, make_encoder
-from acrl.parts.heads import head_on
-from acrl.parts.nets import ValueNet, output_layer
+from acrl.parts.encoders import ENCODERS, is_image
+from acrl.parts.heads import actor_critic
 from acrl.parts.normalization import IdentityNormalizer, ObservationNormalizer, RewardScaler
 from acrl.parts.optim import anneal_learning_rate, clip_grad_norm, flatten_parameters
 from acrl.parts.returns import gae
@@ -159,16 +158,19 @@ class PPO(Agent):
                 f"normalize_obs does not apply to image observations ({self.observation_space}): frames are "
                 "scaled to [0, 1] inside the network. Set normalize_obs to false (--set normalize_obs=false)."
             )
-        encoder, features_dim, cfg.encoder = make_encoder(
-            self.observation_space, cfg.encoder, cfg.hidden_sizes, cfg.activation
+        # Frames: one trunk, two heads (the value head reads the actor's encoder features).
+        self.actor, self.critic, cfg.encoder = actor_critic(
+            self.observation_space,
+            cfg.encoder,
+            self.discrete,
+            self.act_dim,
+            cfg.hidden_sizes,
+            cfg.activation,
+            log_std_init=cfg.log_std_init,
+            log_std_min=cfg.log_std_min,
         )
-        self.actor = head_on(encoder, features_dim, self.discrete, self.act_dim, cfg.log_std_init, cfg.log_std_min)
         if self.shared_trunk:
-            # One trunk, two heads: the value head reads the actor's encoder features.
-            self.critic = output_layer(features_dim, 1, 1.0)
             self.obs_normalizer = IdentityNormalizer(dtype=None)  # frames stay uint8 / bool
-        else:
-            self.critic = ValueNet(self.obs_dim, cfg.hidden_sizes, cfg.activation)
         self.nets = {"actor": self.actor, "critic": self.critic}
         # Each net's parameters and gradients are one flat tensor (`flatten_parameters`, on the
         # agent's device): zeroing the gradients, clipping their norm and Adam's step each take

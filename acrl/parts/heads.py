@@ -22,6 +22,10 @@ their Python overhead costs more than the arithmetic. Another encoder (a CNN,
 The chain is rebuilt whenever the head or a module holding it loads a state dict
 (`load_state_dict(..., assign=True)` replaces the parameter tensors).
 
+`actor_critic` assembles PPO's and A3C's policy and value from the observation space: the encoder
+of `acrl.parts.encoders.make_encoder` under a policy head, and either a separate MLP critic or, for
+image frames (and A3C's `shared_trunk` on vectors), one value layer on the policy's encoder.
+
 Checkpoints written before this module existed (keys `logits.*`, `mean.*`, `net.*`; a shared-trunk
 actor-critic's `trunk.*`, `policy_head.*`, `value_head.0.*`) load through state-dict pre-hooks that rename
 their keys (`_legacy_keys`, `rename_shared_trunk_keys`).
@@ -33,12 +37,14 @@ import math
 import re
 from typing import Any
 
+import gymnasium as gym
 import torch
 import torch.nn.functional as F
 from torch import nn
 from torch.distributions import Categorical, Normal
 
-from acrl.parts.nets import LayerChain, forward_chain, layer_chain, mlp_encoder, output_layer
+from acrl.parts.encoders import is_image, make_encoder
+from acrl.parts.nets import LayerChain, ValueNet, forward_chain, layer_chain, mlp_encoder, output_layer
 
 _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 
@@ -347,3 +353,36 @@ def head_on(
     if discrete:
         return CategoricalHead(encoder, features_dim, act_dim)
     return GaussianHead(encoder, features_dim, act_dim, log_std_init, log_std_min)
+
+
+def actor_critic(
+    space: gym.spaces.Box,
+    encoder: str,
+    discrete: bool,
+    act_dim: int,
+    hidden_sizes: tuple[int, ...],
+    activation: str = "tanh",
+    critic_hidden_sizes: tuple[int, ...] | None = None,
+    shared_trunk: bool = False,
+    log_std_init: float = 0.0,
+    log_std_min: float = -5.0,
+) -> tuple[CategoricalHead | GaussianHead, nn.Module, str]:
+    """The policy and the value of PPO and A3C for observations of `space`: (actor, critic, encoder name).
+
+    The actor is `head_on` the encoder `make_encoder(space, encoder, hidden_sizes, activation)` gives.
+    Image frames always share that trunk: the critic is one linear layer of gain 1 on the actor's
+    features, (B, features_dim) -> (B, 1), as in Mnih et al. 2016 (Sec. 8, one softmax and one linear
+    output on the same network) and CleanRL's ppo_atari; so is it with `shared_trunk` on vectors.
+    Otherwise the critic is a separate `ValueNet` on the observations, (B, obs_dim) -> (B,), of
+    `critic_hidden_sizes` (None: hidden_sizes). Built in this order (encoder, policy layer, critic), so
+    the parameters and the random draws of their initialisation come as they always have.
+
+    Raises:
+        InputError: an observation space no encoder takes, or an encoder that does not take it
+            (`make_encoder`).
+    """
+    trunk, features_dim, name = make_encoder(space, encoder, hidden_sizes, activation)
+    actor = head_on(trunk, features_dim, discrete, act_dim, log_std_init, log_std_min)
+    if shared_trunk or is_image(space):
+        return actor, output_layer(features_dim, 1, 1.0), name
+    return actor, ValueNet(int(space.shape[0]), critic_hidden_sizes or hidden_sizes, activation), name
