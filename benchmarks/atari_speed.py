@@ -33,7 +33,7 @@ Parts (choose with --parts; all by default), on --env (default ALE/Pong-v5), one
   the Nature one), over --a3c-steps steps each, steps / `learn` seconds (start-up included for
   both): ratio, goal >= 2.
 
-    python benchmarks/atari_speed.py --out benchmarks/results/atari_speed.json   # about 10 minutes
+    python benchmarks/atari_speed.py --out benchmarks/results/atari_speed.json   # about 5 minutes
     python benchmarks/atari_speed.py --parts raw roofline --raw-steps 800        # a check
 
 Writes --out (default benchmarks/results/tmp/atari_speed.json) with `bench_meta()`; a later run of
@@ -128,7 +128,7 @@ def acrl_ppo(env_id: str, rollouts: int) -> dict[str, Any]:
         "n_steps": values["n_steps"],
         "n_epochs": values["n_epochs"],
         "batch_size": values["batch_size"],
-        "actions": int(agent.env.single_action_space.n),
+        "actions": int(agent.act_dim),
         "peak_rss": peak_rss(),
     }
 
