@@ -264,7 +264,7 @@ def a3c_vs_a2c(env_id: str, workers: int, steps: int) -> dict[str, Any]:
     if not hasattr(acrl, "A3C"):
         raise SystemExit("atari_speed: acrl has no A3C")
     values, _ = preset_values("a3c", env_id, None)
-    if "learning_rate" not in values:
+    if not values:
         raise SystemExit(f"atari_speed: acrl has no A3C preset for {env_id} (needs A3C from frames)")
     values = {**values, "workers": workers, "n_envs": 1, "n_steps": 5, "seed": 0, "total_steps": steps, "eval_freq": 0}
     started = time.perf_counter()
@@ -272,34 +272,15 @@ def a3c_vs_a2c(env_id: str, workers: int, steps: int) -> dict[str, Any]:
     a3c = {"steps": int(agent.num_steps), "seconds": time.perf_counter() - started}
     a3c["steps_per_s"] = a3c["steps"] / a3c["seconds"]
 
-    from stable_baselines3 import A2C
+    from minatar_vs_sb3 import a2c_model
 
     torch.set_num_threads(1)
     encoder = values.get("encoder", "auto")
     policy_kwargs: dict[str, Any] = {}
     if encoder not in ("auto", "nature"):  # acrl's CNN as SB3's features extractor
         policy_kwargs = {"features_extractor_class": acrl_cnn_class(encoder), "normalize_images": False, "net_arch": []}
-    adam = str(values.get("optimizer", "adam")).lower() == "adam"
-    if adam:
-        policy_kwargs.update(optimizer_class=torch.optim.Adam, optimizer_kwargs={"eps": 1e-5})
-    model = A2C(
-        "CnnPolicy",
-        sb3_atari_env(env_id, workers),
-        learning_rate=values["learning_rate"],
-        n_steps=5,
-        gamma=values["gamma"],
-        gae_lambda=1.0,
-        ent_coef=values["ent_coef"],
-        vf_coef=values.get("vf_coef", 0.5),
-        max_grad_norm=values.get("max_grad_norm", 0.5),
-        use_rms_prop=not adam,
-        normalize_advantage=False,
-        policy_kwargs=policy_kwargs,
-        seed=0,
-        device="cpu",
-        verbose=0,
-    )
     started = time.perf_counter()
+    model = a2c_model(env_id, sb3_atari_env(env_id, workers), 0, policy_kwargs, steps, n_steps=5)
     model.learn(total_timesteps=steps)
     a2c = {"steps": int(model.num_timesteps), "seconds": time.perf_counter() - started}
     a2c["steps_per_s"] = a2c["steps"] / a2c["seconds"]

@@ -11,7 +11,8 @@ runs of --steps environment steps each:
 - acrl A3C: its `MinAtar/<game>` preset with --a3c-workers (default 2) worker processes of one
   environment each, t_max the preset's n_steps.
 - SB3 A2C: --a3c-workers environments in one process (DummyVecEnv), n_steps = A3C's t_max, and A3C's
-  learning rate, gamma, entropy and value coefficients and gradient-norm bound. A2C is A3C's
+  learning rate (and its annealing), gamma, GAE lambda, entropy and value coefficients, gradient-norm
+  bound and optimizer (RMSprop alpha 0.99 or Adam, A3C's eps); advantages not normalized (`a2c_model`). A2C is A3C's
   synchronous variant: with as many envs as A3C has workers and the same t_max, both take one
   gradient step per t_max x workers steps (Mnih et al. 2016, Sec. 4; Wu et al. 2017's A2C).
 
@@ -21,8 +22,8 @@ The network, in all four: acrl's `CNNEncoder` with `CNNS["minatar"]` (Young and 
 the observations unchanged (SB3 does not take a bool Box for an image: it neither transposes nor
 rescales it, and its `preprocess_obs` casts it to float). Init: SB3's `ortho_init` gives the
 extractor orthogonal gain sqrt(2) and zero biases, the policy head gain 0.01 and the value head 1,
-the same as acrl (CleanRL's ppo_atari). Optimizer: both PPOs Adam eps 1e-5; SB3 A2C uses Adam
-(eps 1e-5) rather than its default RMSprop when acrl's A3C preset uses Adam, RMSprop otherwise.
+the same as acrl (CleanRL's ppo_atari); the parameter count is the same (132,308 on Breakout-v1).
+Optimizer: both PPOs Adam eps 1e-5; SB3 A2C A3C's optimizer (its shared RMSprop or Adam).
 
 Final return, the same measure for all four: the mean undiscounted return of --eval-episodes
 (default 10) whole episodes of a deterministic (greedy) policy after the last update, on a separate
@@ -83,11 +84,10 @@ def preset(algo: str, env_id: str) -> dict[str, Any]:
         values, _ = preset_values(algo, env_id, None)
     except Exception as error:  # InputError: no preset for this environment
         raise SystemExit(f"minatar_vs_sb3: acrl has no {algo} preset for {env_id} ({error})") from error
-    missing = [k for k in ("learning_rate", "n_steps", "gamma", "ent_coef") if k not in values]
-    if missing:
+    if not values:
         raise SystemExit(
-            f"minatar_vs_sb3: acrl's {algo} preset for {env_id} lacks {', '.join(missing)}: the MinAtar presets "
-            "of A3C from frames are needed (or leave the A3C and A2C rows out: --algos 'acrl PPO' 'SB3 PPO')"
+            f"minatar_vs_sb3: acrl has no {algo} preset for {env_id}: the MinAtar presets of A3C from frames are "
+            "needed (or leave the A3C and A2C rows out: --algos 'acrl PPO' 'SB3 PPO')"
         )
     return dict(values)
 
@@ -136,7 +136,7 @@ def minatar_cnn_class() -> type:
 
 def run_sb3(algo: str, env_id: str, seed: int, steps: int, a3c_workers: int) -> Any:
     """Train SB3 PPO (acrl's PPO preset) or A2C (acrl's A3C preset, a3c_workers envs) for `steps` steps."""
-    from stable_baselines3 import A2C, PPO
+    from stable_baselines3 import PPO
     from stable_baselines3.common.env_util import make_vec_env
 
     import acrl  # noqa: F401  (registers the MinAtar ids)
@@ -171,29 +171,44 @@ def run_sb3(algo: str, env_id: str, seed: int, steps: int, a3c_workers: int) -> 
             verbose=0,
         )
     else:
-        v = preset("a3c", env_id)
-        adam = str(v.get("optimizer", "adam")).lower() == "adam"
-        venv = make_vec_env(env_id, n_envs=a3c_workers, seed=seed)
-        model = A2C(
-            "CnnPolicy",
-            venv,
-            learning_rate=v["learning_rate"],
-            n_steps=v["n_steps"],
-            gamma=v["gamma"],
-            gae_lambda=1.0,  # n-step returns, as A3C's
-            ent_coef=v["ent_coef"],
-            vf_coef=v.get("vf_coef", 0.5),
-            max_grad_norm=v.get("max_grad_norm", 0.5),
-            use_rms_prop=not adam,
-            normalize_advantage=False,
-            policy_kwargs={**policy_kwargs, "optimizer_class": torch.optim.Adam, "optimizer_kwargs": {"eps": 1e-5}}
-            if adam
-            else policy_kwargs,
-            seed=seed,
-            device="cpu",
-            verbose=0,
-        )
+        model = a2c_model(env_id, make_vec_env(env_id, n_envs=a3c_workers, seed=seed), seed, policy_kwargs, steps)
     return model.learn(total_timesteps=steps)
+
+
+def a2c_model(env_id: str, venv: Any, seed: int, policy_kwargs: dict[str, Any], steps: int, n_steps: int = 0) -> Any:
+    """SB3 A2C on `venv` with acrl A3C's settings for `env_id` (its preset over A3CConfig's defaults): t_max
+    (or `n_steps`), learning rate (annealed linearly to 0 over `steps` when A3C anneals it), gamma, GAE
+    lambda, entropy and value coefficients, gradient-norm bound, and the optimizer (RMSprop with alpha
+    0.99, or Adam) with A3C's eps; advantages not normalized, as A3C's."""
+    from stable_baselines3 import A2C
+
+    from acrl import A3CConfig
+    from acrl.core.config import update_config
+
+    cfg = update_config(A3CConfig(), preset("a3c", env_id), origin=f"a3c preset for {env_id}")
+    if cfg.optimizer == "rmsprop" and cfg.rmsprop_alpha != 0.99:
+        raise SystemExit(f"SB3 A2C's RMSprop has alpha 0.99; acrl's A3C preset for {env_id} has {cfg.rmsprop_alpha}")
+    lr = cfg.learning_rate
+    rmsprop = cfg.optimizer == "rmsprop"
+    optimizer = {} if rmsprop else {"optimizer_class": torch.optim.Adam, "optimizer_kwargs": {"eps": cfg.optimizer_eps}}
+    return A2C(
+        "CnnPolicy",
+        venv,
+        learning_rate=(lambda remaining: lr * remaining) if cfg.anneal_lr else lr,
+        n_steps=n_steps or cfg.n_steps,
+        gamma=cfg.gamma,
+        gae_lambda=cfg.gae_lambda,
+        ent_coef=cfg.ent_coef,
+        vf_coef=cfg.vf_coef,
+        max_grad_norm=cfg.max_grad_norm if cfg.max_grad_norm is not None else float("inf"),
+        use_rms_prop=rmsprop,
+        rms_prop_eps=cfg.optimizer_eps,
+        normalize_advantage=False,
+        policy_kwargs={**policy_kwargs, **optimizer},
+        seed=seed,
+        device="cpu",
+        verbose=0,
+    )
 
 
 class SB3Predictor:
