@@ -46,7 +46,8 @@ by running two at a time (--jobs 2, one core each) = 0.51e-3, plus A3C alone on 
 plus the evaluations (10 short episodes per run). A3C never shares the cores: it runs after the
 single-process runs. A slower A3C, or a busier machine, makes it longer: resume after a stop.
 
-Resumable: each finished run writes --scratch/<game>-<algo>-s<seed>.json and a rerun skips it.
+Resumable: each finished run writes --scratch/<game>-<algo>-<steps>-w<workers>-s<seed>.json and a rerun
+skips it.
 
     python benchmarks/minatar_vs_sb3.py --out benchmarks/results/minatar_vs_sb3.json   # about 45 min
     python benchmarks/minatar_vs_sb3.py --steps 2048 --seeds 1 --eval-episodes 1       # a check
@@ -242,15 +243,17 @@ def one_run(algo: str, game: str, seed: int, args: argparse.Namespace) -> dict[s
         "steps_per_s": steps / seconds,
         **evaluate_final(predictor, env_id, seed, args.eval_episodes),
     }
-    path = run_path(args.scratch, algo, game, seed)
+    path = run_path(args, algo, game, seed)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(result, indent=2) + "\n")
     print(f"  {game} {algo} seed {seed}: return {result['return_mean']:.2f} ({seconds:.0f} s)", flush=True)
     return result
 
 
-def run_path(scratch: Path, algo: str, game: str, seed: int) -> Path:
-    return scratch / f"{game}-{algo.replace(' ', '_')}-s{seed}.json"
+def run_path(args: argparse.Namespace, algo: str, game: str, seed: int) -> Path:
+    """The scratch JSON of one run: its game, algorithm, budget, workers and seed in the name (a changed
+    setting reruns)."""
+    return args.scratch / f"{game}-{algo.replace(' ', '_')}-{args.steps}-w{args.a3c_workers}-s{seed}.json"
 
 
 def main() -> None:
@@ -280,7 +283,7 @@ def main() -> None:
         for seed in range(args.seeds)
         for game in args.games
         for algo in args.algos
-        if not run_path(args.scratch, algo, game, seed).exists()
+        if not run_path(args, algo, game, seed).exists()
     ]
     print(f"{len(todo)} runs to do ({args.steps:,} steps each)", flush=True)
     single = [t for t in todo if t[0] != "acrl A3C"]
@@ -292,7 +295,7 @@ def main() -> None:
             one_run(*t, args)
 
     runs = [
-        json.loads(run_path(args.scratch, algo, game, seed).read_text())
+        json.loads(run_path(args, algo, game, seed).read_text())
         for game in args.games
         for algo in args.algos
         for seed in range(args.seeds)
