@@ -139,6 +139,7 @@ def conditions(d: dict, **given: str) -> str:
 
 
 # ---------------------------------------------------------------- the sections
+# A section returns "" while its result file does not exist yet (the page then leaves it out).
 def header(results: dict[str, dict]) -> str:
     return """# Benchmarks
 
@@ -992,6 +993,86 @@ strictest baseline and {x(m["speedup_over_shell_loop"])} what a shell loop gives
 proportion as runs grow (the ceiling on 2 cores is 2×)."""
 
 
+def minatar_vs_sb3(results: dict[str, dict]) -> str:
+    """acrl PPO and A3C against SB3 PPO and A2C on MinAtar; empty until the result exists."""
+    d = results.get("minatar_vs_sb3")
+    if d is None:
+        return ""
+    st = d["settings"]
+    rows, short = [], []
+    for game, by_algo in d["stats"].items():
+        for algo, s in by_algo.items():
+            seeds = [r["return_mean"] for r in d["runs"] if r["game"] == game and r["algo"] == algo]
+            ci = f"[{n(s['iqm_ci'][0], 2)}, {n(s['iqm_ci'][1], 2)}]"
+            rows.append([game, algo, n(s["iqm"], 2), ci, n(s["mean"], 2), ", ".join(n(v, 1) for v in seeds)])
+        for ours, peer in (("acrl PPO", "SB3 PPO"), ("acrl A3C", "SB3 A2C")):
+            if ours in by_algo and peer in by_algo and by_algo[ours]["iqm"] < by_algo[peer]["iqm"]:
+                short.append(f"{ours} on {game}")
+    ok = not short
+    return f"""## MinAtar: acrl PPO and A3C against SB3 PPO and A2C
+
+`python benchmarks/minatar_vs_sb3.py` ({n(int(st["steps"]))} steps per run, {st["seeds"]} seeds; acrl's MinAtar
+presets, SB3 with the same hyperparameters, the same MinAtar CNN (acrl's encoder as SB3's features
+extractor) and the same budget; A3C with {st["a3c_workers"]} workers against A2C with as many envs and the
+same t_max). Final return: the mean of {st["eval_episodes"]} deterministic episodes after the last update,
+on an environment seeded apart; IQM and mean over seeds with 95% bootstrap CIs (rliable,
+{n(int(st["bootstrap_reps"]))} resamples, as `acrl sweep`).
+{conditions(d)}
+
+{table(["game", "algorithm", "IQM", "95% CI", "mean", "per seed"], "llrlrl", rows)}
+
+Target (acrl's IQM at or above SB3's on every row) {met(ok)}{"" if ok else ": below on " + ", ".join(short)}.
+For scale, the MinAtar paper (Young and Tian 2019, Fig. 2) plots DQN and actor-critic curves over
+5M frames; their numbers are not quoted here."""
+
+
+def atari_speed(results: dict[str, dict]) -> str:
+    """PPO and A3C speed on Atari frames against SB3, the raw env and the machine's rate; empty until it exists."""
+    d = results.get("atari_speed")
+    if d is None:
+        return ""
+    r = d["results"]
+    lines = []
+    if "ppo" in r and "sb3" in r:
+        ratio = r["ratios"]["acrl/sb3"]
+        lines.append(
+            f"- PPO training steps/s (8 envs, {int(d['settings']['rollouts'])} rollouts after a warm-up): acrl "
+            f"{n(r['ppo']['steps_per_s'])}, SB3 {n(r['sb3']['steps_per_s'])}: **{x(ratio)}** "
+            f"(goal ≥ 1.5×: {met(ratio >= 1.5)})."
+        )
+    if "ppo" in r and "raw" in r:
+        lines.append(
+            f"- The raw AtariVectorEnv, 8 envs, random actions: {n(r['raw']['steps_per_s'])} steps/s; acrl PPO runs at "
+            f"{pct(r['ratios']['acrl/raw'])} of it."
+        )
+    if "update_of_best" in r.get("roofline", {}):
+        f = r["roofline"]
+        lines.append(
+            f"- The update: {n(f['update_gflops'], 1)} GFLOP/s (forward and backward counted from the layer sizes, "
+            f"{n(f['update_flops_per_sample'] / 1e6, 1)} MFLOP a sample), **{pct(f['update_of_best'])}** of the best "
+            f"rate measured in the same run ({n(f['rates_gflops']['best'], 1)} GFLOP/s, the fastest of the CNN's "
+            f"convolutions and torch.mm); the rollout's forward passes {n(f['rollout_gflops'], 1)} GFLOP/s."
+        )
+    if "memory" in r:
+        peak = max(r["memory"]["self_mb"], r["memory"]["children_mb"])
+        lines.append(f"- Peak RSS of the acrl PPO process: {n(peak)} MB (goal ≤ 2,048 MB: {met(peak <= 2048)}).")
+    if "a3c" in r:
+        a = r["a3c"]
+        lines.append(
+            f"- A3C, {int(d['settings']['a3c_workers'])} workers, t_max 5: {n(a['acrl A3C']['steps_per_s'])} steps/s "
+            f"against SB3 A2C with as many envs, n_steps 5: {n(a['SB3 A2C']['steps_per_s'])}: **{x(a['ratio'])}** "
+            f"(goal ≥ 2×: {met(a['ratio'] >= 2)})."
+        )
+    body = "\n".join(lines)
+    return f"""## Atari speed: PPO and A3C against SB3, the raw env and the machine
+
+`python benchmarks/atari_speed.py` on {d["env"]} (one torch thread; acrl's Atari preset, SB3 with the same
+hyperparameters, its `make_atari_env` preprocessing and its NatureCNN, the same network; each PPO in a
+fresh process). {conditions(d)}
+
+{body}"""
+
+
 def glance(results: dict[str, dict]) -> str:
     """The README's "results at a glance": one row per headline figure, each with its target."""
     ppo = results["ppo_vs_sb3"]["parts"]["throughput"]["results"]
@@ -1047,6 +1128,34 @@ def glance(results: dict[str, dict]) -> str:
         ],
         ["`acrl sweep` of 4 runs on 2 cores against a shell loop", x(sweep), "(reported)"],
     ]
+    def said(ok: bool) -> str:
+        return "met" if ok else "not met"
+
+    atari = results.get("atari_speed", {}).get("results", {})
+    if "acrl/sb3" in atari.get("ratios", {}):
+        ratio = atari["ratios"]["acrl/sb3"]
+        rows.append(["PPO Atari training steps/s against SB3 (8 envs)", x(ratio), f"≥ 1.5×: {said(ratio >= 1.5)}"])
+    if "a3c" in atari:
+        ratio = atari["a3c"]["ratio"]
+        rows.append(["A3C Atari, 2 workers, against SB3 A2C, 2 envs (t_max 5)", x(ratio), f"≥ 2×: {said(ratio >= 2)}"])
+    if "memory" in atari:
+        peak = max(atari["memory"]["self_mb"], atari["memory"]["children_mb"])
+        rows.append(["Peak RSS of a PPO Atari run", f"{n(peak)} MB", f"≤ 2 GB: {said(peak <= 2048)}"])
+    if "minatar_vs_sb3" in results:
+        stats = results["minatar_vs_sb3"]["stats"]
+        pairs = [
+            by[ours]["iqm"] >= by[peer]["iqm"]
+            for by in stats.values()
+            for ours, peer in (("acrl PPO", "SB3 PPO"), ("acrl A3C", "SB3 A2C"))
+            if ours in by and peer in by
+        ]
+        rows.append(
+            [
+                "MinAtar final-return IQM at or above SB3 (PPO; A3C against A2C), rows",
+                f"{sum(pairs)} of {len(pairs)}",
+                f"every row: {said(all(pairs))}",
+            ]
+        )
     return table(["measurement", "result", "target"], "lrl", rows)
 
 
@@ -1066,6 +1175,8 @@ SECTIONS: list[Callable[[dict[str, dict]], str]] = [
     bcq_walker2d,
     sac_hopper,
     sweep_speedup,
+    minatar_vs_sb3,
+    atari_speed,
 ]
 
 
@@ -1077,7 +1188,7 @@ def load_results(directory: Path = RESULTS) -> dict[str, dict]:
 def render(directory: Path = RESULTS) -> str:
     """The text of docs/benchmarks.md for the results in `directory`."""
     results = load_results(directory)
-    return "\n\n".join(section(results) for section in SECTIONS) + "\n"
+    return "\n\n".join(text for section in SECTIONS if (text := section(results))) + "\n"
 
 
 def with_glance(readme: str, directory: Path = RESULTS) -> str:

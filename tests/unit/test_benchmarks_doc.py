@@ -115,3 +115,54 @@ def test_benchmarks_write_to_the_scratch_folder_by_default():
                 assert "scratch_path(" in default or '"tmp"' in default or "SCRATCH" in default, script.name
                 checked.append(script.stem)
     assert {"a3c_scaling", "a3c_vs_a2c", "ppo_vs_sb3", "seed_runs", "update_roofline", "vector_env"} <= set(checked)
+
+
+def test_the_pixel_benchmarks_render_from_their_results(tmp_path):
+    """minatar_vs_sb3.json and atari_speed.json (hand-made, small) each add a section and README rows:
+    PPO 1,500 against SB3's 1,000 steps/s is 1.50× (goal ≥ 1.5× met), 1,500 of the raw env's 3,000 is 50%,
+    A3C 2,400 against A2C 1,600 is 1.50× (goal ≥ 2× not met), a peak RSS of 900.4 MB is 900 MB (≤ 2 GB met);
+    on MinAtar acrl PPO's IQM 10 is below SB3 PPO's 12, so 0 of 1 rows are at or above. Without the files
+    the page has neither section (test_committed_page_is_what_the_results_build)."""
+    report = load_report()
+    results = tmp_path / "results"
+    shutil.copytree(ROOT / "benchmarks" / "results", results, ignore=shutil.ignore_patterns("tmp"))
+    meta = {"command": "python benchmarks/x.py", "date": "2026-12-02T11:00:00+00:00"}
+    stat = {"mean": 10.0, "iqm": 10.0, "mean_ci": [9.0, 11.0], "iqm_ci": [9.0, 11.0]}
+    minatar = {
+        "meta": meta,
+        "settings": {"steps": 500000, "seeds": 1, "a3c_workers": 2, "eval_episodes": 10, "bootstrap_reps": 2000},
+        "runs": [
+            {"game": "Breakout-v1", "algo": "acrl PPO", "return_mean": 10.0},
+            {"game": "Breakout-v1", "algo": "SB3 PPO", "return_mean": 12.0},
+        ],
+        "stats": {"Breakout-v1": {"acrl PPO": stat, "SB3 PPO": {**stat, "iqm": 12.0, "mean": 12.0}}},
+    }
+    atari = {
+        "meta": meta,
+        "env": "ALE/Pong-v5",
+        "settings": {"rollouts": 10, "a3c_workers": 2},
+        "results": {
+            "ppo": {"steps_per_s": 1500.0},
+            "sb3": {"steps_per_s": 1000.0},
+            "raw": {"steps_per_s": 3000.0},
+            "memory": {"self_mb": 900.4, "children_mb": 0.0},
+            "a3c": {"acrl A3C": {"steps_per_s": 2400.0}, "SB3 A2C": {"steps_per_s": 1600.0}, "ratio": 1.5},
+            "ratios": {"acrl/sb3": 1.5, "acrl/raw": 0.5},
+        },
+    }
+    (results / "minatar_vs_sb3.json").write_text(json.dumps(minatar))
+    (results / "atari_speed.json").write_text(json.dumps(atari))
+    page = report.render(results)
+    assert "| Breakout-v1 | acrl PPO | 10.00 | [9.00, 11.00] | 10.00 | 10.0 |" in page
+    assert "Target (acrl's IQM at or above SB3's on every row) **not met**: below on acrl PPO on Breakout-v1." in page
+    assert "acrl 1,500, SB3 1,000: **1.50×** (goal ≥ 1.5×: **met**)" in page
+    assert "3,000 steps/s; acrl PPO runs at 50% of it." in page
+    assert "Peak RSS of the acrl PPO process: 900 MB (goal ≤ 2,048 MB: **met**)" in page
+    assert "2,400 steps/s against SB3 A2C with as many envs, n_steps 5: 1,600: **1.50×** (goal ≥ 2×: **not met**)" in (
+        page
+    )
+    glance = report.with_glance("x\n<!-- results:start -->\n<!-- results:end -->\n", results)
+    assert "| PPO Atari training steps/s against SB3 (8 envs) | 1.50× | ≥ 1.5×: met |" in glance
+    assert "| A3C Atari, 2 workers, against SB3 A2C, 2 envs (t_max 5) | 1.50× | ≥ 2×: not met |" in glance
+    assert "| Peak RSS of a PPO Atari run | 900 MB | ≤ 2 GB: met |" in glance
+    assert "| 0 of 1 | every row: not met |" in glance

@@ -1,0 +1,386 @@
+"""PPO and A3C on Atari frames against Stable-Baselines3, the raw env and the machine's convolution rate, in one run.
+
+Parts (choose with --parts; all by default), on --env (default ALE/Pong-v5), one torch thread:
+
+- ppo: acrl PPO with its `ALE/*-v5` preset (8 envs x 128 steps, 4 epochs, 4 minibatches, the Nature
+  CNN; `acrl.core.envs.make_vec_env`'s AtariVectorEnv: episodic life, clipped rewards, 84x84 gray,
+  stack 4, frameskip 4, 30 no-ops, sticky actions 0.25), `collect` then `update` for one warm-up
+  rollout and then --rollouts timed ones: training steps/s = steps / (collect + update seconds).
+  It runs in a fresh process, whose peak RSS (`resource.getrusage` ru_maxrss of the process and of
+  its children) is part "memory": goal <= 2 GB.
+- sb3: SB3 PPO with the same hyperparameters and 8 envs, `make_atari_env` (DummyVecEnv, the
+  default, as SB3's Atari example uses) on `gym.make(env, frameskip=1, repeat_action_probability=
+  0.25)` with `AtariWrapper` (30 no-ops, frameskip 4 with max-pooling, episodic life, clipped
+  rewards, 84x84 gray) and `VecFrameStack(4)`: the same preprocessing (SB3's wrapper also presses
+  FIRE on reset, as ale_py's vector env with use_fire_reset). Its `CnnPolicy` features extractor,
+  `NatureCNN`, is the Nature CNN (32 8x8/4, 64 4x4/2, 64 3x3/1, 512 units; frames / 255), with
+  the heads on the features (net_arch []), as acrl's. Timed the same way: a callback stamps the
+  end of the warm-up rollout, and the rate is the steps after it over the time after it, in a
+  fresh process. Ratio ppo / sb3: goal >= 1.5.
+- raw: ale_py's AtariVectorEnv, 8 envs with the same settings, random actions: steps/s, and the
+  ppo part's fraction of it.
+- roofline: the update's FLOPs per second against the machine's best rate, measured in the same
+  run on the same thread count. FLOPs counted by hand from the layer sizes, per 4x84x84 sample,
+  multiply-adds (MACs): conv1 32 x 20 x 20 x (4 x 8 x 8) = 3,276,800; conv2 64 x 9 x 9 x (32 x 4 x 4)
+  = 2,654,208; conv3 64 x 7 x 7 x (64 x 3 x 3) = 1,806,336; fc 3,136 x 512 = 1,605,632; the heads
+  512 x (actions + 1). A forward pass is 2 FLOPs per MAC; the backward pass twice the forward's
+  (input and weight gradients) except conv1, which needs no input gradient: an update sample costs
+  6 MACs - 2 conv1 MACs FLOPs, n_epochs x n_envs x n_steps samples per rollout. The best rate: the
+  fastest, in GFLOP/s, of each of the CNN's convolutions (forward, the minibatch's batch) and
+  torch.mm at the fc's shape and at 1024 x 1024 x 1024. Also the rollout's forward passes.
+- a3c: acrl A3C with --a3c-workers (default 2) workers of one env, t_max 5, against SB3 A2C with as
+  many envs (DummyVecEnv) and n_steps 5, the same CNN (A3C's preset encoder; SB3's NatureCNN for
+  the Nature one), over --a3c-steps steps each, steps / `learn` seconds (start-up included for
+  both): ratio, goal >= 2.
+
+    python benchmarks/atari_speed.py --out benchmarks/results/atari_speed.json   # about 5 minutes
+    python benchmarks/atari_speed.py --parts raw roofline --raw-steps 800        # a check
+
+Writes --out (default benchmarks/results/tmp/atari_speed.json) with `bench_meta()`; a later run of
+other parts keeps the earlier parts' entries.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import statistics
+import time
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any
+
+import torch
+from meta import bench_meta, load_average, scratch_path
+
+PARTS = ("ppo", "sb3", "raw", "roofline", "a3c")
+# Nature CNN per 4x84x84 sample, multiply-adds (see the module docstring)
+CONV_LAYERS = (  # (in channels, out channels, kernel, stride, input side)
+    (4, 32, 8, 4, 84),
+    (32, 64, 4, 2, 20),
+    (64, 64, 3, 1, 9),
+)
+CONV1_MACS, CONV2_MACS, CONV3_MACS, FC_MACS = 32 * 20 * 20 * 256, 64 * 9 * 9 * 512, 64 * 7 * 7 * 576, 3136 * 512
+
+
+def nature_macs(actions: int) -> int:
+    """Multiply-adds of one Nature CNN forward pass with a policy (actions) and a value head (1)."""
+    return CONV1_MACS + CONV2_MACS + CONV3_MACS + FC_MACS + 512 * (actions + 1)
+
+
+def update_flops_per_sample(actions: int) -> int:
+    """FLOPs of one sample's forward and backward pass: 2 x MACs forward, 4 x MACs backward less conv1's
+    input gradient."""
+    return 6 * nature_macs(actions) - 2 * CONV1_MACS
+
+
+def ppo_preset(env_id: str) -> dict[str, Any]:
+    """acrl's PPO preset for `env_id`.
+
+    Raises:
+        SystemExit: acrl has none (the Atari preset comes with the Atari work).
+    """
+    from acrl.core.config import preset_values
+
+    values, _ = preset_values("ppo", env_id, None)
+    if "n_steps" not in values:
+        raise SystemExit(f"atari_speed: acrl has no PPO preset for {env_id} (needs acrl's Atari support)")
+    return dict(values)
+
+
+def peak_rss() -> dict[str, float]:
+    """Peak resident set size in MB (ru_maxrss is in KiB on Linux) of this process and of its waited-for children."""
+    return {
+        "self_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "children_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
+    }
+
+
+# ---------------------------------------------------------------- each part in its own process
+def acrl_ppo(env_id: str, rollouts: int) -> dict[str, Any]:
+    """acrl PPO: one warm-up rollout, then `rollouts` timed collect + update; the update phase timed apart."""
+    import acrl
+
+    torch.set_num_threads(1)
+    values = ppo_preset(env_id)
+    steps_per_rollout = values["n_envs"] * values["n_steps"]
+    values.update(seed=0, total_steps=(rollouts + 1) * steps_per_rollout, eval_freq=0, torch_threads=1)
+    agent = acrl.PPO(env_id, **values)
+    agent.collect()
+    agent.update()
+    collect_s = update_s = 0.0
+    for _ in range(rollouts):
+        t = time.perf_counter()
+        agent.collect()
+        collect_s += time.perf_counter() - t
+        t = time.perf_counter()
+        agent.update()
+        update_s += time.perf_counter() - t
+    steps = rollouts * steps_per_rollout
+    return {
+        "steps": steps,
+        "collect_s": collect_s,
+        "update_s": update_s,
+        "steps_per_s": steps / (collect_s + update_s),
+        "n_envs": values["n_envs"],
+        "n_steps": values["n_steps"],
+        "n_epochs": values["n_epochs"],
+        "batch_size": values["batch_size"],
+        "actions": int(agent.act_dim),
+        "peak_rss": peak_rss(),
+    }
+
+
+def sb3_atari_env(env_id: str, n_envs: int) -> Any:
+    """SB3's Atari preprocessing on `env_id` (see the module docstring), `n_envs` DummyVecEnv envs, 4 frames stacked."""
+    import ale_py
+    import gymnasium as gym
+    from stable_baselines3.common.env_util import make_atari_env
+    from stable_baselines3.common.vec_env import VecFrameStack
+
+    gym.register_envs(ale_py)
+    venv = make_atari_env(
+        env_id, n_envs=n_envs, seed=0, env_kwargs={"frameskip": 1, "repeat_action_probability": 0.25}
+    )
+    return VecFrameStack(venv, n_stack=4)
+
+
+def sb3_ppo(env_id: str, rollouts: int) -> dict[str, Any]:
+    """SB3 PPO with acrl's preset values: the steps and seconds after the warm-up rollout."""
+    from stable_baselines3 import PPO
+
+    torch.set_num_threads(1)
+    v = ppo_preset(env_id)
+    lr = v["learning_rate"]
+    steps_per_rollout = v["n_envs"] * v["n_steps"]
+    model = PPO(
+        "CnnPolicy",
+        sb3_atari_env(env_id, v["n_envs"]),
+        learning_rate=(lambda remaining: lr * remaining) if v.get("anneal_lr") else lr,
+        n_steps=v["n_steps"],
+        batch_size=v["batch_size"],
+        n_epochs=v["n_epochs"],
+        gamma=v["gamma"],
+        gae_lambda=v["gae_lambda"],
+        clip_range=v["clip_range"],
+        ent_coef=v["ent_coef"],
+        vf_coef=v["vf_coef"],
+        max_grad_norm=v["max_grad_norm"],
+        policy_kwargs={"optimizer_kwargs": {"eps": 1e-5}},
+        seed=0,
+        device="cpu",
+        verbose=0,
+    )
+    stamp = rollout_stamp()
+    model.learn(total_timesteps=(rollouts + 1) * steps_per_rollout, callback=stamp)
+    seconds = time.perf_counter() - stamp.after_warmup
+    steps = model.num_timesteps - steps_per_rollout
+    return {"steps": steps, "seconds": seconds, "steps_per_s": steps / seconds, "peak_rss": peak_rss()}
+
+
+def rollout_stamp() -> Any:
+    """An SB3 callback recording the time at the start of the second rollout (after the warm-up rollout's update)."""
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    class Stamp(BaseCallback):
+        def __init__(self) -> None:
+            super().__init__()
+            self.rollouts, self.after_warmup = 0, 0.0
+
+        def _on_rollout_start(self) -> None:
+            self.rollouts += 1
+            if self.rollouts == 2:
+                self.after_warmup = time.perf_counter()
+
+        def _on_step(self) -> bool:
+            return True
+
+    return Stamp()
+
+
+def raw_env(env_id: str, n_envs: int, steps: int) -> dict[str, Any]:
+    """ale_py's AtariVectorEnv with acrl's settings stepping random actions: steps/s."""
+    from ale_py.vector_env import AtariVectorEnv
+
+    game = env_id.split("/")[-1].split("-")[0]
+    game = "".join("_" + c.lower() if c.isupper() and i else c.lower() for i, c in enumerate(game))
+    env = AtariVectorEnv(
+        game=game,
+        num_envs=n_envs,
+        num_threads=1,
+        repeat_action_probability=0.25,
+        episodic_life=True,
+        reward_clipping=True,
+        noop_max=30,
+        frameskip=4,
+        stack_num=4,
+    )
+    env.reset(seed=0)
+    env.action_space.seed(0)
+    started = time.perf_counter()
+    for _ in range(steps // n_envs):
+        env.step(env.action_space.sample())
+    seconds = time.perf_counter() - started
+    env.close()
+    steps = steps // n_envs * n_envs
+    return {"steps": steps, "seconds": seconds, "steps_per_s": steps / seconds, "n_envs": n_envs}
+
+
+def best_rate(batch: int, repeats: int = 10) -> dict[str, float]:
+    """GFLOP/s of the Nature CNN's convolutions (forward, batch `batch`) and of torch.mm at the fc's shape
+    and at 1024^3, each the median of `repeats` warm runs; "best" the fastest."""
+
+    def timed(fn: Any, flops: float) -> float:
+        for _ in range(3):
+            fn()
+        times = []
+        for _ in range(repeats):
+            t = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - t)
+        return flops / statistics.median(times) / 1e9
+
+    rates = {}
+    with torch.no_grad():
+        for i, (c_in, c_out, kernel, stride, side) in enumerate(CONV_LAYERS, 1):
+            x, conv = torch.randn(batch, c_in, side, side), torch.nn.Conv2d(c_in, c_out, kernel, stride)
+            out = (side - kernel) // stride + 1
+            rates[f"conv{i}"] = timed(lambda x=x, conv=conv: conv(x), 2 * batch * c_out * out * out * c_in * kernel**2)
+        a, b = torch.randn(batch, 3136), torch.randn(3136, 512)
+        rates["mm fc"] = timed(lambda: torch.mm(a, b), 2 * batch * 3136 * 512)
+        a = b = torch.randn(1024, 1024)
+        rates["mm 1024"] = timed(lambda: torch.mm(a, b), 2 * 1024**3)
+    rates["best"] = max(rates.values())
+    return rates
+
+
+def a3c_vs_a2c(env_id: str, workers: int, steps: int) -> dict[str, Any]:
+    """acrl A3C (`workers` workers, t_max 5) and SB3 A2C (`workers` envs, n_steps 5), steps / learn seconds each."""
+    import acrl
+    from acrl.core.config import preset_values
+
+    if not hasattr(acrl, "A3C"):
+        raise SystemExit("atari_speed: acrl has no A3C")
+    values, _ = preset_values("a3c", env_id, None)
+    if not values:
+        raise SystemExit(f"atari_speed: acrl has no A3C preset for {env_id} (needs A3C from frames)")
+    values = {**values, "workers": workers, "n_envs": 1, "n_steps": 5, "seed": 0, "total_steps": steps, "eval_freq": 0}
+    started = time.perf_counter()
+    agent = acrl.A3C(env_id, **values).learn(progress=False)
+    a3c = {"steps": int(agent.num_steps), "seconds": time.perf_counter() - started}
+    a3c["steps_per_s"] = a3c["steps"] / a3c["seconds"]
+
+    from minatar_vs_sb3 import a2c_model
+
+    torch.set_num_threads(1)
+    encoder = values.get("encoder", "auto")
+    policy_kwargs: dict[str, Any] = {}
+    if encoder not in ("auto", "nature"):  # acrl's CNN as SB3's features extractor
+        policy_kwargs = {"features_extractor_class": acrl_cnn_class(encoder), "normalize_images": False, "net_arch": []}
+    started = time.perf_counter()
+    model = a2c_model(env_id, sb3_atari_env(env_id, workers), 0, policy_kwargs, steps, n_steps=5)
+    model.learn(total_timesteps=steps)
+    a2c = {"steps": int(model.num_timesteps), "seconds": time.perf_counter() - started}
+    a2c["steps_per_s"] = a2c["steps"] / a2c["seconds"]
+    return {"acrl A3C": a3c, "SB3 A2C": a2c, "ratio": a3c["steps_per_s"] / a2c["steps_per_s"], "encoder": encoder}
+
+
+def acrl_cnn_class(name: str) -> type:
+    """An SB3 features extractor that is acrl's CNN `name` on SB3's (B, C, H, W) uint8-valued float frames."""
+    from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
+
+    from acrl.parts.encoders import CNNS, CNNEncoder
+
+    class AcrlCNN(BaseFeaturesExtractor):
+        def __init__(self, observation_space: Any):
+            c, h, w = observation_space.shape
+            encoder = CNNEncoder(CNNS[name], c, h, w, False, 1 / 255)
+            super().__init__(observation_space, encoder.features_dim)
+            self.encoder = encoder
+
+        def forward(self, observations: torch.Tensor) -> torch.Tensor:
+            return self.encoder(observations)
+
+    return AcrlCNN
+
+
+def in_fresh_process(fn: Any, *args: Any) -> Any:
+    """fn(*args) in a spawned process, so that its peak RSS and its imports are its own."""
+    with ProcessPoolExecutor(max_workers=1, mp_context=get_context("spawn")) as pool:
+        return pool.submit(fn, *args).result()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--parts", nargs="+", choices=PARTS, default=list(PARTS))
+    parser.add_argument("--env", default="ALE/Pong-v5")
+    parser.add_argument("--rollouts", type=int, default=10, help="timed PPO rollouts (after one warm-up)")
+    parser.add_argument("--raw-steps", type=int, default=20_000, help="random-action steps of the raw env")
+    parser.add_argument("--a3c-workers", type=int, default=2)
+    parser.add_argument("--a3c-steps", type=int, default=20_000)
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=scratch_path("atari_speed"),
+        help="result file (default: the scratch folder benchmarks/results/tmp/)",
+    )
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    load_before = load_average()
+    previous = json.loads(args.out.read_text()) if args.out.exists() else {}
+    results: dict[str, Any] = dict(previous.get("results", {}))
+
+    if "ppo" in args.parts:
+        results["ppo"] = ppo = in_fresh_process(acrl_ppo, args.env, args.rollouts)
+        results["memory"] = {**ppo["peak_rss"], "goal_mb": 2048}
+        print(f"acrl PPO: {ppo['steps_per_s']:.0f} steps/s; peak RSS {ppo['peak_rss']['self_mb']:.0f} MB", flush=True)
+    if "sb3" in args.parts:
+        results["sb3"] = sb3 = in_fresh_process(sb3_ppo, args.env, args.rollouts)
+        print(f"SB3 PPO: {sb3['steps_per_s']:.0f} steps/s", flush=True)
+    if "raw" in args.parts:
+        results["raw"] = raw = raw_env(args.env, 8, args.raw_steps)
+        print(f"raw AtariVectorEnv: {raw['steps_per_s']:.0f} steps/s", flush=True)
+    if "roofline" in args.parts:
+        ppo = results.get("ppo")
+        batch = ppo["batch_size"] if ppo else 256
+        rates = best_rate(batch)
+        roofline: dict[str, Any] = {"rates_gflops": rates, "batch": batch}
+        if ppo:
+            rollouts = ppo["steps"] // (ppo["n_envs"] * ppo["n_steps"])
+            samples = rollouts * ppo["n_epochs"] * ppo["n_envs"] * ppo["n_steps"]
+            update_gflops = samples * update_flops_per_sample(ppo["actions"]) / ppo["update_s"] / 1e9
+            rollout_gflops = ppo["steps"] * 2 * nature_macs(ppo["actions"]) / ppo["collect_s"] / 1e9
+            roofline.update(
+                update_flops_per_sample=update_flops_per_sample(ppo["actions"]),
+                update_gflops=update_gflops,
+                rollout_gflops=rollout_gflops,
+                update_of_best=update_gflops / rates["best"],
+            )
+            print(f"update: {update_gflops:.1f} GFLOP/s = {update_gflops / rates['best']:.0%} of the best", flush=True)
+        results["roofline"] = roofline
+    if "a3c" in args.parts:
+        results["a3c"] = a3c = a3c_vs_a2c(args.env, args.a3c_workers, args.a3c_steps)
+        print(f"A3C / A2C: {a3c['ratio']:.2f}", flush=True)
+    ratios = {}
+    if "ppo" in results and "sb3" in results:
+        ratios["acrl/sb3"] = results["ppo"]["steps_per_s"] / results["sb3"]["steps_per_s"]
+    if "ppo" in results and "raw" in results:
+        ratios["acrl/raw"] = results["ppo"]["steps_per_s"] / results["raw"]["steps_per_s"]
+    results["ratios"] = ratios
+    print("; ".join(f"{k} {v:.2f}" for k, v in ratios.items()))
+    summary = {
+        "benchmark": "atari_speed",
+        "meta": bench_meta(load_before, ["stable-baselines3", "ale-py"]),
+        "env": args.env,
+        "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+        "results": results,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(summary, indent=2, default=float) + "\n")
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
