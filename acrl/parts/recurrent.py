@@ -1,0 +1,86 @@
+"""The recurrent core of a policy: one LSTM layer between the encoder and the heads.
+
+A recurrent policy is encoder -> `LSTMCore` -> heads. Its state is a tuple (h, c) of
+(1, N, hidden_size) float32 tensors (layers, environments, cells), as `torch.nn.LSTM` and
+Stable-Baselines3's RecurrentPPO keep it; `episode_start` (N,) bool marks the environments whose
+step begins an episode, and the state of those is reset to zeros before that step
+(docs/correctness.md item 12), whether the previous episode terminated or was truncated.
+
+`step` advances one time step of N environments (acting); `sequence` runs T steps of rollout
+chunks from given states, resetting at the episode starts inside them (PPO's sequence
+minibatches). `sequence` is `step` in a loop over T, so the two compute the same states exactly:
+the states a rollout saw are the states its minibatches recompute.
+
+Actor and critic share the one core (and the encoder), with a policy head and a value head on
+its output: as CleanRL's ppo_atari_lstm (Huang et al. 2022) and the A3C paper's LSTM agent
+(Mnih et al. 2016, Sec. 8: "a final hidden layer of 256 LSTM cells" before the policy and value
+outputs). One state per environment then serves acting and the truncation bootstrap, and the
+memory is trained by both losses. (SB3-contrib's RecurrentPPO gives the critic its own LSTM by
+default, which doubles the state to carry and the sequence compute.)
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+LSTMState = tuple[torch.Tensor, torch.Tensor]
+"""(h, c), each (1, N, hidden_size) float32."""
+
+
+class LSTMCore(nn.Module):
+    """One `torch.nn.LSTM` layer (Hochreiter and Schmidhuber 1997, with a forget gate, Gers et al. 2000).
+
+    Per step, with x the features and (h, c) the state (zeros where the step starts an episode):
+        i = sigmoid(W_ii x + b_ii + W_hi h + b_hi),  f = sigmoid(W_if x + b_if + W_hf h + b_hf),
+        g = tanh(W_ig x + b_ig + W_hg h + b_hg),     o = sigmoid(W_io x + b_io + W_ho h + b_ho),
+        c' = f * c + i * g,  h' = o * tanh(c'),  output h'.
+    Initialised as CleanRL's ppo_atari_lstm (Huang et al. 2022, cleanrl/ppo_atari_lstm.py):
+    orthogonal weights of gain 1, zero biases.
+
+    Args:
+        input_size: the encoder's features_dim; hidden_size: the LSTM's cells (> 0).
+    """
+
+    def __init__(self, input_size: int, hidden_size: int):
+        super().__init__()
+        self.lstm = nn.LSTM(input_size, hidden_size)
+        for name, param in self.lstm.named_parameters():
+            if "bias" in name:
+                nn.init.zeros_(param)
+            else:
+                nn.init.orthogonal_(param, 1.0)
+        self.hidden_size = hidden_size
+
+    def initial_state(self, n: int, device: torch.device | str = "cpu") -> LSTMState:
+        """The state of N fresh episodes: (h, c) zeros, each (1, n, hidden_size) float32 on `device`."""
+        zeros = torch.zeros(1, n, self.hidden_size, device=device)
+        return zeros, zeros.clone()
+
+    def step(
+        self, features: torch.Tensor, state: LSTMState, episode_start: torch.Tensor
+    ) -> tuple[torch.Tensor, LSTMState]:
+        """One step of N environments: features (N, input_size) float32, state (h, c) each
+        (1, N, hidden_size), episode_start (N,) bool -> (output (N, hidden_size), new state).
+
+        The state is zeroed where episode_start before the step (the first step of an episode
+        sees no memory of the previous one)."""
+        keep = (~episode_start).to(features.dtype).view(1, -1, 1)
+        h, c = state
+        out, new_state = self.lstm(features.unsqueeze(0), (h * keep, c * keep))
+        return out[0], new_state
+
+    def sequence(
+        self, features: torch.Tensor, state: LSTMState, episode_starts: torch.Tensor
+    ) -> tuple[torch.Tensor, LSTMState]:
+        """T steps of N sequences from `state`: features (T, N, input_size) float32, state (h, c)
+        each (1, N, hidden_size) at the sequences' first step, episode_starts (T, N) bool ->
+        (outputs (T, N, hidden_size), the state after the last step).
+
+        `step` once per time step, resetting wherever an episode starts inside a sequence: the
+        same arithmetic as acting, so the outputs equal the rollout's exactly."""
+        outputs = []
+        for t in range(len(features)):
+            out, state = self.step(features[t], state, episode_starts[t])
+            outputs.append(out)
+        return torch.stack(outputs), state
