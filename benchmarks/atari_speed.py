@@ -141,9 +141,7 @@ def sb3_atari_env(env_id: str, n_envs: int) -> Any:
     from stable_baselines3.common.vec_env import VecFrameStack
 
     gym.register_envs(ale_py)
-    venv = make_atari_env(
-        env_id, n_envs=n_envs, seed=0, env_kwargs={"frameskip": 1, "repeat_action_probability": 0.25}
-    )
+    venv = make_atari_env(env_id, n_envs=n_envs, seed=0, env_kwargs={"frameskip": 1, "repeat_action_probability": 0.25})
     return VecFrameStack(venv, n_stack=4)
 
 

@@ -302,8 +302,10 @@ def main() -> None:
     ]
     stats: dict[str, dict[str, Any]] = {}
     for game in args.games:
-        scores = {algo: np.array([r["return_mean"] for r in runs if r["game"] == game and r["algo"] == algo])
-                  for algo in args.algos}
+        scores = {
+            algo: np.array([r["return_mean"] for r in runs if r["game"] == game and r["algo"] == algo])
+            for algo in args.algos
+        }
         stats[game] = interval_estimates(scores)
     lines = [
         f"MinAtar, {args.steps:,} steps, final deterministic evaluation ({args.eval_episodes} episodes), "

@@ -1128,6 +1128,7 @@ def glance(results: dict[str, dict]) -> str:
         ],
         ["`acrl sweep` of 4 runs on 2 cores against a shell loop", x(sweep), "(reported)"],
     ]
+
     def said(ok: bool) -> str:
         return "met" if ok else "not met"
 

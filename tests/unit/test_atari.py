@@ -42,8 +42,14 @@ def test_training_loses_lives_clips_rewards_and_reports_whole_games_with_the_raw
     """Breakout: 5 lives; a life lost terminates the learner's episode, the game goes on."""
     vec = AtariVecEnv("ALE/Breakout-v5", 2, EXACT)
     reference = gym.make_vec(  # ALE's vector env with nothing of training's: raw rewards, no lives
-        "ALE/Breakout-v5", 2, vectorization_mode="vector_entry_point", autoreset_mode="SameStep",
-        noop_max=0, repeat_action_probability=0.0, reward_clipping=False, use_fire_reset=False,
+        "ALE/Breakout-v5",
+        2,
+        vectorization_mode="vector_entry_point",
+        autoreset_mode="SameStep",
+        noop_max=0,
+        repeat_action_probability=0.0,
+        reward_clipping=False,
+        use_fire_reset=False,
     )
     vec.reset(seed=1)
     _, ref_info = reference.reset(seed=1)
