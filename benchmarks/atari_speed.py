@@ -147,30 +147,12 @@ def sb3_atari_env(env_id: str, n_envs: int) -> Any:
 
 def sb3_ppo(env_id: str, rollouts: int) -> dict[str, Any]:
     """SB3 PPO with acrl's preset values: the steps and seconds after the warm-up rollout."""
-    from stable_baselines3 import PPO
+    from minatar_vs_sb3 import ppo_model
 
     torch.set_num_threads(1)
     v = ppo_preset(env_id)
-    lr = v["learning_rate"]
     steps_per_rollout = v["n_envs"] * v["n_steps"]
-    model = PPO(
-        "CnnPolicy",
-        sb3_atari_env(env_id, v["n_envs"]),
-        learning_rate=(lambda remaining: lr * remaining) if v.get("anneal_lr") else lr,
-        n_steps=v["n_steps"],
-        batch_size=v["batch_size"],
-        n_epochs=v["n_epochs"],
-        gamma=v["gamma"],
-        gae_lambda=v["gae_lambda"],
-        clip_range=v["clip_range"],
-        ent_coef=v["ent_coef"],
-        vf_coef=v["vf_coef"],
-        max_grad_norm=v["max_grad_norm"],
-        policy_kwargs={"optimizer_kwargs": {"eps": 1e-5}},
-        seed=0,
-        device="cpu",
-        verbose=0,
-    )
+    model = ppo_model(sb3_atari_env(env_id, v["n_envs"]), v, 0, {})
     stamp = rollout_stamp()
     model.learn(total_timesteps=(rollouts + 1) * steps_per_rollout, callback=stamp)
     seconds = time.perf_counter() - stamp.after_warmup

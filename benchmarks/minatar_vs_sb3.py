@@ -137,7 +137,6 @@ def minatar_cnn_class() -> type:
 
 def run_sb3(algo: str, env_id: str, seed: int, steps: int, a3c_workers: int) -> Any:
     """Train SB3 PPO (acrl's PPO preset) or A2C (acrl's A3C preset, a3c_workers envs) for `steps` steps."""
-    from stable_baselines3 import PPO
     from stable_baselines3.common.env_util import make_vec_env
 
     import acrl  # noqa: F401  (registers the MinAtar ids)
@@ -150,30 +149,37 @@ def run_sb3(algo: str, env_id: str, seed: int, steps: int, a3c_workers: int) -> 
         "normalize_images": False,
     }
     if algo == "SB3 PPO":
-        v = preset("ppo", env_id)
-        lr = v["learning_rate"]
-        venv = make_vec_env(env_id, n_envs=v["n_envs"], seed=seed)
-        model = PPO(
-            "CnnPolicy",
-            venv,
-            learning_rate=(lambda remaining: lr * remaining) if v.get("anneal_lr") else lr,
-            n_steps=v["n_steps"],
-            batch_size=v["batch_size"],
-            n_epochs=v["n_epochs"],
-            gamma=v["gamma"],
-            gae_lambda=v["gae_lambda"],
-            clip_range=v["clip_range"],
-            ent_coef=v["ent_coef"],
-            vf_coef=v["vf_coef"],
-            max_grad_norm=v["max_grad_norm"],
-            policy_kwargs={**policy_kwargs, "optimizer_kwargs": {"eps": 1e-5}},
-            seed=seed,
-            device="cpu",
-            verbose=0,
-        )
+        venv = make_vec_env(env_id, n_envs=preset("ppo", env_id)["n_envs"], seed=seed)
+        model = ppo_model(venv, preset("ppo", env_id), seed, policy_kwargs)
     else:
         model = a2c_model(env_id, make_vec_env(env_id, n_envs=a3c_workers, seed=seed), seed, policy_kwargs, steps)
     return model.learn(total_timesteps=steps)
+
+
+def ppo_model(venv: Any, v: dict[str, Any], seed: int, policy_kwargs: dict[str, Any]) -> Any:
+    """SB3 PPO on `venv` with acrl PPO's preset values `v` (n_steps, batch, epochs, gamma, GAE lambda, clip, the
+    coefficients, gradient norm, the learning rate linearly annealed when `anneal_lr`) and Adam's eps 1e-5 as acrl's."""
+    from stable_baselines3 import PPO
+
+    lr = v["learning_rate"]
+    return PPO(
+        "CnnPolicy",
+        venv,
+        learning_rate=(lambda remaining: lr * remaining) if v.get("anneal_lr") else lr,
+        n_steps=v["n_steps"],
+        batch_size=v["batch_size"],
+        n_epochs=v["n_epochs"],
+        gamma=v["gamma"],
+        gae_lambda=v["gae_lambda"],
+        clip_range=v["clip_range"],
+        ent_coef=v["ent_coef"],
+        vf_coef=v["vf_coef"],
+        max_grad_norm=v["max_grad_norm"],
+        policy_kwargs={**policy_kwargs, "optimizer_kwargs": {"eps": 1e-5}},
+        seed=seed,
+        device="cpu",
+        verbose=0,
+    )
 
 
 def a2c_model(env_id: str, venv: Any, seed: int, policy_kwargs: dict[str, Any], steps: int, n_steps: int = 0) -> Any:

@@ -201,3 +201,19 @@ class CountdownEnv(gym.Env):
         self.steps += 1
         self.t += 1
         return np.array([self.t / 5], np.float32), float(self.np_random.uniform()), self.t >= 5, False, {}
+
+
+class Frames(gym.Env):
+    """12x12 RGB uint8 frames, 2 actions, reward 1 for action 1, 10 steps per episode."""
+
+    observation_space = gym.spaces.Box(0, 255, (12, 12, 3), np.uint8)
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return self.np_random.integers(0, 256, (12, 12, 3), dtype=np.uint8), {}
+
+    def step(self, action):
+        self.t += 1
+        return self.np_random.integers(0, 256, (12, 12, 3), dtype=np.uint8), float(action), False, self.t >= 10, {}

@@ -15,24 +15,9 @@ from acrl.core.envs import ActionAdapter
 from acrl.core.errors import InputError
 from acrl.parts.normalization import IdentityNormalizer, ObservationNormalizer
 from acrl.parts.workers import make_worker_envs
+from tests.conftest import Frames
 
 TINY = {"workers": 1, "seed": 0, "eval_freq": 0}
-
-
-class Frames(gym.Env):
-    """12x12 RGB uint8 frames, 2 actions, reward 1 for action 1, 10 steps per episode."""
-
-    observation_space = gym.spaces.Box(0, 255, (12, 12, 3), np.uint8)
-    action_space = gym.spaces.Discrete(2)
-
-    def reset(self, *, seed=None, options=None):
-        super().reset(seed=seed)
-        self.t = 0
-        return self.np_random.integers(0, 256, (12, 12, 3), dtype=np.uint8), {}
-
-    def step(self, action):
-        self.t += 1
-        return self.np_random.integers(0, 256, (12, 12, 3), dtype=np.uint8), float(action), False, self.t >= 10, {}
 
 
 class AtariSizedFrames(Frames):

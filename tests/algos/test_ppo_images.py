@@ -11,24 +11,9 @@ from acrl import PPO
 from acrl.cli import main
 from acrl.core.envs import env_factory, make_vec_env
 from acrl.core.errors import InputError
+from tests.conftest import Frames
 
 TINY = {"n_envs": 2, "n_steps": 16, "batch_size": 16, "n_epochs": 2, "normalize_obs": False, "eval_freq": 0}
-
-
-class Frames(gym.Env):
-    """12x12 RGB uint8 frames, 2 actions, reward 1 for action 1, 10 steps per episode."""
-
-    observation_space = gym.spaces.Box(0, 255, (12, 12, 3), np.uint8)
-    action_space = gym.spaces.Discrete(2)
-
-    def reset(self, *, seed=None, options=None):
-        super().reset(seed=seed)
-        self.t = 0
-        return self.np_random.integers(0, 256, (12, 12, 3), dtype=np.uint8), {}
-
-    def step(self, action):
-        self.t += 1
-        return self.np_random.integers(0, 256, (12, 12, 3), dtype=np.uint8), float(action), False, self.t >= 10, {}
 
 
 @pytest.mark.parametrize("env, dtype", [("MinAtar/Breakout-v1", np.bool_), (Frames, np.uint8)])
