@@ -309,7 +309,7 @@ def collect_rollout(
             actions.append(action)
             obs, reward, terminated, truncated, info = envs.step(adapter.to_env(action.numpy()))
             rewards.append(reward)
-            if terminated.any() or truncated.any():
+            if info:  # the vector env's info is empty unless a segment ended (terminated or truncated) here
                 break
     last_obs, returns, lengths = obs, np.zeros(0), np.zeros(0, dtype=np.int64)
     if "_final_obs" in info:
