@@ -17,8 +17,9 @@ of gain sqrt(2), zero biases.
 
 Frames reach the network as the environment gives them, uint8 or bool, in their own layout: a
 channels-last (H, W, C) space (Gymnasium's convention, MinAtar's and Atari's) or channels-first
-(C, H, W). The encoder's first operations make them (B, C, H, W) float32 in [0, 1]: uint8 / 255,
-bool cast to 0.0 / 1.0. The transposition is done here, not by an observation wrapper, so that
+(C, H, W). The encoder makes them (B, C, H, W) float32 in channels-last memory and scales them in
+its first operation, the first convolution, whose weights it multiplies by 1 / 255 for uint8 (bool
+frames are cast to 0.0 / 1.0). The transposition is done here, not by an observation wrapper, so that
 every path that feeds a policy (rollouts, `predict`, evaluation, videos, dataset collection)
 gives it the raw observation; on a channels-last batch it is a `permute`, a view that the
 convolution reads in its channels-last memory format, with no copy.
@@ -26,12 +27,14 @@ convolution reads in its channels-last memory format, with no copy.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 
 import gymnasium as gym
 import numpy as np
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from acrl.core.errors import InputError
@@ -81,7 +84,8 @@ class CNNEncoder(nn.Module):
     """obs (B, H, W, C) or (B, C, H, W) uint8 or bool -> features (B, features_dim) float32 (any
     leading dimensions in place of B).
 
-    Scales the frame first (uint8: x / 255; bool: 0.0 or 1.0), then `spec`'s convolutions with
+    Scales the frame in the first convolution (uint8: its weights x 1/255; bool: cast to 0.0 or 1.0), then
+    `spec`'s convolutions with
     ReLUs, a flatten and one fully connected layer with a ReLU. Orthogonal init, gain sqrt(2),
     zero biases (CleanRL's ppo_atari).
 
@@ -110,10 +114,17 @@ class CNNEncoder(nn.Module):
         """obs (..., H, W, C) or (..., C, H, W), any leading dimensions -> (..., features_dim) float32."""
         x = obs.reshape(-1, *obs.shape[-3:])
         x = x.permute(0, 3, 1, 2) if self.channels_last else x
-        x = x.float()
-        if self.scale != 1.0:
-            x = x * self.scale
-        return self.net(x).reshape(*obs.shape[:-3], self.features_dim)
+        # (B, C, H, W) in channels-last (NHWC) memory, oneDNN's fast layout: the Nature CNN's update
+        # (forward, backward, Adam) at batch 256 takes 134 ms on one thread against 207 ms in NCHW.
+        # A view already for (H, W, C) frames; one copy of the uint8 frames for (C, H, W) ones.
+        x = x.contiguous(memory_format=torch.channels_last).float()
+        first = self.net[0]
+        # conv(x * scale, W) = conv(x, W * scale): the scaling costs a 32x4x8x8 product, not a pass over the frames
+        weight = first.weight * self.scale if self.scale != 1.0 else first.weight
+        x = F.conv2d(x, weight, first.bias, first.stride)
+        for layer in itertools.islice(self.net, 1, None):
+            x = layer(x)
+        return x.reshape(*obs.shape[:-3], self.features_dim)
 
 
 def is_image(space: gym.Space) -> bool:

@@ -54,29 +54,27 @@ def test_vector_observations_keep_the_mlp():
     assert head_on(encoder, features_dim, True, 2)._chain is not None
 
 
-def first_conv_input(encoder: CNNEncoder, obs: torch.Tensor) -> torch.Tensor:
-    seen = []
-    encoder.net[0].register_forward_pre_hook(lambda module, args: seen.append(args[0]))
-    encoder(obs)
-    return seen[0]
+def reference(encoder: CNNEncoder, frames_nchw: torch.Tensor) -> torch.Tensor:
+    """The features by the textbook order: float (N, C, H, W) frames already scaled, then the layers as modules."""
+    return encoder.net(frames_nchw)
 
 
 def test_uint8_frames_are_scaled_by_1_over_255_and_transposed_inside_the_network():
     encoder, _, _ = make_encoder(frames((12, 12, 3)), "auto", (), "tanh")
-    obs = torch.full((1, 12, 12, 3), 51, dtype=torch.uint8)
+    obs = torch.randint(0, 256, (2, 12, 12, 3), dtype=torch.uint8)
     obs[0, 2, 5, 1] = 255  # row 2, column 5, channel 1
-    x = first_conv_input(encoder, obs)
-    assert x.shape == (1, 3, 12, 12) and x.dtype == torch.float32
-    assert x[0, 1, 2, 5].item() == 1.0
-    assert torch.isclose(x[0, 0, 0, 0], torch.tensor(0.2)) and (x <= 1.0).all()
+    expected = reference(encoder, obs.permute(0, 3, 1, 2).float() / 255.0)
+    torch.testing.assert_close(encoder(obs), expected, rtol=1e-5, atol=1e-6)
+    assert not torch.allclose(encoder(obs), reference(encoder, obs.permute(0, 3, 1, 2).float()))
 
 
 def test_bool_frames_are_cast_without_scaling_and_channels_first_stay():
     encoder, _, _ = make_encoder(frames((2, 8, 8), np.bool_), "minatar", (), "tanh")
     obs = torch.zeros((1, 2, 8, 8), dtype=torch.bool)
     obs[0, 1, 3, 4] = True
-    x = first_conv_input(encoder, obs)
-    assert x.sum().item() == 1.0 and x[0, 1, 3, 4].item() == 1.0
+    expected = reference(encoder, obs.float())
+    torch.testing.assert_close(encoder(obs), expected, rtol=1e-5, atol=1e-6)
+    assert not torch.allclose(encoder(obs), reference(encoder, obs.transpose(2, 3).float()))
 
 
 @pytest.mark.parametrize(
