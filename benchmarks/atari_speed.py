@@ -1,6 +1,6 @@
 """PPO and A3C on Atari frames against Stable-Baselines3, the raw env and the machine's convolution rate, in one run.
 
-Parts (choose with --parts; all by default), on --env (default ALE/Pong-v5), one torch thread:
+Parts (choose with --parts; all by default), on --env (default ALE/Pong-v5), one torch thread unless said:
 
 - ppo: acrl PPO with its `ALE/*-v5` preset (8 envs x 128 steps, 4 epochs, 4 minibatches, the Nature
   CNN; `acrl.core.envs.make_vec_env`'s AtariVectorEnv: episodic life, clipped rewards, 84x84 gray,
@@ -32,6 +32,9 @@ Parts (choose with --parts; all by default), on --env (default ALE/Pong-v5), one
   many envs (DummyVecEnv) and n_steps 5, the same CNN (A3C's preset encoder; SB3's NatureCNN for
   the Nature one), over --a3c-steps steps each, steps / `learn` seconds (start-up included for
   both): ratio, goal >= 2.
+- threads: parts ppo and sb3 again, each on --threads torch threads (default: the cores; acrl's
+  `torch_threads`, SB3 `torch.set_num_threads`): a PPO update has the machine to itself between
+  rollouts, and both libraries use its cores there. Steps/s of each and their ratio.
 
     python benchmarks/atari_speed.py --out benchmarks/results/atari_speed.json   # about 5 minutes
     python benchmarks/atari_speed.py --parts raw roofline --raw-steps 800        # a check
@@ -44,6 +47,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import statistics
 import time
@@ -55,7 +59,7 @@ from typing import Any
 import torch
 from meta import bench_meta, load_average, scratch_path
 
-PARTS = ("ppo", "sb3", "raw", "roofline", "a3c")
+PARTS = ("ppo", "sb3", "raw", "roofline", "a3c", "threads")
 # Nature CNN per 4x84x84 sample, multiply-adds (see the module docstring)
 CONV_LAYERS = (  # (in channels, out channels, kernel, stride, input side)
     (4, 32, 8, 4, 84),
@@ -99,14 +103,15 @@ def peak_rss() -> dict[str, float]:
 
 
 # ---------------------------------------------------------------- each part in its own process
-def acrl_ppo(env_id: str, rollouts: int) -> dict[str, Any]:
-    """acrl PPO: one warm-up rollout, then `rollouts` timed collect + update; the update phase timed apart."""
+def acrl_ppo(env_id: str, rollouts: int, threads: int = 1) -> dict[str, Any]:
+    """acrl PPO on `threads` torch threads: one warm-up rollout, then `rollouts` timed collect + update; the
+    update phase timed apart."""
     import acrl
 
-    torch.set_num_threads(1)
+    torch.set_num_threads(threads)
     values = ppo_preset(env_id)
     steps_per_rollout = values["n_envs"] * values["n_steps"]
-    values.update(seed=0, total_steps=(rollouts + 1) * steps_per_rollout, eval_freq=0, torch_threads=1)
+    values.update(seed=0, total_steps=(rollouts + 1) * steps_per_rollout, eval_freq=0, torch_threads=threads)
     agent = acrl.PPO(env_id, **values)
     agent.collect()
     agent.update()
@@ -145,11 +150,12 @@ def sb3_atari_env(env_id: str, n_envs: int) -> Any:
     return VecFrameStack(venv, n_stack=4)
 
 
-def sb3_ppo(env_id: str, rollouts: int) -> dict[str, Any]:
-    """SB3 PPO with acrl's preset values: the steps and seconds after the warm-up rollout."""
+def sb3_ppo(env_id: str, rollouts: int, threads: int = 1) -> dict[str, Any]:
+    """SB3 PPO with acrl's preset values on `threads` torch threads: the steps and seconds after the warm-up
+    rollout."""
     from minatar_vs_sb3 import ppo_model
 
-    torch.set_num_threads(1)
+    torch.set_num_threads(threads)
     v = ppo_preset(env_id)
     steps_per_rollout = v["n_envs"] * v["n_steps"]
     model = ppo_model(sb3_atari_env(env_id, v["n_envs"]), v, 0, {})
@@ -301,6 +307,9 @@ def main() -> None:
     parser.add_argument("--a3c-workers", type=int, default=2)
     parser.add_argument("--a3c-steps", type=int, default=20_000)
     parser.add_argument(
+        "--threads", type=int, default=os.cpu_count(), help="torch threads of part threads (default: the cores)"
+    )
+    parser.add_argument(
         "--out",
         type=Path,
         default=scratch_path("atari_speed"),
@@ -343,6 +352,12 @@ def main() -> None:
     if "a3c" in args.parts:
         results["a3c"] = a3c = a3c_vs_a2c(args.env, args.a3c_workers, args.a3c_steps)
         print(f"A3C / A2C: {a3c['ratio']:.2f}", flush=True)
+    if "threads" in args.parts:
+        acrl_rate = in_fresh_process(acrl_ppo, args.env, args.rollouts, args.threads)["steps_per_s"]
+        sb3_rate = in_fresh_process(sb3_ppo, args.env, args.rollouts, args.threads)["steps_per_s"]
+        ratio = acrl_rate / sb3_rate
+        results["threads"] = {"threads": args.threads, "acrl": acrl_rate, "sb3": sb3_rate, "ratio": ratio}
+        print(f"{args.threads} threads: acrl PPO {acrl_rate:.0f}, SB3 PPO {sb3_rate:.0f} steps/s", flush=True)
     ratios = {}
     if "ppo" in results and "sb3" in results:
         ratios["acrl/sb3"] = results["ppo"]["steps_per_s"] / results["sb3"]["steps_per_s"]

@@ -1040,6 +1040,12 @@ def atari_speed(results: dict[str, dict]) -> str:
             f"{n(r['ppo']['steps_per_s'])}, SB3 {n(r['sb3']['steps_per_s'])}: **{x(ratio)}** "
             f"(goal ≥ 1.5×: {met(ratio >= 1.5)})."
         )
+    if "threads" in r:
+        t = r["threads"]
+        lines.append(
+            f"- The same on {t['threads']} torch threads (the update has the machine's cores to itself between "
+            f"rollouts): acrl {n(t['acrl'])}, SB3 {n(t['sb3'])}: **{x(t['ratio'])}**."
+        )
     if "ppo" in r and "raw" in r:
         lines.append(
             f"- The raw AtariVectorEnv, 8 envs, random actions: {n(r['raw']['steps_per_s'])} steps/s; acrl PPO runs at "

@@ -119,7 +119,8 @@ def test_benchmarks_write_to_the_scratch_folder_by_default():
 
 def test_the_pixel_benchmarks_render_from_their_results(tmp_path):
     """minatar_vs_sb3.json and atari_speed.json (hand-made, small) each add a section and README rows:
-    PPO 1,500 against SB3's 1,000 steps/s is 1.50× (goal ≥ 1.5× met), 1,500 of the raw env's 3,000 is 50%,
+    PPO 1,500 against SB3's 1,000 steps/s is 1.50× (goal ≥ 1.5× met), 2,000 against 1,250 on 2 threads 1.60×,
+    1,500 of the raw env's 3,000 is 50%,
     A3C 2,400 against A2C 1,600 is 1.50× (goal ≥ 2× not met), a peak RSS of 900.4 MB is 900 MB (≤ 2 GB met);
     on MinAtar acrl PPO's IQM 10 is below SB3 PPO's 12, so 0 of 1 rows are at or above. Without the files
     the page has neither section (test_committed_page_is_what_the_results_build)."""
@@ -148,6 +149,7 @@ def test_the_pixel_benchmarks_render_from_their_results(tmp_path):
             "memory": {"self_mb": 900.4, "children_mb": 0.0},
             "a3c": {"acrl A3C": {"steps_per_s": 2400.0}, "SB3 A2C": {"steps_per_s": 1600.0}, "ratio": 1.5},
             "ratios": {"acrl/sb3": 1.5, "acrl/raw": 0.5},
+            "threads": {"threads": 2, "acrl": 2000.0, "sb3": 1250.0, "ratio": 1.6},
         },
     }
     (results / "minatar_vs_sb3.json").write_text(json.dumps(minatar))
@@ -157,6 +159,7 @@ def test_the_pixel_benchmarks_render_from_their_results(tmp_path):
     assert "Target (acrl's IQM at or above SB3's on every row) **not met**: below on acrl PPO on Breakout-v1." in page
     assert "acrl 1,500, SB3 1,000: **1.50×** (goal ≥ 1.5×: **met**)" in page
     assert "3,000 steps/s; acrl PPO runs at 50% of it." in page
+    assert "The same on 2 torch threads" in page and "acrl 2,000, SB3 1,250: **1.60×**." in page
     assert "Peak RSS of the acrl PPO process: 900 MB (goal ≤ 2,048 MB: **met**)" in page
     assert "2,400 steps/s against SB3 A2C with as many envs, n_steps 5: 1,600: **1.50×** (goal ≥ 2×: **not met**)" in (
         page
