@@ -39,9 +39,9 @@ def n(x: float, digits: int = 0) -> str:
     return text.replace("-", MINUS) if text.lstrip("-0.,") else text.lstrip("-")
 
 
-def signed(x: float) -> str:
+def signed(x: float, digits: int = 0) -> str:
     """A value estimate with its sign: +742, −686."""
-    return ("+" if x >= 0 else "") + n(x)
+    return ("+" if x >= 0 else "") + n(x, digits)
 
 
 def pm(pair: list[float], digits: int = 0) -> str:
@@ -1079,6 +1079,54 @@ fresh process). {conditions(d)}
 {body}"""
 
 
+def pong(results: dict[str, dict]) -> str:
+    """PPO and A3C learning Pong-v5 (ppo_pong.json, a3c_pong.json from `seed_runs.py`); empty until either exists."""
+    rows, notes = [], []
+    for name, label, goal in (
+        ("ppo_pong", "PPO, 8 envs (the `ALE/*-v5` preset), 2 torch threads", 18),
+        ("a3c_pong", "A3C, 2 workers (the `original` preset: the paper's agent)", None),
+    ):
+        if name not in results:
+            continue
+        d = results[name]
+        for seed, r in d["runs"].items():
+            target = f"≥ +{goal}: {met(r['best_checkpoint_fresh_10_games'] >= goal)}" if goal else "(the curve)"
+            rows.append(
+                [
+                    label,
+                    seed,
+                    kilo(r["eval_curve"][-1][0]),
+                    f"{signed(r['best_eval'], 1)} at {kilo(r['best_step'])}",
+                    signed(r["final_eval"], 1),
+                    signed(r["best_checkpoint_fresh_10_games"], 1),
+                    target,
+                ]
+            )
+        notes.append(f"`{d['meta']['command']}`: {conditions(d)}")
+    if not rows:
+        return ""
+    header = [
+        "agent",
+        "seed",
+        "agent steps",
+        "best evaluation (5 games)",
+        "last evaluation",
+        "best.pt, 10 games",
+        "goal",
+    ]
+    return f"""## Pong-v5 from pixels: PPO and A3C
+
+Whole games, raw scores (−21 to +21), deterministic actions; an agent step is 4 frames (ALE v5, sticky actions
+0.25). The evaluation curves and the training games' scores are in the JSON files. For scale: CleanRL's
+ppo_atari reports about +20 on PongNoFrameskip-v4 (no sticky actions) after 10M agent steps, 40M frames (Huang et
+al. 2022); PPO here has a quarter of that, 10M frames. The A3C paper trained on 16 CPU threads and plots Pong
+against hours of training (Mnih et al. 2016, Figure 1); A3C here has 2 workers.
+
+{table(header, "lrrrrrl", rows)}
+
+{chr(10).join("- " + note for note in notes)}"""
+
+
 def glance(results: dict[str, dict]) -> str:
     """The README's "results at a glance": one row per headline figure, each with its target."""
     ppo = results["ppo_vs_sb3"]["parts"]["throughput"]["results"]
@@ -1148,6 +1196,15 @@ def glance(results: dict[str, dict]) -> str:
     if "memory" in atari:
         peak = max(atari["memory"]["self_mb"], atari["memory"]["children_mb"])
         rows.append(["Peak RSS of a PPO Atari run", f"{n(peak)} MB", f"≤ 2 GB: {said(peak <= 2048)}"])
+    if "ppo_pong" in results:
+        scores = [r["best_checkpoint_fresh_10_games"] for r in results["ppo_pong"]["runs"].values()]
+        rows.append(
+            [
+                "PPO Pong-v5 within 10M frames, best.pt on 10 games",
+                ", ".join(signed(v, 1) for v in scores),
+                f"≥ +18: {said(min(scores) >= 18)}",
+            ]
+        )
     if "minatar_vs_sb3" in results:
         stats = results["minatar_vs_sb3"]["stats"]
         pairs = [
@@ -1184,6 +1241,7 @@ SECTIONS: list[Callable[[dict[str, dict]], str]] = [
     sweep_speedup,
     minatar_vs_sb3,
     atari_speed,
+    pong,
 ]
 
 

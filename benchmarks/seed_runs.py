@@ -1,8 +1,10 @@
 """Rerun the results that are plain `acrl train` runs over several seeds, and write their JSON.
 
-Three committed results are ordinary training runs, one per seed, read back from their run
+These committed results are ordinary training runs, one per seed, read back from their run
 directories; this script runs them again (through the `acrl` CLI, one subprocess per run) and writes
-the file in the committed schema:
+the file in the committed schema. A run directory that holds a finished run (its eval.json) is read
+as it is, and one that holds an unfinished run is resumed (`acrl resume`), so an interrupted call
+picks up where it stopped:
 
 - `sac_hopper`: `acrl train sac --env Hopper-v5 --seed S` for seeds 0-2 (the preset: 300k steps),
   then `acrl evaluate RUN_DIR --episodes 10 --seed 123` on each best.pt. About 85 min per run.
@@ -12,15 +14,21 @@ the file in the committed schema:
   0-9) and the variants its README table compares, one run at a time (about 80 s each). The
   2026-12-01 round ran on an older preset and cannot be rerun: it is carried over from the committed
   file.
+- `ppo_pong`: `acrl train ppo --env ALE/Pong-v5` (the `ALE/*-v5` preset) for seed 0 within 10M
+  frames (2.5M agent steps at frame skip 4; the learning rate annealed over them), on 2 torch
+  threads, 5 whole games every 250k steps; then best.pt on 10 fresh games. About 85 min on 2 cores.
+- `a3c_pong`: `acrl train a3c --env ALE/Pong-v5 --preset original --workers 2` (the A3C paper's
+  agent) for seed 0, 2M agent steps, 5 whole games every 250k steps; then best.pt on 10 fresh games.
 
+    python benchmarks/seed_runs.py ppo_pong --out benchmarks/results/ppo_pong.json
+    python benchmarks/seed_runs.py a3c_pong --out benchmarks/results/a3c_pong.json
     python benchmarks/seed_runs.py sac_hopper --jobs 3 --out benchmarks/results/sac_hopper.json
     python benchmarks/seed_runs.py ppo_ant_1m --jobs 2 --out benchmarks/results/ppo_ant_1m_rerun.json
     python benchmarks/seed_runs.py a3c_pendulum_1m --out benchmarks/results/a3c_pendulum_1m.json
     python benchmarks/seed_runs.py sac_hopper --total-steps 2000 --seeds 0     # a check in seconds
 
 Without --out the result goes to benchmarks/results/tmp/NAME.json. Run directories go under
---runs (default runs/seed-runs/NAME); a run directory that already holds a run is refused by
-`acrl train`, so give a fresh --runs to repeat.
+--runs (default runs/seed-runs/NAME); give a fresh --runs to repeat a result from scratch.
 """
 
 from __future__ import annotations
@@ -55,11 +63,28 @@ A3C_PENDULUM = {
         [1],
     ),
 }
+ATARI_EVAL = ["eval_freq=250000", "eval_episodes=5", "checkpoint_freq=100000"]  # --set values of the Pong runs
 TRAIN = {
     "sac_hopper": ["sac", "--env", "Hopper-v5"],
     "ppo_ant_1m": ["ppo", "--env", "Ant-v5"],
     "a3c_pendulum_1m": ["a3c", "--env", "Pendulum-v1", "--workers", "2"],
+    "ppo_pong": [
+        "ppo",
+        "--env",
+        "ALE/Pong-v5",
+        "--total-steps",
+        "2500000",
+        "--set",
+        "torch_threads=2",
+        *ATARI_EVAL,
+    ],
+    "a3c_pong": [
+        *("a3c", "--env", "ALE/Pong-v5", "--preset", "original", "--workers", "2", "--total-steps", "2000000"),
+        *("--set", *ATARI_EVAL),
+    ],
 }
+SEEDS = {"ppo_pong": range(1), "a3c_pong": range(1)}
+"""Seeds where not 0-2: one Pong run is what fits in a session here."""
 
 
 def acrl(*args: str) -> str:
@@ -70,7 +95,13 @@ def acrl(*args: str) -> str:
 
 
 def train(name: str, run_dir: Path, seed: int, flags: list[str], total_steps: int | None) -> Path:
-    """`acrl train` one seed of `name` into `run_dir`; returns `run_dir`."""
+    """`acrl train` one seed of `name` into `run_dir` (`acrl resume` where it holds an unfinished run, nothing
+    where it holds a finished one); returns `run_dir`."""
+    if (run_dir / "eval.json").is_file():
+        return run_dir
+    if (run_dir / "config.yaml").is_file():
+        acrl("resume", str(run_dir), "--no-progress")
+        return run_dir
     budget = ["--total-steps", str(total_steps)] if total_steps else []
     acrl("train", *TRAIN[name], "--seed", str(seed), "--run-dir", str(run_dir), "--no-progress", *budget, *flags)
     return run_dir
@@ -128,6 +159,25 @@ def ppo_ant_1m(run_dirs: dict[int, Path]) -> dict[str, Any]:
     }
 
 
+def pong_run(run_dir: Path) -> dict[str, Any]:
+    """One Pong run: its evaluations (5 whole games each), training game scores (rollout/ep_return_mean, the
+    mean of the last 100 whole games), and best.pt on 10 fresh deterministic games (seed 123)."""
+    evals = curve(run_dir)
+    best_step, best = max(evals, key=lambda row: row[1])
+    steps, train_scores = read_curve(run_dir, "rollout/ep_return_mean")
+    every = max(1, len(steps) // 100)
+    fresh = json.loads(acrl("evaluate", str(run_dir), "--episodes", "10", "--seed", "123"))
+    return {
+        "best_eval": best,
+        "best_step": best_step,
+        "final_eval": evals[-1][1],
+        "best_checkpoint_fresh_10_games": fresh["return_mean"],
+        "fresh_returns": fresh["returns"],
+        "eval_curve": evals,
+        "training_curve": [[int(s), round(float(v), 2)] for s, v in zip(steps[::every], train_scores[::every])],
+    }
+
+
 def pendulum_run(seed: int, run_dir: Path) -> dict[str, Any]:
     evals = curve(run_dir)
     reached = next((step for step, value in evals if value >= -200), None)
@@ -155,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out or scratch_path(args.name)
     load_before = load_average()
 
-    settings = A3C_PENDULUM if args.name == "a3c_pendulum_1m" else {"": ("", [], range(3))}
+    settings = A3C_PENDULUM if args.name == "a3c_pendulum_1m" else {"": ("", [], SEEDS.get(args.name, range(3)))}
     jobs = [
         (key, seed, runs_root / (f"{slug}-s{seed}" if slug else f"s{seed}"), flags)
         for key, (slug, flags, seeds) in settings.items()
@@ -178,6 +228,14 @@ def main(argv: list[str] | None = None) -> int:
             "commands": commands,
             "total_steps": args.total_steps or 300_000,
             **sac_hopper(run_dirs[""]),
+        }
+    elif args.name in SEEDS:
+        result = {
+            "benchmark": f"{args.name}: {' '.join(TRAIN[args.name])}",
+            "meta": meta,
+            "commands": commands,
+            "evaluation": "deterministic whole games (raw scores): 5 every 250k agent steps, then best.pt on 10",
+            "runs": {str(seed): pong_run(run_dir) for seed, run_dir in run_dirs[""].items()},
         }
     elif args.name == "ppo_ant_1m":
         result = {

@@ -169,3 +169,30 @@ def test_the_pixel_benchmarks_render_from_their_results(tmp_path):
     assert "| A3C Atari, 2 workers, against SB3 A2C, 2 envs (t_max 5) | 1.50× | ≥ 2×: not met |" in glance
     assert "| Peak RSS of a PPO Atari run | 900 MB | ≤ 2 GB: met |" in glance
     assert "| 0 of 1 | every row: not met |" in glance
+
+
+def test_the_pong_runs_render_from_their_results(tmp_path):
+    """ppo_pong.json and a3c_pong.json (hand-made): PPO's best.pt scoring +18.4 on 10 games meets the +18 goal,
+    shown to one decimal with its sign; A3C's row has no goal; the glance has PPO's row."""
+    report = load_report()
+    results = tmp_path / "results"
+    shutil.copytree(ROOT / "benchmarks" / "results", results, ignore=shutil.ignore_patterns("tmp"))
+    meta = {"command": "python benchmarks/seed_runs.py ppo_pong", "date": "2026-12-02T16:00:00+00:00"}
+    run = {
+        "best_eval": 19.2,
+        "best_step": 2250000,
+        "final_eval": 17.6,
+        "best_checkpoint_fresh_10_games": 18.4,
+        "eval_curve": [[250000, -20.8], [2500000, 17.6]],
+    }
+    (results / "ppo_pong.json").write_text(json.dumps({"meta": meta, "runs": {"0": run}}))
+    a3c = {**run, "best_eval": -3.0, "best_step": 1750000, "final_eval": -5.4, "best_checkpoint_fresh_10_games": -4.5}
+    (results / "a3c_pong.json").write_text(json.dumps({"meta": meta, "runs": {"0": a3c}}))
+    page = report.render(results)
+    assert "| PPO, 8 envs (the `ALE/*-v5` preset), 2 torch threads | 0 | 2500k | +19.2 at 2250k | +17.6 | +18.4 |" in (
+        page
+    )
+    assert "| +18.4 | ≥ +18: **met** |" in page
+    assert "| −3.0 at 1750k | −5.4 | −4.5 | (the curve) |" in page
+    glance = report.with_glance("x\n<!-- results:start -->\n<!-- results:end -->\n", results)
+    assert "| PPO Pong-v5 within 10M frames, best.pt on 10 games | +18.4 | ≥ +18: met |" in glance
