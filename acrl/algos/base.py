@@ -28,7 +28,7 @@ from torch import nn
 from acrl.core.checkpoint import load_checkpoint, rng_state, save_checkpoint, set_rng_state
 from acrl.core.config import RunConfig, update_config
 from acrl.core.devices import resolve_device
-from acrl.core.envs import ActionAdapter, EnvSpec, check_spaces, env_factory
+from acrl.core.envs import ActionAdapter, EnvSpec, check_spaces, env_factory, env_family
 from acrl.core.errors import InputError
 from acrl.core.evaluation import evaluate
 from acrl.core.files import write_text_atomic
@@ -382,6 +382,8 @@ class Agent:
         config = update_config(cls.config_class(), payload["config"], origin=str(path))
         if device is not None:
             config.device = device
+        if env is None:
+            env_family(config.env_id)  # registers a family's ids (POPGym, ALE) in a fresh process
         if env is None and config.env_id not in gym.registry:
             raise InputError(
                 f"{path} was trained on the custom environment {config.env_id!r}, which is not a "
