@@ -1189,7 +1189,12 @@ def glance(results: dict[str, dict]) -> str:
     atari = results.get("atari_speed", {}).get("results", {})
     if "acrl/sb3" in atari.get("ratios", {}):
         ratio = atari["ratios"]["acrl/sb3"]
-        rows.append(["PPO Atari training steps/s against SB3 (8 envs)", x(ratio), f"≥ 1.5×: {said(ratio >= 1.5)}"])
+        result, target = f"{x(ratio)} (1 thread)", f"≥ 1.5×: {said(ratio >= 1.5)}"
+        if "threads" in atari:
+            more = atari["threads"]
+            result += f", {x(more['ratio'])} ({more['threads']} threads)"
+            target += f" on 1 thread, {said(more['ratio'] >= 1.5)} on {more['threads']}"
+        rows.append(["PPO Atari training steps/s against SB3 (8 envs)", result, target])
     if "a3c" in atari:
         ratio = atari["a3c"]["ratio"]
         rows.append(["A3C Atari, 2 workers, against SB3 A2C, 2 envs (t_max 5)", x(ratio), f"≥ 2×: {said(ratio >= 2)}"])
