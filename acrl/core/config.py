@@ -152,6 +152,21 @@ def _coerce(name: str, value: Any, annotation: Any) -> Any:
     return value
 
 
+RECURRENT_FIELDS = ("lstm_hidden_size", "seq_len")
+"""The config fields of a recurrent policy (PPO's `lstm_hidden_size` and `seq_len`)."""
+
+
+def recurrent_algorithms() -> list[str]:
+    """The algorithms whose config has `lstm_hidden_size` ("PPO" of `PPOConfig`), from the config classes."""
+    found, stack = [], list(RunConfig.__subclasses__())
+    while stack:
+        cls = stack.pop()
+        stack.extend(cls.__subclasses__())
+        if "lstm_hidden_size" in {field.name for field in dataclasses.fields(cls)}:
+            found.append(cls.__name__.removesuffix("Config"))
+    return sorted(set(found))
+
+
 def update_config(config: RunConfig, values: dict[str, Any], origin: str) -> RunConfig:
     """Return a copy of `config` with `values` applied, type-checked field by field.
 
@@ -175,6 +190,11 @@ def update_config(config: RunConfig, values: dict[str, Any], origin: str) -> Run
                 stacklevel=2,
             )
             continue
+        if key not in fields and key in RECURRENT_FIELDS:
+            raise InputError(
+                f"{origin}: {key} sets a recurrent (LSTM) policy, which {type(config).__name__} does not have; "
+                f"the algorithms with a recurrent version: {', '.join(recurrent_algorithms())}."
+            )
         if key not in fields:
             close = difflib.get_close_matches(key, fields, n=3)
             hint = f" Did you mean {', '.join(close)}?" if close else ""
