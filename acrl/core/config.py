@@ -155,16 +155,9 @@ def _coerce(name: str, value: Any, annotation: Any) -> Any:
 RECURRENT_FIELDS = ("lstm_hidden_size", "seq_len")
 """The config fields of a recurrent policy (PPO's `lstm_hidden_size` and `seq_len`)."""
 
-
-def recurrent_algorithms() -> list[str]:
-    """The algorithms whose config has `lstm_hidden_size` ("PPO" of `PPOConfig`), from the config classes."""
-    found, stack = [], list(RunConfig.__subclasses__())
-    while stack:
-        cls = stack.pop()
-        stack.extend(cls.__subclasses__())
-        if "lstm_hidden_size" in {field.name for field in dataclasses.fields(cls)}:
-            found.append(cls.__name__.removesuffix("Config"))
-    return sorted(set(found))
+RECURRENT_ALGORITHMS = ("PPO",)
+"""The algorithms whose config has `lstm_hidden_size`, for the error that names them (a test checks
+the list against the config classes; the algorithms are not imported here, below them)."""
 
 
 def update_config(config: RunConfig, values: dict[str, Any], origin: str) -> RunConfig:
@@ -177,7 +170,8 @@ def update_config(config: RunConfig, values: dict[str, Any], origin: str) -> Run
     A field in the config class's `retired_fields` is dropped with a warning that says why.
 
     Raises:
-        InputError: an unknown field (with the closest names) or a value of the wrong type.
+        InputError: an unknown field (with the closest names; a recurrent policy's field for an algorithm
+            without one names those that have it) or a value of the wrong type.
     """
     hints = typing.get_type_hints(type(config))
     fields = {field.name: hints[field.name] for field in dataclasses.fields(config)}
@@ -193,7 +187,7 @@ def update_config(config: RunConfig, values: dict[str, Any], origin: str) -> Run
         if key not in fields and key in RECURRENT_FIELDS:
             raise InputError(
                 f"{origin}: {key} sets a recurrent (LSTM) policy, which {type(config).__name__} does not have; "
-                f"the algorithms with a recurrent version: {', '.join(recurrent_algorithms())}."
+                f"the algorithms with a recurrent version: {', '.join(RECURRENT_ALGORITHMS)}."
             )
         if key not in fields:
             close = difflib.get_close_matches(key, fields, n=3)
