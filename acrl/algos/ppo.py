@@ -168,7 +168,13 @@ class PPO(Agent):
     `predict` and evaluation.
 
     With image observations, critic_weight_decay applies to the value head only (the trunk is the
-    policy's too).
+    policy's too); so it does with an LSTM, whose value layer reads the LSTM's output.
+
+    With lstm_hidden_size > 0 (`recurrent`), `actor` is an `acrl.parts.recurrent.RecurrentActor`
+    (encoder -> LSTM -> policy head), `critic` the value layer on the LSTM's output, the buffer a
+    `SequenceRolloutBuffer`, and `predict(obs, state, episode_start)` returns `(action, state)`
+    (`Agent.predict`). The training envs' state (`_state`, `_episode_start`) is not checkpointed: a
+    loaded agent starts fresh episodes from a zero state, as the envs restart.
 
     Raises:
         InputError: see `Agent` and `PPOConfig.validate`; an observation space no encoder takes
@@ -193,10 +199,8 @@ class PPO(Agent):
                 "scaled to [0, 1] inside the network. Set normalize_obs to false (--set normalize_obs=false)."
             )
         heads = dict(log_std_init=cfg.log_std_init, log_std_min=cfg.log_std_min)
-        space, spec = (
-            self.observation_space,
-            (cfg.encoder, self.discrete, self.act_dim, cfg.hidden_sizes, cfg.activation),
-        )
+        space = self.observation_space
+        spec = (cfg.encoder, self.discrete, self.act_dim, cfg.hidden_sizes, cfg.activation)
         if self.recurrent:
             self.actor, self.critic, cfg.encoder = recurrent_actor_critic(space, *spec, cfg.lstm_hidden_size, **heads)
         else:
