@@ -306,3 +306,14 @@ def test_a_recurrent_popgym_checkpoint_loads_in_a_fresh_process(tmp_path):
 
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
+
+
+def test_an_lstm_after_the_cnn_on_frames_recomputes_its_rollout_and_updates():
+    agent = PPO("MinAtar/Breakout-v1", seed=0, normalize_obs=False, n_envs=2, eval_freq=0, **RECURRENT)
+    assert agent.config.encoder == "minatar" and agent.buffer.observations.dtype == np.bool_
+    agent.collect()
+    with torch.no_grad():
+        batch = next(agent.buffer.sequences(32, np.random.default_rng(0), 1))
+        features = agent._features(batch)
+        torch.testing.assert_close(agent.values(None, features), batch["values"], atol=1e-6, rtol=0)
+    assert np.isfinite(agent.update()["train/value_loss"])
