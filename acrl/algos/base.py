@@ -3,7 +3,8 @@
 An algorithm subclasses `Agent` and provides `_build()` (networks in `self.nets`, optimizers in
 `self.optimizers`, and `self.obs_normalizer` when it normalises observations; the default is
 the identity), `iteration(max_steps)` (collect and/or update, advance `self.num_steps`, return
-metrics) and `_policy_action()` (raw actions for predict); `_extra_state` and
+metrics) and `_policy_action()` (raw actions for predict; a recurrent agent, `recurrent` True,
+`_recurrent_action()` and `initial_state()` instead); `_extra_state` and
 `_load_extra_state` add what else its checkpoints need. Training itself (evaluation, the best
 and latest checkpoints, NaN checks, logging, signals, callbacks) is the run loop's,
 `acrl.core.loop`, which `learn` calls.
@@ -72,6 +73,9 @@ class Agent:
     """Whether the run loop may write latest.pt after an exception (see `acrl.core.loop.Trainable`)."""
     cpu_only_reason: ClassVar[str | None] = None
     """Why the algorithm runs on the CPU whatever `device` says (A3C), or None: it trains on any device."""
+    recurrent: bool = False
+    """Whether the policy has a state (an LSTM, PPO's lstm_hidden_size): `predict` then takes and
+    returns it. Set by `_build`."""
 
     def __init__(self, env: EnvSpec | None = None, config: RunConfig | None = None, **hyperparameters: Any):
         if env is None:
@@ -163,6 +167,17 @@ class Agent:
         float32 or (B,) int64, on the same device."""
         raise NotImplementedError
 
+    def _recurrent_action(
+        self, obs: torch.Tensor, state: tuple[torch.Tensor, ...], episode_start: torch.Tensor, deterministic: bool
+    ) -> tuple[torch.Tensor, tuple[torch.Tensor, ...]]:
+        """Recurrent agents: `_policy_action` from a state (tensors (layers, B, hidden) on the agent's device)
+        reset where episode_start (B,) bool, returning the actions and the new state."""
+        raise NotImplementedError
+
+    def initial_state(self, n: int) -> tuple[torch.Tensor, ...]:
+        """Recurrent agents: the state of n fresh episodes (zeros), tensors (layers, n, hidden) on the device."""
+        raise NotImplementedError
+
     def _extra_state(self) -> dict[str, Any]:
         """Algorithm-specific state for checkpoints beyond nets, optimizers and normaliser."""
         return {}
@@ -171,18 +186,36 @@ class Agent:
         """Restore what `_extra_state` returned."""
 
     # ----------------------------------------------------------------- acting
-    def predict(self, obs: np.ndarray, deterministic: bool = True) -> np.ndarray:
-        """Actions in the environment's own units for one observation or a batch.
+    def predict(
+        self,
+        obs: np.ndarray,
+        state: tuple[torch.Tensor, ...] | None = None,
+        episode_start: np.ndarray | bool | None = None,
+        deterministic: bool = True,
+    ) -> Any:
+        """Actions in the environment's own units for one observation or a batch (Stable-Baselines3's
+        signature; pass `deterministic` by keyword).
+
+        A feed-forward agent returns the actions alone and takes no state. A recurrent one
+        (`recurrent`: PPO with lstm_hidden_size > 0) returns `(actions, state)`: pass that state
+        back with the next observation of the same episodes, and `episode_start` True where an
+        episode begins (its state is then reset). Without a state, predict starts fresh episodes
+        (zero state): it never reuses the state of an earlier call on its own.
 
         Args:
             obs: (obs_dim,) or (B, obs_dim) raw observations; image frames (*obs_shape) or (B, *obs_shape),
                 kept in the space's dtype.
+            state: recurrent agents: the state the previous call returned, a tuple of tensors
+                (layers, B, hidden) (None: fresh episodes).
+            episode_start: recurrent agents: a bool, or (B,) bools, True where obs is an episode's first
+                observation (None: all False; with no state, all are fresh anyway).
             deterministic: the mode (Categorical) or mean (Gaussian) instead of a sample.
         Returns:
             (act_dim,) / (B, act_dim) in the env's dtype for Box, an int / (B,) int64 for
-            Discrete. Observation statistics are not updated.
+            Discrete; a recurrent agent returns (that, state). Observation statistics are not updated.
         Raises:
-            InputError: observations of the wrong size.
+            InputError: observations of the wrong size; a state or episode_start for a feed-forward
+                agent (a positional `deterministic` lands there); a state of the wrong shape.
         """
         shape = self.observation_space.shape
         obs = np.asarray(obs, dtype=np.float32 if len(shape) == 1 else self.observation_space.dtype)
@@ -193,10 +226,40 @@ class Agent:
                 f"predict expects observations of shape {shape} or (B, {', '.join(map(str, shape))}), got {obs.shape}."
             )
         x = self.obs_normalizer(batch).to(self.device)
+        if not self.recurrent:
+            if state is not None or episode_start is not None:
+                raise InputError(
+                    f"this {type(self).__name__} has a feed-forward policy: predict takes no state or episode_start "
+                    f"(got state={state!r:.40}, episode_start={episode_start!r:.40}); pass deterministic by keyword, "
+                    "predict(obs, deterministic=False)."
+                )
+            with torch.no_grad():
+                raw = self._policy_action(x, deterministic).cpu().numpy()
+            action = self.action_adapter.to_env(raw)
+            return action[0] if single else action
+        n = len(batch)
+        if state is None:
+            state = self.initial_state(n)
+        else:
+            fresh = self.initial_state(n)
+            if (
+                not isinstance(state, tuple | list)
+                or len(state) != len(fresh)
+                or any(tuple(getattr(s, "shape", ())) != tuple(f.shape) for s, f in zip(state, fresh))
+            ):
+                raise InputError(
+                    f"state must be the tuple of {len(fresh)} tensors of shape {tuple(fresh[0].shape)} that predict "
+                    f"returned for {n} observation(s); got {type(state).__name__} "
+                    f"{[tuple(getattr(s, 'shape', ())) for s in state] if isinstance(state, tuple | list) else ''}."
+                )
+            state = tuple(torch.as_tensor(s, dtype=torch.float32, device=self.device) for s in state)
+        starts = np.zeros(n, dtype=bool) if episode_start is None else np.asarray(episode_start, dtype=bool).reshape(-1)
+        if starts.shape != (n,):
+            raise InputError(f"episode_start must be a bool or {n} bools, one per observation; got {episode_start!r}.")
         with torch.no_grad():
-            raw = self._policy_action(x, deterministic).cpu().numpy()
-        action = self.action_adapter.to_env(raw)
-        return action[0] if single else action
+            raw, state = self._recurrent_action(x, state, torch.from_numpy(starts).to(self.device), deterministic)
+        action = self.action_adapter.to_env(raw.cpu().numpy())
+        return (action[0] if single else action), state
 
     def evaluate(self, episodes: int | None = None, deterministic: bool = True) -> dict[str, Any]:
         """Evaluate `episodes` episodes (default: the config's eval_episodes) on a fresh env seeded with

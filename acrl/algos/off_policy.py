@@ -504,7 +504,7 @@ class _StepRecorder:
         self.agent, self.observations, self.actions = agent, [], []
 
     def predict(self, obs: np.ndarray, deterministic: bool = True) -> np.ndarray:
-        action = self.agent.predict(obs, deterministic)
+        action = self.agent.predict(obs, deterministic=deterministic)
         self.observations.append(np.asarray(obs, dtype=np.float32))
         self.actions.append(np.asarray(action, dtype=np.float32))
         return action

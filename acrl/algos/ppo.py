@@ -16,6 +16,17 @@ Vector observations get an MLP actor and a separate MLP critic. Image observatio
 frames) get a CNN (`acrl.parts.encoders`) shared by the policy and the value, with two heads (the
 value head: one linear layer, gain 1), as in Mnih et al. 2016 and CleanRL's ppo_atari; the frames
 stay uint8/bool in the rollout buffer and are scaled inside the network.
+
+With `lstm_hidden_size` > 0 the policy is recurrent (`acrl.parts.recurrent`): encoder -> LSTM ->
+a policy head and a value layer, actor and critic sharing the encoder and the LSTM, as CleanRL's
+ppo_atari_lstm (Huang et al. 2022) and the A3C paper's LSTM agent (Mnih et al. 2016, Sec. 8).
+Each environment's state is carried from step to step and reset at each episode's first step,
+terminated or truncated; a truncated episode bootstraps from V(final observation) computed with
+the state its last step left, before the reset. The rollout is cut into per-environment sequences
+of `seq_len` steps, which are the minibatches' units: each minibatch reruns its sequences from the
+states stored at their first steps, resetting at the episode starts inside them, so the first
+epoch recomputes the rollout's own states and every later one the current network's
+(docs/correctness.md item 12). Advantages and losses are those of the feed-forward PPO.
 """
 
 from __future__ import annotations
@@ -30,11 +41,12 @@ from acrl.algos.base import Agent
 from acrl.core.config import RunConfig, in_unit_interval, layer_widths, positive
 from acrl.core.envs import make_vec_env
 from acrl.core.errors import InputError
-from acrl.parts.buffers import RolloutBuffer
+from acrl.parts.buffers import RolloutBuffer, SequenceRolloutBuffer
 from acrl.parts.encoders import ENCODERS, is_image
 from acrl.parts.heads import actor_critic
 from acrl.parts.normalization import IdentityNormalizer, ObservationNormalizer, RewardScaler
 from acrl.parts.optim import anneal_learning_rate, clip_grad_norm, flatten_parameters
+from acrl.parts.recurrent import LSTMState, recurrent_actor_critic
 from acrl.parts.returns import gae
 from acrl.parts.stats import EpisodeStats
 
@@ -64,6 +76,10 @@ class PPOConfig(RunConfig):
             "minatar" (`acrl.parts.encoders`); a run's config.yaml records the one used.
         log_std_init: initial log-std of the Gaussian policy; log_std_min: its floor.
         critic_weight_decay: L2 weight decay on the critic's parameters (Adam's weight_decay).
+        lstm_hidden_size: cells of the LSTM between the encoder and the heads (0: a feed-forward
+            policy); seq_len: the steps of a training sequence with an LSTM (None: n_steps, each
+            environment's whole rollout, as CleanRL's ppo_atari_lstm); it must divide n_steps and
+            batch_size (a minibatch is batch_size / seq_len sequences).
     """
 
     n_steps: int = 2048
@@ -89,6 +105,8 @@ class PPOConfig(RunConfig):
     log_std_min: float = -5.0
     critic_weight_decay: float = 0.0
     encoder: str = "auto"
+    lstm_hidden_size: int = 0
+    seq_len: int | None = None
 
     def validate(self) -> None:
         """Raise `InputError` for values PPO cannot run with (see the attribute list)."""
@@ -120,6 +138,18 @@ class PPOConfig(RunConfig):
         layer_widths(self, "hidden_sizes")
         if self.ent_coef < 0 or self.vf_coef < 0 or self.critic_weight_decay < 0:
             raise InputError("ent_coef, vf_coef and critic_weight_decay must be >= 0.")
+        if self.lstm_hidden_size < 0:
+            raise InputError(f"lstm_hidden_size must be >= 0 (0: no LSTM), got {self.lstm_hidden_size}.")
+        if self.seq_len is not None and not self.lstm_hidden_size:
+            raise InputError("seq_len applies to a recurrent policy only: set lstm_hidden_size > 0 or drop seq_len.")
+        if self.lstm_hidden_size:
+            length = self.n_steps if self.seq_len is None else self.seq_len
+            if length < 1 or self.n_steps % length or self.batch_size % length:
+                raise InputError(
+                    f"seq_len must divide n_steps = {self.n_steps} and batch_size = {self.batch_size} (a minibatch "
+                    f"is whole sequences); got {length}{' (n_steps, its default)' if self.seq_len is None else ''}. "
+                    "Set seq_len to a common divisor, or batch_size to a multiple of it."
+                )
 
 
 def approx_kl(log_ratio: torch.Tensor) -> torch.Tensor:
@@ -138,7 +168,13 @@ class PPO(Agent):
     `predict` and evaluation.
 
     With image observations, critic_weight_decay applies to the value head only (the trunk is the
-    policy's too).
+    policy's too); so it does with an LSTM, whose value layer reads the LSTM's output.
+
+    With lstm_hidden_size > 0 (`recurrent`), `actor` is an `acrl.parts.recurrent.RecurrentActor`
+    (encoder -> LSTM -> policy head), `critic` the value layer on the LSTM's output, the buffer a
+    `SequenceRolloutBuffer`, and `predict(obs, state, episode_start)` returns `(action, state)`
+    (`Agent.predict`). The training envs' state (`_state`, `_episode_start`) is not checkpointed: a
+    loaded agent starts fresh episodes from a zero state, as the envs restart.
 
     Raises:
         InputError: see `Agent` and `PPOConfig.validate`; an observation space no encoder takes
@@ -152,31 +188,31 @@ class PPO(Agent):
 
     def _build(self) -> None:
         cfg = self.config
-        self.shared_trunk = is_image(self.observation_space)
-        if self.shared_trunk and cfg.normalize_obs:
+        images = is_image(self.observation_space)
+        self.recurrent = cfg.lstm_hidden_size > 0
+        # Frames, and any observations with an LSTM: one trunk, two heads (the value head reads the
+        # actor's features: the encoder's, or the LSTM's output).
+        self.shared_trunk = images or self.recurrent
+        if images and cfg.normalize_obs:
             raise InputError(
                 f"normalize_obs does not apply to image observations ({self.observation_space}): frames are "
                 "scaled to [0, 1] inside the network. Set normalize_obs to false (--set normalize_obs=false)."
             )
-        # Frames: one trunk, two heads (the value head reads the actor's encoder features).
-        self.actor, self.critic, cfg.encoder = actor_critic(
-            self.observation_space,
-            cfg.encoder,
-            self.discrete,
-            self.act_dim,
-            cfg.hidden_sizes,
-            cfg.activation,
-            log_std_init=cfg.log_std_init,
-            log_std_min=cfg.log_std_min,
-        )
-        if self.shared_trunk:
+        heads = dict(log_std_init=cfg.log_std_init, log_std_min=cfg.log_std_min)
+        space = self.observation_space
+        spec = (cfg.encoder, self.discrete, self.act_dim, cfg.hidden_sizes, cfg.activation)
+        if self.recurrent:
+            self.actor, self.critic, cfg.encoder = recurrent_actor_critic(space, *spec, cfg.lstm_hidden_size, **heads)
+        else:
+            self.actor, self.critic, cfg.encoder = actor_critic(space, *spec, **heads)
+        if images:
             self.obs_normalizer = IdentityNormalizer(dtype=None)  # frames stay uint8 / bool
         self.nets = {"actor": self.actor, "critic": self.critic}
         # Each net's parameters and gradients are one flat tensor (`flatten_parameters`, on the
         # agent's device): zeroing the gradients, clipping their norm and Adam's step each take
         # one or two tensor operations instead of one per layer. One fused Adam for both nets;
         # the critic gets a group of its own only when it has weight decay. With a shared trunk
-        # the actor's tensor holds the trunk and the critic's the value head.
+        # the actor's tensor holds the trunk (and the LSTM) and the critic's the value head.
         self.params = [flatten_parameters(net.to(self.device), gradients=True) for net in (self.actor, self.critic)]
         groups: list[dict[str, Any]] = [{"params": self.params}]
         if cfg.critic_weight_decay:
@@ -189,62 +225,143 @@ class PPO(Agent):
         self.envs = make_vec_env(self.env, cfg.n_envs)
         self._obs, _ = self.envs.reset(seed=cfg.seed)
         self.envs.action_space.seed(cfg.seed)
-        self.buffer = RolloutBuffer(
-            cfg.n_steps,
-            cfg.n_envs,
-            self.observation_space.shape,
-            () if self.discrete else (self.act_dim,),
-            self.observation_space.dtype if self.shared_trunk else np.float32,
-        )
+        shapes = (cfg.n_steps, cfg.n_envs, space.shape, () if self.discrete else (self.act_dim,))
+        obs_dtype = space.dtype if images else np.float32
+        if self.recurrent:
+            seq_len = cfg.n_steps if cfg.seq_len is None else cfg.seq_len
+            self.buffer = SequenceRolloutBuffer(*shapes, seq_len, cfg.lstm_hidden_size, obs_dtype)
+            self._start_episodes()
+        else:
+            self.buffer = RolloutBuffer(*shapes, obs_dtype)
         self.episode_stats = EpisodeStats()
+
+    def _start_episodes(self) -> None:
+        """Recurrent: every environment's next step begins an episode, from a zero state."""
+        self._state: LSTMState = self.actor.initial_state(self.config.n_envs, self.device)
+        self._episode_start = torch.ones(self.config.n_envs, dtype=torch.bool, device=self.device)
 
     def _policy_action(self, obs: torch.Tensor, deterministic: bool) -> torch.Tensor:
         return self.actor.sample(obs, deterministic)[0]
 
+    def _recurrent_action(
+        self, obs: torch.Tensor, state: LSTMState, episode_start: torch.Tensor, deterministic: bool
+    ) -> tuple[torch.Tensor, LSTMState]:
+        memory, state = self.actor.memory(obs, state, episode_start)
+        return self.actor.head.sample(memory, deterministic, with_log_prob=False)[0], state
+
+    def initial_state(self, n: int) -> LSTMState:
+        """Recurrent: the state of n fresh episodes, (h, c) zeros each (1, n, lstm_hidden_size) float32 on
+        the agent's device (what `predict` starts from without a state)."""
+        return self.actor.initial_state(n, self.device)
+
     def values(self, obs: torch.Tensor, features: torch.Tensor | None = None) -> torch.Tensor:
         """V(s) (B,) float32 at obs (B, obs_dim) float32 or frames (B, *obs_shape) uint8/bool: the critic,
-        or with a shared trunk the value head on the actor's encoder features (B, features_dim),
-        computed from obs unless given."""
+        or with a shared trunk the value head on the actor's features (B, features_dim), computed from
+        obs unless given (with an LSTM they must be given: the LSTM's outputs, which need the state)."""
         if not self.shared_trunk:
             return self.critic(obs)
         return self.critic(self.actor.encoder(obs) if features is None else features).squeeze(-1)
+
+    def _features(self, batch: dict[str, Any]) -> torch.Tensor:
+        """The actor's features (B, features_dim) of a minibatch: the encoder's at its observations, or
+        with an LSTM its outputs over the minibatch's sequences from their stored states, flattened
+        time-major as the minibatch's other fields (`SequenceRolloutBuffer.sequences`)."""
+        if not self.recurrent:
+            return self.actor.encoder(batch["observations"])
+        memory, _ = self.actor.memory_sequence(batch["observations"], batch["states"], batch["episode_starts"])
+        return memory.flatten(0, 1)
+
+    def _step_envs(
+        self, t: int, obs: torch.Tensor, raw: np.ndarray, log_probs: torch.Tensor
+    ) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
+        """Store step t's observation, raw action and log-probability, step the envs with the action
+        in their units, store the (scaled) rewards and the episode ends: (terminated, truncated, info)."""
+        buf = self.buffer
+        buf.observations[t] = obs.numpy()
+        buf.actions[t] = raw
+        buf.log_probs[t] = log_probs.cpu().numpy()
+        self._obs, rewards, terminated, truncated, info = self.envs.step(self.action_adapter.to_env(raw))
+        if self.reward_scaler is not None:
+            rewards = self.reward_scaler(rewards, terminated | truncated)
+        buf.rewards[t] = rewards
+        buf.terminated[t] = terminated
+        buf.truncated[t] = truncated
+        self.episode_stats.add_from_info(info)
+        return terminated, truncated, info
+
+    def _advantages(self, last_values: np.ndarray, truncation_values: np.ndarray) -> None:
+        """next_values from the stored values, V after the last step (N,) and V(final observation) where
+        truncated (T, N); then GAE (docs/correctness.md items 1 and 2)."""
+        cfg, buf = self.config, self.buffer
+        buf.next_values[:-1] = buf.values[1:]
+        buf.next_values[-1] = last_values
+        buf.next_values[buf.truncated] = truncation_values[buf.truncated]
+        buf.advantages, buf.returns = gae(
+            buf.rewards, buf.values, buf.next_values, buf.terminated, buf.truncated, cfg.gamma, cfg.gae_lambda
+        )
+        self.num_steps += cfg.n_steps * cfg.n_envs
 
     @torch.no_grad()
     def collect(self) -> None:
         """Fill the rollout buffer with n_steps steps of each env and compute GAE advantages.
 
         Truncated steps bootstrap from V(final observation) (`info["final_obs"]`),
-        terminated ones from nothing (docs/correctness.md items 1 and 2).
+        terminated ones from nothing (docs/correctness.md items 1 and 2). With an LSTM see
+        `collect_sequences`.
         """
+        if self.recurrent:
+            return self.collect_sequences()
         cfg, buf, device = self.config, self.buffer, self.device
         truncation_values = np.zeros_like(buf.next_values)
         for t in range(cfg.n_steps):
             obs = self.obs_normalizer(self._obs, update=True)
             actions, log_probs = self.actor.sample(obs.to(device))
-            raw = actions.cpu().numpy()
-            buf.observations[t] = obs.numpy()
-            buf.actions[t] = raw
-            buf.log_probs[t] = log_probs.cpu().numpy()
-            self._obs, rewards, terminated, truncated, info = self.envs.step(self.action_adapter.to_env(raw))
-            if self.reward_scaler is not None:
-                rewards = self.reward_scaler(rewards, terminated | truncated)
-            buf.rewards[t] = rewards
-            buf.terminated[t] = terminated
-            buf.truncated[t] = truncated
+            _, truncated, info = self._step_envs(t, obs, actions.cpu().numpy(), log_probs)
             if truncated.any():
                 final = np.stack([info["final_obs"][i] for i in np.flatnonzero(truncated)])
                 truncation_values[t, truncated] = self.values(self.obs_normalizer(final).to(device)).cpu().numpy()
-            self.episode_stats.add_from_info(info)
         # V(s_t) for the whole rollout in one batched forward pass (the critic does not change
         # while collecting; these are the observations exactly as the policy saw them).
         buf.values[:] = self.values(torch.from_numpy(buf.observations).to(device)).cpu().numpy()
-        buf.next_values[:-1] = buf.values[1:]
-        buf.next_values[-1] = self.values(self.obs_normalizer(self._obs).to(device)).cpu().numpy()
-        buf.next_values[buf.truncated] = truncation_values[buf.truncated]
-        buf.advantages, buf.returns = gae(
-            buf.rewards, buf.values, buf.next_values, buf.terminated, buf.truncated, cfg.gamma, cfg.gae_lambda
-        )
-        self.num_steps += cfg.n_steps * cfg.n_envs
+        last_values = self.values(self.obs_normalizer(self._obs).to(device)).cpu().numpy()
+        self._advantages(last_values, truncation_values)
+
+    @torch.no_grad()
+    def collect_sequences(self) -> None:
+        """`collect` with an LSTM: each env's state is carried from step to step (`self._state`, (h, c)
+        each (1, n_envs, lstm_hidden_size)) and reset before the first step of each episode
+        (`self._episode_start`), terminated or truncated.
+
+        The buffer keeps the episode starts and the state at each sequence's first step (before
+        its reset). V(s_t) comes with the action, from the same LSTM output. A truncated episode
+        bootstraps from V(final observation) with one more LSTM step from the state its last step
+        left, before the reset that the next step does (docs/correctness.md item 12).
+        """
+        cfg, buf, device = self.config, self.buffer, self.device
+        truncation_values = np.zeros_like(buf.next_values)
+        state, starts = self._state, self._episode_start
+        for t in range(cfg.n_steps):
+            obs = self.obs_normalizer(self._obs, update=True)
+            if t % buf.seq_len == 0:
+                buf.hidden_states[t // buf.seq_len] = state[0][0].cpu().numpy()
+                buf.cell_states[t // buf.seq_len] = state[1][0].cpu().numpy()
+            buf.episode_starts[t] = starts.cpu().numpy()
+            memory, state = self.actor.memory(obs.to(device), state, starts)
+            actions, log_probs = self.actor.head.sample(memory)
+            buf.values[t] = self.values(obs, memory).cpu().numpy()
+            terminated, truncated, info = self._step_envs(t, obs, actions.cpu().numpy(), log_probs)
+            if truncated.any():
+                ended = np.flatnonzero(truncated)
+                final = self.obs_normalizer(np.stack([info["final_obs"][i] for i in ended])).to(device)
+                index = torch.from_numpy(ended).to(device)
+                carried = torch.zeros(len(ended), dtype=torch.bool, device=device)
+                final_memory, _ = self.actor.memory(final, (state[0][:, index], state[1][:, index]), carried)
+                truncation_values[t, truncated] = self.values(final, final_memory).cpu().numpy()
+            starts = torch.from_numpy(terminated | truncated).to(device)
+        # V after the last step: one LSTM step that the next rollout repeats from the same state.
+        last_memory, _ = self.actor.memory(self.obs_normalizer(self._obs).to(device), state, starts)
+        self._state, self._episode_start = state, starts
+        self._advantages(self.values(None, last_memory).cpu().numpy(), truncation_values)
 
     def update(self) -> dict[str, float]:
         """n_epochs of minibatch gradient steps on the clipped surrogate; returns train/ metrics."""
@@ -257,10 +374,9 @@ class PPO(Agent):
         # computed from them once at the end.
         losses: list[torch.Tensor] = []
         log_ratios: list[torch.Tensor] = []
-        for batch in self.buffer.minibatches(
-            cfg.batch_size, self.rng, cfg.n_epochs, self.device, cfg.normalize_advantage
-        ):
-            features = self.actor.encoder(batch["observations"])
+        batches = self.buffer.sequences if self.recurrent else self.buffer.minibatches
+        for batch in batches(cfg.batch_size, self.rng, cfg.n_epochs, self.device, cfg.normalize_advantage):
+            features = self._features(batch)
             log_probs, entropy = self.actor.log_prob_entropy(features, batch["actions"])
             log_ratio = log_probs - batch["log_probs"]
             if cfg.target_kl is not None and approx_kl(log_ratio.detach()).item() > 1.5 * cfg.target_kl:
@@ -322,5 +438,8 @@ class PPO(Agent):
         if self.reward_scaler is not None:
             self.reward_scaler.load_state_dict(state["reward_scaler"])
         # The environments' internal state is not in the checkpoint: a loaded agent starts
-        # fresh episodes, seeded from the run's seed and step so that a resume repeats exactly.
+        # fresh episodes, seeded from the run's seed and step so that a resume repeats exactly
+        # (with an LSTM, from a zero state).
         self._obs, _ = self.envs.reset(seed=self.config.seed + self.num_steps)
+        if self.recurrent:
+            self._start_episodes()

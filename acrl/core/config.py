@@ -152,6 +152,14 @@ def _coerce(name: str, value: Any, annotation: Any) -> Any:
     return value
 
 
+RECURRENT_FIELDS = ("lstm_hidden_size", "seq_len")
+"""The config fields of a recurrent policy (PPO's `lstm_hidden_size` and `seq_len`)."""
+
+RECURRENT_ALGORITHMS = ("PPO",)
+"""The algorithms whose config has `lstm_hidden_size`, for the error that names them (a test checks
+the list against the config classes; the algorithms are not imported here, below them)."""
+
+
 def update_config(config: RunConfig, values: dict[str, Any], origin: str) -> RunConfig:
     """Return a copy of `config` with `values` applied, type-checked field by field.
 
@@ -162,7 +170,8 @@ def update_config(config: RunConfig, values: dict[str, Any], origin: str) -> Run
     A field in the config class's `retired_fields` is dropped with a warning that says why.
 
     Raises:
-        InputError: an unknown field (with the closest names) or a value of the wrong type.
+        InputError: an unknown field (with the closest names; a recurrent policy's field for an algorithm
+            without one names those that have it) or a value of the wrong type.
     """
     hints = typing.get_type_hints(type(config))
     fields = {field.name: hints[field.name] for field in dataclasses.fields(config)}
@@ -175,6 +184,11 @@ def update_config(config: RunConfig, values: dict[str, Any], origin: str) -> Run
                 stacklevel=2,
             )
             continue
+        if key not in fields and key in RECURRENT_FIELDS:
+            raise InputError(
+                f"{origin}: {key} sets a recurrent (LSTM) policy, which {type(config).__name__} does not have; "
+                f"the algorithms with a recurrent version: {', '.join(RECURRENT_ALGORITHMS)}."
+            )
         if key not in fields:
             close = difflib.get_close_matches(key, fields, n=3)
             hint = f" Did you mean {', '.join(close)}?" if close else ""

@@ -12,10 +12,12 @@ reward stops the run with a `TrainingError` before it reaches a normaliser, a re
 a policy.
 
 Environment families (`ENV_FAMILIES`, filled by `acrl.tasks`): an id namespace ("ALE" of
-"ALE/Pong-v5") whose ids acrl builds its own way, with the package that registers them imported
-only when one of its ids is first built, and what to install when it is missing. An id (or its
-Gymnasium `EnvSpec`) of such a namespace gets the family's single env from `env_factory` and its
-training vector env from `make_vec_env` (Atari: `acrl.tasks.atari`); an env instance is used as given.
+"ALE/Pong-v5"), or an id prefix ending in "-" for a package that registers its ids without a
+namespace ("popgym-" of "popgym-RepeatPreviousEasy-v0"), whose ids acrl builds its own way, with
+the package that registers them imported only when one of its ids is first built, and what to
+install when it is missing. An id (or its Gymnasium `EnvSpec`) of such a family gets the family's
+single env from `env_factory` and its training vector env from `make_vec_env` (Atari:
+`acrl.tasks.atari`); an env instance is used as given.
 """
 
 from __future__ import annotations
@@ -61,13 +63,24 @@ class EnvFamily:
 
 
 ENV_FAMILIES: dict[str, EnvFamily] = {}
-"""Id namespace ("ALE", "MinAtar") -> its `EnvFamily`; `acrl.tasks` fills it."""
+"""Id namespace ("ALE", "MinAtar") or id prefix ending in "-" ("popgym-") -> its `EnvFamily`;
+`acrl.tasks` fills it."""
+
+
+def family_key(env_id: str) -> str | None:
+    """The `ENV_FAMILIES` key of `env_id`: its namespace ("ALE" of "ALE/Pong-v5") or the prefix
+    ending in "-" it starts with ("popgym-"), when that is a family; else None."""
+    if "/" in env_id:
+        namespace = env_id.split("/")[0]
+        return namespace if namespace in ENV_FAMILIES else None
+    return next((key for key in ENV_FAMILIES if key.endswith("-") and env_id.startswith(key)), None)
 
 
 def env_family(env_id: str) -> EnvFamily | None:
-    """The family of `env_id`'s namespace, or None; its ids are registered with Gymnasium when its
+    """The family of `env_id` (`family_key`), or None; its ids are registered with Gymnasium when its
     package is installed (`EnvFamily.register` is called if `env_id` is not registered yet)."""
-    family = ENV_FAMILIES.get(env_id.split("/")[0]) if "/" in env_id else None
+    key = family_key(env_id)
+    family = None if key is None else ENV_FAMILIES[key]
     if family is not None and family.register is not None and env_id not in gym.registry:
         with contextlib.suppress(ImportError):  # not installed: env_factory's error names what to install
             family.register()
@@ -95,13 +108,17 @@ def env_factory(env: EnvSpec | gym.envs.registration.EnvSpec) -> tuple[Callable[
         if env not in gym.registry:
             namespace = env.split("/")[0] if "/" in env else None  # "ALE" of ALE/Pong-v5: suggest only its ids
             same = [spec.id for spec in gym.registry.values() if spec.namespace == namespace]
+            label, key = f"{namespace}/", family_key(env)
+            if key is not None and key.endswith("-"):  # a prefix family ("popgym-"): its ids, named by the prefix
+                namespace, label = key, f"{key}*"
+                same = [spec_id for spec_id in gym.registry if spec_id.startswith(key)]
             close = difflib.get_close_matches(env, same, n=3, cutoff=0.5)
             hint = (
                 f" Did you mean {', '.join(close)}?"
                 if close
-                else f" No {namespace}/ environment is registered: {family.install}."
+                else f" No {label} environment is registered: {family.install}."
                 if family is not None and not same
-                else f" No {namespace}/ environment is registered: is the package that registers them installed "
+                else f" No {label} environment is registered: is the package that registers them installed "
                 "and imported?"
                 if namespace and not same
                 else ""

@@ -14,9 +14,39 @@ from acrl.core.errors import InputError
 
 
 class Predictor(Protocol):
-    """Anything with SB3-style `predict(obs, deterministic) -> action in env units`."""
+    """Anything with SB3-style `predict(obs, deterministic=...) -> action in env units`; one with a
+    true `recurrent` attribute (an acrl agent with an LSTM) has `predict(obs, state, episode_start,
+    deterministic=...) -> (action, state)` (see `EpisodeActor`)."""
 
     def predict(self, obs: np.ndarray, deterministic: bool = True) -> np.ndarray: ...
+
+
+class EpisodeActor:
+    """Acts for a `Predictor` in one environment, step after step: `actor(obs)` -> the action in env units.
+
+    For a recurrent agent (`agent.recurrent` true) it carries the policy's state from each call to
+    the next and starts it fresh (zeros) at the first call after `reset()`, which the caller makes
+    at every episode start (evaluation, videos, dataset collection); other agents are called as
+    `agent.predict(obs, deterministic=...)`.
+
+    Args:
+        agent: the predictor; deterministic: its mode/mean action or a sample.
+    """
+
+    def __init__(self, agent: Predictor, deterministic: bool = True):
+        self.agent, self.deterministic = agent, deterministic
+        self.recurrent = bool(getattr(agent, "recurrent", False))
+        self.state: Any = None
+
+    def reset(self) -> None:
+        """The next observation begins an episode: a recurrent state starts from zeros."""
+        self.state = None
+
+    def __call__(self, obs: np.ndarray) -> Any:
+        if not self.recurrent:
+            return self.agent.predict(obs, deterministic=self.deterministic)
+        action, self.state = self.agent.predict(obs, self.state, self.state is None, deterministic=self.deterministic)
+        return action
 
 
 def evaluate(
@@ -31,10 +61,11 @@ def evaluate(
     """Run `episodes` full episodes and report their undiscounted (and discounted) returns.
 
     `agent.predict` never updates observation statistics, so evaluation leaves a trained
-    agent unchanged. The environment is reset with `seed` once, then continues its own RNG,
-    so the episodes differ from each other but repeat for the same seed; torch's generator is
-    seeded from `seed` too, on a forked state, so a policy that samples inside `predict` (BCQ's
-    candidates, stochastic actions) repeats as well and training's random stream is untouched.
+    agent unchanged; a recurrent agent's state starts fresh with each episode (`EpisodeActor`).
+    The environment is reset with `seed` once, then continues its own RNG, so the episodes differ
+    from each other but repeat for the same seed; torch's generator is seeded from `seed` too, on
+    a forked state, so a policy that samples inside `predict` (BCQ's candidates, stochastic
+    actions) repeats as well and training's random stream is untouched.
 
     Args:
         agent: an acrl agent (or any object with `predict`).
@@ -125,11 +156,13 @@ def _episodes(
     value: Callable[[np.ndarray], float] | None,
 ) -> tuple[list[float], list[float], list[int]]:
     returns, discounted_returns, lengths = [], [], []
+    actor = EpisodeActor(agent, deterministic)
     obs, _ = instance.reset(seed=seed)
     for _ in range(episodes):
         total, discounted, length, done, info = 0.0, 0.0, 0, False, {}
+        actor.reset()
         while not done:
-            action = agent.predict(obs, deterministic=deterministic)
+            action = actor(obs)
             obs, reward, terminated, truncated, info = instance.step(action)
             total += float(reward)
             discounted += gamma**length * float(reward)

@@ -36,7 +36,7 @@ import numpy as np
 
 from acrl.core.envs import env_family
 from acrl.core.errors import InputError
-from acrl.core.evaluation import episode_metric_names, seeded_torch
+from acrl.core.evaluation import EpisodeActor, episode_metric_names, seeded_torch
 from acrl.core.files import atomic_path
 
 GL_PACKAGES = "libegl1 libegl-mesa0 libgl1 libgl1-mesa-dri"
@@ -273,7 +273,8 @@ def record_video(
     generator is seeded from it on a forked state, so the same seed gives the same video.
 
     Args:
-        agent: anything with `predict(obs, deterministic)` (an acrl agent: normaliser frozen).
+        agent: anything with `predict(obs, deterministic=...)` (an acrl agent: normaliser frozen; a
+            recurrent one's state starts fresh with each episode, `acrl.core.evaluation.EpisodeActor`).
         env: a registered environment id or an env made by `gym.make` (see `render_env`).
         path: the .mp4 file to write (its folder is created; written atomically).
         episodes: episodes to play, >= 1.
@@ -305,6 +306,7 @@ def record_video(
         **{name: [] for name in metric_names},
     }
     kept: list[np.ndarray] = []
+    actor = EpisodeActor(agent, deterministic)
     name = env.spec.id
     try:
         obs, frame = first_frame(env, seed)
@@ -315,6 +317,7 @@ def record_video(
                 if episode:
                     obs, _ = env.reset()
                     frame = env.render()
+                actor.reset()
                 total, steps, info, done = 0.0, 0, {}, False
                 while True:
                     lines = [f"{name}  episode {episode + 1}/{episodes}", f"step {steps}  return {total:.1f}"]
@@ -326,7 +329,7 @@ def record_video(
                         kept.append(frame)
                     if done or steps == max_steps:
                         break
-                    obs, reward, terminated, truncated, info = env.step(agent.predict(obs, deterministic))
+                    obs, reward, terminated, truncated, info = env.step(actor(obs))
                     total += float(reward)
                     steps += 1
                     done = terminated or truncated

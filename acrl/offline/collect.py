@@ -35,6 +35,7 @@ from acrl.algos.base import Agent
 from acrl.algos.ddpg import DDPG
 from acrl.core.envs import CheckFinite, env_factory
 from acrl.core.errors import InputError
+from acrl.core.evaluation import EpisodeActor
 from acrl.core.version import __version__
 from acrl.parts.datasets import OfflineDataset, collect_transitions, save_dataset
 
@@ -161,15 +162,17 @@ def collect_dataset(
             )
         env = CheckFinite(env_factory(agent.env)[0]())  # no NaN goes into a dataset
         env.action_space.seed(seed)
+        actor = EpisodeActor(agent, deterministic=True)  # a recurrent policy's state, fresh each episode
         dataset = collect_transitions(
             env,
-            lambda obs: agent.predict(obs, deterministic=True),
+            actor,
             int(steps),
             seed,
             noise_std,
             random_prob,
             kind=kind,
             behavioral_policy=str(policy),
+            episode_start=actor.reset,
         )
         env.close()
         dataset.attrs["algo"] = agent.algo

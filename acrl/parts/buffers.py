@@ -90,6 +90,95 @@ class RolloutBuffer:
                 yield normalize({key: value[start : start + batch_size] for key, value in shuffled.items()})
 
 
+class SequenceRolloutBuffer(RolloutBuffer):
+    """A `RolloutBuffer` for a recurrent policy, cut into sequences: per-environment chunks of
+    `seq_len` consecutive steps (docs/correctness.md item 12).
+
+    Adds episode_starts (T, N) bool (the step begins an episode: the policy's state was reset
+    before it) and the policy's LSTM state (h, c) at each chunk's first step, before that step's
+    reset, hidden_states and cell_states (T / seq_len, N, hidden_size) float32 (chunk k of env n
+    starts at step k * seq_len). From those, `sequences` lets the policy recompute every step's
+    state as the rollout computed it.
+
+    Args:
+        n_steps, n_envs, obs_shape, action_shape, obs_dtype: as `RolloutBuffer`.
+        seq_len: the steps of a sequence; must divide n_steps.
+        hidden_size: the LSTM's cells.
+    Raises:
+        InputError: seq_len < 1 or not a divisor of n_steps.
+    """
+
+    def __init__(
+        self,
+        n_steps: int,
+        n_envs: int,
+        obs_shape: int | tuple[int, ...],
+        action_shape: tuple[int, ...],
+        seq_len: int,
+        hidden_size: int,
+        obs_dtype: np.dtype | type = np.float32,
+    ):
+        if seq_len < 1 or n_steps % seq_len:
+            raise InputError(f"seq_len must be >= 1 and divide n_steps = {n_steps}; got {seq_len}.")
+        super().__init__(n_steps, n_envs, obs_shape, action_shape, obs_dtype)
+        self.seq_len = seq_len
+        self.episode_starts = np.zeros((n_steps, n_envs), dtype=bool)
+        chunks = (n_steps // seq_len, n_envs, hidden_size)
+        self.hidden_states = np.zeros(chunks, dtype=np.float32)
+        self.cell_states = np.zeros(chunks, dtype=np.float32)
+
+    def sequences(
+        self,
+        batch_size: int,
+        rng: np.random.Generator,
+        n_epochs: int = 1,
+        device: torch.device | str = "cpu",
+        normalize_advantages: bool = False,
+    ) -> Iterator[dict[str, torch.Tensor]]:
+        """Yield `n_epochs` passes over the S = (T / seq_len) * N sequences, batch_size / seq_len
+        whole sequences per minibatch, each pass in a fresh random order (from `rng`).
+
+        A minibatch of M sequences of L = seq_len steps is a dict of tensors on `device`:
+        observations (L, M, *obs_shape) and episode_starts (L, M) bool, time first, for the policy
+        to run; states, the tuple (h, c) each (1, M, hidden_size) at the sequences' first steps;
+        and actions, log_probs, values, advantages, returns flattened time-major to (L * M, ...),
+        so that row t * M + m is step t of sequence m, as the policy's (L, M, ...) outputs
+        flatten. Advantages are normalised over the minibatch's L * M samples as
+        `RolloutBuffer.minibatches` does.
+
+        Raises:
+            InputError: batch_size not a positive multiple of seq_len.
+        """
+        length = self.seq_len
+        if batch_size < length or batch_size % length:
+            raise InputError(f"batch_size must be a multiple of seq_len = {length}; got {batch_size}.")
+        chunks = self.n_steps // length
+        n_sequences, per_batch = chunks * self.n_envs, batch_size // length
+
+        def by_sequence(array: np.ndarray) -> torch.Tensor:
+            # (T, N, ...) -> (L, chunks * N, ...): sequence k * N + n is chunk k of env n.
+            split = array.reshape(chunks, length, self.n_envs, *array.shape[2:]).swapaxes(0, 1)
+            return torch.from_numpy(np.ascontiguousarray(split.reshape(length, n_sequences, *array.shape[2:])))
+
+        keys = ("observations", "episode_starts", "actions", "log_probs", "values", "advantages", "returns")
+        data = {key: by_sequence(getattr(self, key)).to(device) for key in keys}
+        hidden = torch.from_numpy(self.hidden_states.reshape(1, n_sequences, -1)).to(device)
+        cell = torch.from_numpy(self.cell_states.reshape(1, n_sequences, -1)).to(device)
+        normalize = normalized_advantages if normalize_advantages else dict
+        for _ in range(n_epochs):
+            order = torch.from_numpy(rng.permutation(n_sequences)).to(device)
+            for start in range(0, n_sequences, per_batch):
+                index = order[start : start + per_batch]
+                batch = {key: value[:, index] for key, value in data.items()}
+                flat = {key: batch[key].flatten(0, 1) for key in keys[2:]}
+                yield {
+                    "observations": batch["observations"],
+                    "episode_starts": batch["episode_starts"],
+                    "states": (hidden[:, index], cell[:, index]),
+                    **normalize(flat),
+                }
+
+
 def normalized_advantages(batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     """A copy of the minibatch dict whose "advantages" (B,) are (A - mean) / (std + 1e-8), for B >= 2."""
     advantages = batch["advantages"]

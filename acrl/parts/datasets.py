@@ -416,6 +416,7 @@ def collect_transitions(
     *,
     kind: str = "custom",
     behavioral_policy: str = "unknown",
+    episode_start: Callable[[], None] | None = None,
 ) -> OfflineDataset:
     """Roll a single Gymnasium env for `steps` transitions with a behavioral policy.
 
@@ -429,6 +430,9 @@ def collect_transitions(
     bounds). The BCQ paper's "imperfect demonstrations" use noise_std=0.3, random_prob=0.3
     (Fujimoto et al. 2019, Sec. 5; the author's code draws the random action instead of, not
     after, the noisy one, which gives the same distribution); "imitation" uses 0 and 0.
+
+    `episode_start()`, when given, is called before each episode's first `policy` call: a recurrent
+    policy's reset (`acrl.core.evaluation.EpisodeActor.reset`).
 
     The env is reset with `seed` at the first reset only; later resets continue its RNG.
     Noise and random actions come from `rng`, by default np.random.default_rng(seed).
@@ -476,8 +480,11 @@ def collect_transitions(
     timeouts = np.zeros(n, dtype=bool)
 
     obs, _ = env.reset(seed=seed)
+    starting = True
     for t in range(n):
         obs = np.asarray(obs, dtype=np.float32)
+        if starting and episode_start is not None:
+            episode_start()
         raw = policy(obs)
         if discrete:
             action = int(np.asarray(raw).item())
@@ -504,7 +511,8 @@ def collect_transitions(
         next_observations[t] = next_obs
         terminals[t] = terminated
         timeouts[t] = truncated
-        if terminated or truncated:
+        starting = terminated or truncated
+        if starting:
             obs, _ = env.reset()
         else:
             obs = next_obs

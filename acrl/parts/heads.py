@@ -24,7 +24,8 @@ The chain is rebuilt whenever the head or a module holding it loads a state dict
 
 `actor_critic` assembles PPO's and A3C's policy and value from the observation space: the encoder
 of `acrl.parts.encoders.make_encoder` under a policy head, and either a separate MLP critic or, for
-image frames (and A3C's `shared_trunk` on vectors), one value layer on the policy's encoder.
+image frames (and A3C's `shared_trunk` on vectors), one value layer on the policy's encoder. A recurrent
+policy puts an LSTM between the encoder and a head (`acrl.parts.recurrent.recurrent_actor_critic`).
 
 Checkpoints written before this module existed (keys `logits.*`, `mean.*`, `net.*`; a shared-trunk
 actor-critic's `trunk.*`, `policy_head.*`, `value_head.0.*`) load through state-dict pre-hooks that rename

@@ -1,10 +1,11 @@
 """The recurrent core of a policy: one LSTM layer between the encoder and the heads.
 
-A recurrent policy is encoder -> `LSTMCore` -> heads. Its state is a tuple (h, c) of
-(1, N, hidden_size) float32 tensors (layers, environments, cells), as `torch.nn.LSTM` and
-Stable-Baselines3's RecurrentPPO keep it; `episode_start` (N,) bool marks the environments whose
-step begins an episode, and the state of those is reset to zeros before that step
-(docs/correctness.md item 12), whether the previous episode terminated or was truncated.
+A recurrent policy is encoder -> `LSTMCore` -> heads (`RecurrentActor`, built with its value layer
+by `recurrent_actor_critic`). Its state is a tuple (h, c) of (1, N, hidden_size) float32 tensors
+(layers, environments, cells), as `torch.nn.LSTM` and Stable-Baselines3's RecurrentPPO keep it;
+`episode_start` (N,) bool marks the environments whose step begins an episode, and the state of
+those is reset to zeros before that step (docs/correctness.md item 12), whether the previous
+episode terminated or was truncated.
 
 `step` advances one time step of N environments (acting); `sequence` runs T steps of rollout
 chunks from given states, resetting at the episode starts inside them (PPO's sequence
@@ -17,19 +18,30 @@ its output: as CleanRL's ppo_atari_lstm (Huang et al. 2022) and the A3C paper's 
 outputs). One state per environment then serves acting and the truncation bootstrap, and the
 memory is trained by both losses. (SB3-contrib's RecurrentPPO gives the critic its own LSTM by
 default, which doubles the state to carry and the sequence compute.)
+
+The cell is a `torch.nn.LSTMCell`, not a `torch.nn.LSTM`: PPO and A3C make every parameter a view
+of one flat tensor (`acrl.parts.optim.flatten_parameters`), and on CUDA `nn.LSTM` re-packs its
+weights into a cuDNN buffer of its own at every `.to()`, which would cut them off from that
+tensor; the cell keeps plain parameters. One step of the cell is the same arithmetic.
 """
 
 from __future__ import annotations
 
+import gymnasium as gym
 import torch
 from torch import nn
+
+from acrl.parts.encoders import make_encoder
+from acrl.parts.heads import CategoricalHead, GaussianHead, head_on
+from acrl.parts.nets import output_layer
 
 LSTMState = tuple[torch.Tensor, torch.Tensor]
 """(h, c), each (1, N, hidden_size) float32."""
 
 
 class LSTMCore(nn.Module):
-    """One `torch.nn.LSTM` layer (Hochreiter and Schmidhuber 1997, with a forget gate, Gers et al. 2000).
+    """One LSTM layer, a `torch.nn.LSTMCell` (Hochreiter and Schmidhuber 1997, with a forget gate,
+    Gers et al. 2000).
 
     Per step, with x the features and (h, c) the state (zeros where the step starts an episode):
         i = sigmoid(W_ii x + b_ii + W_hi h + b_hi),  f = sigmoid(W_if x + b_if + W_hf h + b_hf),
@@ -44,8 +56,8 @@ class LSTMCore(nn.Module):
 
     def __init__(self, input_size: int, hidden_size: int):
         super().__init__()
-        self.lstm = nn.LSTM(input_size, hidden_size)
-        for name, param in self.lstm.named_parameters():
+        self.cell = nn.LSTMCell(input_size, hidden_size)
+        for name, param in self.cell.named_parameters():
             if "bias" in name:
                 nn.init.zeros_(param)
             else:
@@ -65,10 +77,9 @@ class LSTMCore(nn.Module):
 
         The state is zeroed where episode_start before the step (the first step of an episode
         sees no memory of the previous one)."""
-        keep = (~episode_start).to(features.dtype).view(1, -1, 1)
-        h, c = state
-        out, new_state = self.lstm(features.unsqueeze(0), (h * keep, c * keep))
-        return out[0], new_state
+        keep = (~episode_start).to(features.dtype).unsqueeze(-1)
+        h, c = self.cell(features, (state[0][0] * keep, state[1][0] * keep))
+        return h, (h.unsqueeze(0), c.unsqueeze(0))
 
     def sequence(
         self, features: torch.Tensor, state: LSTMState, episode_starts: torch.Tensor
@@ -84,3 +95,82 @@ class LSTMCore(nn.Module):
             out, state = self.step(features[t], state, episode_starts[t])
             outputs.append(out)
         return torch.stack(outputs), state
+
+
+class RecurrentActor(nn.Module):
+    """The recurrent policy of PPO (and A3C): encoder -> `LSTMCore` -> a policy head.
+
+    `memory` (one step of N environments) and `memory_sequence` (T steps) give the core's output,
+    the features (N, hidden_size) or (T, N, hidden_size) float32 that the policy head (`head`, a
+    `CategoricalHead` or `GaussianHead` on those features: its own encoder is the identity) and the
+    critic's value layer (`recurrent_actor_critic`) both read. The encoder runs once on all the
+    observations of a sequence, then the core step by step.
+
+    Args:
+        encoder: obs (B, ...) -> features (B, features_dim) (`acrl.parts.encoders.make_encoder`).
+        features_dim: the encoder's output width; hidden_size: the LSTM's cells.
+        head: the policy head on (B, hidden_size) features.
+    """
+
+    def __init__(self, encoder: nn.Module, features_dim: int, hidden_size: int, head: CategoricalHead | GaussianHead):
+        super().__init__()
+        self.encoder = encoder
+        self.core = LSTMCore(features_dim, hidden_size)
+        self.head = head
+
+    def initial_state(self, n: int, device: torch.device | str = "cpu") -> LSTMState:
+        """(h, c) zeros, each (1, n, hidden_size) float32: the state of n fresh episodes."""
+        return self.core.initial_state(n, device)
+
+    def memory(
+        self, obs: torch.Tensor, state: LSTMState, episode_start: torch.Tensor
+    ) -> tuple[torch.Tensor, LSTMState]:
+        """One step: obs (N, *obs_shape), state (h, c) each (1, N, hidden_size), episode_start (N,)
+        bool (reset before the step) -> (features (N, hidden_size) float32, the new state)."""
+        return self.core.step(self.encoder(obs), state, episode_start)
+
+    def memory_sequence(
+        self, obs: torch.Tensor, state: LSTMState, episode_starts: torch.Tensor
+    ) -> tuple[torch.Tensor, LSTMState]:
+        """T steps of N sequences: obs (T, N, *obs_shape), state (h, c) each (1, N, hidden_size) at
+        the first step, episode_starts (T, N) bool -> (features (T, N, hidden_size), the last state)."""
+        features = self.encoder(obs.flatten(0, 1)).unflatten(0, obs.shape[:2])
+        return self.core.sequence(features, state, episode_starts)
+
+    def log_prob_entropy(self, features: torch.Tensor, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The head's log-probabilities (B,) and entropies (B,) of actions at LSTM outputs (B, hidden_size)."""
+        return self.head.log_prob_entropy(features, actions)
+
+    def bounded_log_std(self) -> torch.Tensor:
+        """The Gaussian head's bounded log-std (act_dim,) (`GaussianHead.bounded_log_std`)."""
+        return self.head.bounded_log_std()
+
+
+def recurrent_actor_critic(
+    space: gym.spaces.Box,
+    encoder: str,
+    discrete: bool,
+    act_dim: int,
+    hidden_sizes: tuple[int, ...],
+    activation: str,
+    lstm_hidden_size: int,
+    log_std_init: float = 0.0,
+    log_std_min: float = -5.0,
+) -> tuple[RecurrentActor, nn.Module, str]:
+    """The recurrent policy and value of PPO (and A3C): (actor, critic, encoder name).
+
+    The actor is a `RecurrentActor`: the encoder `make_encoder(space, encoder, hidden_sizes,
+    activation)` gives, an `LSTMCore` of `lstm_hidden_size` cells and `head_on` its output (as
+    `acrl.parts.heads.actor_critic`'s heads: Categorical for discrete, Gaussian of act_dim with a
+    state-independent log-std from `log_std_init`, floor `log_std_min`). The critic is one linear
+    layer of gain 1 on the same LSTM output, (B, lstm_hidden_size) -> (B, 1): actor and critic share
+    the encoder and the core (see the module docstring).
+
+    Raises:
+        InputError: an observation space no encoder takes, or an encoder that does not take it
+            (`make_encoder`).
+    """
+    trunk, features_dim, name = make_encoder(space, encoder, hidden_sizes, activation)
+    head = head_on(nn.Identity(), lstm_hidden_size, discrete, act_dim, log_std_init, log_std_min)
+    actor = RecurrentActor(trunk, features_dim, lstm_hidden_size, head)
+    return actor, output_layer(lstm_hidden_size, 1, 1.0), name

@@ -18,6 +18,11 @@ game (`acrl.tasks.atari.make_atari_env`) and `make_vec_env` ALE's vector env wit
 clipped rewards for training (`acrl.tasks.atari.AtariVecEnv`). `ale_py` is imported (registering the
 ids) when an ALE id is first built, not at `import acrl`. Without the extra, either family's ids are
 unknown and the error names the extra to install.
+
+POPGym (Morad et al. 2023; the `popgym` extra): its partially observable tasks, ids
+`popgym-<Task><Difficulty>-v0` without a namespace, as the "popgym-" family: `popgym` is imported
+(registering them) when such an id is first built, and Discrete observations become one-hot
+vectors (`acrl.tasks.popgym.make_popgym`). For recurrent policies (PPO's lstm_hidden_size).
 """
 
 import importlib.util
@@ -27,6 +32,7 @@ import gymnasium as gym
 from acrl.core.envs import ENV_FAMILIES, EnvFamily
 from acrl.tasks.ant_directional import AntDirectional, make_ant_directional
 from acrl.tasks.atari import make_atari_env, make_atari_vec_env, register_ale
+from acrl.tasks.popgym import make_popgym, register_popgym
 
 if "acrl/AntDirectional-v5" not in gym.registry:
     gym.register(id="acrl/AntDirectional-v5", entry_point=make_ant_directional, max_episode_steps=1000)
@@ -52,6 +58,11 @@ ENV_FAMILIES["ALE"] = EnvFamily(
     register=register_ale,
     make_env=make_atari_env,
     make_vec_env=make_atari_vec_env,
+)
+ENV_FAMILIES["popgym-"] = EnvFamily(
+    install="install acrl's popgym extra (pip install 'acrl[popgym]')",
+    register=register_popgym,
+    make_env=make_popgym,
 )
 
 __all__ = ["AntDirectional", "make_ant_directional"]

@@ -1,4 +1,5 @@
-"""PPO reaches a return within a step budget (the CartPole test runs in CI, Pendulum is slow)."""
+"""PPO reaches a return within a step budget (the CartPole test runs in CI; Pendulum and PPO-LSTM on POPGym's
+PositionOnlyCartPole are slow)."""
 
 import pytest
 
@@ -23,3 +24,13 @@ def test_ppo_pendulum_reaches_minus_250_within_150k_steps():
     agent = PPO("Pendulum-v1", **hyper).learn(total_steps=150_000, progress=False)
     result = evaluate(agent, "Pendulum-v1", episodes=10, seed=123)
     assert result["return_mean"] >= -250, result
+
+
+@pytest.mark.slow
+def test_ppo_lstm_position_only_cartpole_reaches_0_7_within_100k_steps():
+    # POPGym's CartPole without velocities: only a policy with memory balances it (1.0 is the maximum).
+    env_id = "popgym-PositionOnlyCartPoleEasy-v0"
+    agent = PPO(env_id, **{**preset(env_id), "seed": 0, "eval_freq": 0}).learn(total_steps=100_000, progress=False)
+    assert agent.recurrent
+    result = evaluate(agent, env_id, episodes=10, seed=123)
+    assert result["return_mean"] >= 0.7, result

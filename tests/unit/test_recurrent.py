@@ -18,10 +18,10 @@ def one_cell() -> LSTMCore:
     are i = f = o = sigmoid(x + h / 2) and the candidate g = tanh(x + h / 2)."""
     core = LSTMCore(1, 1)
     with torch.no_grad():
-        core.lstm.weight_ih_l0.fill_(1.0)
-        core.lstm.weight_hh_l0.fill_(0.5)
-        core.lstm.bias_ih_l0.zero_()
-        core.lstm.bias_hh_l0.zero_()
+        core.cell.weight_ih.fill_(1.0)
+        core.cell.weight_hh.fill_(0.5)
+        core.cell.bias_ih.zero_()
+        core.cell.bias_hh.zero_()
     return core
 
 
@@ -34,8 +34,8 @@ def hand_step(x: float, h: float, c: float) -> tuple[float, float]:
 
 def test_init_is_orthogonal_gain_1_with_zero_biases():
     core = LSTMCore(3, 4)
-    assert all((p == 0).all() for name, p in core.lstm.named_parameters() if "bias" in name)
-    w = core.lstm.weight_hh_l0.detach()  # (16, 4): orthonormal columns
+    assert all((p == 0).all() for name, p in core.cell.named_parameters() if "bias" in name)
+    w = core.cell.weight_hh.detach()  # (16, 4): orthonormal columns
     torch.testing.assert_close(w.T @ w, torch.eye(4), atol=1e-5, rtol=0)
 
 
