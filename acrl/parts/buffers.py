@@ -406,7 +406,8 @@ class FrameReplayBuffer:
             write(env, next_obs[env][-1] if self.frame_stack > 1 else next_obs[env])
             self.last_next[env] = next_obs[env]
         # one copy to the device; no slot repeats (a ring has more slots than the frame_stack + 1 written here)
-        self.frames[torch.as_tensor(envs), torch.as_tensor(slots)] = torch.as_tensor(np.stack(frames)).to(self.device)
+        index = (torch.as_tensor(envs, device=self.device), torch.as_tensor(slots, device=self.device))
+        self.frames[index] = torch.as_tensor(np.stack(frames)).to(self.device)
 
     def sample(
         self, batch_size: int, rng: np.random.Generator, n_step: int = 1, gamma: float | None = None
