@@ -120,6 +120,7 @@ class KeepCheckpoint(acrl.Callback):
             shutil.copy(path, self.copy)
 
 
+@pytest.mark.filterwarnings("ignore:resuming at step 60 with an empty replay buffer")
 def test_epsilon_is_logged_checkpointed_and_continues_after_a_resume(tmp_path):
     config = {**SMALL, "epsilon_end": 0.1, "iteration_steps": 20, "checkpoint_freq": 60}
     mid = tmp_path / "step60.pt"
