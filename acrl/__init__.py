@@ -1,4 +1,4 @@
-"""acrl: deep reinforcement learning with PyTorch on Gymnasium: A3C, PPO, DDPG, TD3, SAC and BCQ.
+"""acrl: deep reinforcement learning with PyTorch on Gymnasium: A3C, PPO, DDPG, TD3, SAC, DQN and BCQ.
 
     from acrl import PPO, evaluate
     agent = PPO(env="CartPole-v1", seed=0).learn(total_steps=50_000)

@@ -21,6 +21,7 @@ ALGORITHMS = {
     "ddpg": ("acrl.algos.ddpg", "DDPG"),
     "td3": ("acrl.algos.td3", "TD3"),
     "sac": ("acrl.algos.sac", "SAC"),
+    "dqn": ("acrl.algos.dqn", "DQN"),
     "bcq": ("acrl.algos.bcq", "BCQ"),
     "discrete_bcq": ("acrl.algos.discrete_bcq", "DiscreteBCQ"),
     "bc": ("acrl.algos.bc", "BC"),

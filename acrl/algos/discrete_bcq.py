@@ -10,17 +10,19 @@ A Q-network and a generative model G(a|s) (an imitation head with unrestricted l
               (Double DQN, van Hasselt et al. 2016, with BCQ's constraint)
     loss:     Huber(Q(s, a), y) + NLL of a under G + imitation_l2 * mean(logits^2)
 
-Disallowed actions are masked with -inf, so they can never win an argmax whatever the scale of
-Q; not_done comes from the dataset's `terminals` only (docs/correctness.md item 1); the target
-network starts as an exact copy and is soft-updated in place (item 9). `num_steps` counts
-gradient updates.
+The Q-network, its target, the Double DQN target, the Huber update and the target schedule are the
+Q-learning core's, shared with DQN (`acrl.algos.q_learning`); this file adds what the paper adds:
+the imitation network G, the allowed-action mask in every argmax (acting and the target's a') and
+the imitation loss. Disallowed actions are masked with -inf, so they can never win an argmax
+whatever the scale of Q; not_done comes from the dataset's `terminals` only (docs/correctness.md
+item 1); the target network starts as an exact copy and is soft-updated in place every update
+(tau 0.005, item 9). `num_steps` counts gradient updates.
 """
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
@@ -28,18 +30,17 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from acrl.algos.off_policy import OffPolicyAgent, TDConfig
-from acrl.core.config import RunConfig, layer_widths, positive
+from acrl.algos.q_learning import QLearningAgent, QLearningConfig
+from acrl.core.config import RunConfig
 from acrl.core.errors import InputError
-from acrl.parts.nets import inplace_relu, mlp
-from acrl.parts.optim import polyak_update
+from acrl.parts.nets import mlp
 
 
 @dataclass
-class DiscreteBCQConfig(TDConfig):
+class DiscreteBCQConfig(QLearningConfig):
     """Discrete BCQ hyperparameters: the authors' non-Atari settings (sfujim/BCQ discrete_BCQ/main.py).
 
-    Attributes (besides TDConfig's):
+    Attributes (besides QLearningConfig's: Adam, polyak tau 0.005 every update, no clipping):
         env_id: the environment used for evaluation (default: the dataset's `env_id`).
         total_steps: gradient updates (50,000).
         batch_size: transitions per update (64).
@@ -61,12 +62,10 @@ class DiscreteBCQConfig(TDConfig):
     def validate(self) -> None:
         """Raise `InputError` for values discrete BCQ cannot run with (see the attribute list)."""
         super().validate()
-        positive(self, "learning_rate")
         if self.imitation_l2 < 0:
             raise InputError(f"imitation_l2 must be >= 0, got {self.imitation_l2}.")
         if not 0.0 <= self.threshold < 1.0:
             raise InputError(f"threshold must lie in [0, 1) (at 1 no action would be allowed), got {self.threshold}.")
-        layer_widths(self, "hidden_sizes")
 
 
 class DiscreteBCQNet(nn.Module):
@@ -105,27 +104,7 @@ def masked_argmax(q: torch.Tensor, logits: torch.Tensor, threshold: float) -> to
     return q.masked_fill(~allowed_actions(logits, threshold), float("-inf")).argmax(dim=-1)
 
 
-@torch.no_grad()
-def discrete_target(
-    next_obs: torch.Tensor,
-    rewards: torch.Tensor,
-    not_done: torch.Tensor,
-    net: DiscreteBCQNet,
-    target_net: DiscreteBCQNet,
-    gamma: float,
-    threshold: float,
-) -> torch.Tensor:
-    """Discrete BCQ's target (B,): the online network picks the allowed argmax a' at s', the target
-    network values it: y = r + gamma * not_done * Q'(s', a') (Double DQN, van Hasselt et al. 2016,
-    with BCQ's constraint; authors' discrete_BCQ.py). Shapes: next_obs (B, obs_dim); rewards,
-    not_done (B,) float32."""
-    q, logits = net(next_obs)
-    next_actions = masked_argmax(q, logits, threshold)
-    next_q = target_net(next_obs)[0].gather(1, next_actions.unsqueeze(1)).squeeze(1)
-    return rewards + gamma * not_done * next_q
-
-
-class DiscreteBCQ(OffPolicyAgent):
+class DiscreteBCQ(QLearningAgent):
     """Discrete BCQ agent, offline: `DiscreteBCQ(dataset="cartpole.h5", seed=0).learn(5_000)`.
 
     As `BCQ` for the data (a dataset or `buffer=`, `num_steps` counts updates); `predict` takes
@@ -143,47 +122,26 @@ class DiscreteBCQ(OffPolicyAgent):
     requires_data = True
     config: DiscreteBCQConfig
 
-    def _build_networks(self) -> None:
-        cfg = self.config
-        self.net = DiscreteBCQNet(self.obs_dim, self.act_dim, cfg.hidden_sizes)
-        self.net_target = copy.deepcopy(self.net).requires_grad_(False)
-        self.optimizer = torch.optim.Adam(self.net.parameters(), lr=cfg.learning_rate, fused=True)
-        self.nets = {"net": self.net, "net_target": self.net_target}
-        self.optimizers = {"optimizer": self.optimizer}
-        inplace_relu(*self.nets.values())
+    def _make_net(self) -> DiscreteBCQNet:
+        """The Q-network and the imitation network G, two trunks (`DiscreteBCQNet`)."""
+        return DiscreteBCQNet(self.obs_dim, self.act_dim, self.config.hidden_sizes)
 
-    def _policy_action(self, obs: torch.Tensor, deterministic: bool) -> torch.Tensor:
-        q, logits = self.net(obs)
-        return masked_argmax(q, logits, self.config.threshold)
+    def q_values(self, net: DiscreteBCQNet, obs: torch.Tensor) -> torch.Tensor:
+        """Q(s, .) (B, n_actions) of `net`'s Q trunk."""
+        return net.q(obs)
 
-    def _update(self, batch: dict[str, torch.Tensor]) -> dict[str, float]:
-        """One gradient update: Huber(Q(s, a), `discrete_target`) + NLL of a under the imitation head
-        + imitation_l2 * mean(logits^2), then the soft target update. Returns train/ metrics."""
+    def greedy_actions(self, net: DiscreteBCQNet, obs: torch.Tensor) -> torch.Tensor:
+        """The argmax of Q over the actions G allows (`masked_argmax`), (B,) int64: for acting and for
+        the target's a', both from the online network (Eq. 3)."""
+        return masked_argmax(*net(obs), self.config.threshold)
+
+    def auxiliary_loss(self, obs: torch.Tensor, actions: torch.Tensor) -> tuple[torch.Tensor, dict[str, Any]]:
+        """The imitation loss: NLL of the data's actions under G + imitation_l2 * mean(logits^2); metrics
+        train/imitation_loss and train/allowed_actions (the mean number of allowed actions)."""
         cfg = self.config
-        obs, actions = batch["observations"], batch["actions"]
-        target = discrete_target(
-            batch["next_observations"],
-            batch["rewards"],
-            batch["not_done"],
-            self.net,
-            self.net_target,
-            cfg.gamma,
-            cfg.threshold,
-        )
-        q, logits = self.net(obs)
-        q_taken = q.gather(1, actions.unsqueeze(1)).squeeze(1)
-        value_loss = F.smooth_l1_loss(q_taken, target)
+        logits = self.net.imitation(obs)
         imitation_loss = F.cross_entropy(logits, actions)
-        loss = value_loss + imitation_loss + cfg.imitation_l2 * logits.square().mean()
-        self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        self.optimizer.step()
-        polyak_update(self.net_target, self.net, cfg.tau)
         with torch.no_grad():
             allowed = allowed_actions(logits, cfg.threshold).float().sum(1).mean()
-        return {
-            "train/value_loss": value_loss.item(),
-            "train/imitation_loss": imitation_loss.item(),
-            "train/q_mean": q_taken.detach().mean().item(),
-            "train/allowed_actions": allowed.item(),
-        }
+        metrics = {"train/imitation_loss": imitation_loss.item(), "train/allowed_actions": allowed.item()}
+        return imitation_loss + cfg.imitation_l2 * logits.square().mean(), metrics

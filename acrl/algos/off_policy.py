@@ -100,6 +100,8 @@ class OffPolicyConfig(TDConfig):
             and no update before.
         utd_ratio: update-to-data ratio, gradient updates per environment step collected
             (> 0; 1 as in the papers; fractions accumulate, 0.5 updates every other step).
+        train_freq: the updates owed are made every this many environment steps, together
+            (1: after every step; SB3's train_freq, with gradient_steps = utd_ratio * train_freq).
         hidden_sizes: hidden ReLU layers of the actor and the critic.
         save_replay_buffer: store the replay buffer in latest.pt (not best.pt) so that a resume
             continues with it; off by default (a resume refills with random steps).
@@ -109,13 +111,14 @@ class OffPolicyConfig(TDConfig):
     buffer_size: int = 1_000_000
     start_steps: int = 25_000
     utd_ratio: float = 1.0
+    train_freq: int = 1
     hidden_sizes: tuple[int, ...] = (400, 300)
     save_replay_buffer: bool = False
 
     def validate(self) -> None:
         """Raise `InputError` for values an off-policy agent cannot run with (see the attribute list)."""
         super().validate()
-        positive(self, "learning_rate", "buffer_size", "utd_ratio")
+        positive(self, "learning_rate", "buffer_size", "utd_ratio", "train_freq")
         if self.start_steps < 0:
             raise InputError(f"start_steps must be >= 0, got {self.start_steps}.")
         if self.dataset is None and self.buffer_size < max(self.batch_size, self.start_steps):
@@ -271,10 +274,14 @@ class ReplayAgent(Agent):
         self.updates += 1
         return self._update(batch)
 
+    def sample_batch(self) -> dict[str, torch.Tensor]:
+        """A minibatch of `batch_size` transitions drawn from the buffer (`ReplayBuffer.sample`)."""
+        return self.buffer.sample(self.config.batch_size, self.rng)
+
     def _sampled_update(self, totals: dict[str, list[float]]) -> None:
-        """`update` on a minibatch of `batch_size` sampled from the buffer; adds its metrics to
-        `totals` (key -> [sum, count]), which `_means` averages."""
-        for key, value in self.update(self.buffer.sample(self.config.batch_size, self.rng)).items():
+        """`update` on a minibatch from `sample_batch`; adds its metrics to `totals` (key -> [sum,
+        count]), which `_means` averages."""
+        for key, value in self.update(self.sample_batch()).items():
             total = totals.setdefault(key, [0.0, 0])
             total[0] += value
             total[1] += 1
@@ -335,7 +342,11 @@ class OffPolicyAgent(ReplayAgent):
         self.envs = make_vec_env(self.env, cfg.n_envs)
         self._obs, _ = self.envs.reset(seed=cfg.seed)
         self.envs.action_space.seed(cfg.seed)
-        self.buffer = ReplayBuffer(cfg.buffer_size, self.obs_dim, self._action_shape, self.device)
+        self.buffer = self._make_buffer()
+
+    def _make_buffer(self) -> ReplayBuffer:
+        """The empty replay buffer that online collection fills: buffer_size transitions of vectors."""
+        return ReplayBuffer(self.config.buffer_size, self.obs_dim, self._action_shape, self.device)
 
     @property
     def step_unit(self) -> str:
@@ -343,9 +354,16 @@ class OffPolicyAgent(ReplayAgent):
         return "step" if self.envs is not None else "update"
 
     def explore(self, obs: np.ndarray) -> np.ndarray:
-        """Behaviour actions (n_envs, act_dim) float32 in policy units for raw observations (n_envs, obs_dim),
-        after the random start steps."""
+        """Behaviour actions (n_envs, act_dim) float32 in policy units (Discrete: (n_envs,) int64 indices)
+        for raw observations (n_envs, *obs_shape), after the random start steps."""
         raise NotImplementedError
+
+    def random_actions(self, n: int) -> np.ndarray:
+        """n uniformly random actions in policy units from the agent's generator: (n, act_dim) float32
+        in [-1, 1] for a Box, (n,) int64 indices 0..n_actions - 1 for a Discrete space."""
+        if self.discrete:
+            return self.rng.integers(0, self.act_dim, n)
+        return self.rng.uniform(-1.0, 1.0, (n, self.act_dim)).astype(np.float32)
 
     def before_learning(self) -> None:
         """Load and check the dataset (offline); online, warn when a resumed run starts from an empty
@@ -378,7 +396,7 @@ class OffPolicyAgent(ReplayAgent):
         as next_observation, with terminated and truncated kept apart (docs/correctness.md item 1).
         """
         if len(self.buffer) < self.config.start_steps:
-            actions = self.rng.uniform(-1.0, 1.0, (len(self._obs), self.act_dim)).astype(np.float32)
+            actions = self.random_actions(len(self._obs))
         else:
             actions = self.explore(self._obs)
         next_obs, rewards, terminated, truncated, info = self.envs.step(self.action_adapter.to_env(actions))
@@ -402,10 +420,11 @@ class OffPolicyAgent(ReplayAgent):
         end = self.num_steps + min(cfg.iteration_steps, max_steps)
         totals: dict[str, list[float]] = {}
         while self.num_steps < end:
+            before = self.num_steps
             self.collect_step()
             if len(self.buffer) >= max(cfg.start_steps, cfg.batch_size):
                 self._owed_updates += cfg.n_envs * cfg.utd_ratio
-                while self._owed_updates >= 1.0:
+                while self.num_steps // cfg.train_freq > before // cfg.train_freq and self._owed_updates >= 1.0:
                     self._sampled_update(totals)
                     self._owed_updates -= 1.0
         return _means(totals) | self.episode_stats.metrics()
@@ -430,9 +449,9 @@ class OffPolicyAgent(ReplayAgent):
         The policy's sampling draws from torch's generator seeded from the evaluation seed, on a
         forked state, so training's random stream is untouched.
         """
-        recorder = _StepRecorder(self)
         seed = self.config.seed + EVAL_SEED_OFFSET
         value = self._policy_value if "critic" in self.nets else None
+        recorder = _StepRecorder(self) if value is not None else self  # keeps observations only to read a critic's Q
         result = evaluate(
             recorder,
             self.env,

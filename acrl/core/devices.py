@@ -9,6 +9,8 @@ a GPU loads on a CPU-only machine and the reverse.
 
 from __future__ import annotations
 
+import os
+
 import torch
 
 from acrl.core.errors import InputError
@@ -55,3 +57,19 @@ def resolve_device(spec: str) -> torch.device:
             f"(cuda:0 to cuda:{count - 1})."
         )
     return torch.device("cuda", index)
+
+
+def available_memory(device: torch.device) -> int:
+    """Bytes that can still be allocated on `device` without swapping: for the CPU, Linux's
+    MemAvailable (/proc/meminfo; elsewhere the free physical pages), for CUDA the free memory that
+    `torch.cuda.mem_get_info` reports."""
+    if device.type == "cuda":
+        return int(torch.cuda.mem_get_info(device)[0])
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024  # kB
+    except OSError:
+        pass
+    return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")

@@ -1,4 +1,5 @@
-"""Policy heads: Categorical, diagonal Gaussian, tanh-squashed Gaussian; one set for PPO, A3C and SAC.
+"""Policy heads: Categorical, diagonal Gaussian, tanh-squashed Gaussian; one set for PPO, A3C and SAC;
+and DQN's Q-network over Discrete actions, `DiscreteQ`.
 
 A policy is encoder -> head. The encoder maps observations (B, obs_dim) float32 to features
 (B, features_dim) float32 (an MLP trunk, `acrl.parts.nets.mlp_encoder`; for image frames a CNN,
@@ -387,3 +388,28 @@ def actor_critic(
     if shared_trunk or is_image(space):
         return actor, output_layer(features_dim, 1, 1.0), name
     return actor, ValueNet(int(space.shape[0]), critic_hidden_sizes or hidden_sizes, activation), name
+
+
+class DiscreteQ(nn.Module):
+    """Q(s, .) over a Discrete action space: an encoder for observations of `space`, then one linear
+    output per action (gain 1, zero biases): the Q-network of Mnih et al. 2015 (Methods, "Model
+    architecture": the Nature CNN on frames) and of DQN on vectors (an MLP, ReLU).
+
+    forward: obs (B, obs_dim) float32 or frames (B, *obs_shape) uint8 / bool -> (B, n_actions) float32.
+
+    Args:
+        space: the observation space; encoder: "auto" or a name of `acrl.parts.encoders.ENCODERS`;
+        n_actions: the Discrete space's size; hidden_sizes: the MLP's hidden layers (vectors only).
+    Attributes:
+        encoder_name: the encoder used ("mlp", "nature", "a3c" or "minatar").
+    Raises:
+        InputError: an observation space no encoder takes, or an encoder that does not take it (`make_encoder`).
+    """
+
+    def __init__(self, space: gym.spaces.Box, encoder: str, n_actions: int, hidden_sizes: tuple[int, ...]):
+        super().__init__()
+        self.encoder, features_dim, self.encoder_name = make_encoder(space, encoder, hidden_sizes, "relu")
+        self.head = output_layer(features_dim, n_actions, 1.0)
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.head(self.encoder(obs))

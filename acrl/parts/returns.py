@@ -1,6 +1,7 @@
 """Pure functions for returns and advantages, with termination and truncation kept apart.
 
-Arrays are float32 numpy of shape (T, N): T time steps of N environments (N may be 1).
+Arrays are float32 numpy of shape (T, N): T time steps of N environments (N may be 1); the
+replay buffers' n-step returns (`n_step_returns`) are torch tensors of sampled windows (B, n).
 A step that ends by *termination* has no future: nothing is bootstrapped. A step that ends
 by *truncation* (a time limit) had a future the rollout did not see: it bootstraps from
 V(final observation) (Pardo et al. 2018, "Time Limits in Reinforcement Learning").
@@ -9,6 +10,7 @@ V(final observation) (Pardo et al. 2018, "Time Limits in Reinforcement Learning"
 from __future__ import annotations
 
 import numpy as np
+import torch
 
 
 def gae(
@@ -69,3 +71,41 @@ def segment_advantages(
     last = np.asarray(bootstrap_value, dtype=np.float32).reshape((1, *values.shape[1:]))
     no_end = np.zeros(rewards.shape, dtype=bool)
     return gae(rewards, values, np.concatenate([values[1:], last]), no_end, no_end, gamma, gae_lambda)
+
+
+def n_step_returns(
+    rewards: torch.Tensor,
+    terminated: torch.Tensor,
+    truncated: torch.Tensor,
+    valid: torch.Tensor,
+    gamma: float,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """n-step returns of sampled transitions from the windows of transitions that follow them
+    (Sutton and Barto 2018, Sec. 7.1; the n-step targets of Hessel et al. 2018, "Rainbow", Eq. 2).
+
+    Window j of row b is transition t + j of the environment that gave transition t, the sampled one
+    (j = 0). The window is cut after its first transition that ended (terminated or truncated) and
+    before its first one that is not `valid` (not yet collected, overwritten, or of another episode),
+    leaving k >= 1 transitions; then
+
+        R = sum_{j < k} gamma^j r_{t+j},    target y = R + gamma^k * (1 - terminated_{t+k-1}) * Q'(s_{t+k})
+
+    so a termination inside the window cuts the return and a truncation bootstraps from the true
+    final observation (docs/correctness.md item 1). With n = 1 these are the one-step returns.
+
+    Args:
+        rewards: (B, n) float32; terminated, truncated, valid: (B, n) bool (valid[:, 0] is taken as
+            True: the sampled transition itself); gamma: discount in [0, 1].
+    Returns:
+        (R (B,) float32, gamma^k (B,) float32, k - 1 (B,) int64: the window's last transition, whose
+        next observation and terminated flag the target uses).
+    """
+    n = rewards.shape[1]
+    ended = terminated | truncated
+    go_on = valid.clone()
+    go_on[:, 0] = True
+    go_on[:, 1:] &= ~ended[:, :-1]
+    included = go_on.to(torch.int8).cummin(dim=1).values.to(rewards.dtype)  # 1 until the first stop, then 0
+    powers = gamma ** torch.arange(n, dtype=rewards.dtype, device=rewards.device)
+    k = included.sum(dim=1)
+    return (rewards * powers * included).sum(dim=1), gamma**k, k.long() - 1

@@ -167,6 +167,8 @@ class AtariVecEnv(gym.vector.VectorEnv):
     without lives, such as Pong, never lose one); game over and truncation are ALE's own.
 
     `reset(seed=s)` seeds sub-environment i with s + i (or takes a list of seeds), as Gymnasium does.
+    `frame_stack` is the frames per observation, for a replay buffer that stores each frame once
+    (`acrl.parts.buffers.FrameReplayBuffer`).
     Observations and rewards are integers, so no NaN can occur (nothing like `CheckFinite` is needed).
 
     Args:
@@ -211,6 +213,7 @@ class AtariVecEnv(gym.vector.VectorEnv):
             full_action_space=self.spec.kwargs.get("full_action_space", False),
         )
         self.num_envs = n_envs
+        self.frame_stack = settings.frame_stack
         self.single_observation_space = self.ale.single_observation_space
         self.single_action_space = self.ale.single_action_space
         self.observation_space, self.action_space = self.ale.observation_space, self.ale.action_space

@@ -158,3 +158,37 @@ def test_env_i_is_seeded_with_seed_plus_i_and_an_a3c_worker_builds_the_atari_env
         assert np.array_equal(a, b) and np.array_equal(a[1], c[0])
     envs, obs = make_worker_envs(gym.spec("ALE/Pong-v5"), seed=0, rank=1, n_envs=2)  # what A3C's parent sends
     assert isinstance(envs, AtariVecEnv) and obs.shape == (2, 4, 84, 84)
+
+
+def test_dqn_stores_each_atari_frame_once_and_samples_what_the_env_gave():
+    from acrl import DQN
+    from acrl.parts.buffers import FrameReplayBuffer
+
+    agent = DQN(
+        "ALE/Breakout-v5", buffer_size=1_000, start_steps=100, total_steps=1_000, epsilon_decay_steps=100, device="cpu"
+    )
+    assert agent.config.encoder == "nature" and agent.buffer.frame_stack == 4
+    assert agent.buffer.nbytes == 1_000 * 84 * 84  # one frame per transition, not two stacks of 4
+    # The training vector env, with games cut short (truncation and its reset) and lives lost
+    # (terminated, the stack goes on): what it gives is what the buffer gives back.
+    vec = AtariVecEnv("ALE/Breakout-v5", 2, AtariSettings(max_frames=400))
+    buffer = FrameReplayBuffer(2_000, (4, 84, 84), np.uint8, n_envs=2, frame_stack=4)
+    obs, _ = vec.reset(seed=0)
+    rng, given = np.random.default_rng(0), {}
+    for step in range(300):
+        actions = rng.integers(0, vec.single_action_space.n, 2)
+        nxt, rewards, terminated, truncated, info = vec.step(actions)
+        real = nxt.copy()
+        for i in np.flatnonzero(terminated | truncated):
+            real[i] = info["final_obs"][i]
+        ids = np.array([2 * step, 2 * step + 1])  # stored in place of the actions, to find the transitions again
+        buffer.add(obs, ids, rewards, real, terminated, truncated)
+        given |= {int(k): (obs[j], real[j], terminated[j]) for j, k in enumerate(ids)}
+        obs = nxt
+    assert buffer.written.max() < 330  # about one frame per step
+    batch = buffer.sample(256, np.random.default_rng(1))
+    for o, k, n, nd in zip(
+        batch["observations"], batch["actions"], batch["next_observations"], batch["not_done"], strict=True
+    ):
+        want = given[int(k)]
+        assert np.array_equal(o.numpy(), want[0]) and np.array_equal(n.numpy(), want[1]) and nd == 1 - want[2]

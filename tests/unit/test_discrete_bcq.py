@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from acrl import BCQ, DiscreteBCQ
-from acrl.algos.discrete_bcq import DiscreteBCQConfig, DiscreteBCQNet, allowed_actions, discrete_target, masked_argmax
+from acrl.algos.discrete_bcq import DiscreteBCQConfig, DiscreteBCQNet, allowed_actions, masked_argmax
 from acrl.core.errors import InputError
 from tests.conftest import set_linear, write_dataset
 
@@ -20,7 +20,6 @@ def test_module_shapes(batch):
     assert q.shape == logits.shape == (batch, n_actions)
     assert masked_argmax(q, logits, 0.3).shape == (batch,)
     assert allowed_actions(logits, 0.3).shape == (batch, n_actions)
-    assert discrete_target(obs, torch.zeros(batch), torch.ones(batch), net, net, 0.99, 0.3).shape == (batch,)
 
 
 def test_discrete_masking_chooses_the_only_allowed_action():
@@ -43,17 +42,21 @@ def test_allowed_actions_has_no_underflow_and_keeps_the_mode():
     assert allowed_actions(logits, 0.99).tolist() == [[True, False, False]]
 
 
-def test_discrete_target_double_q_with_mask():
-    net = DiscreteBCQNet(2, 3, (4,))
-    target_net = DiscreteBCQNet(2, 3, (4,))
-    for module, q_bias in ((net, [5.0, 3.0, 1.0]), (target_net, [10.0, 20.0, 30.0])):
-        set_linear(module.q[2], torch.zeros(3, 4).tolist(), q_bias)
-        set_linear(module.imitation[2], torch.zeros(3, 4).tolist(), [0.0, 0.0, -5.0])
-    # Online net: actions 0 and 1 allowed, argmax 0; the target net values action 0 at 10.
-    y = discrete_target(
-        torch.zeros(2, 2), torch.tensor([1.0, 2.0]), torch.tensor([1.0, 0.0]), net, target_net, gamma=0.9, threshold=0.3
-    )
-    torch.testing.assert_close(y, torch.tensor([1.0 + 0.9 * 10.0, 2.0]))
+def test_discrete_target_double_q_with_mask(tmp_path):
+    write_dataset(tmp_path / "c.h5", "CartPole-v1")
+    agent = DiscreteBCQ(dataset=str(tmp_path / "c.h5"), hidden_sizes=(4,), gamma=0.9, device="cpu")
+    # Online Q prefers action 1, but G allows only action 0 (ratio e^-5 < 0.3 for action 1); the
+    # target net values action 0 at 10 (action 1 at 20).
+    for module, q_bias in ((agent.net, [3.0, 5.0]), (agent.net_target, [10.0, 20.0])):
+        set_linear(module.q[2], torch.zeros(2, 4).tolist(), q_bias)
+        set_linear(module.imitation[2], torch.zeros(2, 4).tolist(), [0.0, -5.0])
+    batch = {
+        "next_observations": torch.zeros(2, 4),
+        "rewards": torch.tensor([1.0, 2.0]),
+        "not_done": torch.tensor([1.0, 0.0]),
+        "discount": torch.tensor([0.9, 0.9]),
+    }
+    torch.testing.assert_close(agent.compute_target(batch), torch.tensor([1.0 + 0.9 * 10.0, 2.0]))
 
 
 def test_discrete_agent_from_cartpole_dataset(tmp_path):

@@ -1,9 +1,10 @@
-"""GAE(lambda) against hand-worked values (docs/correctness.md items 1 and 2)."""
+"""GAE(lambda) and n-step returns against hand-worked values (docs/correctness.md items 1 and 2)."""
 
 import numpy as np
 import pytest
+import torch
 
-from acrl.parts.returns import gae
+from acrl.parts.returns import gae, n_step_returns
 
 
 def col(values, dtype=np.float32):
@@ -72,3 +73,29 @@ def test_gae_lambda_one_equals_discounted_return_minus_value(gamma):
     _, returns = gae(rewards, values, next_values, no, no, gamma, 1.0)
     expected = [sum(gamma**k * rewards[t + k, 0] for k in range(6 - t)) + gamma ** (6 - t) * last for t in range(6)]
     np.testing.assert_allclose(returns[:, 0], expected, rtol=1e-5, atol=1e-6)
+
+
+def test_n_step_returns_cut_at_termination_truncation_and_invalid():
+    # gamma 0.5, rewards 1, 2, 4 in every window of 3 transitions:
+    # row 0: nothing ends: R = 1 + 0.5 * 2 + 0.25 * 4 = 3, k = 3;
+    # row 1: transition 1 terminates: R = 1 + 0.5 * 2 = 2, k = 2 (the target cuts: not_done 0);
+    # row 2: transition 0 is truncated: R = 1, k = 1 (it bootstraps from its final observation);
+    # row 3: transition 2 is not valid (not collected yet, or another episode): R = 2, k = 2;
+    # row 4: transition 1 is not valid, transition 2 is: the window still stops at 1: R = 1, k = 1.
+    rewards = torch.tensor([[1.0, 2.0, 4.0]] * 5)
+    terminated = torch.zeros(5, 3, dtype=torch.bool)
+    truncated = torch.zeros(5, 3, dtype=torch.bool)
+    valid = torch.ones(5, 3, dtype=torch.bool)
+    terminated[1, 1] = True
+    truncated[2, 0] = True
+    valid[3, 2] = False
+    valid[4, 1] = False
+    returns, discount, last = n_step_returns(rewards, terminated, truncated, valid, 0.5)
+    torch.testing.assert_close(returns, torch.tensor([3.0, 2.0, 1.0, 2.0, 1.0]))
+    torch.testing.assert_close(discount, torch.tensor([0.125, 0.25, 0.5, 0.25, 0.5]))
+    assert last.tolist() == [2, 1, 0, 1, 0]
+    # One step: the one-step targets.
+    returns, discount, last = n_step_returns(rewards[:, :1], terminated[:, :1], truncated[:, :1], valid[:, :1], 0.9)
+    torch.testing.assert_close(returns, torch.ones(5))
+    torch.testing.assert_close(discount, torch.full((5,), 0.9))
+    assert last.tolist() == [0] * 5

@@ -1,0 +1,187 @@
+"""The Q-learning core that DQN and discrete BCQ share: a network Q(s, .) over Discrete actions, its
+target network, the Double DQN target and the Huber TD update.
+
+Both algorithms learn Q(s, a) for every action a of a Discrete space from replayed transitions:
+
+    target:   y = R + gamma^k * not_done * Q'(s', a'),  a' = the online network's greedy action at s'
+              (Double DQN: van Hasselt, Guez, Silver 2016, Eq. 4; k = 1 and R = r but for n-step returns)
+    loss:     Huber(Q(s, a) - y)   (the error clipping of Mnih et al. 2015, Methods: a squared error
+              within [-1, 1], an absolute one outside)
+    target network: every `target_update_interval` updates, theta' <- tau * theta + (1 - tau) * theta'
+              (tau = 1: the periodic copy of Mnih et al. 2015; tau < 1 every update: a soft update)
+
+What each algorithm adds is which actions are greedy (`greedy_actions`: DQN's argmax of Q, discrete
+BCQ's argmax over the actions its imitation network allows), which network computes Q (`q_values`),
+any loss besides the TD loss (`auxiliary_loss`: discrete BCQ's imitation) and how it collects data
+(DQN: epsilon-greedy online; discrete BCQ: none, offline). The rest is here: the networks and their
+target copy (an exact copy at the start, docs/correctness.md items 9 and 13), the optimizer, the
+gradient step with optional norm clipping, the target schedule, n-step sampling and greedy acting.
+not_done is 1 - terminated only, so a transition cut by a time limit still bootstraps (item 1).
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from acrl.algos.off_policy import OffPolicyAgent, TDConfig
+from acrl.core.config import layer_widths, positive
+from acrl.core.errors import InputError
+from acrl.parts.nets import inplace_relu
+from acrl.parts.optim import polyak_update
+
+
+@dataclass
+class QLearningConfig(TDConfig):
+    """Settings of the Q-learning core (DQN, discrete BCQ).
+
+    Attributes (besides TDConfig's; tau is the weight of each target update, 1 copies):
+        learning_rate: the optimizer's step size.
+        hidden_sizes: hidden ReLU layers of the Q-network's MLP (vector observations).
+        target_update_interval: gradient updates between target network updates (1: every update).
+        n_step: transitions summed into each target (1: one-step targets; `n_step_returns`).
+        max_grad_norm: clip the gradient's global norm to this (None: no clipping).
+        optimizer: "adam" or "rmsprop" (centered RMSProp, Graves 2013, as DQN's and MinAtar's DQN).
+        rmsprop_alpha: RMSProp's squared-gradient decay; optimizer_eps: epsilon of either optimizer
+            (torch's form, outside the square root).
+    """
+
+    learning_rate: float = 1e-4
+    hidden_sizes: tuple[int, ...] = (256, 256)
+    target_update_interval: int = 1
+    n_step: int = 1
+    max_grad_norm: float | None = None
+    optimizer: str = "adam"
+    rmsprop_alpha: float = 0.95
+    optimizer_eps: float = 1e-8
+
+    def validate(self) -> None:
+        """Raise `InputError` for values the Q-learning core cannot run with (see the attribute list)."""
+        super().validate()
+        positive(self, "learning_rate", "target_update_interval", "n_step", "max_grad_norm")
+        if self.optimizer not in ("adam", "rmsprop"):
+            raise InputError(f"optimizer must be 'adam' or 'rmsprop', got {self.optimizer!r}.")
+        if not 0 <= self.rmsprop_alpha < 1 or self.optimizer_eps < 0:
+            raise InputError(
+                f"rmsprop_alpha must lie in [0, 1) and optimizer_eps be >= 0, got {self.rmsprop_alpha} and "
+                f"{self.optimizer_eps}."
+            )
+        layer_widths(self, "hidden_sizes")
+
+
+@torch.no_grad()
+def double_q_target(
+    next_actions: torch.Tensor,
+    next_q_target: torch.Tensor,
+    rewards: torch.Tensor,
+    not_done: torch.Tensor,
+    discount: torch.Tensor | float,
+) -> torch.Tensor:
+    """The Double DQN target y = R + discount * not_done * Q'(s', a') (van Hasselt et al. 2016, Eq. 4).
+
+    Args:
+        next_actions: (B,) int64, a' chosen by the online network at s' (its argmax, or discrete
+            BCQ's allowed argmax).
+        next_q_target: (B, n_actions) float32, the target network's Q(s', .), which values a'.
+        rewards: (B,) float32 (n-step: the discounted sum over the window).
+        not_done: (B,) float32, 1 - terminated (a truncation bootstraps).
+        discount: gamma, or (B,) float32 gamma^k for n-step windows of k transitions.
+    Returns:
+        (B,) float32 targets.
+    """
+    next_q = next_q_target.gather(1, next_actions.unsqueeze(1)).squeeze(1)
+    return rewards + discount * not_done * next_q
+
+
+class QLearningAgent(OffPolicyAgent):
+    """Base of DQN and discrete BCQ (see the module docstring): the online network `net` and its target
+    `net_target` (checkpoint keys "net" and "net_target"), one optimizer, the Huber TD update.
+
+    A subclass provides `_make_net` and, where it differs from DQN's, `q_values`, `greedy_actions`
+    and `auxiliary_loss`; to learn online, `explore`. `num_steps` counts environment steps online,
+    gradient updates offline.
+    """
+
+    config: QLearningConfig
+
+    # ----------------------------------------------------------------- what a subclass provides
+    def _make_net(self) -> nn.Module:
+        """The online network (its target is a deep copy)."""
+        raise NotImplementedError
+
+    def q_values(self, net: nn.Module, obs: torch.Tensor) -> torch.Tensor:
+        """Q(s, .) (B, n_actions) float32 of `net` (the online or the target network) at obs (B, *obs_shape)."""
+        return net(obs)
+
+    def greedy_actions(self, net: nn.Module, obs: torch.Tensor) -> torch.Tensor:
+        """The greedy actions (B,) int64 of `net` at obs (B, *obs_shape): argmax_a Q(s, a)."""
+        return self.q_values(net, obs).argmax(dim=-1)
+
+    def auxiliary_loss(self, obs: torch.Tensor, actions: torch.Tensor) -> tuple[torch.Tensor | None, dict[str, Any]]:
+        """A loss added to the TD loss (None: none) and its train/ metrics, from the batch's
+        observations (B, *obs_shape) and actions (B,) int64."""
+        return None, {}
+
+    # ----------------------------------------------------------------- networks
+    def _build_networks(self) -> None:
+        cfg = self.config
+        self.net = self._make_net()
+        self.net_target = copy.deepcopy(self.net).requires_grad_(False)  # an exact copy (items 9, 13)
+        params = self.net.parameters()
+        if cfg.optimizer == "adam":
+            self.optimizer = torch.optim.Adam(params, lr=cfg.learning_rate, eps=cfg.optimizer_eps, fused=True)
+        else:
+            self.optimizer = torch.optim.RMSprop(
+                params, lr=cfg.learning_rate, alpha=cfg.rmsprop_alpha, eps=cfg.optimizer_eps, centered=True
+            )
+        self.nets = {"net": self.net, "net_target": self.net_target}
+        self.optimizers = {"optimizer": self.optimizer}
+        inplace_relu(*self.nets.values())
+
+    def _policy_action(self, obs: torch.Tensor, deterministic: bool) -> torch.Tensor:
+        return self.greedy_actions(self.net, obs)
+
+    # ----------------------------------------------------------------- learning
+    def sample_batch(self) -> dict[str, torch.Tensor]:
+        """A minibatch with n_step-step returns and its discount gamma^k (`ReplayBuffer.sample`)."""
+        cfg = self.config
+        return self.buffer.sample(cfg.batch_size, self.rng, cfg.n_step, cfg.gamma)
+
+    @torch.no_grad()
+    def compute_target(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """`double_q_target` (B,) for a batch of `sample_batch`: the online network's greedy action at
+        s' (next_observations), valued by the target network; discount gamma for a batch without one
+        (a `ReplayBuffer.sample` without gamma: one-step transitions)."""
+        next_obs = batch["next_observations"]
+        return double_q_target(
+            self.greedy_actions(self.net, next_obs),
+            self.q_values(self.net_target, next_obs),
+            batch["rewards"],
+            batch["not_done"],
+            batch.get("discount", self.config.gamma),
+        )
+
+    def _update(self, batch: dict[str, torch.Tensor]) -> dict[str, float]:
+        """One gradient update: Huber(Q(s, a), `compute_target`) plus `auxiliary_loss`, the gradient
+        norm clipped to max_grad_norm, then the target update when `updates` reaches a multiple of
+        target_update_interval. Returns train/value_loss, train/q_mean and the auxiliary metrics."""
+        cfg = self.config
+        obs, actions = batch["observations"], batch["actions"]
+        target = self.compute_target(batch)
+        q_taken = self.q_values(self.net, obs).gather(1, actions.unsqueeze(1)).squeeze(1)
+        value_loss = F.smooth_l1_loss(q_taken, target)
+        extra, metrics = self.auxiliary_loss(obs, actions)
+        loss = value_loss if extra is None else value_loss + extra
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        if cfg.max_grad_norm is not None:
+            nn.utils.clip_grad_norm_(self.net.parameters(), cfg.max_grad_norm)
+        self.optimizer.step()
+        if self.updates % cfg.target_update_interval == 0:
+            polyak_update(self.net_target, self.net, cfg.tau)  # tau = 1: an exact copy
+        return {"train/value_loss": value_loss.item(), "train/q_mean": q_taken.detach().mean().item(), **metrics}

@@ -1,0 +1,214 @@
+"""DQN's pieces against hand-computed values: the Double DQN target, terminated against truncated,
+n-step windows of the vector replay buffer, the epsilon schedule and its checkpoint, the target
+network (an exact copy, updated as configured), exact resume with the buffer, and bad input
+(docs/correctness.md items 1, 9, 13, 14)."""
+
+import csv
+import shutil
+
+import numpy as np
+import pytest
+import torch
+
+import acrl
+from acrl import DQN
+from acrl.algos.dqn import linear_epsilon
+from acrl.core.errors import InputError
+from acrl.parts.buffers import FrameReplayBuffer, ReplayBuffer
+from tests.conftest import Frames, set_linear
+
+SMALL = {
+    "hidden_sizes": (8,),
+    "batch_size": 8,
+    "start_steps": 50,
+    "train_freq": 1,
+    "utd_ratio": 1.0,
+    "buffer_size": 1_000,
+    "epsilon_decay_steps": 100,
+    "eval_freq": 0,
+    "iteration_steps": 50,
+    "eval_episodes": 1,
+    "device": "cpu",
+}
+
+
+def constant_q(agent: DQN, online: list[float], target: list[float]) -> None:
+    """Make the online and target networks output these Q-values for every observation."""
+    for net, bias in ((agent.net, online), (agent.net_target, target)):
+        set_linear(net.head, torch.zeros(len(bias), net.head.in_features).tolist(), bias)
+
+
+def test_double_dqn_target_uses_the_online_argmax_and_the_target_value():
+    agent = DQN("CartPole-v1", gamma=0.9, **SMALL)
+    constant_q(agent, online=[2.0, 1.0], target=[10.0, 20.0])  # online argmax 0; max of the target would be 20
+    batch = {
+        "next_observations": torch.zeros(3, 4),
+        "rewards": torch.tensor([1.0, 2.0, 3.0]),
+        "not_done": torch.tensor([1.0, 0.0, 1.0]),
+        "discount": torch.tensor([0.9, 0.9, 0.81]),  # the third: a 2-step window
+    }
+    torch.testing.assert_close(agent.compute_target(batch), torch.tensor([1.0 + 9.0, 2.0, 3.0 + 8.1]))
+
+
+def test_terminated_cuts_and_truncated_bootstraps():
+    agent = DQN("CartPole-v1", gamma=0.99, **SMALL)
+    constant_q(agent, online=[0.0, 1.0], target=[7.0, 10.0])
+    agent.buffer = ReplayBuffer(2, 4, ())
+    obs = np.array([[1, 0, 0, 0], [2, 0, 0, 0]], np.float32)
+    agent.buffer.add(obs, np.array([0, 1]), np.ones(2), obs + 1, np.array([True, False]), np.array([False, True]))
+    batch = agent.sample_batch()
+    target = agent.compute_target(batch)
+    terminated = batch["observations"][:, 0] == 1
+    torch.testing.assert_close(target[terminated], torch.ones(int(terminated.sum())))  # r only
+    torch.testing.assert_close(target[~terminated], torch.full((int((~terminated).sum()),), 1 + 0.99 * 10.0))
+
+
+def test_replay_buffer_n_step_windows_with_interleaved_envs():
+    buffer = ReplayBuffer(12, 1, (), n_envs=2)
+    # env 0: observations 0, 1, 2, 3, 4 (transition 2 -> 3 terminates), then a resume starts it at 10;
+    # env 1: observations 100, 101, ... (transition 101 -> 102 truncated, then 200 after the reset).
+    env0 = [(0, 1, 1.0, False), (1, 2, 2.0, False), (2, 3, 4.0, True), (10, 11, 8.0, False)]
+    env1 = [(100, 101, 1.0, False), (101, 102, 2.0, False), (200, 201, 4.0, False), (201, 202, 8.0, False)]
+    for a, b in zip(env0, env1, strict=True):
+        buffer.add(
+            np.array([[a[0]], [b[0]]], np.float32),
+            np.array([0, 1]),
+            np.array([a[2], b[2]]),
+            np.array([[a[1]], [b[1]]], np.float32),
+            np.array([a[3], b[3]]),
+            np.array([False, b[0] == 101]),
+        )
+    batch = buffer.sample(200, np.random.default_rng(0), n_step=3, gamma=0.5)
+    expected = {  # first observation: (return, discount, next observation, not_done)
+        0: (1 + 1 + 1, 0.125, 3, 0.0),  # 1 + 0.5 * 2 + 0.25 * 4, cut by the termination in its third step
+        1: (2 + 2, 0.25, 3, 0.0),
+        2: (4, 0.5, 3, 0.0),
+        10: (8, 0.5, 11, 1.0),  # the newest
+        100: (1 + 1, 0.25, 102, 1.0),  # stops at the truncation and bootstraps
+        101: (2, 0.5, 102, 1.0),
+        200: (4 + 4, 0.25, 202, 1.0),
+        201: (8, 0.5, 202, 1.0),
+    }
+    got = {
+        int(o): (r.item(), d.item(), int(n), nd.item())
+        for o, r, d, n, nd in zip(
+            batch["observations"][:, 0],
+            batch["rewards"],
+            batch["discount"],
+            batch["next_observations"][:, 0],
+            batch["not_done"],
+            strict=True,
+        )
+    }
+    assert got == expected  # every transition sampled, each with its hand-computed window
+
+
+def test_epsilon_schedule_values():
+    assert [linear_epsilon(t, 1.0, 0.1, 100) for t in (0, 50, 100, 1_000)] == pytest.approx([1.0, 0.55, 0.1, 0.1])
+    assert linear_epsilon(100, 1.0, 0.04, 100) == 0.04  # exactly the end value, no round-off
+    assert linear_epsilon(0, 1.0, 0.2, 0) == 0.2
+
+
+class KeepCheckpoint(acrl.Callback):
+    """Copies checkpoints/latest.pt to `copy` when it is written at `step`."""
+
+    def __init__(self, step, copy):
+        self.step, self.copy = step, copy
+
+    def on_checkpoint(self, step, path):
+        if step == self.step:
+            shutil.copy(path, self.copy)
+
+
+@pytest.mark.filterwarnings("ignore:resuming at step 60 with an empty replay buffer")
+def test_epsilon_is_logged_checkpointed_and_continues_after_a_resume(tmp_path):
+    config = {**SMALL, "epsilon_end": 0.1, "iteration_steps": 20, "checkpoint_freq": 60}
+    mid = tmp_path / "step60.pt"
+    DQN("CartPole-v1", seed=0, **config).learn(
+        100, run_dir=tmp_path / "run", progress=False, callbacks=[KeepCheckpoint(60, mid)]
+    )
+    with (tmp_path / "run" / "metrics.csv").open() as f:
+        rows = [(int(r["step"]), float(r["rollout/epsilon"])) for r in csv.DictReader(f)]
+    # epsilon(t) = 1 - 0.9 t / 100 at the end of each iteration of 20 steps, then 0.1
+    assert [step for step, _ in rows] == [20, 40, 60, 80, 100]
+    assert [eps for _, eps in rows] == pytest.approx([0.82, 0.64, 0.46, 0.28, 0.1])
+    loaded = acrl.load(mid)  # the checkpoint of step 60 holds the schedule's position: the step
+    assert loaded.num_steps == 60 and loaded.epsilon() == pytest.approx(0.46)
+    seen = []
+
+    class Epsilons(acrl.Callback):
+        def on_iteration(self, step, metrics):
+            seen.append((step, metrics["rollout/epsilon"]))
+
+    loaded.learn(100, progress=False, callbacks=[Epsilons()])
+    assert [step for step, _ in seen] == [80, 100] and [eps for _, eps in seen] == pytest.approx([0.28, 0.1])
+
+
+def test_target_network_starts_as_a_copy_and_is_copied_every_interval():
+    agent = DQN("CartPole-v1", seed=0, target_update_interval=3, tau=1.0, learning_rate=0.01, **SMALL)
+    for target, online in zip(agent.net_target.parameters(), agent.net.parameters(), strict=True):
+        assert torch.equal(target, online) and target.data_ptr() != online.data_ptr() and not target.requires_grad
+    rng = np.random.default_rng(0)
+    agent.buffer.add(
+        rng.normal(size=(32, 4)), rng.integers(0, 2, 32), rng.normal(size=32), rng.normal(size=(32, 4)),
+        np.zeros(32, bool), np.zeros(32, bool),
+    )  # fmt: skip
+    start = [p.detach().clone() for p in agent.net_target.parameters()]
+    for update in (1, 2, 3):
+        agent.update(agent.sample_batch())
+        pairs = list(zip(agent.net_target.parameters(), agent.net.parameters(), strict=True))
+        if update < 3:
+            assert all(torch.equal(t, s) for (t, _), s in zip(pairs, start, strict=True))  # unchanged
+            assert not all(torch.equal(t, o) for t, o in pairs)  # while the online net moved
+        else:
+            assert all(torch.equal(t, o) for t, o in pairs)  # an exact copy at the third update
+    soft = DQN("CartPole-v1", seed=0, target_update_interval=1, tau=0.1, **SMALL)
+    soft.buffer = agent.buffer
+    old_t, old_o = [p.clone() for p in soft.net_target.parameters()], [p.clone() for p in soft.net.parameters()]
+    soft.update(soft.sample_batch())
+    for t, o_before, o_old, o in zip(soft.net_target.parameters(), old_t, old_o, soft.net.parameters(), strict=True):
+        assert torch.equal(o_before, o_old)
+        torch.testing.assert_close(t, 0.9 * o_before + 0.1 * o)  # (1 - tau) target + tau online
+
+
+@pytest.mark.parametrize("images", [False, True])
+def test_checkpoint_with_the_replay_buffer_resumes_exactly(tmp_path, images):
+    env = Frames if images else "CartPole-v1"
+    config = {**SMALL, "save_replay_buffer": True, "n_step": 3, "checkpoint_freq": 100}
+    agent = DQN(env, seed=1, **config).learn(150, run_dir=tmp_path, progress=False)
+    assert isinstance(agent.buffer, FrameReplayBuffer if images else ReplayBuffer)
+    if images:  # one 12x12x3 frame per slot, no stacks (Frames is not a stacking env)
+        assert agent.buffer.nbytes == 1_000 * 12 * 12 * 3
+    latest = tmp_path / "checkpoints" / "latest.pt"
+    loaded = DQN.load(latest, env=env)
+    assert (loaded.num_steps, loaded.updates, len(loaded.buffer)) == (150, agent.updates, len(agent.buffer))
+    a, b = (
+        agent.buffer.sample(32, np.random.default_rng(0), 3, 0.9),
+        loaded.buffer.sample(32, np.random.default_rng(0), 3, 0.9),
+    )
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    resumed = loaded.learn(250, progress=False)
+    again = DQN.load(latest, env=env).learn(250, progress=False)
+    assert resumed.updates == agent.updates + 100  # the buffer came back: an update every step
+    for p, q in zip(resumed.net.parameters(), again.net.parameters(), strict=True):
+        assert torch.equal(p, q)
+
+
+def test_bad_input():
+    with pytest.raises(InputError, match=r"acrl offers no discretised version.*use ddpg, td3 or sac"):
+        DQN("Pendulum-v1")
+    with pytest.raises(InputError, match=r"epsilon_start must lie in \[0, 1\]"):
+        DQN("CartPole-v1", epsilon_start=1.5)
+    with pytest.raises(InputError, match=r"epsilon_end must lie in \[0, 1\]"):
+        DQN("CartPole-v1", epsilon_end=-0.1)
+    with pytest.raises(InputError, match="the epsilon schedule must end within the budget"):
+        DQN("CartPole-v1", total_steps=1_000, epsilon_decay_steps=2_000)
+    agent = DQN("CartPole-v1", **SMALL)
+    with pytest.raises(InputError, match="epsilon_decay_steps=100 and total_steps=60"):
+        agent.learn(60, progress=False)  # a budget cut below the schedule at learn
+    with pytest.raises(InputError, match="multiple of n_envs"):
+        DQN("CartPole-v1", n_envs=3, buffer_size=1_000)
+    with pytest.raises(InputError, match=r"takes [\d,.]+ GB; cpu has"):
+        DQN(Frames, buffer_size=10**11, device="cpu")  # refused before allocating
+    with pytest.raises(InputError, match="optimizer must be 'adam' or 'rmsprop'"):
+        DQN("CartPole-v1", optimizer="sgd")
