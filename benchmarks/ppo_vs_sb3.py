@@ -86,53 +86,62 @@ def sb3_model(env_id: str, seed: int, **overrides: Any) -> tuple[Any, Any]:
     """
     from stable_baselines3 import PPO as SB3PPO
     from stable_baselines3.common.env_util import make_vec_env
-    from stable_baselines3.common.vec_env import VecNormalize
 
     values, _ = preset_values("ppo", env_id, None)
     values.update(overrides)
     cfg = update_config(PPOConfig(), values, origin=f"ppo preset for {env_id}")
     if cfg.critic_weight_decay:
         raise ValueError("SB3 PPO has no critic-only weight decay; this preset cannot be matched.")
-    venv = make_vec_env(env_id, n_envs=cfg.n_envs, seed=seed)
-    vecnorm = None
-    if cfg.normalize_obs or cfg.normalize_reward:
-        venv = vecnorm = VecNormalize(
-            venv,
-            norm_obs=cfg.normalize_obs,
-            norm_reward=cfg.normalize_reward,
-            clip_obs=cfg.obs_clip,
-            clip_reward=10.0,
-            gamma=cfg.gamma,
-            epsilon=1e-8,
-        )
-    lr = cfg.learning_rate
-    model = SB3PPO(
-        "MlpPolicy",
+    venv, vecnorm = with_vec_normalize(make_vec_env(env_id, n_envs=cfg.n_envs, seed=seed), cfg)
+    model = SB3PPO("MlpPolicy", venv, seed=seed, device="cpu", verbose=0, **sb3_ppo_settings(cfg))
+    return model, vecnorm
+
+
+def with_vec_normalize(venv: Any, cfg: PPOConfig) -> tuple[Any, Any]:
+    """(venv wrapped in SB3's VecNormalize as acrl normalises: observations clipped at obs_clip, rewards
+    scaled with the config's gamma and clipped at 10; the VecNormalize) where cfg normalises, else (venv, None)."""
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    if not (cfg.normalize_obs or cfg.normalize_reward):
+        return venv, None
+    vecnorm = VecNormalize(
         venv,
-        seed=seed,
-        device="cpu",
-        verbose=0,
-        learning_rate=(lambda progress_remaining: lr * progress_remaining) if cfg.anneal_lr else lr,
-        n_steps=cfg.n_steps,
-        batch_size=cfg.batch_size,
-        n_epochs=cfg.n_epochs,
+        norm_obs=cfg.normalize_obs,
+        norm_reward=cfg.normalize_reward,
+        clip_obs=cfg.obs_clip,
+        clip_reward=10.0,
         gamma=cfg.gamma,
-        gae_lambda=cfg.gae_lambda,
-        clip_range=cfg.clip_range,
-        clip_range_vf=cfg.clip_range_vf,
-        ent_coef=cfg.ent_coef,
-        vf_coef=cfg.vf_coef,
-        max_grad_norm=cfg.max_grad_norm,
-        target_kl=cfg.target_kl,
-        normalize_advantage=cfg.normalize_advantage,
-        policy_kwargs={
+        epsilon=1e-8,
+    )
+    return vecnorm, vecnorm
+
+
+def sb3_ppo_settings(cfg: PPOConfig) -> dict[str, Any]:
+    """SB3 PPO's (and SB3-contrib RecurrentPPO's) keyword arguments for acrl's config: the learning rate
+    (a linear schedule to 0 where acrl anneals it), the PPO hyperparameters, and the policy's MLP (pi and vf
+    layers, activation, orthogonal init, initial log-std)."""
+    lr = cfg.learning_rate
+    return {
+        "learning_rate": (lambda progress_remaining: lr * progress_remaining) if cfg.anneal_lr else lr,
+        "n_steps": cfg.n_steps,
+        "batch_size": cfg.batch_size,
+        "n_epochs": cfg.n_epochs,
+        "gamma": cfg.gamma,
+        "gae_lambda": cfg.gae_lambda,
+        "clip_range": cfg.clip_range,
+        "clip_range_vf": cfg.clip_range_vf,
+        "ent_coef": cfg.ent_coef,
+        "vf_coef": cfg.vf_coef,
+        "max_grad_norm": cfg.max_grad_norm,
+        "target_kl": cfg.target_kl,
+        "normalize_advantage": cfg.normalize_advantage,
+        "policy_kwargs": {
             "net_arch": {"pi": list(cfg.hidden_sizes), "vf": list(cfg.hidden_sizes)},
             "activation_fn": torch.nn.Tanh if cfg.activation == "tanh" else torch.nn.ReLU,
             "ortho_init": True,
             "log_std_init": cfg.log_std_init,
         },
-    )
-    return model, vecnorm
+    }
 
 
 class SB3Predictor:

@@ -88,47 +88,15 @@ class RecurrentSB3Predictor:
 
 def sb3_model(env_id: str, cfg: PPOConfig, seed: int) -> tuple[Any, Any]:
     """RecurrentPPO with acrl's preset settings (see the module docstring): (model, VecNormalize or None)."""
+    from ppo_vs_sb3 import sb3_ppo_settings, with_vec_normalize
     from sb3_contrib import RecurrentPPO
     from stable_baselines3.common.env_util import make_vec_env
-    from stable_baselines3.common.vec_env import VecNormalize
 
     venv = make_vec_env(env_factory(env_id)[0], n_envs=cfg.n_envs, seed=seed)  # acrl's env: one-hot cards
-    vecnorm = None
-    if cfg.normalize_obs or cfg.normalize_reward:
-        venv = vecnorm = VecNormalize(
-            venv, norm_obs=cfg.normalize_obs, norm_reward=cfg.normalize_reward, clip_obs=cfg.obs_clip,
-            clip_reward=10.0, gamma=cfg.gamma, epsilon=1e-8,
-        )  # fmt: skip
-    lr = cfg.learning_rate
-    model = RecurrentPPO(
-        "MlpLstmPolicy",
-        venv,
-        seed=seed,
-        device="cpu",
-        verbose=0,
-        learning_rate=(lambda progress_remaining: lr * progress_remaining) if cfg.anneal_lr else lr,
-        n_steps=cfg.n_steps,
-        batch_size=cfg.batch_size,
-        n_epochs=cfg.n_epochs,
-        gamma=cfg.gamma,
-        gae_lambda=cfg.gae_lambda,
-        clip_range=cfg.clip_range,
-        clip_range_vf=cfg.clip_range_vf,
-        ent_coef=cfg.ent_coef,
-        vf_coef=cfg.vf_coef,
-        max_grad_norm=cfg.max_grad_norm,
-        target_kl=cfg.target_kl,
-        normalize_advantage=cfg.normalize_advantage,
-        policy_kwargs={
-            "net_arch": {"pi": list(cfg.hidden_sizes), "vf": list(cfg.hidden_sizes)},
-            "activation_fn": torch.nn.Tanh if cfg.activation == "tanh" else torch.nn.ReLU,
-            "ortho_init": True,
-            "log_std_init": cfg.log_std_init,
-            "lstm_hidden_size": cfg.lstm_hidden_size,
-            "shared_lstm": True,
-            "enable_critic_lstm": False,
-        },
-    )
+    venv, vecnorm = with_vec_normalize(venv, cfg)
+    settings = sb3_ppo_settings(cfg)
+    settings["policy_kwargs"].update(lstm_hidden_size=cfg.lstm_hidden_size, shared_lstm=True, enable_critic_lstm=False)
+    model = RecurrentPPO("MlpLstmPolicy", venv, seed=seed, device="cpu", verbose=0, **settings)
     return model, vecnorm
 
 
