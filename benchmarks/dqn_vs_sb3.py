@@ -72,11 +72,17 @@ def run_acrl(seed: int, args: argparse.Namespace) -> dict[str, Any]:
     agent.learn(progress=False)
     seconds = time.perf_counter() - started
     result = evaluate(agent, ENV_ID, args.eval_episodes, True, seed=seed + EVAL_SEED_OFFSET)
+    return run_record(agent.num_steps, seconds, agent.updates, result)
+
+
+def run_record(steps: int, seconds: float, updates: int, result: dict[str, Any]) -> dict[str, Any]:
+    """One library's run as the JSON keeps it: steps, training seconds, steps/s, gradient updates and the
+    evaluation's mean return and returns."""
     return {
-        "steps": agent.num_steps,
+        "steps": steps,
         "seconds": seconds,
-        "steps_per_s": agent.num_steps / seconds,
-        "updates": agent.updates,
+        "steps_per_s": steps / seconds,
+        "updates": updates,
         "return_mean": result["return_mean"],
         "returns": result["returns"],
     }
@@ -112,14 +118,7 @@ def run_sb3(seed: int, args: argparse.Namespace) -> dict[str, Any]:
     model.learn(total_timesteps=args.steps)
     seconds = time.perf_counter() - started
     result = evaluate(SB3Predictor(model), ENV_ID, args.eval_episodes, True, seed=seed + EVAL_SEED_OFFSET)
-    return {
-        "steps": model.num_timesteps,
-        "seconds": seconds,
-        "steps_per_s": model.num_timesteps / seconds,
-        "updates": model._n_updates,
-        "return_mean": result["return_mean"],
-        "returns": result["returns"],
-    }
+    return run_record(model.num_timesteps, seconds, model._n_updates, result)
 
 
 def summary(per_seed: dict[str, dict[str, Any]]) -> dict[str, Any]:

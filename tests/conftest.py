@@ -61,6 +61,21 @@ BCQ_SMALL = {
 """BCQ with 8-unit networks, batches of 4 and no evaluation: for checks of its pieces, not its learning."""
 
 
+def parameters_of(agent) -> torch.Tensor:
+    """Every parameter of the agent's nets, flattened into one tensor."""
+    return torch.cat([p.flatten() for net in agent.nets.values() for p in net.parameters()])
+
+
+def assert_resumes_repeat(checkpoint: Path, loaded, steps: int) -> None:
+    """Two resumes from `checkpoint`, `steps` more steps each, end with identical parameters (the envs restart
+    from a seed derived from the seed and the step), and these differ from `loaded`'s (they trained)."""
+    import acrl
+
+    finals = [parameters_of(acrl.load(checkpoint).learn(steps, progress=False)) for _ in range(2)]
+    assert torch.equal(finals[0], finals[1])
+    assert not torch.equal(finals[0], parameters_of(loaded))
+
+
 def steps_of(run_dir: Path) -> list[int]:
     """The `step` column of run_dir/metrics.csv, in order."""
     with (run_dir / "metrics.csv").open() as f:

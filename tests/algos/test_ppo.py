@@ -16,7 +16,7 @@ import torch
 
 import acrl
 from acrl import PPO, InputError, TrainingError
-from tests.conftest import ROOT, ConstantRewardEnv, run_cli, save_format_1, signal_when_ready
+from tests.conftest import ROOT, ConstantRewardEnv, assert_resumes_repeat, run_cli, save_format_1, signal_when_ready
 
 TINY = {"n_steps": 64, "batch_size": 32, "n_epochs": 2, "eval_episodes": 2}
 
@@ -160,13 +160,7 @@ def test_resume_restores_state_exactly_and_continues(tmp_path):
     for key, value in agent.obs_normalizer.state_dict().items():
         assert torch.equal(value, loaded.obs_normalizer.state_dict()[key])
     assert agent.rng.bit_generator.state == loaded.rng.bit_generator.state
-    # The envs restart from a seed derived from (seed, step): two resumes are identical.
-    finals = []
-    for _ in range(2):
-        resumed = acrl.load(tmp_path / "run/checkpoints/latest.pt").learn(256, progress=False)
-        finals.append(torch.cat([p.flatten() for p in resumed.actor.parameters()]))
-    assert torch.equal(finals[0], finals[1])
-    assert not torch.equal(finals[0], torch.cat([p.flatten() for p in loaded.actor.parameters()]))
+    assert_resumes_repeat(tmp_path / "run/checkpoints/latest.pt", loaded, 256)
 
 
 def test_bad_learn_and_evaluate_arguments_are_input_errors():

@@ -11,7 +11,7 @@ from acrl import PPO
 from acrl.cli import main
 from acrl.core.envs import env_factory, make_vec_env
 from acrl.core.errors import InputError
-from tests.conftest import Frames
+from tests.conftest import Frames, assert_resumes_repeat
 
 TINY = {"n_envs": 2, "n_steps": 16, "batch_size": 16, "n_epochs": 2, "normalize_obs": False, "eval_freq": 0}
 
@@ -76,14 +76,7 @@ def test_cnn_checkpoint_round_trips_and_resumes_exactly(tmp_path):
     assert all(torch.equal(opt_a[k]["exp_avg_sq"], opt_b[k]["exp_avg_sq"]) for k in opt_a)
     obs = np.stack([agent.observation_space.sample() for _ in range(4)])
     assert np.array_equal(agent.predict(obs), loaded.predict(obs))
-    finals = []
-    for _ in range(2):
-        resumed = acrl.load(tmp_path / "run/checkpoints/latest.pt").learn(128, progress=False)
-        finals.append(torch.cat([p.flatten() for net in resumed.nets.values() for p in net.parameters()]))
-    assert torch.equal(finals[0], finals[1])
-    assert not torch.equal(
-        finals[0], torch.cat([p.flatten() for net in loaded.nets.values() for p in net.parameters()])
-    )
+    assert_resumes_repeat(tmp_path / "run/checkpoints/latest.pt", loaded, 128)
 
 
 def test_observation_normalisation_on_frames_is_an_input_error():

@@ -17,7 +17,7 @@ from acrl.core.config import update_config
 from acrl.core.envs import env_factory
 from acrl.core.evaluation import EpisodeActor
 from acrl.offline.collect import collect_dataset
-from tests.conftest import run_cli
+from tests.conftest import assert_resumes_repeat, run_cli
 
 RECURRENT = {"lstm_hidden_size": 8, "n_steps": 32, "batch_size": 32, "seq_len": 8, "n_epochs": 2, "eval_episodes": 2}
 
@@ -223,14 +223,7 @@ def test_resume_of_a_recurrent_run_restores_everything_and_repeats(tmp_path):
     _, state = agent.predict(obs)
     assert torch.equal(agent.predict(obs, state)[1][0], loaded.predict(obs, loaded.predict(obs)[1])[1][0])
     assert loaded._episode_start.all() and not loaded._state[0].any()  # fresh episodes after a load
-    finals = []
-    for _ in range(2):
-        resumed = acrl.load(tmp_path / "run/checkpoints/latest.pt").learn(128, progress=False)
-        finals.append(torch.cat([p.flatten() for net in resumed.nets.values() for p in net.parameters()]))
-    assert torch.equal(finals[0], finals[1])
-    assert not torch.equal(
-        finals[0], torch.cat([p.flatten() for net in loaded.nets.values() for p in net.parameters()])
-    )
+    assert_resumes_repeat(tmp_path / "run/checkpoints/latest.pt", loaded, 128)
 
 
 def test_collect_and_record_carry_the_state(tmp_path):
