@@ -4,6 +4,7 @@ dataset writer. Test modules import them from here, never from each other."""
 from __future__ import annotations
 
 import csv
+import math
 import os
 import signal
 import subprocess
@@ -232,3 +233,76 @@ class Frames(gym.Env):
     def step(self, action):
         self.t += 1
         return self.np_random.integers(0, 256, (12, 12, 3), dtype=np.uint8), float(action), False, self.t >= 10, {}
+
+
+# ------------------------------------------------------------------- recurrent policies (PPO and A3C)
+class CueEnv(gym.Env):
+    """A cue, one-hot of 2, in the first observation of an episode only (blank ones after); each later
+    step pays 1 when the action equals the cue. Episodes of 4 steps end terminated and truncated in
+    turn. The best feed-forward policy earns 1.5 a episode on average (a guess at blank observations),
+    a policy with memory 3."""
+
+    observation_space = gym.spaces.Box(0.0, 1.0, (2,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self):
+        self.episodes = 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.cue, self.t = int(self.np_random.integers(2)), 0
+        self.episodes += 1
+        return np.eye(2, dtype=np.float32)[self.cue], {}
+
+    def step(self, action):
+        reward = float(self.t > 0 and int(action) == self.cue)
+        self.t += 1
+        end = self.t == 4
+        return np.zeros(2, np.float32), reward, end and self.episodes % 2 == 0, end and self.episodes % 2 == 1, {}
+
+
+class RampEnv(gym.Env):
+    """Observations 0.1, 0.2, 0.3, ... within an episode (reset gives 0.1), reward 1; each episode
+    has `length` steps (default 3; its final observation 0.1 * (length + 1), 0.4), and ends truncated,
+    terminated, truncated, ... in turn."""
+
+    observation_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self, length: int = 3):
+        self.episodes, self.length = 0, length
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t, self.episodes = 0, self.episodes + 1
+        return np.array([0.1], np.float32), {}
+
+    def step(self, action):
+        self.t += 1
+        end = self.t == self.length
+        odd = self.episodes % 2 == 1
+        return np.array([0.1 * (self.t + 1)], np.float32), 1.0, end and not odd, end and odd, {}
+
+
+def sigmoid(x: float) -> float:
+    return 1.0 / (1.0 + math.exp(-x))
+
+
+def hand_lstm(x: float, h: float, c: float) -> tuple[float, float]:
+    """The one-cell LSTM of `script_ramp_agent` on feature x = tanh(obs): every gate is
+    sigmoid(x + h / 2), the candidate tanh(x + h / 2); c' = f c + i g, h' = o tanh(c')."""
+    gate = sigmoid(x + h / 2)
+    c_new = gate * c + gate * math.tanh(x + h / 2)
+    return gate * math.tanh(c_new), c_new
+
+
+def script_ramp_lstm(actor: torch.nn.Module, value_layer: torch.nn.Linear) -> None:
+    """A `RecurrentActor` with hidden_sizes (1,) and one LSTM cell, and its value layer, set so that V is
+    hand-computable from the observations and the state (`hand_lstm`): encoder tanh(obs) (one unit,
+    weight 1), LSTM input weights 1 and recurrent weights 0.5, biases 0, value = h (weight 1, bias 0)."""
+    with torch.no_grad():
+        linear = actor.encoder[0]
+        linear.weight.fill_(1.0), linear.bias.zero_()
+        cell = actor.core.cell
+        cell.weight_ih.fill_(1.0), cell.weight_hh.fill_(0.5), cell.bias_ih.zero_(), cell.bias_hh.zero_()
+        value_layer.weight.fill_(1.0), value_layer.bias.zero_()

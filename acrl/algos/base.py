@@ -4,7 +4,7 @@ An algorithm subclasses `Agent` and provides `_build()` (networks in `self.nets`
 `self.optimizers`, and `self.obs_normalizer` when it normalises observations; the default is
 the identity), `iteration(max_steps)` (collect and/or update, advance `self.num_steps`, return
 metrics) and `_policy_action()` (raw actions for predict; a recurrent agent, `recurrent` True,
-`_recurrent_action()` and `initial_state()` instead); `_extra_state` and
+`_recurrent_policy()` instead, its `acrl.parts.recurrent.RecurrentActor`); `_extra_state` and
 `_load_extra_state` add what else its checkpoints need. Training itself (evaluation, the best
 and latest checkpoints, NaN checks, logging, signals, callbacks) is the run loop's,
 `acrl.core.loop`, which `learn` calls.
@@ -35,6 +35,7 @@ from acrl.core.evaluation import evaluate
 from acrl.core.files import write_text_atomic
 from acrl.core.loop import Callback, Run, train
 from acrl.parts.normalization import IdentityNormalizer, ObservationNormalizer
+from acrl.parts.recurrent import LSTMState, RecurrentActor
 
 EVAL_SEED_OFFSET = 10_000
 """Evaluation environments are seeded with seed + 10_000, apart from training (docs/correctness.md item 11)."""
@@ -74,8 +75,8 @@ class Agent:
     cpu_only_reason: ClassVar[str | None] = None
     """Why the algorithm runs on the CPU whatever `device` says (A3C), or None: it trains on any device."""
     recurrent: bool = False
-    """Whether the policy has a state (an LSTM, PPO's lstm_hidden_size): `predict` then takes and
-    returns it. Set by `_build`."""
+    """Whether the policy has a state (an LSTM, PPO's and A3C's lstm_hidden_size): `predict` then takes
+    and returns it. Set by `_build`."""
 
     def __init__(self, env: EnvSpec | None = None, config: RunConfig | None = None, **hyperparameters: Any):
         if env is None:
@@ -167,16 +168,15 @@ class Agent:
         float32 or (B,) int64, on the same device."""
         raise NotImplementedError
 
-    def _recurrent_action(
-        self, obs: torch.Tensor, state: tuple[torch.Tensor, ...], episode_start: torch.Tensor, deterministic: bool
-    ) -> tuple[torch.Tensor, tuple[torch.Tensor, ...]]:
-        """Recurrent agents: `_policy_action` from a state (tensors (layers, B, hidden) on the agent's device)
-        reset where episode_start (B,) bool, returning the actions and the new state."""
+    def _recurrent_policy(self) -> RecurrentActor:
+        """Recurrent agents: the policy `predict` and `initial_state` act through, a `RecurrentActor`
+        (encoder -> LSTM -> policy head) on the agent's device (PPO's `actor`, A3C's `model.actor`)."""
         raise NotImplementedError
 
-    def initial_state(self, n: int) -> tuple[torch.Tensor, ...]:
-        """Recurrent agents: the state of n fresh episodes (zeros), tensors (layers, n, hidden) on the device."""
-        raise NotImplementedError
+    def initial_state(self, n: int) -> LSTMState:
+        """Recurrent agents: the state of n fresh episodes (what `predict` starts from without a state),
+        (h, c) zeros, each (1, n, lstm_hidden_size) float32 on the agent's device."""
+        return self._recurrent_policy().initial_state(n, self.device)
 
     def _extra_state(self) -> dict[str, Any]:
         """Algorithm-specific state for checkpoints beyond nets, optimizers and normaliser."""
@@ -197,7 +197,7 @@ class Agent:
         signature; pass `deterministic` by keyword).
 
         A feed-forward agent returns the actions alone and takes no state. A recurrent one
-        (`recurrent`: PPO with lstm_hidden_size > 0) returns `(actions, state)`: pass that state
+        (`recurrent`: PPO or A3C with lstm_hidden_size > 0) returns `(actions, state)`: pass that state
         back with the next observation of the same episodes, and `episode_start` True where an
         episode begins (its state is then reset). Without a state, predict starts fresh episodes
         (zero state): it never reuses the state of an earlier call on its own.
@@ -257,7 +257,7 @@ class Agent:
         if starts.shape != (n,):
             raise InputError(f"episode_start must be a bool or {n} bools, one per observation; got {episode_start!r}.")
         with torch.no_grad():
-            raw, state = self._recurrent_action(x, state, torch.from_numpy(starts).to(self.device), deterministic)
+            raw, state = self._recurrent_policy().act(x, state, torch.from_numpy(starts).to(self.device), deterministic)
         action = self.action_adapter.to_env(raw.cpu().numpy())
         return (action[0] if single else action), state
 

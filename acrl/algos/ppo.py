@@ -46,7 +46,7 @@ from acrl.parts.encoders import ENCODERS, is_image
 from acrl.parts.heads import actor_critic
 from acrl.parts.normalization import IdentityNormalizer, ObservationNormalizer, RewardScaler
 from acrl.parts.optim import anneal_learning_rate, clip_grad_norm, flatten_parameters
-from acrl.parts.recurrent import LSTMState, recurrent_actor_critic
+from acrl.parts.recurrent import LSTMState, RecurrentActor, recurrent_actor_critic
 from acrl.parts.returns import gae
 from acrl.parts.stats import EpisodeStats
 
@@ -243,16 +243,8 @@ class PPO(Agent):
     def _policy_action(self, obs: torch.Tensor, deterministic: bool) -> torch.Tensor:
         return self.actor.sample(obs, deterministic)[0]
 
-    def _recurrent_action(
-        self, obs: torch.Tensor, state: LSTMState, episode_start: torch.Tensor, deterministic: bool
-    ) -> tuple[torch.Tensor, LSTMState]:
-        memory, state = self.actor.memory(obs, state, episode_start)
-        return self.actor.head.sample(memory, deterministic, with_log_prob=False)[0], state
-
-    def initial_state(self, n: int) -> LSTMState:
-        """Recurrent: the state of n fresh episodes, (h, c) zeros each (1, n, lstm_hidden_size) float32 on
-        the agent's device (what `predict` starts from without a state)."""
-        return self.actor.initial_state(n, self.device)
+    def _recurrent_policy(self) -> RecurrentActor:
+        return self.actor
 
     def values(self, obs: torch.Tensor, features: torch.Tensor | None = None) -> torch.Tensor:
         """V(s) (B,) float32 at obs (B, obs_dim) float32 or frames (B, *obs_shape) uint8/bool: the critic,

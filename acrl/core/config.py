@@ -153,9 +153,10 @@ def _coerce(name: str, value: Any, annotation: Any) -> Any:
 
 
 RECURRENT_FIELDS = ("lstm_hidden_size", "seq_len")
-"""The config fields of a recurrent policy (PPO's `lstm_hidden_size` and `seq_len`)."""
+"""The config fields of a recurrent policy (PPO's `lstm_hidden_size` and `seq_len`; A3C has the first,
+its training sequences being its rollouts)."""
 
-RECURRENT_ALGORITHMS = ("PPO",)
+RECURRENT_ALGORITHMS = ("PPO", "A3C")
 """The algorithms whose config has `lstm_hidden_size`, for the error that names them (a test checks
 the list against the config classes; the algorithms are not imported here, below them)."""
 
@@ -171,7 +172,7 @@ def update_config(config: RunConfig, values: dict[str, Any], origin: str) -> Run
 
     Raises:
         InputError: an unknown field (with the closest names; a recurrent policy's field for an algorithm
-            without one names those that have it) or a value of the wrong type.
+            without a recurrent policy names those that have one) or a value of the wrong type.
     """
     hints = typing.get_type_hints(type(config))
     fields = {field.name: hints[field.name] for field in dataclasses.fields(config)}
@@ -184,7 +185,7 @@ def update_config(config: RunConfig, values: dict[str, Any], origin: str) -> Run
                 stacklevel=2,
             )
             continue
-        if key not in fields and key in RECURRENT_FIELDS:
+        if key not in fields and key in RECURRENT_FIELDS and "lstm_hidden_size" not in fields:
             raise InputError(
                 f"{origin}: {key} sets a recurrent (LSTM) policy, which {type(config).__name__} does not have; "
                 f"the algorithms with a recurrent version: {', '.join(RECURRENT_ALGORITHMS)}."

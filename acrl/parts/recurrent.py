@@ -9,7 +9,7 @@ episode terminated or was truncated.
 
 `step` advances one time step of N environments (acting); `sequence` runs T steps of rollout
 chunks from given states, resetting at the episode starts inside them (PPO's sequence
-minibatches). `sequence` is `step` in a loop over T, so the two compute the same states exactly:
+minibatches, A3C's rollouts). `sequence` is `step` in a loop over T, so the two compute the same states exactly:
 the states a rollout saw are the states its minibatches recompute.
 
 Actor and critic share the one core (and the encoder), with a policy head and a value head on
@@ -98,7 +98,7 @@ class LSTMCore(nn.Module):
 
 
 class RecurrentActor(nn.Module):
-    """The recurrent policy of PPO (and A3C): encoder -> `LSTMCore` -> a policy head.
+    """The recurrent policy of PPO and A3C: encoder -> `LSTMCore` -> a policy head.
 
     `memory` (one step of N environments) and `memory_sequence` (T steps) give the core's output,
     the features (N, hidden_size) or (T, N, hidden_size) float32 that the policy head (`head`, a
@@ -129,6 +129,16 @@ class RecurrentActor(nn.Module):
         bool (reset before the step) -> (features (N, hidden_size) float32, the new state)."""
         return self.core.step(self.encoder(obs), state, episode_start)
 
+    def act(
+        self, obs: torch.Tensor, state: LSTMState, episode_start: torch.Tensor, deterministic: bool = False
+    ) -> tuple[torch.Tensor, LSTMState]:
+        """Acting, one step without log-probabilities: obs (N, *obs_shape), state (h, c) each (1, N,
+        hidden_size), episode_start (N,) bool (reset before the step) -> (raw actions (N,) int64 or (N,
+        act_dim) float32, sampled or the mode / mean if deterministic; the new state). `Agent.predict`'s
+        and A3C's workers' step."""
+        memory, state = self.memory(obs, state, episode_start)
+        return self.head.sample(memory, deterministic, with_log_prob=False)[0], state
+
     def memory_sequence(
         self, obs: torch.Tensor, state: LSTMState, episode_starts: torch.Tensor
     ) -> tuple[torch.Tensor, LSTMState]:
@@ -157,7 +167,7 @@ def recurrent_actor_critic(
     log_std_init: float = 0.0,
     log_std_min: float = -5.0,
 ) -> tuple[RecurrentActor, nn.Module, str]:
-    """The recurrent policy and value of PPO (and A3C): (actor, critic, encoder name).
+    """The recurrent policy and value of PPO and A3C: (actor, critic, encoder name).
 
     The actor is a `RecurrentActor`: the encoder `make_encoder(space, encoder, hidden_sizes,
     activation)` gives, an `LSTMCore` of `lstm_hidden_size` cells and `head_on` its output (as

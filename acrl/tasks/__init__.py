@@ -22,7 +22,7 @@ unknown and the error names the extra to install.
 POPGym (Morad et al. 2023; the `popgym` extra): its partially observable tasks, ids
 `popgym-<Task><Difficulty>-v0` without a namespace, as the "popgym-" family: `popgym` is imported
 (registering them) when such an id is first built, and Discrete observations become one-hot
-vectors (`acrl.tasks.popgym.make_popgym`). For recurrent policies (PPO's lstm_hidden_size).
+vectors (`acrl.tasks.popgym.make_popgym`). For recurrent policies (PPO's and A3C's lstm_hidden_size).
 """
 
 import importlib.util

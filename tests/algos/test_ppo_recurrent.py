@@ -17,79 +17,9 @@ from acrl.core.config import update_config
 from acrl.core.envs import env_factory
 from acrl.core.evaluation import EpisodeActor
 from acrl.offline.collect import collect_dataset
-from tests.conftest import assert_resumes_repeat, run_cli
+from tests.conftest import CueEnv, RampEnv, assert_resumes_repeat, hand_lstm, run_cli, script_ramp_lstm
 
 RECURRENT = {"lstm_hidden_size": 8, "n_steps": 32, "batch_size": 32, "seq_len": 8, "n_epochs": 2, "eval_episodes": 2}
-
-
-class CueEnv(gym.Env):
-    """A cue, one-hot of 2, in the first observation of an episode only (blank ones after); each later
-    step pays 1 when the action equals the cue. Episodes of 4 steps end terminated and truncated in
-    turn. The best feed-forward policy earns 1.5 a episode on average (a guess at blank observations),
-    a policy with memory 3."""
-
-    observation_space = gym.spaces.Box(0.0, 1.0, (2,), np.float32)
-    action_space = gym.spaces.Discrete(2)
-
-    def __init__(self):
-        self.episodes = 0
-
-    def reset(self, *, seed=None, options=None):
-        super().reset(seed=seed)
-        self.cue, self.t = int(self.np_random.integers(2)), 0
-        self.episodes += 1
-        return np.eye(2, dtype=np.float32)[self.cue], {}
-
-    def step(self, action):
-        reward = float(self.t > 0 and int(action) == self.cue)
-        self.t += 1
-        end = self.t == 4
-        return np.zeros(2, np.float32), reward, end and self.episodes % 2 == 0, end and self.episodes % 2 == 1, {}
-
-
-class RampEnv(gym.Env):
-    """Observations 0.1, 0.2, 0.3, ... within an episode (reset gives 0.1), reward 1; each episode
-    has 3 steps, its final observation 0.4, and ends truncated, terminated, truncated, ... in turn."""
-
-    observation_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
-    action_space = gym.spaces.Discrete(2)
-
-    def __init__(self):
-        self.episodes = 0
-
-    def reset(self, *, seed=None, options=None):
-        super().reset(seed=seed)
-        self.t, self.episodes = 0, self.episodes + 1
-        return np.array([0.1], np.float32), {}
-
-    def step(self, action):
-        self.t += 1
-        end = self.t == 3
-        odd = self.episodes % 2 == 1
-        return np.array([0.1 * (self.t + 1)], np.float32), 1.0, end and not odd, end and odd, {}
-
-
-def sigmoid(x: float) -> float:
-    return 1.0 / (1.0 + math.exp(-x))
-
-
-def hand_lstm(x: float, h: float, c: float) -> tuple[float, float]:
-    """The one-cell LSTM of `script_ramp_agent` on feature x = tanh(obs): every gate is
-    sigmoid(x + h / 2), the candidate tanh(x + h / 2); c' = f c + i g, h' = o tanh(c')."""
-    gate = sigmoid(x + h / 2)
-    c_new = gate * c + gate * math.tanh(x + h / 2)
-    return gate * math.tanh(c_new), c_new
-
-
-def script_ramp_agent(agent: PPO) -> None:
-    """Encoder tanh(obs) (one unit, weight 1), LSTM input weights 1 and recurrent weights 0.5, biases 0,
-    value = h (weight 1, bias 0): V is hand-computable from the observations and the state."""
-    with torch.no_grad():
-        linear = agent.actor.encoder[0]
-        linear.weight.fill_(1.0), linear.bias.zero_()
-        cell = agent.actor.core.cell
-        cell.weight_ih.fill_(1.0), cell.weight_hh.fill_(0.5), cell.bias_ih.zero_(), cell.bias_hh.zero_()
-        agent.critic.weight.fill_(1.0), agent.critic.bias.zero_()
 
 
 def test_truncation_bootstraps_with_the_pre_reset_state_and_every_episode_starts_fresh():
@@ -97,7 +27,7 @@ def test_truncation_bootstraps_with_the_pre_reset_state_and_every_episode_starts
         RampEnv, seed=0, n_envs=1, n_steps=9, batch_size=9, lstm_hidden_size=1, hidden_sizes=(1,),
         normalize_obs=False, eval_freq=0,
     )  # fmt: skip
-    script_ramp_agent(agent)
+    script_ramp_lstm(agent.actor, agent.critic)
     agent.collect()
     buf = agent.buffer
     # Hand-computed: the states of one episode from a zero state, observations 0.1, 0.2, 0.3.
@@ -247,7 +177,7 @@ def test_collect_and_record_carry_the_state(tmp_path):
 def test_lstm_hidden_size_for_an_algorithm_without_a_recurrent_version(algo):
     config = get_algorithm(algo).config_class()
     with pytest.raises(
-        InputError, match=r"lstm_hidden_size sets a recurrent \(LSTM\) policy.*recurrent version: PPO\.$"
+        InputError, match=r"lstm_hidden_size sets a recurrent \(LSTM\) policy.*recurrent version: PPO, A3C\.$"
     ):
         update_config(config, {"lstm_hidden_size": 64}, "--set")
 
@@ -268,7 +198,7 @@ def test_bad_recurrent_settings_are_input_errors(values, message):
 
 def test_cli_lstm_for_ddpg_is_exit_2():
     out = run_cli("train", "ddpg", "--env", "Pendulum-v1", "--set", "lstm_hidden_size=64", "--no-progress")
-    assert out.returncode == 2 and "the algorithms with a recurrent version: PPO" in out.stderr, out.stderr
+    assert out.returncode == 2 and "the algorithms with a recurrent version: PPO, A3C" in out.stderr, out.stderr
 
 
 @pytest.mark.parametrize(
