@@ -31,6 +31,7 @@ their means over the seeds.
 from __future__ import annotations
 
 import argparse
+import functools
 import statistics
 import time
 from typing import Any
@@ -48,18 +49,23 @@ from acrl.core.evaluation import evaluate
 from acrl.core.files import write_json_atomic
 
 
-def preset_config(env_id: str, steps: int) -> PPOConfig:
-    """acrl's default PPO preset for `env_id` with `steps` steps, evaluation off, one torch thread."""
+def preset_config(env_id: str, steps: int, lstm_hidden_size: int | None) -> PPOConfig:
+    """acrl's default PPO preset for `env_id` with `steps` steps, evaluation off, one torch thread, and
+    `lstm_hidden_size` cells where given (else the preset's, which must have an LSTM)."""
     values, _ = preset_values("ppo", env_id, None)
     values.update(total_steps=steps, eval_freq=0, torch_threads=1)
+    if lstm_hidden_size is not None:
+        values["lstm_hidden_size"] = lstm_hidden_size
     cfg = update_config(PPOConfig(), values, origin=f"ppo preset for {env_id}")
     if not cfg.lstm_hidden_size:
-        raise SystemExit(f"the ppo preset for {env_id} has no LSTM (lstm_hidden_size 0); pick a POPGym id.")
+        raise SystemExit(f"the ppo preset for {env_id} has no LSTM: pick a POPGym id or give --lstm-hidden-size.")
     return cfg
 
 
-def train_acrl(env_id: str, cfg: PPOConfig, seed: int, episodes: int) -> dict[str, float]:
-    agent = PPO(env_id, config=update_config(cfg, {"seed": seed}, "benchmark"))
+def train_acrl(env_id: str, cfg: PPOConfig, seed: int, episodes: int, feed_forward: bool = False) -> dict[str, float]:
+    """acrl's PPO with `cfg`; with `feed_forward`, the same settings without the LSTM (what memory adds)."""
+    changes = {"seed": seed, "lstm_hidden_size": 0} if feed_forward else {"seed": seed}
+    agent = PPO(env_id, config=update_config(cfg, changes, "benchmark"))
     started = time.perf_counter()
     agent.learn(progress=False)
     seconds = time.perf_counter() - started
@@ -112,7 +118,7 @@ def train_sb3(env_id: str, cfg: PPOConfig, seed: int, episodes: int) -> dict[str
             "return_mean": result["return_mean"]}  # fmt: skip
 
 
-TRAINERS = {"acrl": train_acrl, "sb3": train_sb3}
+TRAINERS = {"acrl": train_acrl, "acrl_ff": functools.partial(train_acrl, feed_forward=True), "sb3": train_sb3}
 
 
 def main() -> None:
@@ -121,11 +127,24 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=None, help="training steps per run (default: the preset's)")
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--eval-episodes", type=int, default=20)
-    parser.add_argument("--libs", nargs="+", choices=list(TRAINERS), default=list(TRAINERS))
+    parser.add_argument(
+        "--libs",
+        nargs="+",
+        choices=list(TRAINERS),
+        default=list(TRAINERS),
+        help="acrl: PPO-LSTM; acrl_ff: the same without the LSTM; sb3: SB3-contrib's RecurrentPPO",
+    )
+    parser.add_argument(
+        "--lstm-hidden-size",
+        type=int,
+        default=None,
+        help="LSTM cells (default: the preset's; needed for a task whose preset has none)",
+    )
     parser.add_argument("--out", default=str(scratch_path("recurrent_ppo")))
     args = parser.parse_args()
     torch.set_num_threads(1)
-    cfg = preset_config(args.env, args.steps or preset_values("ppo", args.env, None)[0]["total_steps"])
+    steps = args.steps or preset_values("ppo", args.env, None)[0]["total_steps"]
+    cfg = preset_config(args.env, steps, args.lstm_hidden_size)
     load_before = load_average()
     runs: dict[str, list[dict[str, float]]] = {lib: [] for lib in args.libs}
     for seed in range(args.seeds):
