@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 import torch
 
+from acrl.core import torch_fast
 from acrl.core.checkpoint import rng_state
 from acrl.core.loop import Callback
 from acrl.parts.datasets import OfflineDataset, save_dataset
@@ -30,6 +31,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.get_closest_marker("slow") and not item.get_closest_marker("timeout"):
             item.add_marker(pytest.mark.timeout(0))
+
+
+@pytest.fixture
+def private_apis():
+    """Set acrl.core.torch_fast's private-API switch for one test and put it back afterwards."""
+    before = torch_fast.private_apis_enabled()
+    yield torch_fast.set_private_apis
+    torch_fast.set_private_apis(before)
 
 
 def run_cli(*args: str, cwd: Path | None = None, timeout: float = 300) -> subprocess.CompletedProcess:

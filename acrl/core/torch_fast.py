@@ -1,6 +1,6 @@
 """The private torch APIs acrl uses, in one place, each with a fallback to the public API.
 
-Three fast paths, all on by default and all turned off together by the environment variable
+Four fast paths, all on by default and all turned off together by the environment variable
 `ACRL_PRIVATE_APIS=0` (read at import) or `set_private_apis(False)`:
 
 - `linear`: large float32 CPU products through oneDNN (`torch.ops.mkldnn._linear_pointwise`)
@@ -10,12 +10,16 @@ Three fast paths, all on by default and all turned off together by the environme
   `torch.nn.functional.linear`.
 - `tanh`: large float32 CPU tensors as 2 sigmoid(2x) - 1: this build of torch vectorises
   sigmoid on the CPU but not tanh. Fallback: `torch.tanh`.
+- `lstm`: T steps of an `nn.LSTMCell` in one call of `torch.lstm`, the undocumented op behind
+  `nn.LSTM.forward`, which on the CPU runs forward and backward as oneDNN's fused LSTM: 2.5x faster
+  than T calls of the cell for PPO's 32 x 8 sequences of 256 cells, forward and backward, one thread.
+  Fallback: the cell step by step. No second derivatives on the fused path.
 - `add_summary`: a ready-made TensorBoard `Summary` (acrl's GIF videos) written through the
   `SummaryWriter`'s undocumented `file_writer`. Fallback: the same event written by
   tensorboard's own `EventFileWriter` into a second event file of the run directory (TensorBoard
   reads every event file of a directory).
 
-Both tensor paths give torch's values to float32 round-off, the textbook gradients, and second
+The `linear` and `tanh` paths give torch's values to float32 round-off, the textbook gradients, and second
 derivatives (`create_graph=True`: each backward is built from the same differentiable
 functions). They step aside, to the public op, whenever they could not be traced: under
 `torch.compile` (`torch.compiler.is_compiling()`) and under the `torch.func` transforms
@@ -54,7 +58,7 @@ _enabled = os.environ.get("ACRL_PRIVATE_APIS", "1") != "0" and _transforms_activ
 
 
 def set_private_apis(enabled: bool) -> None:
-    """Turn the three private-API paths on or off for this process (the default comes from
+    """Turn the four private-API paths on or off for this process (the default comes from
     `ACRL_PRIVATE_APIS`; "0" is off). On a torch without `torch._C._are_functorch_transforms_active`
     they stay off. Worker processes started with "fork" inherit the setting, "spawn" ones read
     the environment variable again."""
@@ -63,7 +67,7 @@ def set_private_apis(enabled: bool) -> None:
 
 
 def private_apis_enabled() -> bool:
-    """Whether `linear`, `tanh` and `add_summary` may take their private paths."""
+    """Whether `linear`, `tanh`, `lstm` and `add_summary` may take their private paths."""
     return _enabled
 
 
@@ -156,6 +160,30 @@ def tanh(x: torch.Tensor) -> torch.Tensor:
     ):
         return torch.tanh(x)
     return _SigmoidTanh.apply(x)
+
+
+def lstm(
+    cell: torch.nn.LSTMCell, x: torch.Tensor, state: tuple[torch.Tensor, torch.Tensor]
+) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
+    """T steps of `cell` (with its biases) from `state` with no reset between them: x (T, N, input_size)
+    float32, state (h, c) each (1, N, hidden_size) -> (outputs h_1..h_T (T, N, hidden_size), (h_T, c_T)
+    each (1, N, hidden_size)).
+
+    The private path is one `torch.lstm` call with the cell's own parameters (so their gradients reach
+    them, views of a flat tensor included): oneDNN's fused LSTM on the CPU, the same equations to float32
+    round-off (|difference| about 1e-7 over 32 steps of 256 cells). The fallback, and the path under
+    compilation and torch.func transforms, is the cell once per step."""
+    if _enabled and not _traceable_only():
+        weights = [cell.weight_ih, cell.weight_hh, cell.bias_ih, cell.bias_hh]
+        # torch.lstm(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first)
+        out, h, c = torch.lstm(x, state, weights, True, 1, 0.0, torch.is_grad_enabled(), False, False)
+        return out, (h, c)
+    h, c = state[0][0], state[1][0]
+    outputs = []
+    for features in x:
+        h, c = cell(features, (h, c))
+        outputs.append(h)
+    return torch.stack(outputs), (h.unsqueeze(0), c.unsqueeze(0))
 
 
 def add_summary(writer: Any, summary: Any, step: int) -> None:

@@ -9,8 +9,8 @@ episode terminated or was truncated.
 
 `step` advances one time step of N environments (acting); `sequence` runs T steps of rollout
 chunks from given states, resetting at the episode starts inside them (PPO's sequence
-minibatches, A3C's rollouts). `sequence` is `step` in a loop over T, so the two compute the same states exactly:
-the states a rollout saw are the states its minibatches recompute.
+minibatches, A3C's rollouts). `sequence` runs the same equations as `step`, so the states a rollout
+saw are the states its minibatches recompute, to float32 round-off.
 
 Actor and critic share the one core (and the encoder), with a policy head and a value head on
 its output: as CleanRL's ppo_atari_lstm (Huang et al. 2022) and the A3C paper's LSTM agent
@@ -22,7 +22,8 @@ default, which doubles the state to carry and the sequence compute.)
 The cell is a `torch.nn.LSTMCell`, not a `torch.nn.LSTM`: PPO and A3C make every parameter a view
 of one flat tensor (`acrl.parts.optim.flatten_parameters`), and on CUDA `nn.LSTM` re-packs its
 weights into a cuDNN buffer of its own at every `.to()`, which would cut them off from that
-tensor; the cell keeps plain parameters. One step of the cell is the same arithmetic.
+tensor; the cell keeps plain parameters. `sequence` hands them to `torch.lstm`, the op `nn.LSTM` calls
+(`acrl.core.torch_fast.lstm`).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import gymnasium as gym
 import torch
 from torch import nn
 
+from acrl.core import torch_fast
 from acrl.parts.encoders import make_encoder
 from acrl.parts.heads import CategoricalHead, GaussianHead, head_on
 from acrl.parts.nets import output_layer
@@ -88,13 +90,17 @@ class LSTMCore(nn.Module):
         each (1, N, hidden_size) at the sequences' first step, episode_starts (T, N) bool ->
         (outputs (T, N, hidden_size), the state after the last step).
 
-        `step` once per time step, resetting wherever an episode starts inside a sequence: the
-        same arithmetic as acting, so the outputs equal the rollout's exactly."""
+        The sequence is cut before every step where some environment starts an episode; each piece
+        runs from the state with those environments' memory zeroed, as `step` does, in one call of
+        `acrl.core.torch_fast.lstm` (oneDNN's fused LSTM, or the cell step by step). The outputs
+        equal the steps' to float32 round-off (1e-7 here)."""
+        cuts = [0, *(torch.nonzero(episode_starts[1:].any(1)).flatten() + 1).tolist(), len(features)]
         outputs = []
-        for t in range(len(features)):
-            out, state = self.step(features[t], state, episode_starts[t])
+        for begin, end in zip(cuts[:-1], cuts[1:]):
+            keep = (~episode_starts[begin]).to(features.dtype).view(1, -1, 1)
+            out, state = torch_fast.lstm(self.cell, features[begin:end], (state[0] * keep, state[1] * keep))
             outputs.append(out)
-        return torch.stack(outputs), state
+        return torch.cat(outputs), state
 
 
 class RecurrentActor(nn.Module):

@@ -22,14 +22,6 @@ needs_private = pytest.mark.skipif(
 )
 
 
-@pytest.fixture
-def private_apis():
-    """Set the switch for one test and put it back afterwards."""
-    before = torch_fast.private_apis_enabled()
-    yield torch_fast.set_private_apis
-    torch_fast.set_private_apis(before)
-
-
 def _ops(fn):
     """The set of aten/mkldnn ops `fn()` dispatches (forward and backward)."""
     from torch.utils._python_dispatch import TorchDispatchMode
@@ -75,6 +67,36 @@ def test_tanh_private_and_fallback_paths_agree(private_apis):
         results[enabled] = [torch_fast.tanh(x).detach(), x.grad.clone()]
     torch.testing.assert_close(results[True][0], results[False][0], rtol=0, atol=3e-7)
     torch.testing.assert_close(results[True][1], results[False][1], rtol=0, atol=3e-6)
+
+
+def test_lstm_private_and_fallback_paths_agree(private_apis):
+    """Outputs, final state and every gradient (inputs, state, the cell's four parameters) of the fused
+    LSTM equal the cell loop's; only the private path runs oneDNN's RNN layer."""
+    gen = torch.Generator().manual_seed(0)
+    cell = nn.LSTMCell(4, 6)
+    x, h, c = (
+        torch.randn(5, 2, 4, generator=gen),
+        torch.randn(1, 2, 6, generator=gen),
+        torch.randn(1, 2, 6, generator=gen),
+    )
+    results = {}
+    for enabled in (True, False):
+        private_apis(enabled)
+        cell.zero_grad()
+        xs, hs, cs = (t.clone().requires_grad_() for t in (x, h, c))
+        outputs = {}
+
+        def run():
+            out, (h_last, c_last) = torch_fast.lstm(cell, xs, (hs, cs))  # noqa: B023
+            outputs.update(out=out.detach(), h=h_last.detach(), c=c_last.detach())  # noqa: B023
+            (out.square().sum() + c_last.sum()).backward()
+
+        ops = _ops(run)
+        assert ("aten.mkldnn_rnn_layer" in ops) == (enabled and torch_fast.private_apis_enabled()), ops
+        grads = [xs.grad, hs.grad, cs.grad, *(p.grad.clone() for p in cell.parameters())]
+        results[enabled] = [outputs["out"], outputs["h"], outputs["c"], *grads]
+    for private, public in zip(results[True], results[False], strict=True):
+        torch.testing.assert_close(private, public, rtol=0, atol=1e-6)
 
 
 def _summaries(log_dir):
