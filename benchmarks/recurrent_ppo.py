@@ -18,14 +18,17 @@ after it (LSTM -> MLP -> heads); acrl's minibatches are fixed-length chunks of e
 rollout (`seq_len`, default n_steps), SB3-contrib's are cut at episode starts and padded. One torch
 thread for both, on the CPU.
 
-    python benchmarks/recurrent_ppo.py                               # 3 seeds x 100k steps x 2 libraries
-    python benchmarks/recurrent_ppo.py --env popgym-RepeatPreviousEasy-v0 --steps 200000
+    python benchmarks/recurrent_ppo.py --out benchmarks/results/recurrent_ppo_position_only_cartpole.json
+    python benchmarks/recurrent_ppo.py --env popgym-RepeatPreviousEasy-v0 \
+        --out benchmarks/results/recurrent_ppo_repeat_previous.json
+    python benchmarks/recurrent_ppo.py --env CartPole-v1 --lstm-hidden-size 256 --libs acrl acrl_ff \
+        --out benchmarks/results/recurrent_ppo_cartpole.json     # fully observed: the LSTM still solves it
     python benchmarks/recurrent_ppo.py --seeds 1 --steps 2048 --eval-episodes 2 --libs acrl sb3   # a smoke test
 
 Prints a markdown table and writes --out (default benchmarks/results/tmp/recurrent_ppo.json; a
 committed result needs `--out benchmarks/results/recurrent_ppo.json`): `bench_meta()`, the arguments,
 and per library and seed the steps, training seconds, steps/s and the evaluation's mean return, with
-their means over the seeds.
+their means over the seeds, and the return's IQM with its 95% bootstrap CI (rliable, as `acrl sweep`).
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ from acrl.core.config import preset_values, update_config
 from acrl.core.envs import env_factory
 from acrl.core.evaluation import evaluate
 from acrl.core.files import write_json_atomic
+from acrl.sweep.results import interval_estimates
 
 
 def preset_config(env_id: str, steps: int, lstm_hidden_size: int | None) -> PPOConfig:
@@ -152,14 +156,23 @@ def main() -> None:
             run = TRAINERS[lib](args.env, cfg, seed, args.eval_episodes)
             runs[lib].append({"seed": seed, **run})
             print(f"{lib} seed {seed}: {run['steps_per_s']:.0f} steps/s, return {run['return_mean']:.3f}", flush=True)
+    estimates = interval_estimates({lib: [r["return_mean"] for r in rows] for lib, rows in runs.items()})
     summary = {
-        lib: {key: statistics.fmean(r[key] for r in rows) for key in ("steps_per_s", "return_mean", "seconds")}
+        lib: {
+            **{key: statistics.fmean(r[key] for r in rows) for key in ("steps_per_s", "return_mean", "seconds")},
+            "return_iqm": estimates[lib]["iqm"],
+            "return_iqm_ci": estimates[lib]["iqm_ci"],
+        }
         for lib, rows in runs.items()
     }
     print(f"\n{args.env}, {cfg.total_steps} steps, {args.seeds} seeds (means)\n")
-    print("| library | steps/s | return | training s |\n|---|---|---|---|")
+    print("| library | steps/s | return mean | return IQM [95% CI] | training s |\n|---|---|---|---|---|")
     for lib, s in summary.items():
-        print(f"| {lib} | {s['steps_per_s']:.0f} | {s['return_mean']:.3f} | {s['seconds']:.1f} |")
+        ci = s["return_iqm_ci"]
+        print(
+            f"| {lib} | {s['steps_per_s']:.0f} | {s['return_mean']:.3f} | {s['return_iqm']:.3f} "
+            f"[{ci[0]:.3f}, {ci[1]:.3f}] | {s['seconds']:.1f} |"
+        )
     result = {
         "meta": bench_meta(load_before, ("stable-baselines3", "sb3-contrib", "popgym")),
         "args": {**vars(args), "steps": cfg.total_steps},

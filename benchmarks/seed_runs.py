@@ -20,12 +20,17 @@ picks up where it stopped:
 - `a3c_pong`: `acrl train a3c --env ALE/Pong-v5 --preset original --workers 2` (the A3C paper's
   agent) for seed 0, 5M agent steps (about 2 hours: 755 steps/s over its first 500k steps on the
   2-core Xeon), 5 whole games every 250k steps; then best.pt on 10 fresh games.
+- `a3c_lstm_popgym`: `acrl train a3c --env popgym-PositionOnlyCartPoleEasy-v0 --workers 2` with the
+  `default` preset (256 LSTM cells) and the `feed_forward` one (the same without the LSTM), seeds
+  0-2 each (150k steps, a few minutes a run); the statistic is the run's last evaluation (10
+  deterministic episodes at 150k steps), the IQM with its 95% CI over seeds (rliable, as `acrl sweep`).
 
     python benchmarks/seed_runs.py ppo_pong --out benchmarks/results/ppo_pong.json
     python benchmarks/seed_runs.py a3c_pong --out benchmarks/results/a3c_pong.json
     python benchmarks/seed_runs.py sac_hopper --jobs 3 --out benchmarks/results/sac_hopper.json
     python benchmarks/seed_runs.py ppo_ant_1m --jobs 2 --out benchmarks/results/ppo_ant_1m_rerun.json
     python benchmarks/seed_runs.py a3c_pendulum_1m --out benchmarks/results/a3c_pendulum_1m.json
+    python benchmarks/seed_runs.py a3c_lstm_popgym --out benchmarks/results/a3c_lstm_popgym.json
     python benchmarks/seed_runs.py sac_hopper --total-steps 2000 --seeds 0     # a check in seconds
 
 Without --out the result goes to benchmarks/results/tmp/NAME.json. Run directories go under
@@ -46,6 +51,7 @@ from typing import Any
 from meta import RESULTS, ROOT, bench_meta, load_average, scratch_path
 
 from acrl.core.plotting import read_curve
+from acrl.sweep.results import interval_estimates
 
 # the settings of a3c_pendulum_1m's current round: its run directories' names, flags on top of the preset, seeds
 A3C_PENDULUM = {
@@ -64,11 +70,16 @@ A3C_PENDULUM = {
         [1],
     ),
 }
+A3C_LSTM_POPGYM = {
+    "LSTM (the default preset: 256 cells)": ("lstm", [], range(3)),
+    "feed-forward (the feed_forward preset)": ("feed-forward", ["--preset", "feed_forward"], range(3)),
+}
 ATARI_EVAL = ["eval_freq=250000", "eval_episodes=5", "checkpoint_freq=100000"]  # --set values of the Pong runs
 TRAIN = {
     "sac_hopper": ["sac", "--env", "Hopper-v5"],
     "ppo_ant_1m": ["ppo", "--env", "Ant-v5"],
     "a3c_pendulum_1m": ["a3c", "--env", "Pendulum-v1", "--workers", "2"],
+    "a3c_lstm_popgym": ["a3c", "--env", "popgym-PositionOnlyCartPoleEasy-v0", "--workers", "2"],
     "ppo_pong": [
         "ppo",
         "--env",
@@ -191,6 +202,29 @@ def pendulum_run(seed: int, run_dir: Path) -> dict[str, Any]:
     }
 
 
+def lstm_against_feed_forward(run_dirs: dict[str, dict[int, Path]]) -> dict[str, Any]:
+    """Per setting, each seed's last evaluation (return mean over its episodes) and the IQM with its 95%
+    bootstrap CI over the seeds."""
+    finals = {key: {seed: curve(run_dir)[-1] for seed, run_dir in dirs.items()} for key, dirs in run_dirs.items()}
+    estimates = interval_estimates({key: [value for _, value in rows.values()] for key, rows in finals.items()})
+    return {
+        "statistic": "the last evaluation of each run (10 deterministic episodes, seed + 10000), IQM [95% CI] "
+        "over seeds (rliable); the maximum return of the task is 1.0",
+        "settings": {
+            key: {
+                "flags": A3C_LSTM_POPGYM[key][1],
+                "runs": [{"seed": seed, "step": step, "final_return_mean": v} for seed, (step, v) in rows.items()],
+                **estimates[key],
+            }
+            for key, rows in finals.items()
+        },
+    }
+
+
+SETTINGS = {"a3c_pendulum_1m": A3C_PENDULUM, "a3c_lstm_popgym": A3C_LSTM_POPGYM}
+"""The scripts whose runs come in named settings (run-directory slug, flags on top of the preset, seeds)."""
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
@@ -206,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out or scratch_path(args.name)
     load_before = load_average()
 
-    settings = A3C_PENDULUM if args.name == "a3c_pendulum_1m" else {"": ("", [], SEEDS.get(args.name, range(3)))}
+    settings = SETTINGS.get(args.name, {"": ("", [], SEEDS.get(args.name, range(3)))})
     jobs = [
         (key, seed, runs_root / (f"{slug}-s{seed}" if slug else f"s{seed}"), flags)
         for key, (slug, flags, seeds) in settings.items()
@@ -237,6 +271,13 @@ def main(argv: list[str] | None = None) -> int:
             "commands": commands,
             "evaluation": "deterministic whole games (raw scores): 5 every 250k agent steps, then best.pt on 10",
             "runs": {str(seed): pong_run(run_dir) for seed, run_dir in run_dirs[""].items()},
+        }
+    elif args.name == "a3c_lstm_popgym":
+        result = {
+            "benchmark": "A3C with and without an LSTM on popgym-PositionOnlyCartPoleEasy-v0, 2 workers",
+            "meta": meta,
+            "commands": commands,
+            **lstm_against_feed_forward(run_dirs),
         }
     elif args.name == "ppo_ant_1m":
         result = {
