@@ -41,6 +41,26 @@ def private_apis():
     torch_fast.set_private_apis(before)
 
 
+def recurrent_returns_by_hand(agent, env_id: str, episodes: int) -> list[float]:
+    """The returns of `episodes` deterministic episodes of a recurrent `agent` on `env_id`, played with
+    `predict` and a fresh state at each reset (carried within an episode), from the evaluation seed
+    (config.seed + 10000): what `agent.evaluate(episodes)` must return."""
+    from acrl.core.envs import env_factory
+
+    env = env_factory(env_id)[0]()
+    obs, _ = env.reset(seed=agent.config.seed + 10_000)
+    returns = []
+    for _ in range(episodes):
+        total, state, start, done = 0.0, None, True, False
+        while not done:
+            action, state = agent.predict(obs, state, start)
+            obs, reward, terminated, truncated, _ = env.step(action)
+            total, start, done = total + reward, False, terminated or truncated
+        returns.append(total)
+        obs, _ = env.reset()
+    return returns
+
+
 def run_cli(*args: str, cwd: Path | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
     """`python -m acrl ARGS` in a subprocess; returns the completed process (text output)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}

@@ -18,12 +18,12 @@ import acrl.algos.a3c as a3c
 from acrl import A3C, InputError
 from acrl.algos import ALGORITHMS, get_algorithm
 from acrl.core.config import RECURRENT_ALGORITHMS
-from acrl.core.envs import ActionAdapter, env_factory
+from acrl.core.envs import ActionAdapter
 from acrl.core.evaluation import EpisodeActor
 from acrl.offline.collect import collect_dataset
 from acrl.parts.normalization import IdentityNormalizer
 from acrl.parts.workers import StepBudget, WorkerStats, make_worker_envs
-from tests.conftest import CueEnv, RampEnv, hand_lstm, script_ramp_lstm
+from tests.conftest import CueEnv, RampEnv, hand_lstm, recurrent_returns_by_hand, script_ramp_lstm
 
 RECURRENT = {"lstm_hidden_size": 8, "hidden_sizes": (16,), "eval_freq": 0, "eval_episodes": 2}
 
@@ -186,19 +186,7 @@ def test_a_run_checkpoints_resumes_evaluates_records_and_collects_with_the_state
     p, q = agent.parameters, loaded.parameters
     assert loaded.optimizer.state[q]["step"].item() == agent.optimizer.state[p]["step"].item() > 0
     # Evaluation: a fresh state each episode, carried within it, as predict by hand.
-    result = loaded.evaluate(2)
-    env = env_factory("CartPole-v1")[0]()
-    obs, _ = env.reset(seed=loaded.config.seed + 10_000)
-    returns = []
-    for _ in range(2):
-        total, state, start, done = 0.0, None, True, False
-        while not done:
-            action, state = loaded.predict(obs, state, start)
-            obs, reward, terminated, truncated, _ = env.step(action)
-            total, start, done = total + reward, False, terminated or truncated
-        returns.append(total)
-        obs, _ = env.reset()
-    assert result["returns"] == returns
+    assert loaded.evaluate(2)["returns"] == recurrent_returns_by_hand(loaded, "CartPole-v1", 2)
     data = collect_dataset("imitation", tmp_path / "imitation.h5", 30, policy=run, seed=3)
     actor, actions = EpisodeActor(loaded), []
     for obs, start in zip(data.observations, np.concatenate([[True], (data.terminals | data.timeouts)[:-1]])):

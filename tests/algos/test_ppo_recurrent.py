@@ -17,7 +17,15 @@ from acrl.core.config import update_config
 from acrl.core.envs import env_factory
 from acrl.core.evaluation import EpisodeActor
 from acrl.offline.collect import collect_dataset
-from tests.conftest import CueEnv, RampEnv, assert_resumes_repeat, hand_lstm, run_cli, script_ramp_lstm
+from tests.conftest import (
+    CueEnv,
+    RampEnv,
+    assert_resumes_repeat,
+    hand_lstm,
+    recurrent_returns_by_hand,
+    run_cli,
+    script_ramp_lstm,
+)
 
 RECURRENT = {"lstm_hidden_size": 8, "n_steps": 32, "batch_size": 32, "seq_len": 8, "n_epochs": 2, "eval_episodes": 2}
 
@@ -123,20 +131,7 @@ def test_a_feed_forward_predict_takes_no_state():
 
 def test_evaluation_starts_each_episode_from_a_fresh_state():
     agent = PPO("CartPole-v1", seed=0, eval_freq=0, **RECURRENT)
-    result = agent.evaluate(3)
-    # The same three episodes by hand: a fresh state at each reset, carried within an episode.
-    env = env_factory("CartPole-v1")[0]()
-    obs, _ = env.reset(seed=agent.config.seed + 10_000)
-    returns = []
-    for _ in range(3):
-        total, state, start, done = 0.0, None, True, False
-        while not done:
-            action, state = agent.predict(obs, state, start)
-            obs, reward, terminated, truncated, _ = env.step(action)
-            total, start, done = total + reward, False, terminated or truncated
-        returns.append(total)
-        obs, _ = env.reset()
-    assert result["returns"] == returns
+    assert agent.evaluate(3)["returns"] == recurrent_returns_by_hand(agent, "CartPole-v1", 3)
 
 
 def test_resume_of_a_recurrent_run_restores_everything_and_repeats(tmp_path):
