@@ -1181,10 +1181,12 @@ def memory(results: dict[str, dict]) -> str:
         notes.append(f"A3C: {conditions(a3c)}")
     if not verdicts:
         return ""
-    ppo_table = table(["task", "agent", "return IQM", "95% CI", "per seed", "steps/s"], "lllrlr", rows)
-    a3c_table = table(
-        ["A3C, 2 workers, popgym-PositionOnlyCartPoleEasy-v0", "IQM", "95% CI", "per seed"], "lrll", a3c_rows
-    )
+    tables = []
+    if rows:
+        tables.append(table(["task", "agent", "return IQM", "95% CI", "per seed", "steps/s"], "llrllr", rows))
+    if a3c_rows:
+        a3c_header = ["A3C, 2 workers, popgym-PositionOnlyCartPoleEasy-v0", "IQM", "95% CI", "per seed"]
+        tables.append(table(a3c_header, "lrll", a3c_rows))
     return f"""## Memory: PPO and A3C with an LSTM on partially observed tasks
 
 `python benchmarks/recurrent_ppo.py`: acrl's PPO preset for each task (an LSTM of 256 cells after a 64-64 tanh
@@ -1196,9 +1198,7 @@ best), CartPole-v1's in [0, 500]. The POPGym paper (Morad et al. 2023, ICLR) rep
 appendix as MMER, the best mean training return of any batch over 3 trials (10M-15M steps, RLlib); that
 appendix was not readable from this machine, so its figure is not quoted here.
 
-{ppo_table}
-
-{a3c_table if a3c_rows else ""}
+{(chr(10) * 2).join(tables)}
 
 {chr(10).join("- " + v for v in verdicts)}
 
