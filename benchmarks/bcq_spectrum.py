@@ -61,11 +61,18 @@ def run_name(kind: str, n: int, phi: float, seed: int) -> str:
 
 
 def spectrum_jobs(
-    experiment: dict[str, Any], root: str, n_values: list[int], phis: list[float], seeds: list[int], updates: int
+    experiment_dir: Path,
+    experiment: dict[str, Any],
+    root: str,
+    n_values: list[int],
+    phis: list[float],
+    seeds: list[int],
+    updates: int,
 ) -> list[Job]:
     """One `train_run` job per buffer, n, phi and seed (the costliest, largest n, first).
 
     Args:
+        experiment_dir: the experiment's directory (absolute), the jobs' root.
         experiment: the experiment's experiment.yaml (env_id, eval_freq, eval_episodes, bcq_overrides).
         root: the spectrum's directory relative to the experiment's ("spectrum" or "spectrum-uUPDATES").
         n_values, phis, seeds: the grid; updates: gradient updates per run.
@@ -90,7 +97,11 @@ def spectrum_jobs(
                                 "env_id": experiment["env_id"],
                                 "preset": None,
                                 "overrides": {**overrides, "n_action_samples": n, "n_select_samples": n, "phi": phi},
-                                "flags": {"seed": seed, "total_steps": updates, "dataset": dataset},
+                                "flags": {
+                                    "seed": seed,
+                                    "total_steps": updates,
+                                    "dataset": str(experiment_dir / dataset),
+                                },
                             },
                             inputs=(dataset,),
                             steps=updates,
@@ -156,7 +167,11 @@ def markdown(result: dict[str, Any]) -> str:
                 value = None if ref is None else ref.get("return", ref.get("final"))
                 if value is not None:
                     shown.append(f"{label} {value[0]:.1f} ± {value[1]:.1f}")
-            lines += ["The experiment's, for reference (final evaluation, mean ± std): " + "; ".join(shown) + ".", ""]
+            lines += [
+                f"The experiment's ({result['experiment_updates']} updates), for reference (final evaluation, "
+                "mean ± std): " + "; ".join(shown) + ".",
+                "",
+            ]
     return "\n".join(lines)
 
 
@@ -192,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
     root = "spectrum" if updates == experiment["updates"] else f"spectrum-u{updates}"
     out = args.out or scratch_path("bcq_spectrum")
     load_before, started = load_average(), time.monotonic()
-    jobs = spectrum_jobs(experiment, root, args.n, args.phi, seeds, updates)
+    jobs = spectrum_jobs(experiment_dir, experiment, root, args.n, args.phi, seeds, updates)
     done = run_jobs(jobs, experiment_dir, ClusterOptions(address=args.address), args.progress, label="BCQ spectrum")
 
     runs = []
@@ -227,6 +242,7 @@ def main(argv: list[str] | None = None) -> int:
         "env_id": experiment["env_id"],
         "dataset_size": experiment["dataset_size"],
         "updates": updates,
+        "experiment_updates": experiment["updates"],
         "eval_freq": experiment["eval_freq"],
         "eval_episodes": experiment["eval_episodes"],
         "seeds": seeds,
