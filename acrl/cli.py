@@ -66,7 +66,8 @@ class Train:
     """A3C worker processes (default: the number of cores)."""
     dataset: Annotated[str | None, tyro.conf.arg(metavar="FILE")] = None
     """Offline dataset (HDF5, D4RL keys, e.g. from `acrl collect`): required by the offline algorithms (bcq,
-    discrete_bcq, bc); the other replay algorithms (ddpg, td3, sac) then learn from it instead of collecting."""
+    discrete_bcq, bc, vae_bc); the other replay algorithms (ddpg, td3, sac, dqn) then learn from it instead of
+    collecting."""
     run_dir: Annotated[str | None, tyro.conf.arg(metavar="DIR")] = None
     """Run directory (default: runs/ALGO-ENV-sSEED-TIME)."""
     preset: Annotated[str | None, tyro.conf.arg(metavar="NAME")] = None
@@ -186,8 +187,9 @@ class Experiment:
     """Run a BCQ paper experiment (Fujimoto et al. 2019, Figure 2); prints its table, writes JSON and a figure."""
 
     name: tyro.conf.Positional[Literal["extrapolation", "concurrent"]]
-    """extrapolation (final, concurrent, imitation and imperfect buffers: behavioral policy, BCQ,
-    off-policy DDPG and BC) or concurrent (BCQ, DDPG and BC learning from a behavioral DDPG's growing buffer)."""
+    """extrapolation (final, concurrent, imitation and imperfect buffers: behavioral policy, BCQ, off-policy
+    DDPG, BC, VAE-BC and DQN on discretised actions) or concurrent (the same learners learning from a behavioral
+    DDPG's growing buffer)."""
     env: Annotated[str, tyro.conf.arg(metavar="ENV_ID")]
     """Environment id with a bounded Box action space, e.g. Pendulum-v1, Hopper-v5."""
     steps_behavioral: int | None = None
@@ -214,6 +216,11 @@ class Experiment:
     """Hyperparameters of the DDPG that learns from the data (offline / concurrent) as key=value."""
     bc_set: Annotated[list[str], values("KEY=VALUE")] = field(default_factory=list)
     """Behavioral cloning hyperparameters as key=value, e.g. --bc-set hidden_sizes=[64,64]."""
+    vae_bc_set: Annotated[list[str], values("KEY=VALUE")] = field(default_factory=list)
+    """VAE-BC hyperparameters as key=value, e.g. --vae-bc-set hidden_sizes=[64,64]."""
+    dqn_set: Annotated[list[str], values("KEY=VALUE")] = field(default_factory=list)
+    """Hyperparameters of the DQN on independently discretised actions as key=value (default 10 sub-actions per
+    dimension, the BCQ paper's; e.g. --dqn-set action_bins=5)."""
     address: Annotated[str | None, tyro.conf.arg(metavar="auto|HOST:PORT")] = None
     """Ray cluster for the runs (the ray extra): auto (the one `ray start` runs here) or HOST:PORT (default: a
     process pool on this machine, one run per core)."""
@@ -580,6 +587,8 @@ def experiment(args: Experiment) -> None:
         "bcq_overrides": parse_set_options(args.bcq_set),
         "ddpg_overrides": parse_set_options(args.ddpg_set),
         "bc_overrides": parse_set_options(args.bc_set),
+        "vae_bc_overrides": parse_set_options(args.vae_bc_set),
+        "dqn_overrides": parse_set_options(args.dqn_set),
     }
     options = ClusterOptions(address=args.address)
     if args.name == "extrapolation":

@@ -619,7 +619,15 @@ its Adam 0.23, actor every second update 0.8, replay sampling 0.18 (cache misses
 rows). The GPU half of this comparison (`benchmarks/gpu_checks.py`) waits for a GPU."""
 
 
-AGENTS = {"behavioral": "behavioral policy", "bcq": "BCQ", "ddpg": "DDPG (off-policy, same data)", "bc": "BC"}
+AGENTS = {
+    "behavioral": "behavioral policy",
+    "bcq": "BCQ",
+    "ddpg": "DDPG (off-policy, same data)",
+    "bc": "BC",
+    "vae_bc": "VAE-BC",
+    "dqn": "DQN (discretised)",
+}
+"""The experiment's agents; a result from before VAE-BC and DQN joined it has the first four."""
 KINDS = ("final", "concurrent", "imitation", "imperfect")
 
 
@@ -641,22 +649,29 @@ class Extrapolation:
         cell = self.t[agent][kind]
         return f"{signed(cell['q_initial'][0])} against {signed(cell['true_value'][0])}"
 
+    def agents(self) -> list[str]:
+        """The agents this result holds, in `AGENTS` order."""
+        return [agent for agent in AGENTS if agent in self.t]
+
     def returns(self, bold: set[tuple[str, str]], extra: list[list[str]] = ()) -> str:
         rows = []
-        for agent, label in AGENTS.items():
+        for agent in self.agents():
             cells = []
             for kind in KINDS:
                 cell = self.t[agent][kind]
-                text = pm(cell["return"] if agent == "behavioral" else cell["final"])
+                value = cell["return"] if agent == "behavioral" else cell["final"]
+                text = "-" if value is None else pm(value)  # "-": a concurrent run from before the agent joined
                 cells.append(f"**{text}**" if (agent, kind) in bold else text)
-            rows.append([label, *cells])
+            rows.append([AGENTS[agent], *cells])
         rows += extra
-        for agent in ("bcq", "ddpg", "bc"):
+        for agent in self.agents()[1:]:
             rows.append(
                 [
                     f"{AGENTS[agent].split(' ')[0]}: IQM [95% CI]",
                     *(
-                        f"{n(self.t[agent][k]['iqm'])} [{n(self.t[agent][k]['iqm_ci'][0])}, "
+                        "-"
+                        if self.t[agent][k]["iqm"] is None
+                        else f"{n(self.t[agent][k]['iqm'])} [{n(self.t[agent][k]['iqm_ci'][0])}, "
                         f"{n(self.t[agent][k]['iqm_ci'][1])}]"
                         for k in KINDS
                     ),
@@ -668,10 +683,13 @@ class Extrapolation:
 
     def values(self, bold: set[tuple[str, str]], first_header: str) -> str:
         rows = []
-        for agent in ("bcq", "ddpg"):
+        for agent in (a for a in ("bcq", "ddpg", "dqn") if a in self.t):
             cells = []
             for kind in KINDS:
                 cell = self.t[agent][kind]
+                if cell["q_initial"] is None or cell["true_value"] is None:
+                    cells.append("-")
+                    continue
                 text = f"{signed(cell['q_initial'][0])} / {signed(cell['true_value'][0])}"
                 cells.append(f"**{text}**" if (agent, kind) in bold else text)
             rows.append([f"{AGENTS[agent].split(' ')[0]}: estimate / true", *cells])

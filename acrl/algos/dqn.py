@@ -1,6 +1,7 @@
 """DQN with Double DQN targets (Mnih et al. 2015, "Human-level control through deep reinforcement
 learning", Algorithm 1; van Hasselt, Guez, Silver 2016, "Deep Reinforcement Learning with Double
-Q-learning", Eq. 4), for Discrete action spaces, on vectors or image frames.
+Q-learning", Eq. 4), for Discrete action spaces, on vectors or image frames, and for Box action
+spaces discretised independently per dimension (`action_bins`).
 
     acting:  epsilon-greedy: a uniformly random action with probability epsilon(t), else
              argmax_a Q(s, a); epsilon(t) falls linearly from epsilon_start to epsilon_end over the
@@ -20,6 +21,18 @@ Atari's stacks of 4, the vector env's `frame_stack`). Correctness (docs/correctn
 14): not_done is 1 - terminated, so a time-limit truncation bootstraps from the true final
 observation; the target network starts as an exact copy; epsilon is a function of the environment
 steps taken (`num_steps`, in every checkpoint), so a resume continues the schedule where it was.
+
+A Box action space of J dimensions takes `action_bins` = K: each dimension is discretised on its
+own into K sub-actions evenly spaced from its low to its high bound (`bin_values`), the network has
+J * K outputs, Q_j(s, k) for output j * K + k, and Q(s, a) = (1/J) sum_j Q_j(s, a_j) (the Q-learning
+core's `action_value`): the DQN baseline of Fujimoto, Meger, Precup 2019 ("Off-Policy Deep
+Reinforcement Learning without Exploration", Supp. D: 10 sub-actions per dimension, 10 J outputs,
+each sub-action taken updated toward the target of the mean). The greedy action takes each
+dimension's best sub-action; an epsilon-greedy random action a random sub-action in every dimension.
+The replay buffer and datasets keep continuous actions in policy units; a batch's actions go to
+their nearest bins (`nearest_bins`) for the update, so the DQN learns from any continuous dataset
+(the extrapolation experiment's buffers) and reports value estimates at evaluation as the
+continuous agents do.
 """
 
 from __future__ import annotations
@@ -33,8 +46,9 @@ import torch
 from torch import nn
 
 from acrl.algos.off_policy import OffPolicyConfig
-from acrl.algos.q_learning import QLearningAgent, QLearningConfig
+from acrl.algos.q_learning import QLearningAgent, QLearningConfig, action_value
 from acrl.core.config import RunConfig, in_unit_interval
+from acrl.core.envs import require_finite_bounds
 from acrl.core.errors import InputError
 from acrl.parts.buffers import FrameReplayBuffer, ReplayBuffer
 from acrl.parts.encoders import ENCODERS, is_image
@@ -54,6 +68,12 @@ class DQNConfig(QLearningConfig, OffPolicyConfig):
         encoder: the observation encoder, "auto" ("mlp" for vectors, "nature" for frames of 36 x 36
             or more, else "minatar") or one of "mlp", "nature", "a3c", "minatar"; config.yaml records
             the one used.
+        action_bins: Box action spaces only (required there, refused for a Discrete one): sub-actions
+            per dimension, >= 2, evenly spaced from low to high with both bounds included; each
+            dimension is discretised independently (Fujimoto et al. 2019, Supp. D: 10).
+
+    The epsilon schedule is checked against the budget online only: learning from a dataset, total_steps
+    counts updates and no action is explored.
     """
 
     env_id: str = "CartPole-v1"
@@ -73,12 +93,19 @@ class DQNConfig(QLearningConfig, OffPolicyConfig):
     epsilon_end: float = 0.05
     epsilon_decay_steps: int = 10_000
     encoder: str = "auto"
+    action_bins: int | None = None
 
     def validate(self) -> None:
         """Raise `InputError` for values DQN cannot run with (see the attribute list)."""
         super().validate()
         in_unit_interval(self, "epsilon_start", "epsilon_end")
-        check_epsilon_decay(self.epsilon_decay_steps, self.total_steps)
+        if self.dataset is None:
+            check_epsilon_decay(self.epsilon_decay_steps, self.total_steps)
+        if self.action_bins is not None and self.action_bins < 2:
+            raise InputError(
+                f"action_bins must be >= 2 (sub-actions per action dimension, from its low to its high bound), "
+                f"got {self.action_bins}."
+            )
         if self.encoder not in ENCODERS:
             raise InputError(f"encoder must be one of {', '.join(ENCODERS)}, got {self.encoder!r}.")
         if self.buffer_size % self.n_envs:
@@ -102,6 +129,20 @@ def check_epsilon_decay(decay_steps: int, total_steps: int) -> None:
         )
 
 
+def bin_values(n_bins: int, device: torch.device | str | None = None) -> torch.Tensor:
+    """The sub-actions of a discretised dimension in policy units: (n_bins,) float32, -1 + 2k / (n_bins - 1)
+    for k = 0..n_bins - 1, both bounds included (`ActionAdapter.to_env` maps them to the environment's
+    low + k (high - low) / (n_bins - 1)); n_bins >= 2."""
+    return torch.linspace(-1.0, 1.0, n_bins, device=device)
+
+
+def nearest_bins(actions: torch.Tensor, n_bins: int) -> torch.Tensor:
+    """Policy-unit actions (..., J) float32 -> the index (..., J) int64 of each dimension's nearest
+    `bin_values` entry: floor((a + 1) (n_bins - 1) / 2 + 1/2), so a value halfway between two bins goes
+    to the upper one and a value outside [-1, 1] to the end bin."""
+    return torch.floor((actions + 1.0) * ((n_bins - 1) / 2.0) + 0.5).clamp(0, n_bins - 1).long()
+
+
 def linear_epsilon(step: int, start: float, end: float, decay_steps: int) -> float:
     """epsilon after `step` environment steps: start + step / decay_steps * (end - start) until
     decay_steps, then `end` exactly (throughout when decay_steps is 0; Mnih et al. 2015, Extended Data Table 1)."""
@@ -115,31 +156,97 @@ class DQN(QLearningAgent):
 
     `predict(obs)` takes the greedy action; with deterministic=False, epsilon-greedy at the current
     epsilon. Offline (`dataset=PATH`, vector observations), it learns from the dataset as DDPG does.
+    `DQN("Hopper-v5", action_bins=10)` discretises a Box action space (see the module docstring).
 
     Raises:
-        InputError: see `Agent` and `DQNConfig.validate`; a Box action space (naming the continuous
-            algorithms); an observation space no encoder takes; at `learn`, an epsilon schedule that
-            ends after the budget, or a frame replay buffer larger than the memory available.
+        InputError: see `Agent` and `DQNConfig.validate`; a Box action space without action_bins
+            (naming it and the continuous algorithms), or with an infinite bound or image
+            observations; action_bins for a Discrete space; an observation space no encoder takes;
+            at `learn`, an online epsilon schedule that ends after the budget, or a frame replay
+            buffer larger than the memory available.
     """
 
     algo: ClassVar[str] = "dqn"
     config_class: ClassVar[type[RunConfig]] = DQNConfig
-    action_kinds = (gym.spaces.Discrete,)
-    action_space_hint = (
-        "DQN needs a Discrete action space, and acrl offers no discretised version of a Box one: for "
-        "continuous actions use ddpg, td3 or sac."
-    )
+    action_kinds = (gym.spaces.Discrete, gym.spaces.Box)
     image_observations = True
     config: DQNConfig
+    n_bins: int | None = None
+    """Sub-actions per dimension of a discretised Box action space (action_bins), None for a Discrete one."""
 
     def _make_net(self) -> nn.Module:
-        """`DiscreteQ` for the observation space; frames stay uint8 / bool up to the network."""
+        """`DiscreteQ` for the observation space, one output per action (Discrete) or per sub-action
+        (J * action_bins, a discretised Box); frames stay uint8 / bool up to the network.
+
+        Raises:
+            InputError: a Box action space without action_bins (what to set, and the continuous
+                algorithms), with an infinite bound, or with image observations; action_bins for a
+                Discrete action space.
+        """
         cfg = self.config
-        net = DiscreteQ(self.observation_space, cfg.encoder, self.act_dim, cfg.hidden_sizes)
+        if self.discrete and cfg.action_bins is not None:
+            raise InputError(
+                f"action_bins discretises a Box action space; this environment's {self.action_space} is "
+                "already discrete: drop action_bins.",
+                cli=f"action_bins discretises a Box action space; this environment's {self.action_space} is "
+                "already discrete: drop --set action_bins.",
+            )
+        outputs = self.act_dim
+        if not self.discrete:
+            if cfg.action_bins is None:
+                what = (
+                    "DQN needs discrete actions; this environment has the continuous {space}. Discretise it: "
+                    "{option} splits each dimension independently into N sub-actions from its low to its high "
+                    "bound (the BCQ paper's DQN baseline used 10), or use an algorithm for continuous "
+                    "actions: ddpg, td3 or sac (bcq offline)."
+                )
+                raise InputError(
+                    what.format(space=self.action_space, option="action_bins=N"),
+                    cli=what.format(space=self.action_space, option="--set action_bins=N"),
+                )
+            require_finite_bounds(self.action_space, "DQN's discretised actions (action_bins)")
+            if is_image(self.observation_space):
+                raise InputError(
+                    "action_bins takes vector observations: the frame replay buffer stores one Discrete "
+                    f"action per transition, and this environment has image observations {self.observation_space}."
+                )
+            self.n_bins = cfg.action_bins
+            self.bins = bin_values(self.n_bins, self.device)
+            outputs = self.act_dim * self.n_bins
+        net = DiscreteQ(self.observation_space, cfg.encoder, outputs, cfg.hidden_sizes)
         cfg.encoder = net.encoder_name
         if is_image(self.observation_space):
             self.obs_normalizer = IdentityNormalizer(dtype=None)
         return net
+
+    def q_values(self, net: nn.Module, obs: torch.Tensor) -> torch.Tensor:
+        """Q(s, .) of `net` at obs (B, *obs_shape): (B, n_actions) float32, or for a discretised Box the
+        sub-action values (B, J, action_bins), output j * action_bins + k being Q_j(s, k)."""
+        q = net(obs)
+        return q if self.n_bins is None else q.view(len(obs), self.act_dim, self.n_bins)
+
+    def to_actions(self, indices: torch.Tensor) -> torch.Tensor:
+        """Greedy or random indices -> policy actions: (B,) int64 as they are (Discrete), or (B, J) int64
+        sub-action indices -> (B, J) float32 `bin_values` (a discretised Box)."""
+        return indices if self.n_bins is None else self.bins[indices]
+
+    def sample_batch(self) -> dict[str, torch.Tensor]:
+        """The Q-learning core's minibatch; for a discretised Box, its continuous actions (B, J) mapped to
+        their nearest sub-actions (B, J) int64 (`nearest_bins`), what the update takes."""
+        batch = super().sample_batch()
+        if self.n_bins is not None:
+            batch["actions"] = nearest_bins(batch["actions"], self.n_bins)
+        return batch
+
+    @property
+    def estimates_values(self) -> bool:
+        """Whether evaluation reports value estimates: for a discretised Box, as for the continuous agents."""
+        return self.n_bins is not None
+
+    def q_estimate(self, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        """Q(s, a) (B,) float32 for obs (B, obs_dim) and policy-unit actions (B, J) of a discretised Box:
+        the mean over dimensions of the online network's values of each action's nearest sub-actions."""
+        return action_value(self.q_values(self.net, obs), nearest_bins(actions, self.n_bins))
 
     def _make_buffer(self) -> ReplayBuffer | FrameReplayBuffer:
         """A `FrameReplayBuffer` for frames (stacks of the vector env's `frame_stack` frames, 1 if it
@@ -153,7 +260,7 @@ class DQN(QLearningAgent):
         if is_image(space):
             stack = getattr(self.envs, "frame_stack", 1)
             return FrameReplayBuffer(cfg.buffer_size, space.shape, space.dtype, cfg.n_envs, stack, self.device)
-        return ReplayBuffer(cfg.buffer_size, self.obs_dim, (), self.device, cfg.n_envs)
+        return ReplayBuffer(cfg.buffer_size, self.obs_dim, self._action_shape, self.device, cfg.n_envs)
 
     # ----------------------------------------------------------------- acting
     def epsilon(self) -> float:
@@ -161,33 +268,46 @@ class DQN(QLearningAgent):
         cfg = self.config
         return linear_epsilon(self.num_steps, cfg.epsilon_start, cfg.epsilon_end, cfg.epsilon_decay_steps)
 
+    def random_actions(self, n: int) -> np.ndarray:
+        """n uniformly random actions from the agent's generator: (n,) int64 indices (Discrete), or for a
+        discretised Box (n, J) float32 sub-actions, each dimension's drawn uniformly from its bins."""
+        if self.n_bins is None:
+            return super().random_actions(n)
+        return self.bins.cpu().numpy()[self.rng.integers(0, self.n_bins, (n, self.act_dim))]
+
     def explore(self, obs: np.ndarray) -> np.ndarray:
-        """Epsilon-greedy actions (n_envs,) int64 for raw observations (n_envs, *obs_shape), the random
-        choices and actions from the agent's generator."""
+        """Epsilon-greedy actions for raw observations (n_envs, *obs_shape): (n_envs,) int64, or (n_envs, J)
+        float32 sub-actions of a discretised Box; the random choices and actions from the agent's generator."""
         random = self.rng.random(len(obs)) < self.epsilon()
         actions = self.random_actions(len(obs))
         if not random.all():
             with torch.no_grad():
-                greedy = self.greedy_actions(self.net, self.obs_normalizer(obs).to(self.device)).cpu().numpy()
-            actions = np.where(random, actions, greedy)
+                greedy = self.greedy_actions(self.net, self.obs_normalizer(obs).to(self.device))
+                greedy = self.to_actions(greedy).cpu().numpy()
+            actions = np.where(random.reshape(-1, *(1,) * (actions.ndim - 1)), actions, greedy)
         return actions
 
     def _policy_action(self, obs: torch.Tensor, deterministic: bool) -> torch.Tensor:
-        """Greedy actions (B,) int64; not deterministic: epsilon-greedy at the current epsilon (torch's generator)."""
+        """Greedy actions (B,) int64 or, for a discretised Box, (B, J) float32 sub-actions; not deterministic:
+        epsilon-greedy at the current epsilon (torch's generator)."""
         greedy = self.greedy_actions(self.net, obs)
-        if deterministic:
-            return greedy
-        random = torch.rand(len(obs), device=obs.device) < self.epsilon()
-        return torch.where(random, torch.randint_like(greedy, self.act_dim), greedy)
+        if not deterministic:
+            random = torch.rand(len(obs), device=obs.device) < self.epsilon()
+            choices = self.act_dim if self.n_bins is None else self.n_bins
+            greedy = torch.where(
+                random.view(-1, *(1,) * (greedy.ndim - 1)), torch.randint_like(greedy, choices), greedy
+            )
+        return self.to_actions(greedy)
 
     # ----------------------------------------------------------------- learning
     def before_learning(self) -> None:
         """The off-policy core's checks, and that the epsilon schedule ends within the (new) budget.
 
         Raises:
-            InputError: epsilon_decay_steps > total_steps (`check_epsilon_decay`); see `OffPolicyAgent`.
+            InputError: online, epsilon_decay_steps > total_steps (`check_epsilon_decay`); see `OffPolicyAgent`.
         """
-        check_epsilon_decay(self.config.epsilon_decay_steps, self.total_steps)
+        if self.envs is not None:
+            check_epsilon_decay(self.config.epsilon_decay_steps, self.total_steps)
         super().before_learning()
 
     def iteration(self, max_steps: int) -> dict[str, float]:

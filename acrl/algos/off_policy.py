@@ -17,8 +17,9 @@ its buffer is filled one of three ways:
   experiment; also counted in updates.
 
 A subclass provides `_build_networks`, `_update(batch)`, `_policy_action` and, to learn
-online, `explore(obs)`. An off-policy agent with a critic (`nets["critic"]`, whose `q1` is the estimate)
-also reports its value estimates at every evaluation (`evaluate`). Checkpoints add the update
+online, `explore(obs)`. An off-policy agent with a critic (`nets["critic"]`, whose `q1` is the estimate;
+or another `q_estimate`, as the discretised DQN's) also reports its value estimates at every evaluation
+(`evaluate`). Checkpoints add the update
 counter, the episode statistics and, with `save_replay_buffer`, the buffer (never in best.pt:
 the run loop saves that one without it).
 """
@@ -440,17 +441,18 @@ class OffPolicyAgent(ReplayAgent):
                 episode from its first state, averaged (`acrl.core.evaluation.evaluate`); with a
                 critic, an episode cut by its time limit after T steps adds gamma^T Q1(s_T, pi(s_T)),
                 as the critic's own targets bootstrap through truncation;
-        and, when `nets` has a "critic" (DDPG, TD3, SAC, BCQ; not BC or discrete BCQ):
-            q_initial_mean: Q1(s_0, a_0) at the same episodes' first states and the actions the
+        and, when it `estimates_values` (DDPG, TD3, SAC, BCQ, DQN on a discretised Box; not BC, VAE-BC,
+        discrete BCQ or DQN on a Discrete space), with Q its `q_estimate` (a critic's Q1):
+            q_initial_mean: Q(s_0, a_0) at the same episodes' first states and the actions the
                 policy took there, averaged: the critic's estimate of discounted_return_mean;
             q_data_mean, q_policy_mean: when the replay buffer or dataset is loaded, the mean of
-                Q1(s, a) over up to 1,000 of its (s, a) pairs (evenly spaced through it) and of
-                Q1(s, pi(s)) on the same states with the policy's own actions.
+                Q(s, a) over up to 1,000 of its (s, a) pairs (evenly spaced through it) and of
+                Q(s, pi(s)) on the same states with the policy's own actions.
         The policy's sampling draws from torch's generator seeded from the evaluation seed, on a
         forked state, so training's random stream is untouched.
         """
         seed = self.config.seed + EVAL_SEED_OFFSET
-        value = self._policy_value if "critic" in self.nets else None
+        value = self._policy_value if self.estimates_values else None
         recorder = _StepRecorder(self) if value is not None else self  # keeps observations only to read a critic's Q
         result = evaluate(
             recorder,
@@ -466,23 +468,32 @@ class OffPolicyAgent(ReplayAgent):
         firsts = np.cumsum([0, *result["lengths"][:-1]])
         obs = self.obs_normalizer(np.stack(recorder.observations)[firsts]).to(self.device)
         actions = np.clip(self.action_adapter.to_policy(np.stack(recorder.actions)[firsts]), -1.0, 1.0)
-        critic = self.nets["critic"]
         with torch.no_grad(), torch.random.fork_rng(devices=[self.device] if self.device.type == "cuda" else []):
             torch.manual_seed(seed)
-            result["q_initial_mean"] = critic.q1(obs, torch.as_tensor(actions, device=self.device)).mean().item()
+            result["q_initial_mean"] = self.q_estimate(obs, torch.as_tensor(actions, device=self.device)).mean().item()
             if self.buffer is not None and len(self.buffer):
                 index = torch.linspace(0, len(self.buffer) - 1, min(1_000, len(self.buffer)), device=self.device).long()
                 states = self.buffer.observations[index]
-                result["q_data_mean"] = critic.q1(states, self.buffer.actions[index]).mean().item()
-                result["q_policy_mean"] = critic.q1(states, self._policy_action(states, True)).mean().item()
+                result["q_data_mean"] = self.q_estimate(states, self.buffer.actions[index]).mean().item()
+                result["q_policy_mean"] = self.q_estimate(states, self._policy_action(states, True)).mean().item()
         return result
 
+    @property
+    def estimates_values(self) -> bool:
+        """Whether `evaluate` reports value estimates: the agent has a critic (`nets["critic"]`)."""
+        return "critic" in self.nets
+
+    def q_estimate(self, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        """The value estimate Q(s, a) (B,) float32 that `evaluate` reports, for normalised obs (B, obs_dim)
+        and policy-unit actions (B, act_dim) float32: the critic's Q1."""
+        return self.nets["critic"].q1(obs, actions)
+
     def _policy_value(self, obs: np.ndarray) -> float:
-        """Q1(s, pi(s)) of one raw observation (obs_dim,), the deterministic policy's action: the
-        value the critic bootstraps from, added to a time-limited evaluation episode's return."""
+        """Q(s, pi(s)) (`q_estimate`) of one raw observation (obs_dim,), the deterministic policy's action:
+        the value the critic bootstraps from, added to a time-limited evaluation episode's return."""
         x = self.obs_normalizer(np.asarray(obs, np.float32)[None]).to(self.device)
         with torch.no_grad():
-            return self.nets["critic"].q1(x, self._policy_action(x, True)).item()
+            return self.q_estimate(x, self._policy_action(x, True)).item()
 
     # ----------------------------------------------------------------- checkpoints
     def state_dict(self, replay_buffer: bool = True) -> dict[str, Any]:

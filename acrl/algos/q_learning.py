@@ -10,6 +10,13 @@ Both algorithms learn Q(s, a) for every action a of a Discrete space from replay
     target network: every `target_update_interval` updates, theta' <- tau * theta + (1 - tau) * theta'
               (tau = 1: the periodic copy of Mnih et al. 2015; tau < 1 every update: a soft update)
 
+The same holds for a Box action space discretised independently per dimension (DQN's
+`action_bins`; the DQN baseline of Fujimoto, Meger, Precup 2019, Supp. D): Q(s, .) is then a table
+(B, J, K) of sub-action values Q_j(s, k) for J dimensions of K bins each, an action is J indices,
+the greedy action the argmax of each dimension, Q(s, a) = (1/J) sum_j Q_j(s, a_j), the target
+y = R + gamma^k * not_done * (1/J) sum_j Q'_j(s', a'_j), and the loss the mean over dimensions of
+Huber(Q_j(s, a_j) - y): every sub-action taken is moved toward the one target.
+
 What each algorithm adds is which actions are greedy (`greedy_actions`: DQN's argmax of Q, discrete
 BCQ's argmax over the actions its imitation network allows), which network computes Q (`q_values`),
 any loss besides the TD loss (`auxiliary_loss`: discrete BCQ's imitation) and how it collects data
@@ -84,18 +91,29 @@ def double_q_target(
 ) -> torch.Tensor:
     """The Double DQN target y = R + discount * not_done * Q'(s', a') (van Hasselt et al. 2016, Eq. 4).
 
+    With independently discretised action dimensions, Q'(s', a') is the mean over the J dimensions
+    of the target network's sub-action values Q'_j(s', a'_j) (Fujimoto et al. 2019, Supp. D).
+
     Args:
         next_actions: (B,) int64, a' chosen by the online network at s' (its argmax, or discrete
-            BCQ's allowed argmax).
-        next_q_target: (B, n_actions) float32, the target network's Q(s', .), which values a'.
+            BCQ's allowed argmax); discretised dimensions: (B, J) int64, a sub-action per dimension.
+        next_q_target: (B, n_actions) float32, the target network's Q(s', .), which values a';
+            discretised dimensions: (B, J, K) float32, its sub-action values.
         rewards: (B,) float32 (n-step: the discounted sum over the window).
         not_done: (B,) float32, 1 - terminated (a truncation bootstraps).
         discount: gamma, or (B,) float32 gamma^k for n-step windows of k transitions.
     Returns:
         (B,) float32 targets.
     """
-    next_q = next_q_target.gather(1, next_actions.unsqueeze(1)).squeeze(1)
-    return rewards + discount * not_done * next_q
+    return rewards + discount * not_done * action_value(next_q_target, next_actions)
+
+
+def action_value(q: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+    """Q(s, a) (B,) float32 read from a table of values: q (B, n_actions) and actions (B,) int64 give
+    q[b, a_b]; independently discretised dimensions, q (B, J, K) and actions (B, J) int64, give the
+    mean over dimensions (1/J) sum_j q[b, j, a_bj] (Fujimoto et al. 2019, Supp. D)."""
+    taken = q.gather(-1, actions.unsqueeze(-1)).squeeze(-1)
+    return taken if taken.ndim == 1 else taken.mean(dim=1)
 
 
 class QLearningAgent(OffPolicyAgent):
@@ -115,11 +133,13 @@ class QLearningAgent(OffPolicyAgent):
         raise NotImplementedError
 
     def q_values(self, net: nn.Module, obs: torch.Tensor) -> torch.Tensor:
-        """Q(s, .) (B, n_actions) float32 of `net` (the online or the target network) at obs (B, *obs_shape)."""
+        """Q(s, .) (B, n_actions) float32 of `net` (the online or the target network) at obs (B, *obs_shape);
+        (B, J, K) sub-action values for independently discretised dimensions (DQN's action_bins)."""
         return net(obs)
 
     def greedy_actions(self, net: nn.Module, obs: torch.Tensor) -> torch.Tensor:
-        """The greedy actions (B,) int64 of `net` at obs (B, *obs_shape): argmax_a Q(s, a)."""
+        """The greedy actions (B,) int64 of `net` at obs (B, *obs_shape): argmax_a Q(s, a); for discretised
+        dimensions (B, J) int64, the argmax of each dimension, which maximises their mean."""
         return self.q_values(net, obs).argmax(dim=-1)
 
     def auxiliary_loss(self, obs: torch.Tensor, actions: torch.Tensor) -> tuple[torch.Tensor | None, dict[str, Any]]:
@@ -169,12 +189,16 @@ class QLearningAgent(OffPolicyAgent):
     def _update(self, batch: dict[str, torch.Tensor]) -> dict[str, float]:
         """One gradient update: Huber(Q(s, a), `compute_target`) plus `auxiliary_loss`, the gradient
         norm clipped to max_grad_norm, then the target update when `updates` reaches a multiple of
-        target_update_interval. Returns train/value_loss, train/q_mean and the auxiliary metrics."""
+        target_update_interval. Returns train/value_loss, train/q_mean and the auxiliary metrics.
+
+        The batch's actions are indices, (B,) int64, or (B, J) int64 for discretised dimensions, whose
+        loss is the mean over batch and dimensions of Huber(Q_j(s, a_j) - y), one target y per transition.
+        """
         cfg = self.config
         obs, actions = batch["observations"], batch["actions"]
         target = self.compute_target(batch)
-        q_taken = self.q_values(self.net, obs).gather(1, actions.unsqueeze(1)).squeeze(1)
-        value_loss = F.smooth_l1_loss(q_taken, target)
+        q_taken = self.q_values(self.net, obs).gather(-1, actions.unsqueeze(-1)).squeeze(-1)  # (B,) or (B, J)
+        value_loss = F.smooth_l1_loss(q_taken, target.view(-1, *(1,) * (q_taken.ndim - 1)).expand_as(q_taken))
         extra, metrics = self.auxiliary_loss(obs, actions)
         loss = value_loss if extra is None else value_loss + extra
         self.optimizer.zero_grad(set_to_none=True)

@@ -5,9 +5,10 @@ Fujimoto, Meger, Precup 2019, "Off-Policy Deep Reinforcement Learning without Ex
 and Sec. 5 (Figure 2: BCQ against offline DDPG on four buffers of the same behavioral DDPG):
 
 - concurrent: the behavioral DDPG trains online (Gaussian exploration); from its growing replay
-  buffer an off-policy DDPG, BCQ and behavioral cloning (BC) learn at the same time, in rounds of
-  1,000 environment steps and then 1,000 updates each (one update per step on average), never
-  acting themselves (`run_concurrent`, `acrl experiment concurrent`).
+  buffer an off-policy DDPG, BCQ, behavioral cloning (BC), VAE-BC and a DQN on independently
+  discretised actions learn at the same time, in rounds of 1,000 environment steps and then 1,000
+  updates each (one update per step on average), never acting themselves (`run_concurrent`,
+  `acrl experiment concurrent`).
 - final: all transitions of a behavioral DDPG trained with N(0, 0.5) exploration ("for high
   exploration"), a run of its own.
 - imitation: the trained behavioral policy acting without noise.
@@ -17,14 +18,17 @@ and Sec. 5 (Figure 2: BCQ against offline DDPG on four buffers of the same behav
 `run_extrapolation` (`acrl experiment extrapolation`) runs the final buffer's behavioral DDPG and
 the concurrent experiment (whose behavioral run's best checkpoint is the policy for imitation and
 imperfect), collects those two datasets with `acrl.offline.collect`, and trains
-BCQ, offline DDPG and BC on each for the same number of updates. It writes the tables (markdown
+the paper's agents on each for the same number of updates: BCQ, offline DDPG, BC, VAE-BC (BCQ's
+VAE alone, `acrl.algos.vae_bc`) and DQN with each action dimension discretised independently into
+10 sub-actions (`acrl.algos.dqn`, action_bins; the paper's Supp. D). It writes the tables (markdown
 and JSON): per agent and buffer the final evaluation's mean ± std over seeds with its IQM and
 95% bootstrap CI (rliable, as `acrl sweep`), and the value estimates, the critic's Q at the
 evaluation episodes' first steps against their true discounted return (the extrapolation error
 as a number; `OffPolicyAgent.evaluate`); and one figure in the layout of the paper's Figure 2:
 a column per buffer, evaluation return against updates (concurrent: against the behavioral
-agent's time steps) for BCQ, DDPG and BC with the behavioral policy dashed, and below it the
-estimated value of BCQ and DDPG (solid) against the true value (dashed).
+agent's time steps) for every learner with the behavioral policy dashed, and below it the
+estimated value of the learners with a value function, BCQ, DDPG and DQN (solid), against the true
+value (dashed).
 
 Every agent runs in its own acrl run directory (config.yaml, metrics.csv, checkpoints, eval.json,
 learning_curve.png), so `acrl evaluate` and `acrl plot` work on each of them. Both experiments run
@@ -67,11 +71,25 @@ from acrl.sweep.grid import train_run  # noqa: E402
 BUFFERS = ("final", "concurrent", "imitation", "imperfect")
 """The buffers of the paper's Figure 2, in its order."""
 
-OVERRIDES = ("behavioral_overrides", "bcq_overrides", "ddpg_overrides", "bc_overrides")
+OVERRIDES = (
+    "behavioral_overrides",
+    "bcq_overrides",
+    "ddpg_overrides",
+    "bc_overrides",
+    "vae_bc_overrides",
+    "dqn_overrides",
+)
 """The keyword arguments that carry each agent's config fields."""
 
-LEARNERS = {"bcq": "BCQ", "ddpg": "DDPG (off-policy)", "bc": "BC"}
-"""The agents that learn from each buffer, with their labels in tables and figures."""
+LEARNERS = {"bcq": "BCQ", "ddpg": "DDPG (off-policy)", "bc": "BC", "vae_bc": "VAE-BC", "dqn": "DQN (discretised)"}
+"""The agents that learn from each buffer, with their labels in tables and figures: the paper's Figure 2."""
+
+VALUE_LEARNERS = ("bcq", "ddpg", "dqn")
+"""The learners with a value function, whose value estimates the tables and figure show."""
+
+DQN_ACTION_BINS = 10
+"""Sub-actions per action dimension of the experiments' DQN, the paper's (Fujimoto et al. 2019, Supp. D);
+`--dqn-set action_bins=N` changes it."""
 
 VALUE_KEYS = ("q_initial_mean", "discounted_return_mean", "q_data_mean", "q_policy_mean")
 """The value estimates of `OffPolicyAgent.evaluate` that the experiments keep as curves."""
@@ -113,12 +131,20 @@ def _record(out_dir: Path, settings: dict[str, Any], announce: str) -> Callable[
     return the function that writes out_dir/experiment.yaml once the jobs' executor is up, and
     prints `announce` on stderr.
 
+    Settings whose value is empty (an agent's overrides when none are given) are left out of the
+    comparison, so an experiment written before an agent was added resumes: its finished jobs are
+    read, and the new agents' jobs run.
+
     Raises:
         InputError: `out_dir` holds files of something else.
     """
     path = out_dir / "experiment.yaml"
     text = yaml.safe_dump(settings, sort_keys=False)
-    if path.exists() and yaml.safe_load(path.read_text()) != yaml.safe_load(text):
+
+    def given(recorded: dict[str, Any]) -> dict[str, Any]:
+        return {key: value for key, value in recorded.items() if value != {}}
+
+    if path.exists() and given(yaml.safe_load(path.read_text())) != given(yaml.safe_load(text)):
         raise InputError(
             f"{out_dir} holds another experiment (its experiment.yaml differs); rerun its own command "
             "to resume it, or choose another --out."
@@ -163,9 +189,13 @@ def concurrent_configs(
     bcq_overrides: dict[str, Any] | None = None,
     ddpg_overrides: dict[str, Any] | None = None,
     bc_overrides: dict[str, Any] | None = None,
+    vae_bc_overrides: dict[str, Any] | None = None,
+    dqn_overrides: dict[str, Any] | None = None,
 ) -> dict[str, RunConfig]:
-    """The validated configs of `run_concurrent`'s four agents (its arguments): {"behavioral": DDPG,
-    and for the learners on its buffer "bcq": BCQ, "ddpg": DDPG, "bc": BC}. No network is built.
+    """The validated configs of `run_concurrent`'s six agents (its arguments): {"behavioral": DDPG,
+    and for the learners on its buffer "bcq": BCQ, "ddpg": DDPG, "bc": BC, "vae_bc": VAE-BC, "dqn":
+    DQN}. No network is built. DQN gets `dqn_values` (the paper's 10 sub-actions per dimension and BCQ's
+    gamma, beneath the overrides) and, as BCQ, the final dataset's path to record (it learns offline).
 
     Raises:
         InputError: an unknown environment, a bad override, a non-positive budget.
@@ -192,13 +222,36 @@ def concurrent_configs(
     ddpg_values = {"gamma": bcq_cfg.gamma, **(ddpg_overrides or {})}
     ddpg_cfg = _config("ddpg", env_id, ddpg_values, "--ddpg-set", {"seed": seed + 1, "total_steps": steps, **common})
     bc_cfg = _config("bc", env_id, bc_overrides or {}, "--bc-set", {"seed": seed + 3, "total_steps": steps, **common})
-    return {"behavioral": behavioral_cfg, "ddpg": ddpg_cfg, "bcq": bcq_cfg, "bc": bc_cfg}
+    vae_bc_cfg = _config(
+        "vae_bc", env_id, vae_bc_overrides or {}, "--vae-bc-set", {"seed": seed + 4, "total_steps": steps, **common}
+    )
+    dqn_cfg = _config(
+        "dqn",
+        env_id,
+        dqn_values(bcq_cfg.gamma, dqn_overrides),
+        "--dqn-set",
+        {"seed": seed + 5, "total_steps": steps, "dataset": str(final_dataset), **common},
+    )
+    return {
+        "behavioral": behavioral_cfg,
+        "ddpg": ddpg_cfg,
+        "bcq": bcq_cfg,
+        "bc": bc_cfg,
+        "vae_bc": vae_bc_cfg,
+        "dqn": dqn_cfg,
+    }
+
+
+def dqn_values(gamma: float, overrides: dict[str, Any] | None) -> dict[str, Any]:
+    """The experiments' DQN fields beneath the user's `overrides`: action_bins DQN_ACTION_BINS (the paper's
+    independently discretised actions) and BCQ's `gamma`, the same discount as every learner's."""
+    return {"action_bins": DQN_ACTION_BINS, "gamma": gamma, **(overrides or {})}
 
 
 def check_experiment(env_id: str, behavioral: RunConfig) -> None:
     """The checks the experiments make on the driver before any job, without building a network:
-    the environment's spaces as DDPG, BCQ and BC need them (a flat Box observation, a bounded
-    1-D Box action), and the warning of a `behavioral` budget that never leaves its random start
+    the environment's spaces as DDPG, BCQ, BC, VAE-BC and the discretised DQN need them (a flat Box
+    observation, a bounded 1-D Box action), and the warning of a `behavioral` budget that never leaves its random start
     steps (`warn_if_all_random`).
 
     Raises:
@@ -212,7 +265,7 @@ def check_experiment(env_id: str, behavioral: RunConfig) -> None:
         check_spaces(probe, "DDPG", DDPG.action_kinds, DDPG.action_space_hint)
         if not probe.action_space.is_bounded():
             raise InputError(
-                f"the experiments' agents (DDPG, BCQ, BC) act through tanh and need finite action "
+                f"the experiments' agents (DDPG, BCQ, BC, VAE-BC; DQN's bins) act within finite action "
                 f"bounds; this environment has {probe.action_space}. Wrap it with "
                 "gymnasium.wrappers.ClipAction or RescaleAction."
             )
@@ -233,6 +286,8 @@ def run_concurrent(
     bcq_overrides: dict[str, Any] | None = None,
     ddpg_overrides: dict[str, Any] | None = None,
     bc_overrides: dict[str, Any] | None = None,
+    vae_bc_overrides: dict[str, Any] | None = None,
+    dqn_overrides: dict[str, Any] | None = None,
     progress: bool = True,
     callbacks: Sequence[Callback] = (),
 ) -> dict[str, Any]:
@@ -240,30 +295,33 @@ def run_concurrent(
 
     A behavioral DDPG (the env's DDPG preset; its replay buffer keeps every transition) trains
     online for `steps` environment steps. An off-policy DDPG (same preset, gamma aligned with
-    BCQ's), BCQ (the env's BCQ preset) and BC (the env's BC preset) learn from the behavioral
-    agent's buffer as it grows, never acting: one update each per behavioral step. The four
-    train through the run loop in lockstep (`acrl.core.loop.train`): each round the behavioral
-    agent takes one iteration of `iteration_steps` steps (1,000), then each learner takes as
-    many updates from the buffer as it now is, so the learners' update count is the behavioral
-    step count and all four are evaluated at the same steps, every `eval_freq` (deterministic,
+    BCQ's), BCQ, BC, VAE-BC and DQN on independently discretised actions (each the env's preset;
+    DQN with `dqn_values`) learn from the behavioral agent's buffer as it grows, never acting: one
+    update each per behavioral step. The six train through the run loop in lockstep
+    (`acrl.core.loop.train`): each round the behavioral agent takes one iteration of
+    `iteration_steps` steps (1,000), then each learner takes as many updates from the buffer as it
+    now is, so the learners' update count is the behavioral step count and all six are evaluated at
+    the same steps, every `eval_freq` (deterministic,
     `eval_episodes` episodes, env seeded apart). At the end the buffer is written as the `final`
     dataset.
 
     Args:
         env_id: a registered environment with a bounded Box action space.
-        out_dir: directory for the run directories behavioral/, ddpg/, bcq/, bc/ (must be new
-            or empty) and, by default, final.h5.
+        out_dir: directory for the run directories behavioral/, ddpg/, bcq/, bc/, vae_bc/, dqn/
+            (must be new or empty) and, by default, final.h5.
         steps: behavioral environment steps (default: the DDPG preset's total_steps).
-        seed: the behavioral agent's seed; the DDPG learner gets seed + 1, BCQ seed + 2, BC seed + 3.
+        seed: the behavioral agent's seed; the DDPG learner gets seed + 1, BCQ seed + 2, BC seed + 3,
+            VAE-BC seed + 4, DQN seed + 5.
         eval_freq: environment steps between evaluations (default: the BCQ preset's eval_freq).
         eval_episodes: episodes per evaluation.
         final_dataset: where to write the final buffer (default out_dir/final.h5).
-        behavioral_overrides, bcq_overrides, ddpg_overrides, bc_overrides: config fields per agent.
+        behavioral_overrides, bcq_overrides, ddpg_overrides, bc_overrides, vae_bc_overrides,
+            dqn_overrides: config fields per agent.
         progress: progress bar of the behavioral run.
-        callbacks: `acrl.core.loop.Callback`s of each of the four runs (a sweep's file shipping).
+        callbacks: `acrl.core.loop.Callback`s of each of the six runs (a sweep's file shipping).
     Returns:
-        JSON-ready dict: env_id, seed, steps, eval_freq, curves {behavioral, ddpg, bcq, bc: [[step,
-        return_mean], ...]}, values {name: {VALUE_KEYS entry: [[step, value], ...]}}, final {name:
+        JSON-ready dict: env_id, seed, steps, eval_freq, curves {behavioral, ddpg, bcq, bc, vae_bc,
+        dqn: [[step, return_mean], ...]}, values {name: {VALUE_KEYS entry: [[step, value], ...]}}, final {name:
         last evaluation}, best {name: best evaluation}, run_dirs {name: path}, final_dataset
         (path), data_episode_return (mean over the buffer's complete episodes).
     Raises:
@@ -273,6 +331,8 @@ def run_concurrent(
     from acrl.algos.bc import BC
     from acrl.algos.bcq import BCQ
     from acrl.algos.ddpg import DDPG
+    from acrl.algos.dqn import DQN
+    from acrl.algos.vae_bc import VAEBC
 
     out_dir = Path(out_dir)
     _check_out(out_dir)
@@ -288,6 +348,8 @@ def run_concurrent(
         bcq_overrides,
         ddpg_overrides,
         bc_overrides,
+        vae_bc_overrides,
+        dqn_overrides,
     )
     behavioral = DDPG(env_id, config=configs["behavioral"])
     agents = {
@@ -295,6 +357,8 @@ def run_concurrent(
         "ddpg": DDPG(env_id, config=configs["ddpg"], buffer=behavioral.buffer),
         "bcq": BCQ(env_id, config=configs["bcq"], buffer=behavioral.buffer),
         "bc": BC(env_id, config=configs["bc"], buffer=behavioral.buffer),
+        "vae_bc": VAEBC(env_id, config=configs["vae_bc"], buffer=behavioral.buffer),
+        "dqn": DQN(env_id, config=configs["dqn"], buffer=behavioral.buffer),
     }
     steps, eval_freq = behavioral.config.total_steps, behavioral.config.eval_freq
     torch.set_num_threads(behavioral.config.torch_threads)  # as Agent.learn does; oversubscribed threads crawl
@@ -393,6 +457,8 @@ def run_extrapolation(
     bcq_overrides: dict[str, Any] | None = None,
     ddpg_overrides: dict[str, Any] | None = None,
     bc_overrides: dict[str, Any] | None = None,
+    vae_bc_overrides: dict[str, Any] | None = None,
+    dqn_overrides: dict[str, Any] | None = None,
     final_noise: float = 0.5,
     progress: bool = True,
     options: ClusterOptions | None = None,
@@ -402,11 +468,12 @@ def run_extrapolation(
     Per seed, as in the paper's Sec. 5: the final buffer, every transition of a behavioral DDPG
     trained for `steps_behavioral` steps with N(0, final_noise) exploration ("for high
     exploration", 0.5), and beside it `run_concurrent` (a behavioral DDPG with its preset's
-    N(0, 0.1), with its concurrent DDPG, BCQ and BC learners); then imitation and imperfect
-    datasets of `dataset_size` transitions from the concurrent behavioral run's best checkpoint
-    (`acrl.offline.collect`); then BCQ, offline DDPG and BC trained for `updates` gradient updates
-    on each of final, imitation and imperfect. The offline DDPG uses the DDPG preset with BCQ's
-    gamma, the paper's "same data, same settings" baseline.
+    N(0, 0.1), with its concurrent learners); then imitation and imperfect datasets of
+    `dataset_size` transitions from the concurrent behavioral run's best checkpoint
+    (`acrl.offline.collect`); then the learners (`LEARNERS`: BCQ, offline DDPG, BC, VAE-BC and the
+    discretised DQN) trained for `updates` gradient updates on each of final, imitation and
+    imperfect. The offline DDPG uses the DDPG preset with BCQ's gamma, the paper's "same data, same
+    settings" baseline; the DQN its preset with `dqn_values` (10 sub-actions per dimension, BCQ's gamma).
 
     Args:
         env_id: a registered environment with a bounded Box action space.
@@ -419,14 +486,16 @@ def run_extrapolation(
             steps_behavioral, the size of the final buffer, as in the paper).
         eval_freq: updates (concurrent: steps) between evaluations (default: the BCQ preset's).
         eval_episodes: episodes per evaluation (deterministic; the paper uses 10).
-        behavioral_overrides, bcq_overrides, ddpg_overrides, bc_overrides: config fields per agent
-            (behavioral_overrides: both behavioral DDPGs).
+        behavioral_overrides, bcq_overrides, ddpg_overrides, bc_overrides, vae_bc_overrides,
+            dqn_overrides: config fields per agent (behavioral_overrides: both behavioral DDPGs).
         final_noise: the exploration noise std of the final buffer's behavioral DDPG (fraction
             of max_action; the paper's 0.5).
         progress: a progress bar over each stage's jobs.
         options: where the jobs run (`acrl.sweep.executor`; default: a process pool on this
             machine, one job per core). A rerun of the same experiment into the same out_dir skips
-            finished jobs.
+            finished jobs; into the directory of one run before VAE-BC and DQN were added, it trains
+            only their offline runs (its concurrent runs, which do not hold them, are kept, and the
+            table shows "-" for the new learners there).
     Returns:
         the JSON written to extrapolation.json: settings, results[kind][agent] (per seed: the
         return curve, final and best evaluations, value-estimate curves, run directory; the
@@ -454,6 +523,8 @@ def run_extrapolation(
         "bcq_overrides": bcq_overrides or {},
         "ddpg_overrides": ddpg_overrides or {},
         "bc_overrides": bc_overrides or {},
+        "vae_bc_overrides": vae_bc_overrides or {},
+        "dqn_overrides": dqn_overrides or {},
     }
     configs = concurrent_configs(
         env_id, steps_behavioral, seeds[0], eval_freq, eval_episodes, out_dir / "final.h5", **overrides
@@ -541,9 +612,15 @@ def run_extrapolation(
         "imitation": "s{seed}/data-imitation/imitation.h5",
         "imperfect": "s{seed}/data-imperfect/imperfect.h5",
     }
-    offline = {"bcq": overrides["bcq_overrides"], "ddpg": ddpg_offline, "bc": overrides["bc_overrides"]}
+    offline = {  # the long runs first (BCQ's, then VAE-BC's), the short ones then fill the gaps
+        "bcq": overrides["bcq_overrides"],
+        "vae_bc": overrides["vae_bc_overrides"],
+        "ddpg": ddpg_offline,
+        "dqn": dqn_values(configs["bcq"].gamma, overrides["dqn_overrides"]),
+        "bc": overrides["bc_overrides"],
+    }
     jobs = []
-    for algo, values in offline.items():  # BCQ's long runs first, the short ones then fill the gaps
+    for algo, values in offline.items():
         for seed in seeds:
             for kind, dataset in datasets.items():
                 flags = {"seed": seed, "total_steps": updates, "dataset": str(out_dir / dataset.format(seed=seed))}
@@ -576,7 +653,7 @@ def run_extrapolation(
                 "data_episode_return": c["data_episode_return"],
             }
         )
-        for algo in LEARNERS:
+        for algo in (a for a in LEARNERS if a in c["curves"]):  # a run from before VAE-BC and DQN lacks them
             results["concurrent"][algo].append(
                 {
                     "curve": c["curves"][algo],
@@ -590,7 +667,7 @@ def run_extrapolation(
         for kind in ("imitation", "imperfect"):
             results[kind]["behavioral"].append({"return": c["best"]["behavioral"], **collected[f"s{seed}/data-{kind}"]})
         for kind in datasets:
-            for algo in offline:
+            for algo in LEARNERS:
                 run_dir = out_dir / f"s{seed}" / kind / algo
                 curve = _curve(run_dir)
                 results[kind][algo].append(
@@ -634,15 +711,22 @@ def _last(curve: list[list[float]]) -> float | None:
 def _table(results: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """table[agent][kind]: the final evaluation over seeds as mean ± std ("final"), its IQM with 95%
     bootstrap CI ("iqm", "iqm_ci"; `acrl.sweep.results.interval_estimates`), the best evaluation
-    ("best"); for the learners with a critic the last value estimates ("q_initial": Q(s_0, a_0),
+    ("best"); for the learners with a value function the last value estimates ("q_initial": Q(s_0, a_0),
     "true_value": the discounted return it estimates, "q_data", "q_policy"); for the behavioral
-    policy "return" and the data's episode return ("data_episodes")."""
+    policy "return" and the data's episode return ("data_episodes"). A learner without runs in a
+    buffer (the concurrent runs of an experiment from before it was added) has None in every entry."""
     from acrl.sweep.results import interval_estimates
 
     table: dict[str, dict[str, Any]] = {"behavioral": {}, **{algo: {} for algo in LEARNERS}}
     estimates = interval_estimates(
-        {f"{algo}/{kind}": np.array([x["final"] for x in results[kind][algo]]) for kind in BUFFERS for algo in LEARNERS}
+        {
+            f"{algo}/{kind}": np.array([x["final"] for x in results[kind][algo]])
+            for kind in BUFFERS
+            for algo in LEARNERS
+            if results[kind][algo]
+        }
     )  # one bootstrap for every cell
+    missing = {"iqm": None, "iqm_ci": None}
     for kind in BUFFERS:
         r = results[kind]
         table["behavioral"][kind] = {
@@ -651,7 +735,7 @@ def _table(results: dict[str, Any]) -> dict[str, dict[str, Any]]:
         }
         for algo in LEARNERS:
             runs = r[algo]
-            estimate = estimates[f"{algo}/{kind}"]
+            estimate = estimates.get(f"{algo}/{kind}", missing)
             cell = {
                 "final": _mean_std([x["final"] for x in runs]),
                 "iqm": estimate["iqm"],
@@ -676,13 +760,20 @@ def _cell(value: list[float] | None) -> str:
     return f"{mean:.1f} ± {std:.1f}"
 
 
+def _iqm(cell: dict[str, Any]) -> str:
+    """The cell's IQM and CI as " (IQM [low, high])", or "" for a cell without runs."""
+    if cell["iqm"] is None:
+        return ""
+    return f" ({cell['iqm']:.1f} [{cell['iqm_ci'][0]:.1f}, {cell['iqm_ci'][1]:.1f}])"
+
+
 def extrapolation_markdown(summary: dict[str, Any]) -> str:
     """The tables of `run_extrapolation` as markdown: returns (mean ± std over seeds, IQM [95% CI])
     and value estimates (the critic's Q against the true discounted return)."""
     table = summary["table"]
     header = ["| | " + " | ".join(kind for kind in BUFFERS) + " |", "| --- |" + " ---: |" * len(BUFFERS)]
     lines = [
-        f"### BCQ, offline DDPG and BC on {summary['env_id']} (Fujimoto et al. 2019, Figure 2)",
+        f"### BCQ, offline DDPG, BC, VAE-BC and DQN on {summary['env_id']} (Fujimoto et al. 2019, Figure 2)",
         "",
         f"Seeds {summary['seeds']}; behavioral DDPG {summary['steps_behavioral']} steps (final buffer: "
         f"N(0, {summary['final_noise']}) exploration); imitation/imperfect "
@@ -696,10 +787,7 @@ def extrapolation_markdown(summary: dict[str, Any]) -> str:
         "| behavioral policy | " + " | ".join(_cell(table["behavioral"][k]["return"]) for k in BUFFERS) + " |",
     ]
     for algo, label in LEARNERS.items():
-        cells = [
-            f"{_cell(c['final'])} ({c['iqm']:.1f} [{c['iqm_ci'][0]:.1f}, {c['iqm_ci'][1]:.1f}])"
-            for c in (table[algo][k] for k in BUFFERS)
-        ]
+        cells = [f"{_cell(c['final'])}{_iqm(c)}" for c in (table[algo][k] for k in BUFFERS)]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     lines += [
         "| dataset episodes | " + " | ".join(_cell(table["behavioral"][k]["data_episodes"]) for k in BUFFERS) + " |",
@@ -709,14 +797,17 @@ def extrapolation_markdown(summary: dict[str, Any]) -> str:
         "",
         *header,
     ]
-    for algo in ("bcq", "ddpg"):
+    for algo in VALUE_LEARNERS:
         cells = [f"{_cell(c['q_initial'])} / {_cell(c['true_value'])}" for c in (table[algo][k] for k in BUFFERS)]
         lines.append(f"| {LEARNERS[algo]} | " + " | ".join(cells) + " |")
     lines += [
         "",
         "behavioral policy: the noise-free DDPG (final, concurrent: each behavioral run at its end; "
         "imitation, imperfect: the concurrent run's best checkpoint, which collected them). dataset "
-        "episodes: mean return of the complete episodes stored in the buffer. final: last evaluation.",
+        "episodes: mean return of the complete episodes stored in the buffer. final: last evaluation. "
+        f"DQN: each action dimension discretised independently into {DQN_ACTION_BINS} sub-actions unless "
+        "--dqn-set action_bins says otherwise (the paper's Supp. D). -: no runs (a concurrent run from "
+        "before the learner was added).",
         "",
     ]
     return "\n".join(lines)
@@ -728,13 +819,13 @@ def _band(curves: list[list[list[float]]]) -> tuple[np.ndarray, np.ndarray, np.n
     return steps, values.mean(0), values.std(0)
 
 
-COLORS = {"bcq": "tab:red", "ddpg": "tab:blue", "bc": "tab:green"}
+COLORS = {"bcq": "tab:red", "ddpg": "tab:blue", "bc": "tab:green", "vae_bc": "tab:purple", "dqn": "tab:orange"}
 
 
 def plot_extrapolation(summary: dict[str, Any], out: str | Path) -> Path:
-    """Figure 2's layout, a column per buffer. Top: BCQ, DDPG and BC evaluation return (mean, band
+    """Figure 2's layout, a column per buffer. Top: every learner's evaluation return (mean, band
     of one std over seeds) against updates, the behavioral policy dashed. Bottom: the value
-    estimates of BCQ and DDPG, Q(s0, a0) solid against the true discounted return dashed (symlog
+    estimates of BCQ, DDPG and DQN, Q(s0, a0) solid against the true discounted return dashed (symlog
     scale: a diverging critic stays on the plot). Returns the PNG path."""
     fig, axes = plt.subplots(2, len(BUFFERS), figsize=(4.2 * len(BUFFERS), 6.8), sharex="col")
     for column, kind in enumerate(BUFFERS):
@@ -748,7 +839,7 @@ def plot_extrapolation(summary: dict[str, Any], out: str | Path) -> Path:
                 top.fill_between(steps, mean - std, mean + std, color=COLORS[algo], alpha=0.2)
             for key, style, suffix in (("q_initial_mean", "-", "estimate"), ("discounted_return_mean", "--", "true")):
                 curves = [x["values"][key] for x in r[algo] if x["values"][key]]
-                if curves and algo != "bc":
+                if curves and algo in VALUE_LEARNERS:
                     steps, mean, _ = _band(curves)
                     bottom.plot(steps, mean, style, color=COLORS[algo], label=f"{label} {suffix}")
         if kind == "concurrent":
@@ -787,20 +878,25 @@ def concurrent_markdown(results: list[dict[str, Any]]) -> str:
         ("ddpg", "DDPG (off-policy, same buffer)"),
         ("bcq", "BCQ (same buffer)"),
         ("bc", "BC (same buffer)"),
-    ):
+        ("vae_bc", "VAE-BC (same buffer)"),
+        ("dqn", "DQN, discretised (same buffer)"),
+    ):  # a run from before VAE-BC and DQN were added lacks them: "-"
         lines.append(
-            f"| {label} | {_cell(_mean_std([r['final'][name] for r in results]))} | "
-            f"{_cell(_mean_std([r['best'][name] for r in results]))} |"
+            f"| {label} | {_cell(_mean_std([r['final'].get(name) for r in results]))} | "
+            f"{_cell(_mean_std([r['best'].get(name) for r in results]))} |"
         )
     return "\n".join(lines + [""])
 
 
 def plot_concurrent(results: list[dict[str, Any]], out: str | Path) -> Path:
-    """Evaluation return of the four agents against behavioral time steps (mean and std band)."""
+    """Evaluation return of the behavioral agent and every learner (those its runs hold) against behavioral
+    time steps (mean and std band)."""
     fig, ax = plt.subplots(figsize=(6, 4))
     steps, mean, _ = _band([r["curves"]["behavioral"] for r in results])
     ax.plot(steps, mean, "k--", label="behavioral DDPG")
     for algo, label in LEARNERS.items():
+        if any(algo not in r["curves"] for r in results):
+            continue
         steps, mean, std = _band([r["curves"][algo] for r in results])
         ax.plot(steps, mean, color=COLORS[algo], label=label)
         ax.fill_between(steps, mean - std, mean + std, color=COLORS[algo], alpha=0.2)

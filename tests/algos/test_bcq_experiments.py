@@ -30,6 +30,11 @@ TINY_FLAGS = [
     "vae_hidden_sizes=[16]",
     "--bc-set",
     "hidden_sizes=[16]",
+    "--vae-bc-set",
+    "hidden_sizes=[16]",
+    "--dqn-set",
+    "hidden_sizes=[16]",
+    "action_bins=5",
 ]
 """Networks of 16 units for every agent, and a behavioral DDPG that starts learning after 100 steps."""
 
@@ -71,12 +76,12 @@ def test_extrapolation_without_ray_writes_table_figure_and_runs(tmp_path):
     assert result.returncode == 0, result.stderr
     summary = json.loads((out / "extrapolation.json").read_text())
     assert "| BCQ |" in result.stdout
-    # Each stage's bar is named and counts its jobs' steps (2 x 300, 2 x 250, 9 x 150), and a finished
+    # Each stage's bar is named and counts its jobs' steps (2 x 300, 2 x 250, 15 x 150), and a finished
     # job's line is short (its numbers, not its result's JSON).
-    for label, total in (("behavioral runs", 600), ("datasets", 500), ("offline runs", 1350)):
+    for label, total in (("behavioral runs", 600), ("datasets", 500), ("offline runs", 2250)):
         assert f"{label}: 100%" in result.stderr and f"| {total}/{total} [" in result.stderr, result.stderr
     done = [line for line in result.stderr.replace("\r", "\n").splitlines() if line.startswith("done ")]
-    assert len(done) == 2 + 2 + 9 and max(len(line) for line in done) < 120, done
+    assert len(done) == 2 + 2 + 15 and max(len(line) for line in done) < 120, done
     assert {p.name for p in out.iterdir()} == {
         "extrapolation.json",
         "extrapolation.md",
@@ -84,7 +89,7 @@ def test_extrapolation_without_ray_writes_table_figure_and_runs(tmp_path):
         "s0",
         "experiment.yaml",
     }
-    assert list(summary["table"]) == ["behavioral", "bcq", "ddpg", "bc"]
+    assert list(summary["table"]) == ["behavioral", "bcq", "ddpg", "bc", "vae_bc", "dqn"]  # the paper's agents
     assert all(list(row) == list(BUFFERS) for row in summary["table"].values())
     final = load_dataset(out / "s0" / "final" / "final.h5")  # every transition of its own behavioral run
     assert len(final) == 300 and final.attrs["noise_std"] == 0.5
@@ -96,8 +101,8 @@ def test_extrapolation_without_ray_writes_table_figure_and_runs(tmp_path):
         agent = load(f"{results[kind]['bcq'][0]['run_dir']}/checkpoints/best.pt")  # `acrl evaluate` works
         assert agent.algo == "bcq" and agent.num_steps == 150
     concurrent = results["concurrent"]
-    assert [step for step, _ in concurrent["bcq"][0]["curve"]] == [150, 300]
-    assert [step for step, _ in concurrent["bc"][0]["curve"]] == [150, 300]
+    for algo in ("bcq", "bc", "vae_bc", "dqn"):
+        assert [step for step, _ in concurrent[algo][0]["curve"]] == [150, 300]
     assert [step for step, _ in concurrent["behavioral"][0]["curve"]] == [150, 300]
     # Value estimates at every evaluation; one seed: the table's cells are that run's last ones, std 0.
     ddpg_values = results["imitation"]["ddpg"][0]["values"]
@@ -106,9 +111,14 @@ def test_extrapolation_without_ray_writes_table_figure_and_runs(tmp_path):
     assert cell["q_initial"] == [ddpg_values["q_initial_mean"][-1][1], 0.0]
     assert cell["true_value"] == [ddpg_values["discounted_return_mean"][-1][1], 0.0]
     assert cell["final"][0] == cell["iqm"] == results["imitation"]["ddpg"][0]["final"]
-    assert not results["final"]["bc"][0]["values"]["q_initial_mean"]  # BC has no critic
+    assert not results["final"]["bc"][0]["values"]["q_initial_mean"]  # BC has no critic, nor VAE-BC
+    assert not results["final"]["vae_bc"][0]["values"]["q_initial_mean"]
+    dqn = load(f"{results['imperfect']['dqn'][0]['run_dir']}/checkpoints/best.pt")  # 5 bins, as --dqn-set says
+    assert dqn.config.action_bins == 5 and dqn.net.head.out_features == 5 and dqn.config.gamma == 0.99
+    assert [step for step, _ in results["imperfect"]["dqn"][0]["values"]["q_initial_mean"]] == [150]
     md = (out / "extrapolation.md").read_text()
     assert "| imperfect |" in md and "| BC |" in md and "Value estimates" in md
+    assert "| VAE-BC |" in md and md.count("| DQN (discretised) |") == 2  # returns, and value estimates
     # The imitation data has no noise: its episodes score what the behavioral policy does.
     imitation = results["imitation"]["behavioral"][0]
     assert imitation["return"] == pytest.approx(imitation["data_episode_return"], rel=0.5)
@@ -150,7 +160,9 @@ def test_concurrent_learners_learn_from_the_behavioral_buffer_without_acting(tmp
     assert bcq.num_steps == ddpg.num_steps == 250
     assert bcq.config.dataset == result["final_dataset"] and len(load_dataset(result["final_dataset"])) == 250
     assert not ddpg.episode_stats.returns  # it never acted
-    assert set(result["final"]) == {"behavioral", "ddpg", "bcq", "bc"}
+    assert set(result["final"]) == {"behavioral", "ddpg", "bcq", "bc", "vae_bc", "dqn"}
+    dqn = load(f"{result['run_dirs']['dqn']}/checkpoints/latest.pt")
+    assert dqn.num_steps == 250 and dqn.config.dataset == result["final_dataset"]
 
 
 def test_episode_returns_skip_the_unfinished_episode():
@@ -234,3 +246,56 @@ def test_a_behavioral_budget_of_only_random_steps_warns_once_on_one_line_before_
         "acrl: warning: total_steps 50 <= start_steps 100: every action will be uniformly random and no "
         "gradient update will happen. Train longer or lower start_steps (--set start_steps=1000)."
     ]
+
+
+def old_results(value: float) -> dict:
+    """results[kind][agent] as `run_extrapolation` assembles them, one seed, every learner scoring `value`,
+    but the concurrent runs without VAE-BC and DQN: an experiment from before they were added."""
+    from acrl.offline.experiments import LEARNERS, VALUE_KEYS
+
+    run = {"curve": [[10, value]], "final": value, "best": value, "values": {key: [] for key in VALUE_KEYS}}
+    results = {kind: {"behavioral": [{"return": 5.0, "data_episode_return": 4.0}]} for kind in BUFFERS}
+    for kind in BUFFERS:
+        for algo in LEARNERS:
+            results[kind][algo] = [] if kind == "concurrent" and algo in ("vae_bc", "dqn") else [dict(run)]
+    return results
+
+
+def test_an_experiment_from_before_vae_bc_and_dqn_resumes_with_their_concurrent_cells_empty(tmp_path, monkeypatch):
+    """Its experiment.yaml lacks the new agents' (empty) overrides: the same experiment, resumed; given
+    overrides make it another. Its concurrent runs lack the new learners: their cells are None and '-'."""
+    from acrl.core.errors import InputError
+    from acrl.offline.experiments import _record, _table, extrapolation_markdown
+
+    monkeypatch.setattr("acrl.sweep.results.BOOTSTRAP_REPS", 50)  # one seed: the CI is the value whatever the reps
+
+    settings = {"experiment": "extrapolation", "env_id": "Pendulum-v1", "bcq_overrides": {}, "bc_overrides": {}}
+    (tmp_path / "experiment.yaml").write_text(yaml.safe_dump(settings))
+    _record(tmp_path, {**settings, "vae_bc_overrides": {}, "dqn_overrides": {}}, "resume")  # no error
+    with pytest.raises(InputError, match="holds another experiment"):
+        _record(tmp_path, {**settings, "vae_bc_overrides": {}, "dqn_overrides": {"action_bins": 5}}, "x")
+    table = _table(old_results(-150.0))
+    assert table["dqn"]["concurrent"] == {
+        "final": None,
+        "iqm": None,
+        "iqm_ci": None,
+        "best": None,
+        "q_initial": None,
+        "true_value": None,
+        "q_data": None,
+        "q_policy": None,
+    }
+    assert table["dqn"]["imitation"]["final"] == [-150.0, 0.0] and table["dqn"]["imitation"]["iqm"] == -150.0
+    summary = {
+        "env_id": "Pendulum-v1",
+        "seeds": [0],
+        "steps_behavioral": 10,
+        "final_noise": 0.5,
+        "dataset_size": 10,
+        "updates": 10,
+        "eval_episodes": 1,
+        "eval_freq": 10,
+        "table": table,
+    }
+    md = extrapolation_markdown(summary)
+    assert "| VAE-BC | -150.0 ± 0.0 (-150.0 [-150.0, -150.0]) | - | -150.0 ± 0.0 (-150.0 [-150.0, -150.0]) |" in md

@@ -43,8 +43,8 @@ def test_train_evaluate_resume(tmp_path, capsys):
 
 
 def test_bad_input_exits_2(tmp_path, capsys):
-    code, _, err = run(capsys, "train", "dqn", "--env", "Pendulum-v1", "--run-dir", tmp_path / "a")
-    assert code == 2 and "ddpg, td3 or sac" in err and "no discretised" in err
+    code, _, err = run(capsys, "train", "dqn", "--env", "MountainCarContinuous-v0", "--run-dir", tmp_path / "a")
+    assert code == 2 and "ddpg, td3 or sac" in err and "--set action_bins=N splits each dimension" in err
     code, _, err = run(
         capsys, "train", "dqn", "--env", "CartPole-v1", "--total-steps", 5000, "--run-dir", tmp_path / "b"
     )

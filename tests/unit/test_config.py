@@ -58,6 +58,7 @@ def test_presets_cite_a_source_and_apply():
         ("acrl.algos.ddpg:DDPGConfig", ["hidden_sizes"]),
         ("acrl.algos.sac:SACConfig", ["hidden_sizes"]),
         ("acrl.algos.bc:BCConfig", ["hidden_sizes"]),
+        ("acrl.algos.vae_bc:VAEBCConfig", ["hidden_sizes"]),
         ("acrl.algos.discrete_bcq:DiscreteBCQConfig", ["hidden_sizes"]),
         ("acrl.algos.dqn:DQNConfig", ["hidden_sizes"]),
         ("acrl.algos.bcq:BCQConfig", ["actor_hidden_sizes", "critic_hidden_sizes", "vae_hidden_sizes"]),

@@ -6,16 +6,17 @@ network (an exact copy, updated as configured), exact resume with the buffer, an
 import csv
 import shutil
 
+import gymnasium as gym
 import numpy as np
 import pytest
 import torch
 
 import acrl
 from acrl import DQN
-from acrl.algos.dqn import linear_epsilon
+from acrl.algos.dqn import bin_values, linear_epsilon, nearest_bins
 from acrl.core.errors import InputError
 from acrl.parts.buffers import FrameReplayBuffer, ReplayBuffer
-from tests.conftest import Frames, set_linear
+from tests.conftest import Frames, set_linear, write_dataset
 
 SMALL = {
     "hidden_sizes": (8,),
@@ -195,8 +196,14 @@ def test_checkpoint_with_the_replay_buffer_resumes_exactly(tmp_path, images):
 
 
 def test_bad_input():
-    with pytest.raises(InputError, match=r"acrl offers no discretised version.*use ddpg, td3 or sac"):
+    with pytest.raises(InputError, match=r"DQN needs discrete actions.*action_bins=N.*use .*ddpg, td3 or sac"):
         DQN("Pendulum-v1")
+    with pytest.raises(InputError, match=r"action_bins must be >= 2"):
+        DQN("Pendulum-v1", action_bins=1)
+    with pytest.raises(InputError, match=r"Discrete\(2\) is already discrete: drop action_bins"):
+        DQN("CartPole-v1", action_bins=5)
+    with pytest.raises(InputError, match=r"action_bins takes vector observations"):
+        DQN(BoxFrames, action_bins=5)
     with pytest.raises(InputError, match=r"epsilon_start must lie in \[0, 1\]"):
         DQN("CartPole-v1", epsilon_start=1.5)
     with pytest.raises(InputError, match=r"epsilon_end must lie in \[0, 1\]"):
@@ -212,3 +219,114 @@ def test_bad_input():
         DQN(Frames, buffer_size=10**11, device="cpu")  # refused before allocating
     with pytest.raises(InputError, match="optimizer must be 'adam' or 'rmsprop'"):
         DQN("CartPole-v1", optimizer="sgd")
+
+
+# ------------------------------------------------------------------- a Box action space, discretised
+class TwoJoints(gym.Env):
+    """Actions in [-2, 2] x [0, 1] (unequal bounds), observations 4 zeros, reward -|a_0|, 5 steps per episode."""
+
+    observation_space = gym.spaces.Box(-1.0, 1.0, (4,), np.float32)
+    action_space = gym.spaces.Box(np.array([-2.0, 0.0], np.float32), np.array([2.0, 1.0], np.float32))
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return np.zeros(4, np.float32), {}
+
+    def step(self, action):
+        self.t += 1
+        return np.zeros(4, np.float32), -abs(float(action[0])), False, self.t >= 5, {}
+
+
+class BoxFrames(Frames):
+    """Frames with a Box action space: what action_bins refuses."""
+
+    action_space = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
+
+
+def test_bins_and_the_nearest_bin_by_hand():
+    """5 bins over [-1, 1]: -1, -0.5, 0, 0.5, 1; -0.75, halfway between the first two, goes to the upper one;
+    values past the bounds to the end bins."""
+    torch.testing.assert_close(bin_values(5), torch.tensor([-1.0, -0.5, 0.0, 0.5, 1.0]))
+    actions = torch.tensor([[-1.0, -0.74, -0.75, 0.2], [1.3, -1.2, 0.5, 0.76]])
+    assert nearest_bins(actions, 5).tolist() == [[0, 1, 1, 2], [4, 0, 3, 4]]
+    assert nearest_bins(bin_values(10), 10).tolist() == list(range(10))  # each bin maps to itself
+
+
+def test_discretised_greedy_action_and_q_by_hand():
+    """J = 2 dimensions of K = 5 bins; output j * 5 + k is Q_j(s, k). Dimension 0 (bounds -2, 2: bins -2, -1,
+    0, 1, 2) is best at bin 3, dimension 1 (bounds 0, 1: 0, 0.25, ..., 1) at bin 0, so the greedy env action is
+    (1, 0), and Q(s, a) = (Q_0(s, a_0) + Q_1(s, a_1)) / 2: (9 + 50) / 2 = 29.5 for it; for the policy-unit
+    action (0, 0.5), bins 2 and 3, (3 + 40) / 2 = 21.5."""
+    agent = DQN(TwoJoints, action_bins=5, **SMALL)
+    q = [1.0, 2.0, 3.0, 9.0, 5.0, 50.0, 20.0, 30.0, 40.0, 10.0]
+    constant_q(agent, online=q, target=q)
+    np.testing.assert_array_equal(agent.predict(np.zeros(4, np.float32)), [1.0, 0.0])
+    obs = torch.zeros(1, 4)
+    assert agent.q_estimate(obs, torch.tensor([[0.0, 0.5]])).item() == pytest.approx(21.5)
+    result = agent.evaluate(episodes=1)  # the critic's estimate at the first state, as DDPG's and BCQ's
+    assert result["q_initial_mean"] == pytest.approx(29.5)
+
+
+def test_discretised_double_dqn_target_and_loss_by_hand():
+    """J = 2, K = 3. Online Q_0 = (1, 2, 3), Q_1 = (4, 5, 6): its argmax is bin 2 in both dimensions; the target
+    network values them 7 and 3 (its own argmax of dimension 1 would be 100), so Q'(s', a') = (7 + 3) / 2 = 5 and
+    y = r + 0.5 * not_done * 5 = (1 + 2.5, 2) for r = (1, 2), not_done = (1, 0). Actions (bins (0, 2) and
+    (1, 1)) take Q = (1, 6) and (2, 5): errors (-2.5, 2.5) and (0, 3), Huber 2, 2, 0, 2.5, mean 1.625."""
+    agent = DQN(TwoJoints, action_bins=3, gamma=0.5, **SMALL)
+    constant_q(agent, online=[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], target=[0.0, 0.0, 7.0, 100.0, 0.0, 3.0])
+    batch = {
+        "observations": torch.zeros(2, 4),
+        "actions": torch.tensor([[0, 2], [1, 1]]),
+        "rewards": torch.tensor([1.0, 2.0]),
+        "next_observations": torch.zeros(2, 4),
+        "not_done": torch.tensor([1.0, 0.0]),
+    }
+    torch.testing.assert_close(agent.compute_target(batch), torch.tensor([3.5, 2.0]))
+    metrics = agent.update(batch)
+    assert metrics["train/value_loss"] == pytest.approx(1.625) and metrics["train/q_mean"] == pytest.approx(3.5)
+
+
+def test_discretised_batches_take_the_nearest_bins_and_exploration_only_sub_actions():
+    agent = DQN(TwoJoints, action_bins=5, **SMALL)
+    agent.buffer = ReplayBuffer(2, 4, (2,))
+    obs = np.array([[1, 0, 0, 0], [2, 0, 0, 0]], np.float32)
+    actions = np.array([[-0.8, 0.3], [0.74, 1.0]], np.float32)  # policy units
+    agent.buffer.add(obs, actions, np.zeros(2), obs, np.zeros(2, bool), np.zeros(2, bool))
+    batch = agent.sample_batch()
+    expected = {1: [0, 3], 2: [3, 4]}
+    assert all(expected[int(o)] == a for o, a in zip(batch["observations"][:, 0], batch["actions"].tolist()))
+    bins = {-1.0, -0.5, 0.0, 0.5, 1.0}
+    assert set(agent.random_actions(50).ravel().tolist()) == bins
+    agent = DQN(TwoJoints, action_bins=5, **SMALL).learn(200, progress=False)  # epsilon-greedy, then greedy
+    assert agent.updates > 0 and set(agent.buffer.actions[: len(agent.buffer)].ravel().tolist()) <= bins
+    assert set(np.unique(agent.predict(np.zeros((3, 4), np.float32), deterministic=False))) <= {
+        -2,
+        -1,
+        0,
+        1,
+        2,
+        0.25,
+        0.5,
+        0.75,
+    }
+
+
+def test_offline_dqn_learns_from_a_continuous_dataset_without_an_epsilon_schedule(tmp_path):
+    """Offline, total_steps counts updates and nothing explores: a schedule longer than the budget is fine,
+    and the evaluation reports value estimates on the data (Q of the data's actions, of the policy's)."""
+    write_dataset(tmp_path / "pendulum.h5", n=40)
+    agent = DQN(
+        dataset=str(tmp_path / "pendulum.h5"),
+        action_bins=10,
+        total_steps=100,
+        epsilon_decay_steps=10_000,
+        hidden_sizes=(8,),
+        batch_size=8,
+        eval_freq=0,
+        iteration_steps=50,
+        eval_episodes=1,
+    )
+    agent.learn(progress=False)
+    result = agent.evaluate(episodes=1)
+    assert agent.updates == 100 and {"q_initial_mean", "q_data_mean", "q_policy_mean"} <= set(result)

@@ -1,0 +1,267 @@
+"""BCQ's spectrum: sampled actions n x perturbation scale phi, on one extrapolation experiment's buffers.
+
+BCQ (Fujimoto, Meger, Precup 2019, "Off-Policy Deep Reinforcement Learning without Exploration", Sec. 4)
+acts with the best by Q1 of n actions sampled from its VAE and perturbed by at most phi. acrl's design
+documents describe it as a spectrum: with n = 1 and phi = 0 it is behavioral cloning from the VAE
+(VAE-BC, `acrl train vae_bc`, takes the same actions), and with many samples and a large perturbation it
+approaches Q-learning over the whole action space. This script trains BCQ on the grid
+
+    n in {1, 10, 100} (n_action_samples, the target's samples per next state, and n_select_samples, the
+    candidates when acting, both n), phi in {0, 0.05, 0.5}, seeds {0, 1, 2}, buffers imitation, imperfect
+
+on the datasets of an `acrl experiment extrapolation` output directory (EXPERIMENT/sSEED/data-KIND/KIND.h5:
+seed s trains on the experiment's seed-s data with BCQ seed s), with the experiment's budget, evaluation
+settings and --bcq-set values (its experiment.yaml), so the n = 10, phi = 0.05 cell repeats the
+experiment's own BCQ runs and every other cell changes n and phi only. The committed experiments ran at 4%
+of the paper's scale (40k behavioral steps and transitions, 12k updates):
+
+    acrl experiment extrapolation --env Hopper-v5 --seeds 0 1 2 --steps-behavioral 40000 \\
+        --dataset-size 40000 --updates 12000 --eval-freq 2000 --behavioral-set start_steps=10000 \\
+        --out runs/hopper-extrapolation
+    python benchmarks/bcq_spectrum.py runs/hopper-extrapolation --out benchmarks/results/bcq_spectrum_hopper.json
+    python benchmarks/bcq_spectrum.py runs/x --updates 200 --seeds 0 --n 1 100 --phi 0 0.5   # a check in minutes
+
+The runs are jobs of the experiments' executor (`acrl.sweep.executor.run_jobs`: a process pool, one run
+per core, or a Ray cluster with --address) in EXPERIMENT/spectrum/KIND/nN-phiPHI-sSEED (a `--updates` other
+than the experiment's: EXPERIMENT/spectrum-uUPDATES/...); a finished run (its job.json) is read, not rerun,
+and an interrupted one continues from its checkpoint, so rerunning the command resumes. The result is the
+JSON (--out, default benchmarks/results/tmp/bcq_spectrum.json) and a markdown table beside it (.md): per
+buffer, n by phi, the final evaluation's IQM over seeds with rliable's 95% bootstrap CI (as `acrl sweep`)
+and its mean ± std, and, when the experiment has finished (its extrapolation.json), its behavioral policy
+and learners for reference.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+from meta import bench_meta, load_average, scratch_path
+
+from acrl.core.plotting import read_curve
+from acrl.sweep.executor import ClusterOptions, Job, run_jobs
+from acrl.sweep.grid import train_run
+from acrl.sweep.results import BOOTSTRAP_REPS, interval_estimates
+
+KINDS = ("imitation", "imperfect")
+"""The buffers of the ablation: the experiment's noise-free and noisy demonstrations."""
+
+REFERENCE = {"behavioral": "behavioral policy", "bcq": "BCQ (the experiment's)", "vae_bc": "VAE-BC", "bc": "BC"}
+"""Rows of the experiment's own table shown for reference, when its extrapolation.json holds them."""
+
+
+def run_name(kind: str, n: int, phi: float, seed: int) -> str:
+    """The run's directory under the spectrum root: KIND/nN-phiPHI-sSEED."""
+    return f"{kind}/n{n}-phi{phi:g}-s{seed}"
+
+
+def spectrum_jobs(
+    experiment_dir: Path,
+    experiment: dict[str, Any],
+    root: str,
+    n_values: list[int],
+    phis: list[float],
+    seeds: list[int],
+    updates: int,
+) -> list[Job]:
+    """One `train_run` job per buffer, n, phi and seed (the costliest, largest n, first).
+
+    Args:
+        experiment_dir: the experiment's directory (absolute), the jobs' root.
+        experiment: the experiment's experiment.yaml (env_id, eval_freq, eval_episodes, bcq_overrides).
+        root: the spectrum's directory relative to the experiment's ("spectrum" or "spectrum-uUPDATES").
+        n_values, phis, seeds: the grid; updates: gradient updates per run.
+    """
+    overrides = {
+        **(experiment.get("bcq_overrides") or {}),
+        "eval_freq": experiment["eval_freq"],
+        "eval_episodes": experiment["eval_episodes"],
+    }
+    jobs = []
+    for n in sorted(n_values, reverse=True):
+        for phi in phis:
+            for seed in seeds:
+                for kind in KINDS:
+                    dataset = f"s{seed}/data-{kind}/{kind}.h5"
+                    jobs.append(
+                        Job(
+                            f"{root}/{run_name(kind, n, phi, seed)}",
+                            train_run,
+                            {
+                                "algo": "bcq",
+                                "env_id": experiment["env_id"],
+                                "preset": None,
+                                "overrides": {**overrides, "n_action_samples": n, "n_select_samples": n, "phi": phi},
+                                "flags": {
+                                    "seed": seed,
+                                    "total_steps": updates,
+                                    "dataset": str(experiment_dir / dataset),
+                                },
+                            },
+                            inputs=(dataset,),
+                            steps=updates,
+                        )
+                    )
+    return jobs
+
+
+def cell(finals: list[float], estimate: dict[str, Any]) -> dict[str, Any]:
+    """A table cell: the final evaluations over seeds, their mean and std, IQM and its 95% CI."""
+    return {
+        "finals": finals,
+        "mean": float(np.mean(finals)),
+        "std": float(np.std(finals)),
+        "iqm": estimate["iqm"],
+        "iqm_ci": estimate["iqm_ci"],
+    }
+
+
+def reference_rows(experiment_dir: Path) -> dict[str, dict[str, Any]]:
+    """{agent: {kind: its table cell}} of the experiment's extrapolation.json for `REFERENCE`; {} before it ends."""
+    path = experiment_dir / "extrapolation.json"
+    if not path.exists():
+        return {}
+    table = json.loads(path.read_text())["table"]
+    return {agent: {kind: table[agent][kind] for kind in KINDS} for agent in REFERENCE if agent in table}
+
+
+def markdown(result: dict[str, Any]) -> str:
+    """Per buffer, a table of n (rows) by phi (columns): IQM [95% CI] and mean ± std of the final evaluations."""
+    phis = result["phi"]
+    lines = [
+        f"### BCQ's spectrum on {result['env_id']}: n sampled actions x perturbation phi",
+        "",
+        f"BCQ (Fujimoto et al. 2019) with n_action_samples = n_select_samples = n and perturbation phi; seeds "
+        f"{result['seeds']}, each on the experiment's data of its seed ({result['dataset_size']} transitions); "
+        f"{result['updates']} updates; final evaluation ({result['eval_episodes']} deterministic episodes): IQM "
+        f"[95% bootstrap CI] (rliable, {BOOTSTRAP_REPS} resamples) and mean ± std over seeds. n = 1, phi = 0 is "
+        "VAE-BC; n = 10, phi = 0.05 the paper's BCQ.",
+        "",
+    ]
+    reference = result["reference"]
+    for kind in KINDS:
+        lines += [
+            f"**{kind}**",
+            "",
+            "| n \\ phi | " + " | ".join(f"{phi:g}" for phi in phis) + " |",
+            "| --- |" + " ---: |" * len(phis),
+        ]
+        for n in result["n"]:
+            cells = []
+            for phi in phis:
+                c = result["table"][kind][f"n={n}, phi={phi:g}"]
+                cells.append(
+                    f"{c['iqm']:.1f} [{c['iqm_ci'][0]:.1f}, {c['iqm_ci'][1]:.1f}] ({c['mean']:.1f} ± {c['std']:.1f})"
+                )
+            lines.append(f"| {n} | " + " | ".join(cells) + " |")
+        lines.append("")
+        if reference:
+            shown = []
+            for agent, label in REFERENCE.items():
+                ref = reference.get(agent, {}).get(kind)
+                value = None if ref is None else ref.get("return", ref.get("final"))
+                if value is not None:
+                    shown.append(f"{label} {value[0]:.1f} ± {value[1]:.1f}")
+            lines += [
+                f"The experiment's ({result['experiment_updates']} updates), for reference (final evaluation, "
+                "mean ± std): " + "; ".join(shown) + ".",
+                "",
+            ]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("experiment", type=Path, help="an `acrl experiment extrapolation` output directory")
+    parser.add_argument("--n", type=int, nargs="+", default=[1, 10, 100], help="sampled actions (default 1 10 100)")
+    parser.add_argument("--phi", type=float, nargs="+", default=[0.0, 0.05, 0.5], help="perturbation scales")
+    parser.add_argument("--seeds", type=int, nargs="+", help="default: the experiment's seeds")
+    parser.add_argument("--updates", type=int, help="updates per run (default: the experiment's; a quick check)")
+    parser.add_argument("--address", help="a Ray cluster for the runs (auto or HOST:PORT; default: this machine)")
+    parser.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
+    parser.add_argument("--out", type=Path, help="result file (default benchmarks/results/tmp/bcq_spectrum.json)")
+    args = parser.parse_args(argv)
+    experiment_dir = args.experiment.resolve()
+    settings_path = experiment_dir / "experiment.yaml"
+    if not settings_path.exists():
+        parser.error(f"{experiment_dir} holds no experiment.yaml: give an `acrl experiment extrapolation` --out.")
+    experiment = yaml.safe_load(settings_path.read_text())
+    if experiment.get("experiment") != "extrapolation":
+        parser.error(f"{experiment_dir} holds a {experiment.get('experiment')} experiment, not extrapolation.")
+    seeds = args.seeds or experiment["seeds"]
+    missing = [
+        f"s{s}/data-{k}/{k}.h5" for s in seeds for k in KINDS if not (experiment_dir / f"s{s}/data-{k}/{k}.h5").exists()
+    ]
+    if missing:
+        parser.error(f"{experiment_dir} lacks {', '.join(missing)}: run (or resume) its experiment first.")
+    if min(args.n) < 1 or min(args.phi) < 0:
+        parser.error("--n must be >= 1 and --phi >= 0.")
+    updates = args.updates or experiment["updates"]
+    root = "spectrum" if updates == experiment["updates"] else f"spectrum-u{updates}"
+    out = args.out or scratch_path("bcq_spectrum")
+    load_before, started = load_average(), time.monotonic()
+    jobs = spectrum_jobs(experiment_dir, experiment, root, args.n, args.phi, seeds, updates)
+    done = run_jobs(jobs, experiment_dir, ClusterOptions(address=args.address), args.progress, label="BCQ spectrum")
+
+    runs = []
+    for n in args.n:
+        for phi in args.phi:
+            for seed in seeds:
+                for kind in KINDS:
+                    name = f"{root}/{run_name(kind, n, phi, seed)}"
+                    steps, values = read_curve(experiment_dir / name, "eval/return_mean")
+                    runs.append(
+                        {
+                            "kind": kind,
+                            "n": n,
+                            "phi": phi,
+                            "seed": seed,
+                            "final": float(values[-1]),
+                            "final_step": int(steps[-1]),
+                            "best": done[name]["best"],
+                            "run_dir": str(experiment_dir / name),
+                        }
+                    )
+    finals = {
+        (kind, f"n={n}, phi={phi:g}"): [r["final"] for r in runs if (r["kind"], r["n"], r["phi"]) == (kind, n, phi)]
+        for kind in KINDS
+        for n in args.n
+        for phi in args.phi
+    }
+    estimates = interval_estimates({f"{k}/{c}": np.array(v) for (k, c), v in finals.items()})
+    result = {
+        "meta": bench_meta(load_before),
+        "experiment": str(experiment_dir),
+        "env_id": experiment["env_id"],
+        "dataset_size": experiment["dataset_size"],
+        "updates": updates,
+        "experiment_updates": experiment["updates"],
+        "eval_freq": experiment["eval_freq"],
+        "eval_episodes": experiment["eval_episodes"],
+        "seeds": seeds,
+        "n": args.n,
+        "phi": args.phi,
+        "wall_clock_s": round(time.monotonic() - started, 1),
+        "runs": runs,
+        "table": {kind: {} for kind in KINDS},
+        "reference": reference_rows(experiment_dir),
+    }
+    for (kind, name), values in finals.items():
+        result["table"][kind][name] = cell(values, estimates[f"{kind}/{name}"])
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n")
+    out.with_suffix(".md").write_text(markdown(result))
+    print(markdown(result))
+    print(f"result: {out}; table: {out.with_suffix('.md')}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
