@@ -27,7 +27,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-import gymnasium as gym
 import numpy as np
 import torch
 from torch import nn
@@ -37,9 +36,8 @@ from acrl.algos.q_learning import QLearningAgent, QLearningConfig
 from acrl.core.config import RunConfig, in_unit_interval
 from acrl.core.errors import InputError
 from acrl.parts.buffers import FrameReplayBuffer, ReplayBuffer
-from acrl.parts.encoders import ENCODERS, is_image
+from acrl.parts.encoders import is_image
 from acrl.parts.heads import DiscreteQ
-from acrl.parts.normalization import IdentityNormalizer
 
 
 @dataclass
@@ -50,10 +48,8 @@ class DQNConfig(QLearningConfig, OffPolicyConfig):
     train_freq and utd_ratio = gradient_steps / train_freq its update schedule):
         epsilon_start, epsilon_end: the exploration rate at step 0 and from epsilon_decay_steps on, in [0, 1].
         epsilon_decay_steps: environment steps over which epsilon falls linearly (0: epsilon_end
-            from the start); at most total_steps, so that the schedule ends within the budget.
-        encoder: the observation encoder, "auto" ("mlp" for vectors, "nature" for frames of 36 x 36
-            or more, else "minatar") or one of "mlp", "nature", "a3c", "minatar"; config.yaml records
-            the one used.
+            from the start); online, at most total_steps, so that the schedule ends within the budget
+            (offline, with a dataset, epsilon is not used).
     """
 
     env_id: str = "CartPole-v1"
@@ -72,15 +68,13 @@ class DQNConfig(QLearningConfig, OffPolicyConfig):
     epsilon_start: float = 1.0
     epsilon_end: float = 0.05
     epsilon_decay_steps: int = 10_000
-    encoder: str = "auto"
 
     def validate(self) -> None:
         """Raise `InputError` for values DQN cannot run with (see the attribute list)."""
         super().validate()
         in_unit_interval(self, "epsilon_start", "epsilon_end")
-        check_epsilon_decay(self.epsilon_decay_steps, self.total_steps)
-        if self.encoder not in ENCODERS:
-            raise InputError(f"encoder must be one of {', '.join(ENCODERS)}, got {self.encoder!r}.")
+        if self.dataset is None:
+            check_epsilon_decay(self.epsilon_decay_steps, self.total_steps)
         if self.buffer_size % self.n_envs:
             raise InputError(
                 f"buffer_size ({self.buffer_size}) must be a multiple of n_envs ({self.n_envs}): each "
@@ -114,22 +108,21 @@ class DQN(QLearningAgent):
     """DQN agent: `DQN(env="CartPole-v1", seed=0).learn(50_000)`; `DQN.from_preset("ALE/Pong-v5")`.
 
     `predict(obs)` takes the greedy action; with deterministic=False, epsilon-greedy at the current
-    epsilon. Offline (`dataset=PATH`, vector observations), it learns from the dataset as DDPG does.
+    epsilon. Offline (`dataset=PATH`, vectors or frames), it learns from the dataset as DDPG does,
+    `num_steps` counting updates: the BCQ papers' offline DQN baseline (Fujimoto et al. 2019b, Sec. 5).
 
     Raises:
         InputError: see `Agent` and `DQNConfig.validate`; a Box action space (naming the continuous
             algorithms); an observation space no encoder takes; at `learn`, an epsilon schedule that
-            ends after the budget, or a frame replay buffer larger than the memory available.
+            ends after the budget (online), or a frame replay buffer larger than the memory available.
     """
 
     algo: ClassVar[str] = "dqn"
     config_class: ClassVar[type[RunConfig]] = DQNConfig
-    action_kinds = (gym.spaces.Discrete,)
     action_space_hint = (
         "DQN needs a Discrete action space, and acrl offers no discretised version of a Box one: for "
         "continuous actions use ddpg, td3 or sac."
     )
-    image_observations = True
     config: DQNConfig
 
     def _make_net(self) -> nn.Module:
@@ -137,8 +130,6 @@ class DQN(QLearningAgent):
         cfg = self.config
         net = DiscreteQ(self.observation_space, cfg.encoder, self.act_dim, cfg.hidden_sizes)
         cfg.encoder = net.encoder_name
-        if is_image(self.observation_space):
-            self.obs_normalizer = IdentityNormalizer(dtype=None)
         return net
 
     def _make_buffer(self) -> ReplayBuffer | FrameReplayBuffer:
@@ -182,12 +173,13 @@ class DQN(QLearningAgent):
 
     # ----------------------------------------------------------------- learning
     def before_learning(self) -> None:
-        """The off-policy core's checks, and that the epsilon schedule ends within the (new) budget.
+        """The off-policy core's checks and, online, that the epsilon schedule ends within the (new) budget.
 
         Raises:
             InputError: epsilon_decay_steps > total_steps (`check_epsilon_decay`); see `OffPolicyAgent`.
         """
-        check_epsilon_decay(self.config.epsilon_decay_steps, self.total_steps)
+        if self.envs is not None:
+            check_epsilon_decay(self.config.epsilon_decay_steps, self.total_steps)
         super().before_learning()
 
     def iteration(self, max_steps: int) -> dict[str, float]:
