@@ -466,21 +466,25 @@ class OffPolicyAgent(ReplayAgent):
         """
         seed = self.config.seed + EVAL_SEED_OFFSET
         value = self._policy_value if self.has_q_values else None
-        recorder = _StepRecorder(self) if value is not None else self  # keeps observations only to read a critic's Q
+        firsts: list[tuple[np.ndarray, np.ndarray]] = []  # each episode's (s0, a0), where Q is read
+
+        def first_step(obs: np.ndarray, action: Any) -> None:
+            firsts.append((_as_observation(self, obs), np.asarray(action)))
+
         result = evaluate(
-            recorder,
+            self,
             self.env,
             self.config.eval_episodes if episodes is None else episodes,
             deterministic,
             seed=seed,
             gamma=self.config.gamma,
             value=value,
+            first_step=first_step if value is not None else None,
         )
         if value is None:
             return result
-        firsts = np.cumsum([0, *result["lengths"][:-1]])
-        obs = self.obs_normalizer(np.stack(recorder.observations)[firsts]).to(self.device)
-        actions = self.action_adapter.to_policy(np.stack(recorder.actions)[firsts])
+        obs = self.obs_normalizer(np.stack([obs for obs, _ in firsts])).to(self.device)
+        actions = self.action_adapter.to_policy(np.stack([action for _, action in firsts]))
         if not self.discrete:
             actions = np.clip(actions, -1.0, 1.0)  # float round-off at the bounds
         with torch.no_grad(), torch.random.fork_rng(devices=[self.device] if self.device.type == "cuda" else []):
@@ -545,18 +549,3 @@ def _as_observation(agent: ReplayAgent, obs: np.ndarray) -> np.ndarray:
     """A raw observation as `Agent.predict` reads it: float32 for vectors, image frames in their own dtype."""
     space = agent.observation_space
     return np.asarray(obs, dtype=np.float32 if len(space.shape) == 1 else space.dtype)
-
-
-class _StepRecorder:
-    """A predictor that keeps every observation it was given (`_as_observation`: frames never as floats)
-    and the action its agent returned (environment units), so that `OffPolicyAgent.evaluate` can read
-    each episode's first step."""
-
-    def __init__(self, agent: OffPolicyAgent):
-        self.agent, self.observations, self.actions = agent, [], []
-
-    def predict(self, obs: np.ndarray, deterministic: bool = True) -> np.ndarray:
-        action = self.agent.predict(obs, deterministic=deterministic)
-        self.observations.append(_as_observation(self.agent, obs))
-        self.actions.append(np.asarray(action))
-        return action
