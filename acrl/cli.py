@@ -207,7 +207,8 @@ class Experiment:
     """Exploration noise std (fraction of max_action) of the final buffer's behavioral DDPG (paper: 0.5);
     extrapolation only (the behavioral DQN explores by its epsilon schedule, --behavioral-set)."""
     eval_freq: int | None = None
-    """Updates (concurrent: steps) between evaluations (default: the BCQ preset's eval_freq)."""
+    """Updates (concurrent: steps; discrete: also the behavioral DQN's steps) between evaluations (default: the BCQ
+    preset's eval_freq; discrete: the discrete BCQ preset's)."""
     eval_episodes: int = 10
     """Episodes per evaluation (deterministic; the paper uses 10)."""
     out: Annotated[str | None, tyro.conf.arg(metavar="DIR")] = None

@@ -21,6 +21,8 @@ TINY_DQN = ["start_steps=50", "epsilon_decay_steps=100", "batch_size=8", "target
 def test_a_behavioral_dqn_s_replay_is_the_final_dataset_and_its_policy_collects_the_imperfect_one(tmp_path, capsys):
     out = tmp_path / "final.h5"
     argv = ["collect", "--kind", "final", "--algo", "dqn", "--env", "MinAtar/Breakout-v1", "--steps", "300"]
+    assert main([*argv, "--out", str(out), "--noise", "0.1"]) == 2  # a DQN explores by its epsilon schedule
+    assert "a behavioral DQN explores epsilon-greedily" in capsys.readouterr().err and not out.exists()
     assert (
         main([*argv, "--out", str(out), "--set", *TINY_DQN, "eval_freq=300", "eval_episodes=1", "--no-progress"]) == 0
     )
