@@ -156,8 +156,9 @@ class Collect:
     """Collect an offline dataset (HDF5, D4RL keys) of the BCQ paper: final, imitation or imperfect."""
 
     kind: Literal["final", "imitation", "imperfect"]
-    """final (all transitions of a behavioral DDPG training run), imitation (a trained policy without
-    noise), imperfect (the policy with N(0, 0.3) noise and random actions with probability 0.3)."""
+    """final (all transitions of a behavioral DDPG, TD3 or DQN training run), imitation (a trained policy without
+    noise), imperfect (the policy with N(0, 0.3) noise and random actions with probability 0.3; Discrete actions:
+    random with probability 0.2)."""
     out: Annotated[str, tyro.conf.arg(metavar="FILE.h5")]
     """HDF5 file to write (final also writes the behavioral run to FILE's stem + '-behavioral/')."""
     steps: int
@@ -169,11 +170,12 @@ class Collect:
     seed: int = 0
     """Seed of the behavioral agent (final) or of the environment, noise and random actions (the others)."""
     noise: Annotated[float | None, tyro.conf.arg(metavar="STD")] = None
-    """Gaussian action noise std as a fraction of max_action (default: imperfect 0.3; final: the preset's 0.1)."""
+    """Gaussian action noise std as a fraction of max_action (default: imperfect 0.3, Discrete actions none;
+    final: the preset's 0.1)."""
     random_prob: Annotated[float | None, tyro.conf.arg(metavar="P")] = None
-    """Probability of a uniformly random action (default: imperfect 0.3, else 0)."""
-    algo: Literal["ddpg", "td3"] = "ddpg"
-    """Behavioral agent of final: DDPG (the paper's) or TD3."""
+    """Probability of a uniformly random action (default: imperfect 0.3, on a Discrete action space 0.2; else 0)."""
+    algo: Literal["ddpg", "td3", "dqn"] = "ddpg"
+    """Behavioral agent of final: DDPG (the paper's), TD3, or DQN for a Discrete action space."""
     preset: Annotated[str | None, tyro.conf.arg(metavar="NAME")] = None
     """Preset of the behavioral agent (final)."""
     set: Annotated[list[str], values("KEY=VALUE")] = field(default_factory=list)
@@ -184,34 +186,39 @@ class Collect:
 
 @dataclass
 class Experiment:
-    """Run a BCQ paper experiment (Fujimoto et al. 2019, Figure 2); prints its table, writes JSON and a figure."""
+    """Run a BCQ paper experiment (Fujimoto et al. 2019, Figure 2; discrete: Fujimoto et al. 2019b); prints its
+    table, writes JSON and a figure."""
 
-    name: tyro.conf.Positional[Literal["extrapolation", "concurrent"]]
+    name: tyro.conf.Positional[Literal["extrapolation", "concurrent", "discrete"]]
     """extrapolation (final, concurrent, imitation and imperfect buffers: behavioral policy, BCQ, off-policy
-    DDPG, BC, VAE-BC and DQN on discretised actions) or concurrent (the same learners learning from a behavioral
-    DDPG's growing buffer)."""
+    DDPG, BC, VAE-BC and DQN on discretised actions), concurrent (the same learners learning from a behavioral
+    DDPG's growing buffer) or discrete (a behavioral DQN's final and imperfect buffers: discrete BCQ, offline DQN
+    and BC)."""
     env: Annotated[str, tyro.conf.arg(metavar="ENV_ID")]
-    """Environment id with a bounded Box action space, e.g. Pendulum-v1, Hopper-v5."""
+    """Environment id: with a bounded Box action space, e.g. Pendulum-v1, Hopper-v5; discrete: with a Discrete one,
+    e.g. MinAtar/Breakout-v1."""
     steps_behavioral: int | None = None
-    """Environment steps of the behavioral DDPG (default: its preset's total_steps)."""
+    """Environment steps of the behavioral DDPG (discrete: DQN) (default: its preset's total_steps)."""
     updates: int | None = None
-    """Gradient updates of each offline agent, extrapolation only (default: the BCQ preset's total_steps)."""
+    """Gradient updates of each offline agent, extrapolation and discrete (default: the BCQ preset's total_steps)."""
     seeds: Annotated[list[int], tyro.conf.arg(metavar="N ...")] = field(default_factory=lambda: [0])
     """One full experiment per seed; the table and figure show mean and std."""
     dataset_size: int | None = None
     """Transitions of the imitation and imperfect datasets (default: --steps-behavioral)."""
     final_noise: Annotated[float, tyro.conf.arg(metavar="STD")] = 0.5
-    """Exploration noise std (fraction of max_action) of the final buffer's behavioral DDPG (paper: 0.5)."""
+    """Exploration noise std (fraction of max_action) of the final buffer's behavioral DDPG (paper: 0.5);
+    extrapolation only (the behavioral DQN explores by its epsilon schedule, --behavioral-set)."""
     eval_freq: int | None = None
-    """Updates (concurrent: steps) between evaluations (default: the BCQ preset's eval_freq)."""
+    """Updates (concurrent: steps; discrete: also the behavioral DQN's steps) between evaluations (default: the BCQ
+    preset's eval_freq; discrete: the discrete BCQ preset's)."""
     eval_episodes: int = 10
     """Episodes per evaluation (deterministic; the paper uses 10)."""
     out: Annotated[str | None, tyro.conf.arg(metavar="DIR")] = None
     """Output directory (default: runs/experiment-NAME-ENV-TIME); the same command with the same --out resumes it."""
     behavioral_set: Annotated[list[str], values("KEY=VALUE")] = field(default_factory=list)
-    """Behavioral DDPG hyperparameters as key=value."""
+    """Behavioral DDPG (discrete: DQN) hyperparameters as key=value."""
     bcq_set: Annotated[list[str], values("KEY=VALUE")] = field(default_factory=list)
-    """BCQ hyperparameters as key=value, e.g. --bcq-set vae_hidden_sizes=[64,64]."""
+    """BCQ (discrete: discrete BCQ) hyperparameters as key=value, e.g. --bcq-set vae_hidden_sizes=[64,64]."""
     ddpg_set: Annotated[list[str], values("KEY=VALUE")] = field(default_factory=list)
     """Hyperparameters of the DDPG that learns from the data (offline / concurrent) as key=value."""
     bc_set: Annotated[list[str], values("KEY=VALUE")] = field(default_factory=list)
@@ -219,8 +226,9 @@ class Experiment:
     vae_bc_set: Annotated[list[str], values("KEY=VALUE")] = field(default_factory=list)
     """VAE-BC hyperparameters as key=value, e.g. --vae-bc-set hidden_sizes=[64,64]."""
     dqn_set: Annotated[list[str], values("KEY=VALUE")] = field(default_factory=list)
-    """Hyperparameters of the DQN on independently discretised actions as key=value (default 10 sub-actions per
-    dimension, the BCQ paper's; e.g. --dqn-set action_bins=5)."""
+    """Hyperparameters of the DQN that learns from the data as key=value: discrete, on the Discrete actions;
+    extrapolation and concurrent, on independently discretised ones (default 10 sub-actions per dimension, the BCQ
+    paper's; e.g. --dqn-set action_bins=5)."""
     address: Annotated[str | None, tyro.conf.arg(metavar="auto|HOST:PORT")] = None
     """Ray cluster for the runs (the ray extra): auto (the one `ray start` runs here) or HOST:PORT (default: a
     process pool on this machine, one run per core)."""
@@ -564,6 +572,7 @@ def collect(args: Collect) -> None:
 def experiment(args: Experiment) -> None:
     """Print the experiment's markdown table on stdout; the output directory's path on stderr."""
     from acrl.core.config import parse_set_options
+    from acrl.offline.discrete import discrete_markdown, run_discrete
     from acrl.offline.experiments import (
         concurrent_markdown,
         extrapolation_markdown,
@@ -572,14 +581,20 @@ def experiment(args: Experiment) -> None:
     )
     from acrl.sweep.executor import ClusterOptions
 
-    if args.name not in ("extrapolation", "concurrent"):
-        raise InputError(f"unknown experiment {args.name!r}; choose extrapolation or concurrent.")
+    if args.name not in ("extrapolation", "concurrent", "discrete"):
+        raise InputError(f"unknown experiment {args.name!r}; choose extrapolation, concurrent or discrete.")
     if args.name == "concurrent" and (
         args.updates is not None or args.dataset_size is not None or args.final_noise != 0.5
     ):
         raise InputError(
             "--updates, --dataset-size and --final-noise are for extrapolation; the concurrent learners "
             "get one update per behavioral step (--steps-behavioral)."
+        )
+    if args.name == "discrete" and (args.final_noise != 0.5 or args.ddpg_set or args.vae_bc_set):
+        raise InputError(
+            "--final-noise, --ddpg-set and --vae-bc-set are for the continuous experiments; the discrete "
+            "experiment's behavioral DQN explores by its epsilon schedule (--behavioral-set epsilon_end=...) and "
+            "its offline DQN takes --dqn-set."
         )
     out = Path(args.out or f"runs/experiment-{args.name}-{args.env.replace('/', '_')}-{time.strftime('%Y%m%d-%H%M%S')}")
     overrides = {
@@ -591,7 +606,24 @@ def experiment(args: Experiment) -> None:
         "dqn_overrides": parse_set_options(args.dqn_set),
     }
     options = ClusterOptions(address=args.address)
-    if args.name == "extrapolation":
+    if args.name == "discrete":
+        del overrides["ddpg_overrides"], overrides["vae_bc_overrides"]
+        summary = run_discrete(
+            args.env,
+            out,
+            args.steps_behavioral,
+            args.updates,
+            args.seeds,
+            args.dataset_size,
+            args.eval_freq,
+            args.eval_episodes,
+            progress=args.progress,
+            options=options,
+            **overrides,
+        )
+        print(discrete_markdown(summary))
+        print(f"table: {out / 'discrete.json'}; figure: {out / 'discrete.png'}", file=sys.stderr)
+    elif args.name == "extrapolation":
         summary = run_extrapolation(
             args.env,
             out,

@@ -16,7 +16,9 @@ the imitation network G, the allowed-action mask in every argmax (acting and the
 the imitation loss. Disallowed actions are masked with -inf, so they can never win an argmax
 whatever the scale of Q; not_done comes from the dataset's `terminals` only (docs/correctness.md
 item 1); the target network starts as an exact copy and is soft-updated in place every update
-(tau 0.005, item 9). `num_steps` counts gradient updates.
+(tau 0.005, item 9). `num_steps` counts gradient updates. Observations are vectors (the authors'
+FC_Q: two MLP trunks) or image frames, uint8 or bool as the dataset stores them (two CNN trunks of
+`acrl.parts.encoders`; the authors' Atari Conv_Q shares its convolutions between the two heads).
 """
 
 from __future__ import annotations
@@ -33,7 +35,8 @@ from torch import nn
 from acrl.algos.q_learning import QLearningAgent, QLearningConfig
 from acrl.core.config import RunConfig
 from acrl.core.errors import InputError
-from acrl.parts.nets import mlp
+from acrl.parts.encoders import is_image, make_encoder
+from acrl.parts.nets import mlp, output_layer
 
 
 @dataclass
@@ -71,14 +74,37 @@ class DiscreteBCQConfig(QLearningConfig):
 class DiscreteBCQNet(nn.Module):
     """Q-network and imitation head of discrete BCQ, two separate ReLU trunks as the authors' FC_Q.
 
-    forward: obs (B, obs_dim) float32 -> (q (B, n_actions), logits (B, n_actions)). The logits
-    are unrestricted (no ReLU on the output); `log_softmax(logits)` is log G(a|s).
+    forward: obs (B, obs_dim) float32, or frames (B, *obs_shape) uint8 / bool -> (q (B, n_actions),
+    logits (B, n_actions)). The logits are unrestricted (no ReLU on the output); `log_softmax(logits)`
+    is log G(a|s).
+
+    Args:
+        space: the observation space: vectors get two ReLU MLPs of `hidden_sizes` (`mlp`), frames two
+            trunks of the CNN `encoder` names (`acrl.parts.encoders.make_encoder`), each with its linear
+            output layer; encoder: "auto" or a name of `acrl.parts.encoders.ENCODERS`;
+        n_actions: the Discrete space's size.
+    Attributes:
+        encoder_name: the encoder used ("mlp", "nature", "a3c" or "minatar").
+    Raises:
+        InputError: an observation space no encoder takes, or an encoder that does not take it (a CNN for
+            vectors; for frames, `make_encoder`'s checks).
     """
 
-    def __init__(self, obs_dim: int, n_actions: int, hidden_sizes: tuple[int, ...] = (256, 256)):
+    def __init__(self, space: gym.spaces.Box, encoder: str, n_actions: int, hidden_sizes: tuple[int, ...] = (256, 256)):
         super().__init__()
-        self.q = mlp(obs_dim, hidden_sizes, n_actions, "relu")
-        self.imitation = mlp(obs_dim, hidden_sizes, n_actions, "relu", output_gain=0.01)
+        if not is_image(space):
+            if encoder not in ("auto", "mlp"):
+                raise InputError(f"encoder {encoder!r} takes image frames; these observations are vectors {space}.")
+            obs_dim = int(space.shape[0])
+            self.q = mlp(obs_dim, hidden_sizes, n_actions, "relu")
+            self.imitation = mlp(obs_dim, hidden_sizes, n_actions, "relu", output_gain=0.01)
+            self.encoder_name = "mlp"
+            return
+        trunks = []
+        for gain in (1.0, 0.01):  # Q's output layer as DQN's, the imitation logits' as a policy head's
+            cnn, features_dim, self.encoder_name = make_encoder(space, encoder, hidden_sizes, "relu")
+            trunks.append(nn.Sequential(cnn, output_layer(features_dim, n_actions, gain)))
+        self.q, self.imitation = trunks
 
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         return self.q(obs), self.imitation(obs)
@@ -117,14 +143,16 @@ class DiscreteBCQ(QLearningAgent):
 
     algo: ClassVar[str] = "discrete_bcq"
     config_class: ClassVar[type[RunConfig]] = DiscreteBCQConfig
-    action_kinds = (gym.spaces.Discrete,)
     action_space_hint = "For a Box action space use continuous BCQ (BCQ, `acrl train bcq`)."
     requires_data = True
     config: DiscreteBCQConfig
 
     def _make_net(self) -> DiscreteBCQNet:
-        """The Q-network and the imitation network G, two trunks (`DiscreteBCQNet`)."""
-        return DiscreteBCQNet(self.obs_dim, self.act_dim, self.config.hidden_sizes)
+        """The Q-network and the imitation network G, two trunks (`DiscreteBCQNet`) for the observation space."""
+        cfg = self.config
+        net = DiscreteBCQNet(self.observation_space, cfg.encoder, self.act_dim, cfg.hidden_sizes)
+        cfg.encoder = net.encoder_name
+        return net
 
     def q_values(self, net: DiscreteBCQNet, obs: torch.Tensor) -> torch.Tensor:
         """Q(s, .) (B, n_actions) of `net`'s Q trunk."""

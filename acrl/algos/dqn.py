@@ -51,9 +51,8 @@ from acrl.core.config import RunConfig, in_unit_interval
 from acrl.core.envs import require_finite_bounds
 from acrl.core.errors import InputError
 from acrl.parts.buffers import FrameReplayBuffer, ReplayBuffer
-from acrl.parts.encoders import ENCODERS, is_image
+from acrl.parts.encoders import is_image
 from acrl.parts.heads import DiscreteQ
-from acrl.parts.normalization import IdentityNormalizer
 
 
 @dataclass
@@ -64,16 +63,11 @@ class DQNConfig(QLearningConfig, OffPolicyConfig):
     train_freq and utd_ratio = gradient_steps / train_freq its update schedule):
         epsilon_start, epsilon_end: the exploration rate at step 0 and from epsilon_decay_steps on, in [0, 1].
         epsilon_decay_steps: environment steps over which epsilon falls linearly (0: epsilon_end
-            from the start); at most total_steps, so that the schedule ends within the budget.
-        encoder: the observation encoder, "auto" ("mlp" for vectors, "nature" for frames of 36 x 36
-            or more, else "minatar") or one of "mlp", "nature", "a3c", "minatar"; config.yaml records
-            the one used.
+            from the start); online, at most total_steps, so that the schedule ends within the budget
+            (offline, with a dataset, epsilon is not used).
         action_bins: Box action spaces only (required there, refused for a Discrete one): sub-actions
             per dimension, >= 2, evenly spaced from low to high with both bounds included; each
             dimension is discretised independently (Fujimoto et al. 2019, Supp. D: 10).
-
-    The epsilon schedule is checked against the budget online only: learning from a dataset, total_steps
-    counts updates and no action is explored.
     """
 
     env_id: str = "CartPole-v1"
@@ -92,7 +86,6 @@ class DQNConfig(QLearningConfig, OffPolicyConfig):
     epsilon_start: float = 1.0
     epsilon_end: float = 0.05
     epsilon_decay_steps: int = 10_000
-    encoder: str = "auto"
     action_bins: int | None = None
 
     def validate(self) -> None:
@@ -106,8 +99,6 @@ class DQNConfig(QLearningConfig, OffPolicyConfig):
                 f"action_bins must be >= 2 (sub-actions per action dimension, from its low to its high bound), "
                 f"got {self.action_bins}."
             )
-        if self.encoder not in ENCODERS:
-            raise InputError(f"encoder must be one of {', '.join(ENCODERS)}, got {self.encoder!r}.")
         if self.buffer_size % self.n_envs:
             raise InputError(
                 f"buffer_size ({self.buffer_size}) must be a multiple of n_envs ({self.n_envs}): each "
@@ -155,7 +146,8 @@ class DQN(QLearningAgent):
     """DQN agent: `DQN(env="CartPole-v1", seed=0).learn(50_000)`; `DQN.from_preset("ALE/Pong-v5")`.
 
     `predict(obs)` takes the greedy action; with deterministic=False, epsilon-greedy at the current
-    epsilon. Offline (`dataset=PATH`, vector observations), it learns from the dataset as DDPG does.
+    epsilon. Offline (`dataset=PATH`, vectors or frames), it learns from the dataset as DDPG does,
+    `num_steps` counting updates: the BCQ papers' offline DQN baseline (Fujimoto et al. 2019b, Sec. 5).
     `DQN("Hopper-v5", action_bins=10)` discretises a Box action space (see the module docstring).
 
     Raises:
@@ -169,7 +161,6 @@ class DQN(QLearningAgent):
     algo: ClassVar[str] = "dqn"
     config_class: ClassVar[type[RunConfig]] = DQNConfig
     action_kinds = (gym.spaces.Discrete, gym.spaces.Box)
-    image_observations = True
     config: DQNConfig
     n_bins: int | None = None
     """Sub-actions per dimension of a discretised Box action space (action_bins), None for a Discrete one."""
@@ -215,8 +206,6 @@ class DQN(QLearningAgent):
             outputs = self.act_dim * self.n_bins
         net = DiscreteQ(self.observation_space, cfg.encoder, outputs, cfg.hidden_sizes)
         cfg.encoder = net.encoder_name
-        if is_image(self.observation_space):
-            self.obs_normalizer = IdentityNormalizer(dtype=None)
         return net
 
     def q_values(self, net: nn.Module, obs: torch.Tensor) -> torch.Tensor:
@@ -238,14 +227,12 @@ class DQN(QLearningAgent):
             batch["actions"] = nearest_bins(batch["actions"], self.n_bins)
         return batch
 
-    @property
-    def estimates_values(self) -> bool:
-        """Whether evaluation reports value estimates: for a discretised Box, as for the continuous agents."""
-        return self.n_bins is not None
-
-    def q_estimate(self, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
-        """Q(s, a) (B,) float32 for obs (B, obs_dim) and policy-unit actions (B, J) of a discretised Box:
-        the mean over dimensions of the online network's values of each action's nearest sub-actions."""
+    def q_value(self, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        """Q(s, a) (B,) float32 of the online network at obs (B, *obs_shape): actions (B,) int64 of a
+        Discrete space, or policy-unit actions (B, J) float32 of a discretised Box, whose value is the mean
+        over dimensions of their nearest sub-actions' values (`nearest_bins`, `action_value`)."""
+        if self.n_bins is None:
+            return super().q_value(obs, actions)
         return action_value(self.q_values(self.net, obs), nearest_bins(actions, self.n_bins))
 
     def _make_buffer(self) -> ReplayBuffer | FrameReplayBuffer:
@@ -301,7 +288,7 @@ class DQN(QLearningAgent):
 
     # ----------------------------------------------------------------- learning
     def before_learning(self) -> None:
-        """The off-policy core's checks, and that the epsilon schedule ends within the (new) budget.
+        """The off-policy core's checks and, online, that the epsilon schedule ends within the (new) budget.
 
         Raises:
             InputError: online, epsilon_decay_steps > total_steps (`check_epsilon_decay`); see `OffPolicyAgent`.

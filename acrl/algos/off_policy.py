@@ -11,15 +11,16 @@ its buffer is filled one of three ways:
   `utd_ratio` gradient updates follow per environment step once the buffer holds
   `max(start_steps, batch_size)` transitions;
 - from a dataset (`dataset=PATH`, every algorithm here; BCQ and BC only): the HDF5 file of
-  `acrl.parts.datasets`, loaded once, actions mapped to policy units; `num_steps` counts
-  gradient updates;
+  `acrl.parts.datasets`, loaded once, actions mapped to policy units (vectors into a
+  `ReplayBuffer`, image frames into a `FrameReplayBuffer`, each observation stored once, never as
+  floats); `num_steps` counts gradient updates;
 - from a buffer that another agent fills (`buffer=`), as in the BCQ paper's concurrent
   experiment; also counted in updates.
 
 A subclass provides `_build_networks`, `_update(batch)`, `_policy_action` and, to learn
-online, `explore(obs)`. An off-policy agent with a critic (`nets["critic"]`, whose `q1` is the estimate;
-or another `q_estimate`, as the discretised DQN's) also reports its value estimates at every evaluation
-(`evaluate`). Checkpoints add the update
+online, `explore(obs)`. An off-policy agent with a Q-function (`has_q_values`: a critic, `nets["critic"]`,
+whose `q1` is the estimate, or the Q-learners' Q(s, .)) also reports its value estimates at every
+evaluation (`evaluate`). Checkpoints add the update
 counter, the episode statistics and, with `save_replay_buffer`, the buffer (never in best.pt:
 the run loop saves that one without it).
 """
@@ -39,8 +40,9 @@ from acrl.core.config import RunConfig, in_unit_interval, layer_widths, positive
 from acrl.core.envs import EnvSpec, make_vec_env
 from acrl.core.errors import InputError
 from acrl.core.evaluation import evaluate
-from acrl.parts.buffers import ReplayBuffer
+from acrl.parts.buffers import FrameReplayBuffer, ReplayBuffer
 from acrl.parts.datasets import dataset_env_id, load_dataset
+from acrl.parts.encoders import is_image
 from acrl.parts.stats import EpisodeStats
 
 
@@ -152,9 +154,9 @@ class ReplayAgent(Agent):
     Args:
         env, config, **hyperparameters: as `Agent`; without `env`, a dataset's `env_id`
             attribute names the environment.
-        buffer: a `ReplayBuffer` in policy units to learn from as it is (another agent may be
-            filling it); then no dataset is read (a `dataset` in the config is only recorded)
-            and no environment is stepped but to evaluate.
+        buffer: a `ReplayBuffer` in policy units (a `FrameReplayBuffer` for image frames) to learn
+            from as it is (another agent may be filling it); then no dataset is read (a `dataset`
+            in the config is only recorded) and no environment is stepped but to evaluate.
     Raises:
         InputError: as `Agent`; no `env` and a dataset without a registered `env_id`; neither a
             dataset nor a buffer for a class that `requires_data`; a buffer whose shapes do not
@@ -170,7 +172,7 @@ class ReplayAgent(Agent):
         self,
         env: EnvSpec | None = None,
         config: RunConfig | None = None,
-        buffer: ReplayBuffer | None = None,
+        buffer: ReplayBuffer | FrameReplayBuffer | None = None,
         **hyperparameters: Any,
     ):
         dataset = hyperparameters.get("dataset", getattr(config, "dataset", None))
@@ -218,20 +220,27 @@ class ReplayAgent(Agent):
         raise NotImplementedError
 
     # ----------------------------------------------------------------- data
-    def _check_buffer(self, buffer: ReplayBuffer) -> None:
+    def _check_buffer(self, buffer: ReplayBuffer | FrameReplayBuffer) -> None:
         if buffer.device != self.device:
             raise InputError(
                 f"the replay buffer lives on {buffer.device}, this agent on {self.device}; give both the same device."
             )
-        if buffer.observations.shape[1] != self.obs_dim or buffer.actions.shape[1:] != self._action_shape:
+        if isinstance(buffer, FrameReplayBuffer):
+            shape, needed = buffer.obs_shape, self.observation_space.shape
+            actions = ()
+        else:
+            shape, needed = tuple(buffer.observations.shape[1:]), (self.obs_dim,)
+            actions = tuple(buffer.actions.shape[1:])
+        if shape != needed or actions != self._action_shape:
             raise InputError(
-                f"the replay buffer holds observations of size {buffer.observations.shape[1]} and "
-                f"actions of shape {buffer.actions.shape[1:]}; this environment needs {self.obs_dim} "
-                f"and {self._action_shape}."
+                f"the replay buffer holds observations of shape {shape} and actions of shape {actions}; "
+                f"this environment needs {needed} and {self._action_shape}."
             )
 
-    def load_data(self) -> ReplayBuffer:
-        """The replay buffer, with the offline dataset loaded into it on the first call.
+    def load_data(self) -> ReplayBuffer | FrameReplayBuffer:
+        """The replay buffer, with the offline dataset loaded into it on the first call: a `ReplayBuffer`
+        for vector observations, a `FrameReplayBuffer` holding each frame observation once, in its own
+        dtype (`FrameReplayBuffer.from_transitions`), for image frames.
 
         Actions go from environment units to policy units (`ActionAdapter.to_policy`): Box
         actions to [-1, 1] (clipped against float round-off at the bounds), Discrete ones to
@@ -255,9 +264,12 @@ class ReplayAgent(Agent):
             actions = self.action_adapter.to_policy(data.actions)
             if not self.discrete:
                 actions = np.clip(actions, -1.0, 1.0)  # float round-off at the bounds
-            buffer = ReplayBuffer(len(data), self.obs_dim, self._action_shape, self.device)
-            buffer.add(data.observations, actions, data.rewards, data.next_observations, data.terminals, data.timeouts)
-            self.buffer = buffer
+            arrays = (data.observations, actions, data.rewards, data.next_observations, data.terminals, data.timeouts)
+            if is_image(self.observation_space):
+                self.buffer = FrameReplayBuffer.from_transitions(*arrays, device=self.device)
+            else:
+                self.buffer = ReplayBuffer(len(data), self.obs_dim, self._action_shape, self.device)
+                self.buffer.add(*arrays)
         return self.buffer
 
     def before_learning(self) -> None:
@@ -441,59 +453,67 @@ class OffPolicyAgent(ReplayAgent):
                 episode from its first state, averaged (`acrl.core.evaluation.evaluate`); with a
                 critic, an episode cut by its time limit after T steps adds gamma^T Q1(s_T, pi(s_T)),
                 as the critic's own targets bootstrap through truncation;
-        and, when it `estimates_values` (DDPG, TD3, SAC, BCQ, DQN on a discretised Box; not BC, VAE-BC,
-        discrete BCQ or DQN on a Discrete space), with Q its `q_estimate` (a critic's Q1):
+        and, for an agent with Q-values (`has_q_values`: DDPG, TD3, SAC, BCQ with their critic's Q1;
+        DQN, on Discrete or discretised actions, and discrete BCQ with their Q(s, a); not BC or
+        VAE-BC), with Q its `q_value`:
             q_initial_mean: Q(s_0, a_0) at the same episodes' first states and the actions the
-                policy took there, averaged: the critic's estimate of discounted_return_mean;
+                policy took there, averaged: the estimate of discounted_return_mean;
             q_data_mean, q_policy_mean: when the replay buffer or dataset is loaded, the mean of
-                Q(s, a) over up to 1,000 of its (s, a) pairs (evenly spaced through it) and of
-                Q(s, pi(s)) on the same states with the policy's own actions.
+                Q(s, a) over up to 1,000 of its (s, a) pairs (evenly spaced through it, the
+                buffer's `evenly_spaced`) and of Q(s, pi(s)) on the same states with the policy's
+                own actions.
         The policy's sampling draws from torch's generator seeded from the evaluation seed, on a
         forked state, so training's random stream is untouched.
         """
         seed = self.config.seed + EVAL_SEED_OFFSET
-        value = self._policy_value if self.estimates_values else None
-        recorder = _StepRecorder(self) if value is not None else self  # keeps observations only to read a critic's Q
+        value = self._policy_value if self.has_q_values else None
+        firsts: list[tuple[np.ndarray, np.ndarray]] = []  # each episode's (s0, a0), where Q is read
+
+        def first_step(obs: np.ndarray, action: Any) -> None:
+            firsts.append((_as_observation(self, obs), np.asarray(action)))
+
         result = evaluate(
-            recorder,
+            self,
             self.env,
             self.config.eval_episodes if episodes is None else episodes,
             deterministic,
             seed=seed,
             gamma=self.config.gamma,
             value=value,
+            first_step=first_step if value is not None else None,
         )
         if value is None:
             return result
-        firsts = np.cumsum([0, *result["lengths"][:-1]])
-        obs = self.obs_normalizer(np.stack(recorder.observations)[firsts]).to(self.device)
-        actions = np.clip(self.action_adapter.to_policy(np.stack(recorder.actions)[firsts]), -1.0, 1.0)
+        obs = self.obs_normalizer(np.stack([obs for obs, _ in firsts])).to(self.device)
+        actions = self.action_adapter.to_policy(np.stack([action for _, action in firsts]))
+        if not self.discrete:
+            actions = np.clip(actions, -1.0, 1.0)  # float round-off at the bounds
         with torch.no_grad(), torch.random.fork_rng(devices=[self.device] if self.device.type == "cuda" else []):
             torch.manual_seed(seed)
-            result["q_initial_mean"] = self.q_estimate(obs, torch.as_tensor(actions, device=self.device)).mean().item()
+            result["q_initial_mean"] = self.q_value(obs, torch.as_tensor(actions, device=self.device)).mean().item()
             if self.buffer is not None and len(self.buffer):
-                index = torch.linspace(0, len(self.buffer) - 1, min(1_000, len(self.buffer)), device=self.device).long()
-                states = self.buffer.observations[index]
-                result["q_data_mean"] = self.q_estimate(states, self.buffer.actions[index]).mean().item()
-                result["q_policy_mean"] = self.q_estimate(states, self._policy_action(states, True)).mean().item()
+                states, data_actions = self.buffer.evenly_spaced(1_000)
+                result["q_data_mean"] = self.q_value(states, data_actions).mean().item()
+                result["q_policy_mean"] = self.q_value(states, self._policy_action(states, True)).mean().item()
         return result
 
     @property
-    def estimates_values(self) -> bool:
-        """Whether `evaluate` reports value estimates: the agent has a critic (`nets["critic"]`)."""
+    def has_q_values(self) -> bool:
+        """Whether the agent estimates Q(s, a) (`q_value`), whose estimates `evaluate` reports: one with a critic."""
         return "critic" in self.nets
 
-    def q_estimate(self, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
-        """The value estimate Q(s, a) (B,) float32 that `evaluate` reports, for normalised obs (B, obs_dim)
-        and policy-unit actions (B, act_dim) float32: the critic's Q1."""
+    def q_value(self, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        """The agent's estimate Q(s, a), (B,) or (B, 1) float32, for observations (B, *obs_shape) as the
+        networks take them and actions in policy units (B, act_dim) float32 or (B,) int64: the critic's Q1
+        (the estimate the BCQ paper plots, Fujimoto et al. 2019, Figure 2)."""
         return self.nets["critic"].q1(obs, actions)
 
     def _policy_value(self, obs: np.ndarray) -> float:
-        """Q(s, pi(s)) (`q_estimate`) of one raw observation (obs_dim,), the deterministic policy's action:
-        the value the critic bootstraps from, added to a time-limited evaluation episode's return."""
-        x = self.obs_normalizer(np.asarray(obs, np.float32)[None]).to(self.device)
+        """Q(s, pi(s)) of one raw observation (*obs_shape), the deterministic policy's action: the
+        value the critic bootstraps from, added to a time-limited evaluation episode's return."""
+        x = self.obs_normalizer(_as_observation(self, obs)[None]).to(self.device)
         with torch.no_grad():
-            return self.q_estimate(x, self._policy_action(x, True)).item()
+            return self.q_value(x, self._policy_action(x, True)).item()
 
     # ----------------------------------------------------------------- checkpoints
     def state_dict(self, replay_buffer: bool = True) -> dict[str, Any]:
@@ -526,15 +546,7 @@ class OffPolicyAgent(ReplayAgent):
             self._obs, _ = self.envs.reset(seed=self.config.seed + self.num_steps)
 
 
-class _StepRecorder:
-    """A predictor that keeps every observation it was given and the action its agent returned
-    (environment units), so that `OffPolicyAgent.evaluate` can read each episode's first step."""
-
-    def __init__(self, agent: OffPolicyAgent):
-        self.agent, self.observations, self.actions = agent, [], []
-
-    def predict(self, obs: np.ndarray, deterministic: bool = True) -> np.ndarray:
-        action = self.agent.predict(obs, deterministic=deterministic)
-        self.observations.append(np.asarray(obs, dtype=np.float32))
-        self.actions.append(np.asarray(action, dtype=np.float32))
-        return action
+def _as_observation(agent: ReplayAgent, obs: np.ndarray) -> np.ndarray:
+    """A raw observation as `Agent.predict` reads it: float32 for vectors, image frames in their own dtype."""
+    space = agent.observation_space
+    return np.asarray(obs, dtype=np.float32 if len(space.shape) == 1 else space.dtype)

@@ -22,7 +22,10 @@ BCQ's argmax over the actions its imitation network allows), which network compu
 any loss besides the TD loss (`auxiliary_loss`: discrete BCQ's imitation) and how it collects data
 (DQN: epsilon-greedy online; discrete BCQ: none, offline). The rest is here: the networks and their
 target copy (an exact copy at the start, docs/correctness.md items 9 and 13), the optimizer, the
-gradient step with optional norm clipping, the target schedule, n-step sampling and greedy acting.
+gradient step with optional norm clipping, the target schedule, n-step sampling and greedy acting,
+the observation encoder (an MLP for vectors, a CNN for image frames, which reach the network as the
+environment gives them, uint8 or bool) and the value estimates that evaluation reports (`q_value`:
+Q(s, a) of the online network, as `OffPolicyAgent.evaluate` reads a critic's).
 not_done is 1 - terminated only, so a transition cut by a time limit still bootstraps (item 1).
 """
 
@@ -30,8 +33,9 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
+import gymnasium as gym
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -39,7 +43,9 @@ from torch import nn
 from acrl.algos.off_policy import OffPolicyAgent, TDConfig
 from acrl.core.config import layer_widths, positive
 from acrl.core.errors import InputError
+from acrl.parts.encoders import ENCODERS, is_image
 from acrl.parts.nets import inplace_relu
+from acrl.parts.normalization import IdentityNormalizer
 from acrl.parts.optim import polyak_update
 
 
@@ -56,6 +62,9 @@ class QLearningConfig(TDConfig):
         optimizer: "adam" or "rmsprop" (centered RMSProp, Graves 2013, as DQN's and MinAtar's DQN).
         rmsprop_alpha: RMSProp's squared-gradient decay; optimizer_eps: epsilon of either optimizer
             (torch's form, outside the square root).
+        encoder: the observation encoder, "auto" ("mlp" for vectors, "nature" for frames of 36 x 36
+            or more, else "minatar") or one of "mlp", "nature", "a3c", "minatar"
+            (`acrl.parts.encoders.make_encoder`); config.yaml records the one used.
     """
 
     learning_rate: float = 1e-4
@@ -66,11 +75,14 @@ class QLearningConfig(TDConfig):
     optimizer: str = "adam"
     rmsprop_alpha: float = 0.95
     optimizer_eps: float = 1e-8
+    encoder: str = "auto"
 
     def validate(self) -> None:
         """Raise `InputError` for values the Q-learning core cannot run with (see the attribute list)."""
         super().validate()
         positive(self, "learning_rate", "target_update_interval", "n_step", "max_grad_norm")
+        if self.encoder not in ENCODERS:
+            raise InputError(f"encoder must be one of {', '.join(ENCODERS)}, got {self.encoder!r}.")
         if self.optimizer not in ("adam", "rmsprop"):
             raise InputError(f"optimizer must be 'adam' or 'rmsprop', got {self.optimizer!r}.")
         if not 0 <= self.rmsprop_alpha < 1 or self.optimizer_eps < 0:
@@ -122,10 +134,13 @@ class QLearningAgent(OffPolicyAgent):
 
     A subclass provides `_make_net` and, where it differs from DQN's, `q_values`, `greedy_actions`
     and `auxiliary_loss`; to learn online, `explore`. `num_steps` counts environment steps online,
-    gradient updates offline.
+    gradient updates offline. Observations are vectors or image frames (uint8 / bool, kept so up to
+    the network: no normaliser).
     """
 
     config: QLearningConfig
+    action_kinds: ClassVar[tuple[type, ...]] = (gym.spaces.Discrete,)
+    image_observations = True
 
     # ----------------------------------------------------------------- what a subclass provides
     def _make_net(self) -> nn.Module:
@@ -147,9 +162,20 @@ class QLearningAgent(OffPolicyAgent):
         observations (B, *obs_shape) and actions (B,) int64."""
         return None, {}
 
+    @property
+    def has_q_values(self) -> bool:
+        """True: evaluation reports the Q-network's value estimates (`OffPolicyAgent.evaluate`)."""
+        return True
+
+    def q_value(self, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        """Q(s, a) (B,) float32 of the online network (`q_values`) at obs (B, *obs_shape) and actions (B,) int64."""
+        return self.q_values(self.net, obs).gather(1, actions.long().unsqueeze(1)).squeeze(1)
+
     # ----------------------------------------------------------------- networks
     def _build_networks(self) -> None:
         cfg = self.config
+        if is_image(self.observation_space):
+            self.obs_normalizer = IdentityNormalizer(dtype=None)  # frames stay uint8 / bool up to the network
         self.net = self._make_net()
         self.net_target = copy.deepcopy(self.net).requires_grad_(False)  # an exact copy (items 9, 13)
         params = self.net.parameters()

@@ -57,6 +57,7 @@ def evaluate(
     seed: int | None = None,
     gamma: float | None = None,
     value: Callable[[np.ndarray], float] | None = None,
+    first_step: Callable[[np.ndarray, Any], None] | None = None,
 ) -> dict[str, Any]:
     """Run `episodes` full episodes and report their undiscounted (and discounted) returns.
 
@@ -81,6 +82,9 @@ def evaluate(
             terminated) after T steps then adds gamma^T V(s_T) at its final observation s_T: the
             critic bootstraps through truncation (docs/correctness.md item 1), so the Monte-Carlo
             value must look past the time limit too, and a perfect critic reads equal to it.
+        first_step: called with each episode's first observation (raw, as the env gave it) and the
+            action taken there (env units), in episode order: where a critic's estimate Q(s0, a0) is
+            read (`acrl.algos.off_policy.OffPolicyAgent.evaluate`), without keeping the other steps.
     Returns:
         JSON-ready dict: return_mean, return_std, returns (list), lengths (list),
         deterministic; with gamma, discounted_returns (list) and discounted_return_mean; for
@@ -105,6 +109,7 @@ def evaluate(
             metrics,
             1.0 if gamma is None else gamma,
             value if gamma is not None else None,
+            first_step,
         )
     instance.close()
     result = {
@@ -154,6 +159,7 @@ def _episodes(
     metrics: dict[str, list[float]],
     gamma: float,
     value: Callable[[np.ndarray], float] | None,
+    first_step: Callable[[np.ndarray, Any], None] | None,
 ) -> tuple[list[float], list[float], list[int]]:
     returns, discounted_returns, lengths = [], [], []
     actor = EpisodeActor(agent, deterministic)
@@ -163,6 +169,8 @@ def _episodes(
         actor.reset()
         while not done:
             action = actor(obs)
+            if first_step is not None and length == 0:
+                first_step(obs, action)
             obs, reward, terminated, truncated, info = instance.step(action)
             total += float(reward)
             discounted += gamma**length * float(reward)

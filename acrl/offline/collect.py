@@ -13,13 +13,24 @@ Sec. 5 (and the authors' code, github.com/sfujim/BCQ) define the buffers:
 - `imitation`: a trained policy acting without noise.
 - `imperfect`: the trained policy with N(0, 0.3 * half-range) noise (the half-range (high - low) / 2
   is max_action for a symmetric Box) and, with probability 0.3, a uniformly random action instead.
+  For a Discrete action space (no Gaussian noise): epsilon-greedy, a uniformly random action with
+  probability 0.2, discrete BCQ's imperfect buffer (Fujimoto, Conti, Ghavamzadeh, Pineau 2019,
+  "Benchmarking Batch Deep Reinforcement Learning Algorithms", Sec. 5; `rand_action_p` of the
+  authors' discrete_BCQ/main.py). The authors also play 20% of the episodes near noise-free
+  (`low_noise_p`, epsilon 0.001 on Atari); acrl leaves those out: every episode takes epsilon 0.2.
+
+The behavioral agent of `final` may also be a DQN (`algo="dqn"`, Discrete actions, vectors or
+image frames), whose epsilon-greedy replay becomes the dataset: the discrete experiment's final
+buffer (`acrl experiment discrete`, `acrl.offline.discrete`).
 - `concurrent`: BCQ learning alongside the behavioral DDPG from its growing buffer. That is an
   experiment, not a fixed dataset: `acrl experiment concurrent`. The transitions it learns from
   are those a `final` collection with the same settings stores.
 
 Every dataset is an HDF5 file with the D4RL keys (`acrl.parts.datasets.save_dataset`), terminals
-(termination) and timeouts (time-limit truncation) kept apart, and the attributes env_id, kind,
-behavioral_policy, seed, noise_std, random_prob, acrl_version (and algo, the behavioral agent's).
+(termination) and timeouts (time-limit truncation) kept apart, image frames in their own dtype
+(uint8 or bool, never floats), and the attributes env_id, kind, behavioral_policy, seed,
+noise_std, random_prob (a DQN's final: epsilon_start, epsilon_end, epsilon_decay_steps instead),
+acrl_version (and algo, the behavioral agent's).
 """
 
 from __future__ import annotations
@@ -32,11 +43,12 @@ import numpy as np
 
 from acrl.algos import load
 from acrl.algos.base import Agent
-from acrl.algos.ddpg import DDPG
+from acrl.algos.off_policy import OffPolicyAgent
 from acrl.core.envs import CheckFinite, env_factory
-from acrl.core.errors import InputError
+from acrl.core.errors import InputError, TrainingError
 from acrl.core.evaluation import EpisodeActor
 from acrl.core.version import __version__
+from acrl.parts.buffers import FrameReplayBuffer
 from acrl.parts.datasets import OfflineDataset, collect_transitions, save_dataset
 
 DATASET_KINDS = ("final", "imitation", "imperfect", "concurrent")
@@ -48,6 +60,13 @@ expl_noise)."""
 
 DEFAULT_RANDOM_PROB = {"final": 0.0, "imitation": 0.0, "imperfect": 0.3}
 """Probability of a uniformly random action per kind."""
+
+DISCRETE_RANDOM_PROB = {"imitation": 0.0, "imperfect": 0.2}
+"""Probability of a uniformly random action per kind for a Discrete action space, which takes no Gaussian
+noise: imperfect is epsilon-greedy with discrete BCQ's epsilon 0.2 (Fujimoto et al. 2019b, Sec. 5)."""
+
+FINAL_ALGOS = ("ddpg", "td3", "dqn")
+"""The behavioral agents of `final`: the BCQ paper's DDPG, TD3, and DQN for Discrete actions."""
 
 
 def behavioral_run_dir(out: str | Path) -> Path:
@@ -96,24 +115,30 @@ def collect_dataset(
             imitation/imperfect; any algorithm whose `predict` acts in the environment.
         seed: seeds the behavioral agent (final) or the environment and noise (the others).
         noise_std: Gaussian noise std as a fraction of the half-range (default per kind: final
-            the behavioral agent's expl_noise, 0.1 in the presets; imitation 0; imperfect 0.3).
-        random_prob: probability of a uniformly random action (imperfect 0.3, imitation 0;
-            final takes none beyond its start_steps).
-        algo: behavioral agent of final: "ddpg" (the paper's) or "td3".
+            the behavioral agent's expl_noise, 0.1 in the presets; imitation 0; imperfect 0.3;
+            0 for a Discrete action space, which takes none).
+        random_prob: probability of a uniformly random action (imperfect 0.3, imitation 0; for a
+            Discrete action space imperfect 0.2, `DISCRETE_RANDOM_PROB`; final takes none beyond its
+            start_steps and, for DQN, its epsilon schedule).
+        algo: behavioral agent of final: "ddpg" (the paper's), "td3" or "dqn" (Discrete actions;
+            it explores by its epsilon schedule, and its buffer is sized to keep every transition).
         preset: preset of the behavioral agent (default: the env's `default` preset if any).
         overrides: further hyperparameters of the behavioral agent (final only), e.g.
             {"start_steps": 1000}.
         progress: show the behavioral agent's progress bar.
     Returns:
-        the dataset written: observations (N, obs_dim), actions (N, act_dim) in environment
-        units, rewards, terminals, timeouts (N,), next_observations (N, obs_dim) (the true final
-        observation at episode ends), attrs env_id, kind, behavioral_policy (the run directory),
-        seed, noise_std, random_prob, algo, acrl_version.
+        the dataset written: observations (N, obs_dim) float32 or frames (N, *obs_shape) uint8 /
+        bool, actions (N, act_dim) in environment units or (N,) int64, rewards, terminals,
+        timeouts (N,), next_observations as observations (the true final observation at episode
+        ends), attrs env_id, kind, behavioral_policy (the run directory), seed, noise_std,
+        random_prob, algo, acrl_version.
     Raises:
         InputError: an unknown kind; a missing or superfluous --policy / --env; steps < 1;
             negative noise or random_prob outside [0, 1]; `out` or the behavioral run directory
-            already exists; a Discrete action space for final (and Gaussian noise for a
-            Discrete one); a policy trained on another environment.
+            already exists; an action space the final agent cannot take (DDPG and TD3 a Discrete
+            one, DQN a Box) or noise for DQN; Gaussian noise for a Discrete action space; a policy
+            trained on another environment.
+        TrainingError: a final DQN whose frame buffer lost transitions (see `_collect_final`).
     """
     if kind not in DATASET_KINDS:
         raise InputError(f"unknown dataset kind {kind!r}; choose one of {', '.join(DATASET_KINDS)}.")
@@ -125,10 +150,7 @@ def collect_dataset(
         )
     if isinstance(steps, bool) or int(steps) != steps or steps < 1:
         raise InputError(f"--steps must be a positive integer, got {steps}.")
-    if noise_std is None and kind != "final":
-        noise_std = DEFAULT_NOISE[kind]
-    random_prob = DEFAULT_RANDOM_PROB[kind] if random_prob is None else float(random_prob)
-    if (noise_std is not None and noise_std < 0) or not 0.0 <= random_prob <= 1.0:
+    if (noise_std is not None and noise_std < 0) or (random_prob is not None and not 0.0 <= random_prob <= 1.0):
         raise InputError(f"--noise must be >= 0 and --random-prob in [0, 1], got {noise_std} and {random_prob}.")
     out = Path(out)
     if out.exists():
@@ -139,7 +161,10 @@ def collect_dataset(
         if env_id is None:
             raise InputError("--kind final needs --env ENV_ID (for example --env Hopper-v5).")
         if random_prob:
-            raise InputError("--kind final explores with Gaussian noise only; --random-prob is for imperfect.")
+            raise InputError(
+                "--kind final explores as its behavioral agent does (DDPG and TD3: Gaussian noise, DQN: its "
+                "epsilon schedule); --random-prob is for imperfect."
+            )
         dataset = _collect_final(out, env_id, int(steps), seed, noise_std, algo, preset, overrides or {}, progress)
     else:
         if policy is None:
@@ -155,11 +180,17 @@ def collect_dataset(
                 f"the policy in {policy} was trained on {agent.config.env_id}, not {env_id}; "
                 "drop --env or pass a policy of that environment."
             )
-        if isinstance(agent.action_space, gym.spaces.Discrete) and noise_std > 0:
+        discrete = isinstance(agent.action_space, gym.spaces.Discrete)
+        if discrete and noise_std:
             raise InputError(
-                f"--kind {kind} adds Gaussian noise, which needs a Box action space; for the "
-                "Discrete actions of this environment pass --noise 0 (random actions only)."
+                f"--noise adds Gaussian noise, which needs a Box action space; the Discrete actions of this "
+                f"environment take random actions only (--random-prob; default {DISCRETE_RANDOM_PROB[kind]} for "
+                f"{kind}): drop --noise."
             )
+        if noise_std is None:
+            noise_std = 0.0 if discrete else DEFAULT_NOISE[kind]
+        if random_prob is None:
+            random_prob = (DISCRETE_RANDOM_PROB if discrete else DEFAULT_RANDOM_PROB)[kind]
         env = CheckFinite(env_factory(agent.env)[0]())  # no NaN goes into a dataset
         env.action_space.seed(seed)
         actor = EpisodeActor(agent, deterministic=True)  # a recurrent policy's state, fresh each episode
@@ -169,7 +200,7 @@ def collect_dataset(
             int(steps),
             seed,
             noise_std,
-            random_prob,
+            float(random_prob),
             kind=kind,
             behavioral_policy=str(policy),
             episode_start=actor.reset,
@@ -191,13 +222,30 @@ def _collect_final(
     overrides: dict[str, Any],
     progress: bool,
 ) -> OfflineDataset:
-    """Train a behavioral DDPG/TD3 for `steps` steps in `behavioral_run_dir(out)`; its replay buffer
-    (sized to keep every transition) becomes the dataset."""
+    """Train a behavioral DDPG/TD3/DQN for `steps` steps in `behavioral_run_dir(out)`; its replay buffer
+    (sized to keep every transition) becomes the dataset.
+
+    A frame replay buffer (DQN on image frames) takes one slot per transition and frame_stack more at each
+    episode's start: it gets 2 x steps slots (rounded up to a multiple of n_envs), enough for episodes
+    of frame_stack steps or more on average. One that still lost transitions is a TrainingError rather
+    than a dataset with part of the run missing.
+
+    Raises:
+        InputError: an unknown algo; a run directory that exists; noise_std for DQN; an action space
+            or setting the agent refuses.
+        TrainingError: the frame buffer kept fewer than `steps` transitions.
+    """
     from acrl.algos import get_algorithm
     from acrl.core.config import preset_values, update_config
+    from acrl.parts.encoders import is_image
 
-    if algo not in ("ddpg", "td3"):
-        raise InputError(f"the behavioral agent of --kind final is ddpg or td3, got {algo!r}.")
+    if algo not in FINAL_ALGOS:
+        raise InputError(f"the behavioral agent of --kind final is one of {', '.join(FINAL_ALGOS)}, got {algo!r}.")
+    if algo == "dqn" and noise_std is not None:
+        raise InputError(
+            "a behavioral DQN explores epsilon-greedily (set epsilon_start, epsilon_end, epsilon_decay_steps with "
+            "--set); --noise is the Gaussian exploration noise of DDPG and TD3."
+        )
     run_dir = behavioral_run_dir(out)
     if run_dir.exists():
         raise InputError(
@@ -213,33 +261,54 @@ def _collect_final(
         values["expl_noise"] = noise_std
     config = update_config(config, values, "collect")
     # Keep every transition: a buffer at least as large as the run (it never wraps).
-    config = update_config(config, {"buffer_size": max(steps, config.start_steps, config.batch_size)}, "collect")
+    size = max(steps, config.start_steps, config.batch_size)
+    probe = env_factory(env_id)[0]()
+    if is_image(probe.observation_space):
+        size = 2 * -(-size // config.n_envs) * config.n_envs  # a frame buffer's episode starts take slots too
+    probe.close()
+    config = update_config(config, {"buffer_size": size}, "collect")
     agent = cls(env_id, config=config)
     agent.learn(run_dir=run_dir, progress=progress, label=f"behavioral {algo}")
+    if len(agent.buffer) < steps:
+        raise TrainingError(
+            f"the behavioral {algo}'s frame buffer of {size} slots kept {len(agent.buffer)} of its {steps} transitions "
+            f"(its episodes are shorter than its frame stack on average); nothing was written. Pass a larger "
+            f"buffer_size with --set."
+        )
     return buffer_dataset(agent, "final", str(run_dir), seed)
 
 
-def buffer_dataset(agent: DDPG, kind: str, behavioral_policy: str, seed: int) -> OfflineDataset:
-    """The filled part of an online DDPG's (or TD3's) replay buffer as an OfflineDataset.
+def buffer_dataset(agent: OffPolicyAgent, kind: str, behavioral_policy: str, seed: int) -> OfflineDataset:
+    """The filled part of an online DDPG's, TD3's or DQN's replay buffer as an OfflineDataset.
 
-    Actions go back to environment units; attrs as `collect_dataset` documents them, with the
-    agent's expl_noise as noise_std.
+    Actions go back to environment units; a frame buffer's observations come back as the environment
+    gave them (`FrameReplayBuffer.transitions`, uint8 / bool); attrs as `collect_dataset` documents them,
+    with the agent's expl_noise as noise_std (a DQN: its epsilon schedule, epsilon_start, epsilon_end,
+    epsilon_decay_steps, and noise_std 0).
     """
-    data = {key: value.numpy() for key, value in agent.buffer.state_dict().items() if key not in ("position", "size")}
-    actions = agent.action_adapter.to_env(data["actions"]).astype(np.float32)
+    if isinstance(agent.buffer, FrameReplayBuffer):
+        data = agent.buffer.transitions()
+    else:
+        state = agent.buffer.state_dict()
+        data = {key: value.numpy() for key, value in state.items() if key not in ("position", "size")}
+    actions = agent.action_adapter.to_env(data["actions"])
+    cfg = agent.config
     attrs = {
-        "env_id": agent.config.env_id,
+        "env_id": cfg.env_id,
         "kind": kind,
         "behavioral_policy": behavioral_policy,
         "seed": int(seed),
-        "noise_std": float(agent.config.expl_noise),
+        "noise_std": float(getattr(cfg, "expl_noise", 0.0)),
         "random_prob": 0.0,
         "algo": agent.algo,
         "acrl_version": __version__,
     }
+    if hasattr(cfg, "epsilon_end"):
+        del attrs["random_prob"]
+        attrs |= {key: getattr(cfg, key) for key in ("epsilon_start", "epsilon_end", "epsilon_decay_steps")}
     return OfflineDataset(
         data["observations"],
-        actions,
+        actions if agent.discrete else actions.astype(np.float32),
         data["rewards"],
         data["next_observations"],
         data["terminated"],

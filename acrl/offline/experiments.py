@@ -48,6 +48,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
 import matplotlib
 
 matplotlib.use("Agg")
@@ -83,9 +84,6 @@ OVERRIDES = (
 
 LEARNERS = {"bcq": "BCQ", "ddpg": "DDPG (off-policy)", "bc": "BC", "vae_bc": "VAE-BC", "dqn": "DQN (discretised)"}
 """The agents that learn from each buffer, with their labels in tables and figures: the paper's Figure 2."""
-
-VALUE_LEARNERS = ("bcq", "ddpg", "dqn")
-"""The learners with a value function, whose value estimates the tables and figure show."""
 
 DQN_ACTION_BINS = 10
 """Sub-actions per action dimension of the experiments' DQN, the paper's (Fujimoto et al. 2019, Supp. D);
@@ -255,13 +253,19 @@ def check_experiment(env_id: str, behavioral: RunConfig) -> None:
     steps (`warn_if_all_random`).
 
     Raises:
-        InputError: an unknown environment, a Discrete or unbounded action space.
+        InputError: an unknown environment, a Discrete action space (naming `acrl experiment discrete`),
+            an unbounded one.
     """
     from acrl.algos.ddpg import DDPG
     from acrl.algos.off_policy import warn_if_all_random
 
     probe = env_factory(env_id)[0]()
     try:
+        if isinstance(probe.action_space, gym.spaces.Discrete):
+            raise InputError(
+                f"the continuous experiments' agents (DDPG, BCQ, BC) act in a bounded Box; this environment has "
+                f"{probe.action_space}. For a Discrete action space run `acrl experiment discrete`."
+            )
         check_spaces(probe, "DDPG", DDPG.action_kinds, DDPG.action_space_hint)
         if not probe.action_space.is_bounded():
             raise InputError(
@@ -444,6 +448,58 @@ def _value_curves(run_dir: Path) -> dict[str, list[list[float]]]:
     return {key: _curve(run_dir, f"eval/{key}") for key in VALUE_KEYS}
 
 
+def offline_jobs(
+    env_id: str,
+    out_dir: Path,
+    seeds: Sequence[int],
+    datasets: dict[str, str],
+    offline: dict[str, dict[str, Any]],
+    updates: int,
+    common: dict[str, Any],
+) -> list[Job]:
+    """The offline runs of an experiment as jobs (`acrl.sweep.grid.train_run`): each agent of `offline`
+    (algorithm -> its config fields, over its env preset) learning `updates` gradient updates from each
+    dataset of `datasets` (buffer kind -> its path under `out_dir`, "{seed}" in it), for each seed, into
+    s{seed}/KIND/ALGO; `common` (eval_freq, eval_episodes) for every run. In `offline`'s order, so that
+    the long runs come first and the short ones then fill the gaps."""
+    jobs = []
+    for algo, values in offline.items():
+        for seed in seeds:
+            for kind, dataset in datasets.items():
+                flags = {"seed": seed, "total_steps": updates, "dataset": str(out_dir / dataset.format(seed=seed))}
+                jobs.append(
+                    Job(
+                        f"s{seed}/{kind}/{algo}",
+                        train_run,
+                        {
+                            "algo": algo,
+                            "env_id": env_id,
+                            "preset": None,
+                            "overrides": {**values, **common},
+                            "flags": flags,
+                        },
+                        inputs=(dataset.format(seed=seed),),
+                        steps=updates,
+                    )
+                )
+    return jobs
+
+
+def offline_result(out_dir: Path, name: str, trained: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """One finished offline run (`offline_jobs`' job `name`, "s{seed}/KIND/ALGO") as the experiments'
+    results hold it: curve [[update, return], ...], final (the last evaluation's return), best, values
+    (`VALUE_KEYS` curves), run_dir."""
+    run_dir = out_dir / name
+    curve = _curve(run_dir)
+    return {
+        "curve": curve,
+        "final": curve[-1][1],
+        "best": trained[name]["best"],
+        "values": _value_curves(run_dir),
+        "run_dir": str(run_dir),
+    }
+
+
 def run_extrapolation(
     env_id: str,
     out_dir: str | Path,
@@ -619,26 +675,7 @@ def run_extrapolation(
         "dqn": dqn_values(configs["bcq"].gamma, overrides["dqn_overrides"]),
         "bc": overrides["bc_overrides"],
     }
-    jobs = []
-    for algo, values in offline.items():
-        for seed in seeds:
-            for kind, dataset in datasets.items():
-                flags = {"seed": seed, "total_steps": updates, "dataset": str(out_dir / dataset.format(seed=seed))}
-                jobs.append(
-                    Job(
-                        f"s{seed}/{kind}/{algo}",
-                        train_run,
-                        {
-                            "algo": algo,
-                            "env_id": env_id,
-                            "preset": None,
-                            "overrides": {**values, **common},
-                            "flags": flags,
-                        },
-                        inputs=(dataset.format(seed=seed),),
-                        steps=updates,
-                    )
-                )
+    jobs = offline_jobs(env_id, out_dir, seeds, datasets, offline, updates, common)
     trained = run_jobs(jobs, out_dir, options, progress, label="offline runs")
 
     results: dict[str, dict[str, list[dict[str, Any]]]] = {
@@ -667,18 +704,8 @@ def run_extrapolation(
         for kind in ("imitation", "imperfect"):
             results[kind]["behavioral"].append({"return": c["best"]["behavioral"], **collected[f"s{seed}/data-{kind}"]})
         for kind in datasets:
-            for algo in LEARNERS:
-                run_dir = out_dir / f"s{seed}" / kind / algo
-                curve = _curve(run_dir)
-                results[kind][algo].append(
-                    {
-                        "curve": curve,
-                        "final": curve[-1][1],
-                        "best": trained[f"s{seed}/{kind}/{algo}"]["best"],
-                        "values": _value_curves(run_dir),
-                        "run_dir": str(run_dir),
-                    }
-                )
+            for algo in offline:
+                results[kind][algo].append(offline_result(out_dir, f"s{seed}/{kind}/{algo}", trained))
     summary = {
         "env_id": env_id,
         "seeds": list(seeds),
@@ -708,32 +735,35 @@ def _last(curve: list[list[float]]) -> float | None:
     return curve[-1][1] if curve else None
 
 
-def _table(results: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """table[agent][kind]: the final evaluation over seeds as mean ± std ("final"), its IQM with 95%
+def _table(
+    results: dict[str, Any], buffers: Sequence[str] = BUFFERS, learners: dict[str, str] = LEARNERS
+) -> dict[str, dict[str, Any]]:
+    """table[agent][kind] for the `buffers` and `learners` of an experiment (default: Figure 2's): the final
+    evaluation over seeds as mean ± std ("final"), its IQM with 95%
     bootstrap CI ("iqm", "iqm_ci"; `acrl.sweep.results.interval_estimates`), the best evaluation
-    ("best"); for the learners with a value function the last value estimates ("q_initial": Q(s_0, a_0),
+    ("best"); for the learners with Q-values the last value estimates ("q_initial": Q(s_0, a_0),
     "true_value": the discounted return it estimates, "q_data", "q_policy"); for the behavioral
     policy "return" and the data's episode return ("data_episodes"). A learner without runs in a
     buffer (the concurrent runs of an experiment from before it was added) has None in every entry."""
     from acrl.sweep.results import interval_estimates
 
-    table: dict[str, dict[str, Any]] = {"behavioral": {}, **{algo: {} for algo in LEARNERS}}
+    table: dict[str, dict[str, Any]] = {"behavioral": {}, **{algo: {} for algo in learners}}
     estimates = interval_estimates(
         {
             f"{algo}/{kind}": np.array([x["final"] for x in results[kind][algo]])
-            for kind in BUFFERS
-            for algo in LEARNERS
+            for kind in buffers
+            for algo in learners
             if results[kind][algo]
         }
     )  # one bootstrap for every cell
     missing = {"iqm": None, "iqm_ci": None}
-    for kind in BUFFERS:
+    for kind in buffers:
         r = results[kind]
         table["behavioral"][kind] = {
             "return": _mean_std([b["return"] for b in r["behavioral"]]),
             "data_episodes": _mean_std([b["data_episode_return"] for b in r["behavioral"]]),
         }
-        for algo in LEARNERS:
+        for algo in learners:
             runs = r[algo]
             estimate = estimates.get(f"{algo}/{kind}", missing)
             cell = {
@@ -767,11 +797,39 @@ def _iqm(cell: dict[str, Any]) -> str:
     return f" ({cell['iqm']:.1f} [{cell['iqm_ci'][0]:.1f}, {cell['iqm_ci'][1]:.1f}])"
 
 
+def results_markdown(table: dict[str, Any], buffers: Sequence[str], learners: dict[str, str]) -> list[str]:
+    """The result tables of an offline experiment (`_table`'s `table`) as markdown lines, a column per buffer:
+    the final evaluation return (mean ± std over seeds, IQM [95% CI]) of the behavioral policy and of each
+    learner, the dataset's episodes, then the value estimates of the learners with Q-values (Q at the
+    evaluation episodes' first steps against the true discounted return); "-" where a learner has no runs."""
+    header = ["| | " + " | ".join(kind for kind in buffers) + " |", "| --- |" + " ---: |" * len(buffers)]
+    lines = [
+        "Final evaluation return, mean ± std over seeds, and IQM [95% bootstrap CI]:",
+        "",
+        *header,
+        "| behavioral policy | " + " | ".join(_cell(table["behavioral"][k]["return"]) for k in buffers) + " |",
+    ]
+    for algo, label in learners.items():
+        cells = [f"{_cell(c['final'])}{_iqm(c)}" for c in (table[algo][k] for k in buffers)]
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    lines += [
+        "| dataset episodes | " + " | ".join(_cell(table["behavioral"][k]["data_episodes"]) for k in buffers) + " |",
+        "",
+        "Value estimates at the last evaluation: the critic's Q(s0, a0) at the evaluation episodes' "
+        "first steps / their true discounted return (mean over seeds):",
+        "",
+        *header,
+    ]
+    for algo, label in learners.items():
+        if any(table[algo][k]["q_initial"] is not None for k in buffers):
+            cells = [f"{_cell(c['q_initial'])} / {_cell(c['true_value'])}" for c in (table[algo][k] for k in buffers)]
+            lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def extrapolation_markdown(summary: dict[str, Any]) -> str:
     """The tables of `run_extrapolation` as markdown: returns (mean ± std over seeds, IQM [95% CI])
     and value estimates (the critic's Q against the true discounted return)."""
-    table = summary["table"]
-    header = ["| | " + " | ".join(kind for kind in BUFFERS) + " |", "| --- |" + " ---: |" * len(BUFFERS)]
     lines = [
         f"### BCQ, offline DDPG, BC, VAE-BC and DQN on {summary['env_id']} (Fujimoto et al. 2019, Figure 2)",
         "",
@@ -781,26 +839,7 @@ def extrapolation_markdown(summary: dict[str, Any]) -> str:
         f"per behavioral step); evaluation: {summary['eval_episodes']} deterministic episodes every "
         f"{summary['eval_freq']}.",
         "",
-        "Final evaluation return, mean ± std over seeds, and IQM [95% bootstrap CI]:",
-        "",
-        *header,
-        "| behavioral policy | " + " | ".join(_cell(table["behavioral"][k]["return"]) for k in BUFFERS) + " |",
-    ]
-    for algo, label in LEARNERS.items():
-        cells = [f"{_cell(c['final'])}{_iqm(c)}" for c in (table[algo][k] for k in BUFFERS)]
-        lines.append(f"| {label} | " + " | ".join(cells) + " |")
-    lines += [
-        "| dataset episodes | " + " | ".join(_cell(table["behavioral"][k]["data_episodes"]) for k in BUFFERS) + " |",
-        "",
-        "Value estimates at the last evaluation: the critic's Q(s0, a0) at the evaluation episodes' "
-        "first steps / their true discounted return (mean over seeds):",
-        "",
-        *header,
-    ]
-    for algo in VALUE_LEARNERS:
-        cells = [f"{_cell(c['q_initial'])} / {_cell(c['true_value'])}" for c in (table[algo][k] for k in BUFFERS)]
-        lines.append(f"| {LEARNERS[algo]} | " + " | ".join(cells) + " |")
-    lines += [
+        *results_markdown(summary["table"], BUFFERS, LEARNERS),
         "",
         "behavioral policy: the noise-free DDPG (final, concurrent: each behavioral run at its end; "
         "imitation, imperfect: the concurrent run's best checkpoint, which collected them). dataset "
@@ -819,19 +858,29 @@ def _band(curves: list[list[list[float]]]) -> tuple[np.ndarray, np.ndarray, np.n
     return steps, values.mean(0), values.std(0)
 
 
-COLORS = {"bcq": "tab:red", "ddpg": "tab:blue", "bc": "tab:green", "vae_bc": "tab:purple", "dqn": "tab:orange"}
+COLORS = {
+    "bcq": "tab:red",
+    "ddpg": "tab:blue",
+    "bc": "tab:green",
+    "vae_bc": "tab:purple",
+    "dqn": "tab:orange",
+    "discrete_bcq": "tab:red",
+}
 
 
-def plot_extrapolation(summary: dict[str, Any], out: str | Path) -> Path:
-    """Figure 2's layout, a column per buffer. Top: every learner's evaluation return (mean, band
-    of one std over seeds) against updates, the behavioral policy dashed. Bottom: the value
-    estimates of BCQ, DDPG and DQN, Q(s0, a0) solid against the true discounted return dashed (symlog
-    scale: a diverging critic stays on the plot). Returns the PNG path."""
-    fig, axes = plt.subplots(2, len(BUFFERS), figsize=(4.2 * len(BUFFERS), 6.8), sharex="col")
-    for column, kind in enumerate(BUFFERS):
+def plot_extrapolation(
+    summary: dict[str, Any], out: str | Path, buffers: Sequence[str] = BUFFERS, learners: dict[str, str] = LEARNERS
+) -> Path:
+    """Figure 2's layout, a column per buffer of `buffers` (default Figure 2's). Top: the `learners`'
+    evaluation return (mean, band of one std over seeds) against updates, the behavioral policy dashed.
+    Bottom: the value estimates of the learners with Q-values (BCQ, DDPG and DQN by default), Q(s0, a0)
+    solid against the true discounted return dashed (symlog scale: a diverging critic stays on the plot).
+    Returns the PNG path."""
+    fig, axes = plt.subplots(2, len(buffers), figsize=(4.2 * len(buffers), 6.8), sharex="col", squeeze=False)
+    for column, kind in enumerate(buffers):
         r = summary["results"][kind]
         top, bottom = axes[0, column], axes[1, column]
-        for algo, label in LEARNERS.items():
+        for algo, label in learners.items():
             curves = [x["curve"] for x in r[algo] if x["curve"]]
             if curves:
                 steps, mean, std = _band(curves)
@@ -839,7 +888,7 @@ def plot_extrapolation(summary: dict[str, Any], out: str | Path) -> Path:
                 top.fill_between(steps, mean - std, mean + std, color=COLORS[algo], alpha=0.2)
             for key, style, suffix in (("q_initial_mean", "-", "estimate"), ("discounted_return_mean", "--", "true")):
                 curves = [x["values"][key] for x in r[algo] if x["values"][key]]
-                if curves and algo in VALUE_LEARNERS:
+                if curves:  # none for BC and VAE-BC, which have no Q-values
                     steps, mean, _ = _band(curves)
                     bottom.plot(steps, mean, style, color=COLORS[algo], label=f"{label} {suffix}")
         if kind == "concurrent":

@@ -294,6 +294,13 @@ class ReplayBuffer:
             target[:size] = saved.to(self.device)
         self.position, self.size = int(state["position"]) % self.capacity, size
 
+    def evenly_spaced(self, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """The observations (m, obs_dim) and actions (m, ...) of m = min(n, len) stored transitions evenly
+        spaced through the filled part (indices linspace(0, len - 1, m), truncated), on the buffer's device:
+        the data on which `OffPolicyAgent.evaluate` reads its critic."""
+        index = torch.linspace(0, self.size - 1, min(n, self.size), device=self.device).long()
+        return self.observations[index], self.actions[index]
+
     def sample(
         self, batch_size: int, rng: np.random.Generator, n_step: int = 1, gamma: float | None = None
     ) -> dict[str, torch.Tensor]:
@@ -361,6 +368,9 @@ class FrameReplayBuffer:
 
     n-step windows (`sample(..., n_step=n)`) follow the ring: the slots after a transition's hold the
     transitions that followed it in its environment, until a slot without one.
+
+    An offline dataset of frames goes in whole through `from_transitions`: one ring that holds it exactly,
+    each observation stored once.
 
     Args:
         capacity: frame slots in all (about the transitions kept; older ones are overwritten),
@@ -498,6 +508,98 @@ class FrameReplayBuffer:
         index = (torch.as_tensor(envs, device=self.device), torch.as_tensor(slots, device=self.device))
         self.frames[index] = torch.as_tensor(np.stack(frames)).to(self.device)
 
+    @classmethod
+    def from_transitions(
+        cls,
+        observations: np.ndarray,
+        actions: np.ndarray,
+        rewards: np.ndarray,
+        next_observations: np.ndarray,
+        terminated: np.ndarray,
+        truncated: np.ndarray,
+        device: torch.device | str = "cpu",
+    ) -> FrameReplayBuffer:
+        """A buffer holding N recorded transitions exactly, in order: an offline dataset of frames.
+
+        One ring (n_envs 1) of frame_stack 1, so each observation, whatever its shape, is one slot
+        (an Atari dataset's (4, 84, 84) stacks are stored as stacks). Transition i continues the
+        chain of transition i - 1 when its observation equals that one's next observation; else
+        (the first transition, the first one after an episode's end) its observation takes a slot
+        of its own first. The ring has exactly as many slots as that writes, N plus the number of
+        chains, so nothing is overwritten; every observation and next observation comes back as
+        recorded. Written in one vectorised pass, not N `add` calls.
+
+        Args:
+            observations, next_observations: (N, *obs_shape) uint8 or bool numpy arrays.
+            actions: (N,) integer action indices; rewards (N,) float; terminated, truncated (N,) bool.
+            device: where the frames live.
+        Raises:
+            InputError: no transitions, a dtype other than uint8 or bool, or (from the constructor)
+                more frames than the memory available on `device`.
+        """
+        n = len(rewards)
+        if n == 0:
+            raise InputError("a frame replay buffer from transitions needs at least one transition.")
+        starts = np.ones(n, bool)
+        for lo in range(1, n, 65_536):  # in chunks: the comparison's temporary is a chunk of frames
+            hi = min(lo + 65_536, n)
+            starts[lo:hi] = (observations[lo:hi] != next_observations[lo - 1 : hi - 1]).reshape(hi - lo, -1).any(1)
+        chains = np.cumsum(starts)
+        obs_slots = np.arange(n) + chains - 1  # a new chain's observation, then each next observation, one slot each
+        buffer = cls(n + int(chains[-1]), observations.shape[1:], observations.dtype, 1, 1, device)
+        buffer.frames[0, torch.from_numpy(obs_slots[starts]).to(buffer.device)] = torch.from_numpy(
+            np.ascontiguousarray(observations[starts])
+        ).to(buffer.device)
+        buffer.frames[0, torch.from_numpy(obs_slots + 1).to(buffer.device)] = torch.from_numpy(
+            np.ascontiguousarray(next_observations)
+        ).to(buffer.device)
+        buffer.actions[0, obs_slots], buffer.rewards[0, obs_slots] = actions, rewards
+        buffer.terminated[0, obs_slots], buffer.truncated[0, obs_slots] = terminated, truncated
+        buffer.is_transition[0, obs_slots] = True
+        buffer.head[0], buffer.written[0] = buffer.slots - 1, buffer.slots
+        buffer.last_next[0] = next_observations[-1]
+        buffer.size = n
+        return buffer
+
+    def _stacks(self, envs: np.ndarray, ends: np.ndarray) -> torch.Tensor:
+        """The observations (B, *obs_shape) whose newest frames lie at slots `ends` (B,) of rings `envs` (B,):
+        each the frame_stack frames ending there, on the buffer's device."""
+        k = self.frame_stack
+        slots = (ends[:, None] + np.arange(1 - k, 1)) % self.slots
+        index = (torch.from_numpy(envs[:, None]).to(self.device), torch.from_numpy(slots).to(self.device))
+        return self.frames[index].reshape(len(ends), *self.obs_shape)
+
+    def evenly_spaced(self, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """The observations (m, *obs_shape) and actions (m,) int64 of m = min(n, len) stored transitions
+        evenly spaced through the rings' slots (ring after ring), on the buffer's device: the data on which
+        `OffPolicyAgent.evaluate` reads its Q-values."""
+        envs, slots = np.nonzero(self.is_transition)
+        pick = np.linspace(0, len(envs) - 1, min(n, len(envs))).astype(np.int64)
+        envs, slots = envs[pick], slots[pick]
+        return self._stacks(envs, slots), torch.from_numpy(self.actions[envs, slots]).to(self.device)
+
+    def transitions(self) -> dict[str, np.ndarray]:
+        """Every stored transition as numpy arrays, ring after ring, each ring from its oldest slot (so in the
+        order its environment took them): observations, next_observations (N, *obs_shape) uint8 / bool,
+        actions (N,) int64, rewards (N,) float32, terminated, truncated (N,) bool. What an online DQN's
+        replay becomes as an offline dataset (`acrl.offline.collect.buffer_dataset`)."""
+        envs, slots = [], []
+        for env in range(self.n_envs):
+            oldest = (self.head[env] + 1) % self.slots if self.written[env] > self.slots else 0
+            ring = (oldest + np.arange(self.slots)) % self.slots
+            ring = ring[self.is_transition[env, ring]]
+            envs.append(np.full(len(ring), env))
+            slots.append(ring)
+        envs, slots = np.concatenate(envs), np.concatenate(slots)
+        return {
+            "observations": self._stacks(envs, slots).cpu().numpy(),
+            "actions": self.actions[envs, slots].copy(),
+            "rewards": self.rewards[envs, slots].copy(),
+            "next_observations": self._stacks(envs, slots + 1).cpu().numpy(),
+            "terminated": self.terminated[envs, slots].copy(),
+            "truncated": self.truncated[envs, slots].copy(),
+        }
+
     def sample(
         self, batch_size: int, rng: np.random.Generator, n_step: int = 1, gamma: float | None = None
     ) -> dict[str, torch.Tensor]:
@@ -532,16 +634,12 @@ class FrameReplayBuffer:
             1.0 if gamma is None else gamma,
         )
         end = window[np.arange(batch_size), last.numpy()]
-        k = self.frame_stack
-        stacks = np.concatenate([slots[:, None] + np.arange(1 - k, 1), end[:, None] + np.arange(2 - k, 2)], 1)
-        gathered = self.frames[
-            torch.from_numpy(rows).to(self.device), torch.from_numpy(stacks % self.slots).to(self.device)
-        ]
+        stacks = self._stacks(np.concatenate([envs, envs]), np.concatenate([slots, end + 1]))  # one gather for both
         batch = {
-            "observations": gathered[:, :k].reshape(batch_size, *self.obs_shape),
+            "observations": stacks[:batch_size],
             "actions": torch.from_numpy(self.actions[envs, slots]).to(self.device),
             "rewards": returns.to(self.device),
-            "next_observations": gathered[:, k:].reshape(batch_size, *self.obs_shape),
+            "next_observations": stacks[batch_size:],
             "not_done": torch.from_numpy(1.0 - self.terminated[envs, end].astype(np.float32)).to(self.device),
         }
         if gamma is not None:

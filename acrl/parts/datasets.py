@@ -30,7 +30,9 @@ from acrl.core.version import __version__
 
 D4RL_KEYS = ("observations", "actions", "rewards", "next_observations", "terminals", "timeouts")
 
-_FLOAT_KEYS = ("observations", "rewards", "next_observations")
+_OBS_KEYS = ("observations", "next_observations")
+_FRAME_DTYPES = (np.dtype(np.uint8), np.dtype(np.bool_))
+"""The dtypes of image frames, which datasets keep as they are (never a float copy)."""
 _BOOL_KEYS = ("terminals", "timeouts")
 _ONE_D_KEYS = ("rewards", "terminals", "timeouts")
 
@@ -43,12 +45,14 @@ class OfflineDataset:
     """A flat table of N transitions with the D4RL keys.
 
     Arrays (row i is one transition (s_i, a_i, r_i, s'_i)):
-      observations       (N, obs_dim) float32, s_i.
+      observations       (N, obs_dim) float32, s_i; or image frames (N, *obs_shape) (a 3-D
+                         observation such as MinAtar's (10, 10, C)) in their own dtype, uint8 or
+                         bool, as the environment gives them (never a float copy).
       actions            (N, act_dim) float32 in environment units for a Box action space,
                          (N,) int64 for a Discrete one.
       rewards            (N,) float32, r_i.
-      next_observations  (N, obs_dim) float32, s'_i: the true observation after a_i, also at
-                         the end of an episode (never the observation of the next reset).
+      next_observations  as observations, s'_i: the true observation after a_i, also at the end
+                         of an episode (never the observation of the next reset).
       terminals          (N,) bool, the environment reported `terminated` (no bootstrap).
       timeouts           (N,) bool, the environment reported `truncated` (time limit; bootstrap).
     attrs: metadata, str/int/float/bool values: env_id, kind (final, concurrent, imitation,
@@ -78,12 +82,13 @@ class OfflineDataset:
         """Check the schema, and the spaces when given; return None or raise InputError.
 
         Checks, in order: every D4RL key is a numpy array; all have the same number of rows;
-        shapes ((N, obs_dim) observations and next_observations, (N,) rewards, terminals and
-        timeouts); dtypes (float32 observations/rewards/next_observations, bool
-        terminals/timeouts); no NaN or inf (the first bad row is named); then, if given, the
-        observation size against a flat Box `observation_space`, and the actions against a
-        flat Box `action_space` (shape and bounds, with ACTION_BOUND_TOL) or a Discrete one
-        (integer values in [start, start + n)). `source` prefixes the messages (a file name).
+        shapes ((N, obs_dim) observations and next_observations, or (N, *obs_shape) frames, both
+        the same; (N,) rewards, terminals and timeouts); dtypes (float32 rewards and vector
+        observations, uint8 or bool frames, bool terminals/timeouts); no NaN or inf (the first
+        bad row is named); then, if given, the observations against `observation_space` (a
+        flat Box: the size; a frame Box: shape and dtype), and the actions against a flat Box
+        `action_space` (shape and bounds, with ACTION_BOUND_TOL) or a Discrete one (integer
+        values in [start, start + n)). `source` prefixes the messages (a file name).
 
         Raises:
             InputError: naming the key and, for per-row problems, the first bad row.
@@ -99,8 +104,12 @@ class OfflineDataset:
                     f"{where}'{key}' has {len(getattr(self, key))} rows but 'observations' has "
                     f"{n}; every key needs exactly one row per transition"
                 )
-        if self.observations.ndim != 2:
-            raise InputError(f"{where}'observations' must have shape (N, obs_dim), got {self.observations.shape}")
+        frames = self.observations.ndim > 2
+        if self.observations.ndim < 2:
+            raise InputError(
+                f"{where}'observations' must have shape (N, obs_dim) or, for image frames, (N, *obs_shape); "
+                f"got {self.observations.shape}"
+            )
         if self.next_observations.shape != self.observations.shape:
             raise InputError(
                 f"{where}'next_observations' has shape {self.next_observations.shape} but "
@@ -111,7 +120,19 @@ class OfflineDataset:
                 raise InputError(f"{where}'{key}' must have shape (N,), got {getattr(self, key).shape}")
         if self.actions.ndim not in (1, 2):
             raise InputError(f"{where}'actions' must have shape (N, act_dim) or (N,), got {self.actions.shape}")
-        for key in _FLOAT_KEYS:
+        if frames:
+            for key in _OBS_KEYS:
+                if getattr(self, key).dtype not in _FRAME_DTYPES:
+                    raise InputError(
+                        f"{where}'{key}' are image frames {getattr(self, key).shape[1:]} and must be uint8 or bool "
+                        f"(as the environment gives them), got {getattr(self, key).dtype}"
+                    )
+            if self.next_observations.dtype != self.observations.dtype:
+                raise InputError(
+                    f"{where}'next_observations' are {self.next_observations.dtype} but 'observations' "
+                    f"{self.observations.dtype}; they must be equal"
+                )
+        for key in ("rewards",) if frames else ("observations", "rewards", "next_observations"):
             if getattr(self, key).dtype != np.float32:
                 raise InputError(
                     f"{where}'{key}' must be float32, got {getattr(self, key).dtype}; "
@@ -132,11 +153,24 @@ class OfflineDataset:
             self._check_actions(action_space, where)
 
     def _check_observations(self, space: gym.Space, where: str) -> None:
+        env_id = self.attrs.get("env_id", "unknown")
+        if isinstance(space, gym.spaces.Box) and len(space.shape) > 1:
+            if self.observations.shape[1:] != space.shape or self.observations.dtype != space.dtype:
+                raise InputError(
+                    f"{where}'observations' are {self.observations.shape[1:]} {self.observations.dtype} but the "
+                    f"environment's observation space is {space.shape} {space.dtype}; the dataset "
+                    f"(env_id={env_id}) was collected on a different environment; use a dataset of this environment"
+                )
+            return
         if not isinstance(space, gym.spaces.Box) or len(space.shape) != 1:
-            raise InputError(f"{where}only flat Box observation spaces are supported, got {space}")
+            raise InputError(f"{where}only Box observation spaces (vectors or image frames) are supported, got {space}")
+        if self.observations.ndim != 2:
+            raise InputError(
+                f"{where}'observations' are frames {self.observations.shape[1:]} but the environment's "
+                f"observations are vectors {space.shape}; use a dataset of this environment"
+            )
         obs_dim = self.observations.shape[1]
         if obs_dim != space.shape[0]:
-            env_id = self.attrs.get("env_id", "unknown")
             raise InputError(
                 f"{where}'observations' have {obs_dim} values per row but the environment's "
                 f"observation space has shape {space.shape}; the dataset (env_id={env_id}) "
@@ -207,11 +241,13 @@ def _check_finite(array: np.ndarray, key: str, where: str) -> None:
 def save_dataset(path: str | os.PathLike, dataset: OfflineDataset) -> None:
     """Write `dataset` to an HDF5 file at `path` with the D4RL keys, atomically.
 
-    Datasets: observations, next_observations, rewards float32; actions float32 (Box) or int64
-    (Discrete); terminals, timeouts bool (as D4RL stores them). `dataset.attrs` become the
-    file's root attributes (values str, int, float or bool; None values are left out). The file
-    is written atomically (`acrl.core.files.atomic_path`), so a reader never sees a half-written
-    file. Missing parent directories are created. Source: D4RL's HDF5 layout (Fu et al. 2020).
+    Datasets: observations, next_observations float32 (vectors) or uint8 / bool (image frames,
+    stored compressed with LZF: MinAtar's bool grids shrink about tenfold); rewards float32;
+    actions float32 (Box) or int64 (Discrete); terminals, timeouts bool (as D4RL stores them).
+    `dataset.attrs` become the file's root attributes (values str, int, float or bool; None values
+    are left out). The file is written atomically (`acrl.core.files.atomic_path`), so a reader never
+    sees a half-written file. Missing parent directories are created. Source: D4RL's HDF5 layout
+    (Fu et al. 2020).
 
     Raises:
         InputError: the dataset fails `OfflineDataset.validate()` (nothing is written), or an
@@ -226,7 +262,9 @@ def save_dataset(path: str | os.PathLike, dataset: OfflineDataset) -> None:
             )
     with atomic_path(path) as tmp, h5py.File(tmp, "w") as f:
         for key in D4RL_KEYS:
-            f.create_dataset(key, data=getattr(dataset, key))
+            array = getattr(dataset, key)
+            frames = key in _OBS_KEYS and array.ndim > 2
+            f.create_dataset(key, data=array, compression="lzf" if frames else None)
         for name, value in dataset.attrs.items():
             if value is not None:
                 f.attrs[name] = value
@@ -241,7 +279,8 @@ def load_dataset(
 
     Other keys and groups in the file (D4RL's `infos/`, `metadata/`) are ignored; files without
     attributes load with empty `attrs`. Arrays are converted to the schema of `OfflineDataset`:
-    float32 observations/rewards/next_observations; actions int64 when the file stores integers
+    float32 rewards and vector observations/next_observations (image frames, uint8 or bool with
+    more than one dimension per row, stay as stored); actions int64 when the file stores integers
     or `action_space` is Discrete, else float32; terminals/timeouts bool (0/1 numbers are
     accepted); (N, 1) rewards, terminals and timeouts are flattened to (N,). Then
     `OfflineDataset.validate(observation_space, action_space)` runs.
@@ -316,8 +355,11 @@ def _to_dataset(
             if rows.size:
                 raise InputError(f"{source}: '{key}' row {rows[0]} is {a[rows[0]]}; '{key}' must be bool or 0/1")
             out[key] = a.astype(bool)
-    for key in _FLOAT_KEYS:
-        out[key] = np.asarray(out.get(key, arrays[key]), dtype=np.float32)
+    out["rewards"] = np.asarray(out["rewards"], dtype=np.float32)
+    for key in _OBS_KEYS:
+        array = np.asarray(arrays[key])
+        frames = array.ndim > 2 and array.dtype in _FRAME_DTYPES
+        out[key] = array if frames else array.astype(np.float32)
     actions = np.asarray(arrays["actions"])
     discrete = isinstance(action_space, gym.spaces.Discrete)
     if discrete and actions.ndim == 2 and actions.shape[1] == 1:
@@ -420,8 +462,9 @@ def collect_transitions(
 ) -> OfflineDataset:
     """Roll a single Gymnasium env for `steps` transitions with a behavioral policy.
 
-    `policy(obs)` gets the observation as a (obs_dim,) float32 array and returns an action in
-    environment units: a (act_dim,) array for a Box action space, an int for a Discrete one.
+    `policy(obs)` gets the observation as a (obs_dim,) float32 array, or an image frame (a Box
+    observation space of more dimensions, uint8 or bool) in its own shape and dtype, and returns an
+    action in environment units: a (act_dim,) array for a Box action space, an int for a Discrete one.
     For Box actions, Gaussian noise N(0, noise_std * (high - low) / 2) per dimension is added
     (a fraction of the half-range, which is max_action for a symmetric Box as in the BCQ code);
     then, for Box or Discrete, with probability `random_prob` the action is replaced by a
@@ -429,7 +472,9 @@ def collect_transitions(
     With noise_std=0 and random_prob=0 the recorded actions are the policy's (clipped to the
     bounds). The BCQ paper's "imperfect demonstrations" use noise_std=0.3, random_prob=0.3
     (Fujimoto et al. 2019, Sec. 5; the author's code draws the random action instead of, not
-    after, the noisy one, which gives the same distribution); "imitation" uses 0 and 0.
+    after, the noisy one, which gives the same distribution); "imitation" uses 0 and 0. On a
+    Discrete space random_prob is epsilon-greedy's epsilon: discrete BCQ's imperfect buffer takes
+    0.2 (Fujimoto et al. 2019b, "Benchmarking Batch Deep RL Algorithms", Sec. 5).
 
     `episode_start()`, when given, is called before each episode's first `policy` call: a recurrent
     policy's reset (`acrl.core.evaluation.EpisodeActor.reset`).
@@ -453,8 +498,12 @@ def collect_transitions(
     if not 0.0 <= random_prob <= 1.0:
         raise InputError(f"random_prob must be in [0, 1], got {random_prob}")
     obs_space, act_space = env.observation_space, env.action_space
-    if not isinstance(obs_space, gym.spaces.Box) or len(obs_space.shape) != 1:
-        raise InputError(f"only flat Box observation spaces are supported, got {obs_space}")
+    frames = isinstance(obs_space, gym.spaces.Box) and len(obs_space.shape) > 1 and obs_space.dtype in _FRAME_DTYPES
+    if not isinstance(obs_space, gym.spaces.Box) or not (len(obs_space.shape) == 1 or frames):
+        raise InputError(
+            f"only flat Box observation spaces and uint8 / bool image frames are supported, got {obs_space}"
+        )
+    obs_dtype = obs_space.dtype if frames else np.dtype(np.float32)
     discrete = isinstance(act_space, gym.spaces.Discrete)
     if discrete:
         if noise_std > 0:
@@ -471,9 +520,8 @@ def collect_transitions(
         noise_scale = noise_std * (act_space.high.astype(np.float64) - act_space.low) / 2
 
     n = int(steps)
-    obs_dim = obs_space.shape[0]
-    observations = np.empty((n, obs_dim), dtype=np.float32)
-    next_observations = np.empty((n, obs_dim), dtype=np.float32)
+    observations = np.empty((n, *obs_space.shape), dtype=obs_dtype)
+    next_observations = np.empty((n, *obs_space.shape), dtype=obs_dtype)
     actions = np.empty((n,), np.int64) if discrete else np.empty((n, *act_shape), np.float32)
     rewards = np.empty(n, dtype=np.float32)
     terminals = np.zeros(n, dtype=bool)
@@ -482,7 +530,7 @@ def collect_transitions(
     obs, _ = env.reset(seed=seed)
     starting = True
     for t in range(n):
-        obs = np.asarray(obs, dtype=np.float32)
+        obs = np.asarray(obs, dtype=obs_dtype)
         if starting and episode_start is not None:
             episode_start()
         raw = policy(obs)

@@ -93,7 +93,7 @@ def test_help_describes_every_option(capsys, sub):
 
 def test_help_lists_choices_and_no_empty_default(capsys):
     text = help_text(capsys, "collect")
-    assert "--kind {final,imitation,imperfect}" in text and "--algo {ddpg,td3}" in text
+    assert "--kind {final,imitation,imperfect}" in text and "--algo {ddpg,td3,dqn}" in text
     assert "--pruner {median,asha,none}" in help_text(capsys, "tune")
     for sub in SUBCOMMANDS:
         assert "(default: )" not in help_text(capsys, sub), sub  # an empty list option showed this

@@ -257,10 +257,13 @@ def test_collect_refuses_to_overwrite(behavioral, capsys):
     assert code == 2 and "already exists" in err and out.stat().st_mtime_ns == before
 
 
-def test_collect_imperfect_on_discrete_policy_needs_zero_noise(tmp_path):
+def test_collect_imperfect_on_a_discrete_policy_is_epsilon_greedy_at_0_2_without_noise(tmp_path):
     ppo = acrl.PPO("CartPole-v1", seed=0, n_steps=64, batch_size=32, n_epochs=1)
     ppo.save(tmp_path / "ppo" / "checkpoints" / "best.pt")
-    with pytest.raises(InputError, match="--noise 0"):
-        collect_dataset("imperfect", tmp_path / "d.hdf5", 10, policy=tmp_path / "ppo")
-    data = collect_dataset("imperfect", tmp_path / "d.hdf5", 30, policy=tmp_path / "ppo", noise_std=0.0)
-    assert data.actions.dtype == np.int64 and data.attrs["random_prob"] == 0.3 and data.attrs["algo"] == "ppo"
+    with pytest.raises(InputError, match="take random actions only .* default 0.2 for imperfect.*drop --noise"):
+        collect_dataset("imperfect", tmp_path / "d.hdf5", 10, policy=tmp_path / "ppo", noise_std=0.3)
+    data = collect_dataset("imperfect", tmp_path / "d.hdf5", 30, policy=tmp_path / "ppo")
+    assert data.actions.dtype == np.int64 and data.attrs["algo"] == "ppo"
+    assert (data.attrs["noise_std"], data.attrs["random_prob"]) == (0.0, 0.2)  # discrete BCQ's epsilon
+    data = collect_dataset("imperfect", tmp_path / "e.hdf5", 30, policy=tmp_path / "ppo", random_prob=0.3)
+    assert data.attrs["random_prob"] == 0.3

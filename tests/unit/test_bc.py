@@ -1,13 +1,20 @@
-"""Behavioral cloning: the loss by hand, a known policy recovered from its data, and the CLI."""
+"""Behavioral cloning: the losses by hand (squared error for Box actions, cross-entropy for Discrete
+ones), a known policy recovered from its data, and the CLI."""
+
+import math
 
 import gymnasium as gym
 import numpy as np
 import pytest
 import torch
 
-from acrl import BC
+from acrl import BC, load
 from acrl.cli import main
+from acrl.core.errors import InputError
+from acrl.parts.buffers import FrameReplayBuffer
 from acrl.parts.datasets import collect_transitions, save_dataset
+from acrl.parts.heads import CategoricalHead
+from tests.conftest import Frames, set_linear, write_dataset
 
 
 def known_policy(obs: np.ndarray) -> np.ndarray:
@@ -46,7 +53,7 @@ def test_bc_recovers_the_policy_that_labelled_the_data(pendulum_data):
     assert np.sqrt(np.mean((predicted - expected) ** 2)) < 0.1  # torque units, out of a range of 4 (measured: 0.017)
 
 
-def test_the_cli_trains_bc_from_a_dataset_and_refuses_a_discrete_one(pendulum_data, tmp_path, capsys):
+def test_the_cli_trains_bc_from_box_and_discrete_datasets(pendulum_data, tmp_path, capsys):
     run = tmp_path / "bc"
     assert (
         main(
@@ -72,8 +79,31 @@ def test_the_cli_trains_bc_from_a_dataset_and_refuses_a_discrete_one(pendulum_da
     cartpole = tmp_path / "cartpole.h5"
     env = gym.make("CartPole-v1")
     save_dataset(cartpole, collect_transitions(env, lambda obs: 0, 50, seed=0))
-    assert main(["train", "bc", "--dataset", str(cartpole), "--run-dir", str(tmp_path / "x")]) == 2
-    assert "for a Discrete action space use discrete_bcq" in capsys.readouterr().err
+    argv = ["train", "bc", "--dataset", str(cartpole), "--total-steps", "20", "--no-progress"]
+    assert main([*argv, "--set", "eval_episodes=1", "hidden_sizes=[8]", "--run-dir", str(tmp_path / "x")]) == 0
+    assert load(tmp_path / "x" / "checkpoints" / "best.pt").predict(np.zeros(4, np.float32)) in (0, 1)
+
+
+def test_discrete_bc_minimises_the_cross_entropy_of_the_logged_actions(tmp_path):
+    """Logits (0, ln 3) everywhere: pi = (1/4, 3/4). The logged actions 0, 1, 1 cost
+    (ln 4 + 2 ln 4/3) / 3 = 0.6539; the greedy action is 1, and a sample is 1 three times in four."""
+    write_dataset(tmp_path / "c.h5", "CartPole-v1")
+    agent = BC(dataset=str(tmp_path / "c.h5"), hidden_sizes=[8], seed=0)
+    assert agent.config.encoder == "mlp" and isinstance(agent.actor, CategoricalHead)
+    set_linear(agent.actor.linear, [[0.0] * 8, [0.0] * 8], [0.0, math.log(3.0)])
+    batch = {"observations": torch.randn(3, 4), "actions": torch.tensor([0, 1, 1])}
+    loss = (math.log(4.0) + 2 * math.log(4.0 / 3.0)) / 3
+    assert agent.update(batch)["train/bc_loss"] == pytest.approx(loss, abs=1e-6)
+    set_linear(agent.actor.linear, [[0.0] * 8, [0.0] * 8], [0.0, math.log(3.0)])
+    assert agent.predict(np.zeros((5, 4), np.float32)).tolist() == [1] * 5
+    sampled = agent.predict(np.zeros((4000, 4), np.float32), deterministic=False)
+    assert sampled.mean() == pytest.approx(0.75, abs=0.03)
+
+
+def test_bc_takes_frames_with_discrete_actions_only():
+    assert BC(Frames, buffer=FrameReplayBuffer(4, (12, 12, 3), np.uint8)).config.encoder == "minatar"
+    with pytest.raises(InputError, match="BC's tanh policy for a Box action space is an MLP on vector"):
+        BC("Pendulum-v1", dataset="unused.h5", encoder="nature")
 
 
 def test_bc_is_a_replay_agent_without_gamma_or_tau(pendulum_data):

@@ -236,7 +236,9 @@ def test_buffer_instead_of_dataset_and_bad_configs():
     agent.learn(5, progress=False)
     with pytest.raises(InputError, match="--dataset FILE"):
         BCQ("Pendulum-v1", **SMALL)
-    with pytest.raises(InputError, match="observations of size 3"):
+    with pytest.raises(
+        InputError, match=r"observations of shape \(3,\) and actions of shape \(1,\); this environment needs \(2,\)"
+    ):
         BCQ("MountainCarContinuous-v0", buffer=buffer)
     with pytest.raises(InputError, match="lmbda"):
         BCQConfig(lmbda=1.5).validate()

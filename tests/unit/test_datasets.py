@@ -17,6 +17,7 @@ from acrl.parts.datasets import (
     load_minari,
     save_dataset,
 )
+from tests.conftest import Frames
 
 PENDULUM_OBS = gym.spaces.Box(-np.inf, np.inf, (3,), np.float32)
 PENDULUM_ACT = gym.spaces.Box(-2.0, 2.0, (1,), np.float32)
@@ -87,6 +88,43 @@ def test_round_trip_discrete_actions_are_int64(tmp_path):
     back = load_dataset(tmp_path / "d.hdf5", cartpole.observation_space, cartpole.action_space)
     assert back.actions.dtype == np.int64
     assert np.array_equal(back.actions, ds.actions)
+
+
+def test_frames_keep_their_dtype_on_disk_and_back_and_float_frames_are_refused(tmp_path):
+    """MinAtar-like bool frames (10, 10, 4) round-trip as bool, LZF-compressed; float32 frames are refused
+    (a float copy of a frame is what acrl never keeps), and so are frames for another environment."""
+    rng = np.random.default_rng(0)
+    frames = rng.random((6, 10, 10, 4)) < 0.1
+    ds = make_dataset(n=5)
+    ds.observations, ds.next_observations = frames[:5], frames[1:]
+    ds.actions = np.array([0, 1, 2, 1, 0])
+    save_dataset(tmp_path / "f.h5", ds)
+    space = gym.spaces.Box(0, 1, (10, 10, 4), bool)
+    back = load_dataset(tmp_path / "f.h5", space, gym.spaces.Discrete(3))
+    assert back.observations.dtype == back.next_observations.dtype == np.bool_
+    assert np.array_equal(back.observations, frames[:5]) and np.array_equal(back.next_observations, frames[1:])
+    with h5py.File(tmp_path / "f.h5", "r") as f:
+        assert f["observations"].compression == "lzf" and f["rewards"].compression is None
+    with pytest.raises(
+        InputError, match=r"are \(10, 10, 4\) bool but the environment's observation space is \(10, 10, 3\)"
+    ):
+        load_dataset(tmp_path / "f.h5", gym.spaces.Box(0, 1, (10, 10, 3), bool))
+    with pytest.raises(InputError, match="are frames .* but the environment's observations are vectors"):
+        load_dataset(tmp_path / "f.h5", PENDULUM_OBS)
+    ds.observations = frames[:5].astype(np.float32)
+    with pytest.raises(InputError, match=r"'observations' are image frames \(10, 10, 4\) and must be uint8 or bool"):
+        ds.validate()
+
+
+def test_collect_keeps_frames_uint8_and_the_final_frame_at_the_time_limit():
+    seen = []
+    ds = collect_transitions(Frames(), lambda obs: seen.append(obs.dtype) or 1, 25, seed=0)
+    assert set(seen) == {np.dtype(np.uint8)}  # the policy gets the frame as the env gave it
+    assert ds.observations.shape == (25, 12, 12, 3) and ds.observations.dtype == np.uint8
+    assert np.flatnonzero(ds.timeouts).tolist() == [9, 19] and not ds.terminals.any()
+    inside = ~ds.timeouts[:-1]
+    assert np.array_equal(ds.next_observations[:-1][inside], ds.observations[1:][inside])
+    assert not np.array_equal(ds.next_observations[9], ds.observations[10])  # the reset frame is not s'
 
 
 def test_atomic_write_leaves_only_the_file(tmp_path):

@@ -1,6 +1,7 @@
 """Discrete BCQ pieces with values worked out by hand: the allowed-action mask, the masked argmax,
-the Double-DQN target with the mask, and the agent on a CartPole dataset."""
+the Double-DQN target with the mask, and the agent on a CartPole dataset and on frames."""
 
+import gymnasium as gym
 import numpy as np
 import pytest
 import torch
@@ -8,18 +9,34 @@ import torch
 from acrl import BCQ, DiscreteBCQ
 from acrl.algos.discrete_bcq import DiscreteBCQConfig, DiscreteBCQNet, allowed_actions, masked_argmax
 from acrl.core.errors import InputError
-from tests.conftest import set_linear, write_dataset
+from acrl.parts.datasets import collect_transitions, save_dataset
+from acrl.parts.encoders import CNNEncoder
+from tests.conftest import Frames, set_linear, write_dataset
 
 
 @pytest.mark.parametrize("batch", [1, 100])
 def test_module_shapes(batch):
     obs_dim, n_actions = 5, 4
     obs = torch.randn(batch, obs_dim)
-    net = DiscreteBCQNet(obs_dim, n_actions, (32, 32))
+    net = DiscreteBCQNet(gym.spaces.Box(-1.0, 1.0, (obs_dim,)), "auto", n_actions, (32, 32))
     q, logits = net(obs)
     assert q.shape == logits.shape == (batch, n_actions)
     assert masked_argmax(q, logits, 0.3).shape == (batch,)
     assert allowed_actions(logits, 0.3).shape == (batch, n_actions)
+
+
+def test_frames_get_a_cnn_trunk_each_and_stay_uint8_up_to_the_network(tmp_path):
+    data = collect_transitions(Frames(), lambda obs: int(obs[0, 0, 0] > 127), 30, seed=0)
+    save_dataset(tmp_path / "frames.h5", data)
+    agent = DiscreteBCQ(Frames, dataset=str(tmp_path / "frames.h5"), seed=0, eval_freq=0, iteration_steps=5)
+    assert agent.config.encoder == "minatar"  # 12 x 12 frames: "auto" picks MinAtar's CNN
+    assert isinstance(agent.net.q[0], CNNEncoder) and isinstance(agent.net.imitation[0], CNNEncoder)
+    assert agent.net.q[0] is not agent.net.imitation[0]
+    agent.learn(5, progress=False)
+    assert agent.buffer.frames.dtype == torch.uint8 and len(agent.buffer) == 30
+    assert agent.predict(data.observations[:4]).shape == (4,)
+    with pytest.raises(InputError, match="encoder 'minatar' takes image frames"):
+        DiscreteBCQ("CartPole-v1", dataset="unused.h5", encoder="minatar")
 
 
 def test_discrete_masking_chooses_the_only_allowed_action():

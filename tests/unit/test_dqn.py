@@ -263,7 +263,7 @@ def test_discretised_greedy_action_and_q_by_hand():
     constant_q(agent, online=q, target=q)
     np.testing.assert_array_equal(agent.predict(np.zeros(4, np.float32)), [1.0, 0.0])
     obs = torch.zeros(1, 4)
-    assert agent.q_estimate(obs, torch.tensor([[0.0, 0.5]])).item() == pytest.approx(21.5)
+    assert agent.q_value(obs, torch.tensor([[0.0, 0.5]])).item() == pytest.approx(21.5)
     result = agent.evaluate(episodes=1)  # the critic's estimate at the first state, as DDPG's and BCQ's
     assert result["q_initial_mean"] == pytest.approx(29.5)
 

@@ -139,6 +139,51 @@ def test_single_frames_and_bool():
         np.testing.assert_array_equal(n.numpy(), obs[int(a) + 1])
 
 
+def test_a_dataset_goes_in_whole_each_observation_once_and_comes_back_exactly():
+    """Frames f1 -> f2 -> f3 (terminated), a reset to f4 -> f5, then f5 -> f5 (truncated; the next transition
+    starts from f5 too, so its chain goes on) and f5 -> f6: two chains, so 5 transitions take 5 + 2 slots."""
+    f = [np.full((2, 2), i, np.uint8) for i in range(7)]
+    obs = np.stack([f[1], f[2], f[4], f[5], f[5]])
+    nxt = np.stack([f[2], f[3], f[5], f[5], f[6]])
+    actions, rewards = np.array([10, 11, 12, 13, 14]), np.array([1.0, 2.0, 4.0, 8.0, 16.0], np.float32)
+    terminated, truncated = np.array([False, True, False, False, False]), np.array([False, False, False, True, False])
+    buffer = FrameReplayBuffer.from_transitions(obs, actions, rewards, nxt, terminated, truncated)
+    assert (buffer.slots, len(buffer), buffer.frames.dtype) == (7, 5, torch.uint8)
+    assert buffer.frames[0, :, 0, 0].tolist() == [1, 2, 3, 4, 5, 5, 6]
+    back = buffer.transitions()
+    for key, want in (("observations", obs), ("actions", actions), ("rewards", rewards), ("next_observations", nxt)):
+        np.testing.assert_array_equal(back[key], want)
+    np.testing.assert_array_equal(back["terminated"], terminated)
+    np.testing.assert_array_equal(back["truncated"], truncated)
+    states, data_actions = buffer.evenly_spaced(3)  # transitions 0, 2 and 4
+    assert states[:, 0, 0].tolist() == [1, 4, 5] and data_actions.tolist() == [10, 12, 14]
+    # Two-step windows stop at the termination; a truncated transition ends its window (it bootstraps there).
+    batch = buffer.sample(200, np.random.default_rng(0), n_step=2, gamma=0.5)
+    expected = {10: (1 + 0.5 * 2, 3, 0.0), 11: (2.0, 3, 0.0), 12: (4 + 0.5 * 8, 5, 1.0), 13: (8.0, 5, 1.0)}
+    expected[14] = (16.0, 6, 1.0)
+    seen = set()
+    for a, r, n, nd in zip(*(batch[k] for k in ("actions", "rewards", "next_observations", "not_done")), strict=True):
+        seen.add(int(a))
+        assert (r.item(), int(n[0, 0]), nd.item()) == pytest.approx(expected[int(a)])
+    assert seen == set(expected)
+
+
+def test_transitions_of_a_wrapped_ring_come_oldest_first():
+    """Capacity 4, one chain of frames 1..6: the writes of frames 5 and 6 overwrite the slots of the first two
+    transitions; the other three come back in the order they were taken."""
+    buffer = FrameReplayBuffer(4, (2, 2), np.uint8)
+    for i in range(1, 6):
+        frames = np.full((1, 2, 2), i, np.uint8), np.full((1, 2, 2), i + 1, np.uint8)
+        buffer.add(frames[0], np.array([i]), np.array([0.0]), frames[1], np.array([False]), np.array([False]))
+    back = buffer.transitions()
+    assert back["actions"].tolist() == [3, 4, 5]
+    assert back["observations"][:, 0, 0].tolist() == [3, 4, 5] and back["next_observations"][:, 0, 0].tolist() == [
+        4,
+        5,
+        6,
+    ]
+
+
 def test_n_step_windows_follow_the_ring():
     buffer = FrameReplayBuffer(20, (2, 3, 3), np.uint8, frame_stack=2)
     f = [np.full((3, 3), i, np.uint8) for i in range(9)]
@@ -195,3 +240,6 @@ def test_bad_input_and_the_memory_check():
     obs = np.zeros((1, 2, 6, 6), np.uint8)
     with pytest.raises(InputError, match="whose next one is the last 1 frames and a new one"):
         buffer.add(obs, np.array([0]), np.array([0.0]), obs + 1, np.array([False]), np.array([False]))
+    with pytest.raises(InputError, match="needs at least one transition"):
+        empty, none = np.zeros((0, 2, 2), np.uint8), np.zeros(0)
+        FrameReplayBuffer.from_transitions(empty, none, none, empty, none.astype(bool), none.astype(bool))

@@ -1,21 +1,17 @@
 """The value estimates that show extrapolation error (Fujimoto et al. 2019, Figure 2): the critic's
-Q at the evaluation episodes' first steps, on the data and on the policy's actions, against the
-Monte-Carlo discounted return, each checked against a value computed here by hand."""
+Q (a Q-learner's Q, DQN's and discrete BCQ's) at the evaluation episodes' first steps, on the data and
+on the policy's actions, against the Monte-Carlo discounted return, each checked against a value
+computed here by hand."""
 
 import gymnasium as gym
 import numpy as np
 import pytest
 import torch
 
-from acrl import BC, DDPG
+from acrl import BC, DDPG, DQN, DiscreteBCQ
 from acrl.algos.base import EVAL_SEED_OFFSET
-from acrl.parts.buffers import ReplayBuffer
-
-
-def set_linear(layer, weight, bias):
-    with torch.no_grad():
-        layer.weight.copy_(torch.tensor(weight, dtype=torch.float32))
-        layer.bias.copy_(torch.tensor(bias, dtype=torch.float32))
+from acrl.parts.buffers import FrameReplayBuffer, ReplayBuffer
+from tests.conftest import Frames, set_linear
 
 
 def pendulum_buffer(actions):
@@ -107,3 +103,38 @@ def test_no_critic_no_estimates_and_no_buffer_no_data_estimates():
     online = DDPG("Pendulum-v1", eval_episodes=1, start_steps=10, buffer_size=100)
     result = online.evaluate()  # nothing collected yet: only the first-step estimate
     assert "q_initial_mean" in result and "q_data_mean" not in result
+
+
+def test_a_q_learner_reports_its_q_of_the_first_action_by_hand(constant_reward_env):
+    """DQN with Q(s, .) = (3, 5) everywhere: greedy action 1, Q(s0, a0) = 5. Reward 1 for 5 steps, then the
+    time limit: the discounted return (1 - 0.9^5) / 0.1 + 0.9^5 * Q(s5, pi(s5)) = 4.0951 + 0.59049 * 5 =
+    7.04755. On data whose actions are 0, 1, 1, 0: Q(s, a) averages 4, Q(s, pi(s)) is 5."""
+    buffer = ReplayBuffer(4, 1, ())
+    buffer.add(
+        np.zeros((4, 1)), np.array([0, 1, 1, 0]), np.ones(4), np.zeros((4, 1)), np.zeros(4, bool), np.zeros(4, bool)
+    )
+    agent = DQN(constant_reward_env, buffer=buffer, hidden_sizes=(2,), gamma=0.9, eval_episodes=2)
+    set_linear(agent.net.head, [[0.0, 0.0], [0.0, 0.0]], [3.0, 5.0])
+    result = agent.evaluate()
+    assert result["q_initial_mean"] == pytest.approx(5.0)
+    assert result["discounted_returns"] == pytest.approx([7.04755, 7.04755], abs=1e-5)
+    assert result["q_data_mean"] == pytest.approx(4.0) and result["q_policy_mean"] == pytest.approx(5.0)
+
+
+def test_discrete_bcq_on_frames_reads_its_q_at_the_first_frame_and_on_the_stored_frames(tmp_path):
+    """Discrete BCQ on uint8 frames (`Frames`: reward = the action, 10 steps then the time limit), Q = (3, 5)
+    and every action allowed: Q(s0, a0) = 5; the discounted return (1 - 0.9^10) / 0.1 + 0.9^10 * 5 =
+    8.2565; the stored actions 0, 1, 1 give Q(s, a) 13 / 3."""
+    rng = np.random.default_rng(0)
+    frames = rng.integers(0, 256, (4, 12, 12, 3), dtype=np.uint8)
+    buffer = FrameReplayBuffer.from_transitions(
+        frames[:3], np.array([0, 1, 1]), np.zeros(3), frames[1:], np.zeros(3, bool), np.zeros(3, bool)
+    )
+    agent = DiscreteBCQ(Frames, buffer=buffer, gamma=0.9, eval_episodes=1)
+    assert agent.config.encoder == "minatar" and agent.buffer.frames.dtype == torch.uint8
+    set_linear(agent.net.q[1], torch.zeros(2, 128).tolist(), [3.0, 5.0])
+    set_linear(agent.net.imitation[1], torch.zeros(2, 128).tolist(), [0.0, 0.0])
+    result = agent.evaluate()
+    assert result["q_initial_mean"] == pytest.approx(5.0) and result["returns"] == [10.0]
+    assert result["discounted_return_mean"] == pytest.approx((1 - 0.9**10) / 0.1 + 0.9**10 * 5.0, rel=1e-6)
+    assert result["q_data_mean"] == pytest.approx(13 / 3) and result["q_policy_mean"] == pytest.approx(5.0)
