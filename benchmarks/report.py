@@ -1159,23 +1159,28 @@ MEMORY_TASKS = {  # result file -> (what the LSTM must reach, None: reported onl
     ),
     "recurrent_ppo_cartpole": (475.0, "the LSTM still solves the fully observed task: IQM ≥ 475"),
 }
+A3C_MEMORY = {  # result file (benchmarks/seed_runs.py) -> its task
+    "a3c_lstm_popgym": "popgym-PositionOnlyCartPoleEasy-v0",
+    "a3c_lstm_minatar": "MinAtar/Breakout-v1",
+}
 
 
 def memory(results: dict[str, dict]) -> str:
     """PPO with and without an LSTM, and SB3-contrib's RecurrentPPO (recurrent_ppo_*.json), and A3C with
-    and without one (a3c_lstm_popgym.json); empty until any of them exists."""
+    and without one (a3c_lstm_popgym.json, a3c_lstm_minatar.json); empty until any of them exists."""
     rows, notes, verdicts = [], [], []
     for name, (goal, target) in MEMORY_TASKS.items():
         if name not in results:
             continue
         d = results[name]
         summary = d["summary"]
+        digits = 3 if d["args"]["env"].startswith("popgym-") else 0  # POPGym's returns lie in [-1, 1]
         for lib, s in summary.items():
             seeds = [r["return_mean"] for r in d["runs"][lib]]
-            ci = f"[{n(s['return_iqm_ci'][0], 2)}, {n(s['return_iqm_ci'][1], 2)}]"
+            ci = f"[{n(s['return_iqm_ci'][0], digits)}, {n(s['return_iqm_ci'][1], digits)}]"
             rows.append(
-                [d["args"]["env"], MEMORY_LIBS[lib], n(s["return_iqm"], 2), ci, ", ".join(n(v, 2) for v in seeds),
-                 n(s["steps_per_s"])]
+                [d["args"]["env"], MEMORY_LIBS[lib], n(s["return_iqm"], digits), ci,
+                 ", ".join(n(v, digits) for v in seeds), n(s["steps_per_s"])]
             )  # fmt: skip
         lstm = summary["acrl"]["return_iqm"]
         verdict = f"{d['args']['env']}: {target}" + (f": {met(lstm >= goal)}" if goal is not None else "")
@@ -1187,24 +1192,25 @@ def memory(results: dict[str, dict]) -> str:
             )
         verdicts.append(verdict)
         notes.append(f"{d['args']['env']}, {n(d['args']['steps'])} steps, {d['args']['seeds']} seeds. {conditions(d)}")
-    a3c = results.get("a3c_lstm_popgym")
     a3c_rows = []
-    if a3c:
-        for label, s in a3c["settings"].items():
+    for name, env in A3C_MEMORY.items():
+        if name not in results:
+            continue
+        d = results[name]
+        for label, s in d["settings"].items():
             ci = f"[{n(s['iqm_ci'][0], 2)}, {n(s['iqm_ci'][1], 2)}]"
             seeds = ", ".join(n(r["final_return_mean"], 2) for r in s["runs"])
-            a3c_rows.append([label, n(s["iqm"], 2), ci, seeds])
-        lstm_iqm, ff_iqm = (s["iqm"] for s in a3c["settings"].values())
-        verdicts.append(f"A3C with an LSTM above the feed-forward A3C: {met(lstm_iqm > ff_iqm)}")
-        notes.append(f"A3C: {conditions(a3c)}")
+            a3c_rows.append([env, label, n(s["iqm"], 2), ci, seeds])
+        lstm_iqm, ff_iqm = (s["iqm"] for s in d["settings"].values())
+        verdicts.append(f"{env}: A3C with an LSTM above the feed-forward A3C: {met(lstm_iqm > ff_iqm)}")
+        notes.append(f"A3C, {env}: {conditions(d)}")
     if not verdicts:
         return ""
     tables = []
     if rows:
         tables.append(table(["task", "agent", "return IQM", "95% CI", "per seed", "steps/s"], "llrllr", rows))
     if a3c_rows:
-        a3c_header = ["A3C, 2 workers, popgym-PositionOnlyCartPoleEasy-v0", "IQM", "95% CI", "per seed"]
-        tables.append(table(a3c_header, "lrll", a3c_rows))
+        tables.append(table(["task", "A3C, 2 workers", "return IQM", "95% CI", "per seed"], "llrll", a3c_rows))
     return f"""## Memory: PPO and A3C with an LSTM on partially observed tasks
 
 `python benchmarks/recurrent_ppo.py`: acrl's PPO preset for each task (an LSTM of 256 cells after a 64-64 tanh
@@ -1335,15 +1341,16 @@ def glance(results: dict[str, dict]) -> str:
         rows.append(
             ["PPO-LSTM training steps/s against SB3-contrib RecurrentPPO", x(speed), f"≥ 2×: {said(speed >= 2)}"]
         )
-    if "a3c_lstm_popgym" in results:
-        lstm_a3c, ff_a3c = results["a3c_lstm_popgym"]["settings"].values()
-        rows.append(
-            [
-                "A3C LSTM against feed-forward A3C, PositionOnlyCartPoleEasy, IQM of 3 seeds",
-                f"{n(lstm_a3c['iqm'], 2)} against {n(ff_a3c['iqm'], 2)}",
-                f"above: {said(lstm_a3c['iqm'] > ff_a3c['iqm'])}",
-            ]
-        )
+    for name, env in A3C_MEMORY.items():
+        if name in results:
+            lstm_a3c, ff_a3c = results[name]["settings"].values()
+            rows.append(
+                [
+                    f"A3C LSTM against feed-forward A3C, {env}, IQM of 3 seeds",
+                    f"{n(lstm_a3c['iqm'], 2)} against {n(ff_a3c['iqm'], 2)}",
+                    f"above: {said(lstm_a3c['iqm'] > ff_a3c['iqm'])}",
+                ]
+            )
     return table(["measurement", "result", "target"], "lrl", rows)
 
 

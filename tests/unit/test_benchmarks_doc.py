@@ -199,3 +199,50 @@ def test_the_pong_runs_render_from_their_results(tmp_path):
     assert "| −3.0 at 1750k | −5.4 | −4.5 | (the curve) |" in page
     glance = report.with_glance("x\n<!-- results:start -->\n<!-- results:end -->\n", results)
     assert "| PPO Pong-v5 within 10M frames, best.pt on 10 games | +18.4 | ≥ +18: met |" in glance
+
+
+def test_the_memory_results_render_from_their_results(tmp_path):
+    """recurrent_ppo_position_only_cartpole.json and a3c_lstm_minatar.json (hand-made): an LSTM IQM of 0.94 misses
+    the 0.95 goal though it beats RecurrentPPO's 0.5; 900 against 300 steps/s is 3.00x, the >= 2x goal met; the
+    A3C LSTM's 5.1 against 3.2 is above; the glance has the three rows."""
+    report = load_report()
+    results = tmp_path / "results"
+    shutil.copytree(ROOT / "benchmarks" / "results", results, ignore=shutil.ignore_patterns("tmp"))
+    meta = {"command": "python benchmarks/recurrent_ppo.py", "date": "2026-12-04T00:00:00+00:00"}
+
+    def lib(returns: list[float], steps_per_s: float, iqm: float) -> tuple[list[dict], dict]:
+        runs = [{"seed": i, "return_mean": r, "steps_per_s": steps_per_s} for i, r in enumerate(returns)]
+        return runs, {"steps_per_s": steps_per_s, "return_iqm": iqm, "return_iqm_ci": [iqm - 0.01, iqm + 0.01]}
+
+    libs = {
+        "acrl": lib([0.93, 0.94, 0.95], 900.0, 0.94),
+        "acrl_ff": lib([0.2], 5000.0, 0.2),
+        "sb3": lib([0.5], 300.0, 0.5),
+    }
+    ppo = {
+        "meta": meta,
+        "args": {"env": "popgym-PositionOnlyCartPoleEasy-v0", "steps": 100000, "seeds": 3},
+        "runs": {name: runs for name, (runs, _) in libs.items()},
+        "summary": {name: summary for name, (_, summary) in libs.items()},
+    }
+    (results / "recurrent_ppo_position_only_cartpole.json").write_text(json.dumps(ppo))
+    setting = {"runs": [{"seed": 0, "final_return_mean": 5.1}], "iqm": 5.1, "iqm_ci": [4.0, 6.2]}
+    a3c = {"meta": meta, "settings": {"LSTM": setting, "feed-forward": {**setting, "iqm": 3.2}}}
+    (results / "a3c_lstm_minatar.json").write_text(json.dumps(a3c))
+    page = report.render(results)
+    assert (
+        "| popgym-PositionOnlyCartPoleEasy-v0 | acrl PPO-LSTM | 0.940 | [0.930, 0.950] | 0.930, 0.940, 0.950 | 900 |"
+        in (page)
+    )
+    assert "feed-forward far below: **not met**; against RecurrentPPO, return **met**, training steps/s 3.00×" in page
+    assert "| MinAtar/Breakout-v1 | LSTM | 5.10 | [4.00, 6.20] | 5.10 |" in page
+    assert "- MinAtar/Breakout-v1: A3C with an LSTM above the feed-forward A3C: **met**" in page
+    glance = report.with_glance("x\n<!-- results:start -->\n<!-- results:end -->\n", results)
+    assert (
+        "| PPO-LSTM on POPGym PositionOnlyCartPoleEasy (max 1.0), IQM of 3 seeds; feed-forward | 0.94; 0.20 |" in glance
+    )
+    assert "| PPO-LSTM training steps/s against SB3-contrib RecurrentPPO | 3.00× | ≥ 2×: met |" in glance
+    assert (
+        "| A3C LSTM against feed-forward A3C, MinAtar/Breakout-v1, IQM of 3 seeds | 5.10 against 3.20 | above: met |"
+        in (glance)
+    )
