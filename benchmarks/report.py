@@ -1229,6 +1229,39 @@ appendix was not readable from this machine, so its figure is not quoted here.
 {chr(10).join("- " + note for note in notes)}"""
 
 
+def dqn_vs_sb3(results: dict[str, dict]) -> str:
+    """acrl DQN against SB3 DQN on CartPole-v1 (dqn_vs_sb3.json); empty until it exists."""
+    d = results.get("dqn_vs_sb3")
+    if d is None:
+        return ""
+    r = d["results"]
+    rows = []
+    for seed, by in r["seeds"].items():
+        a, s = by["acrl"], by["sb3"]
+        rows.append(
+            [seed, n(a["steps_per_s"]), n(s["steps_per_s"]), x(a["steps_per_s"] / s["steps_per_s"]),
+             n(a["return_mean"], 1), n(s["return_mean"], 1)]
+        )  # fmt: skip
+    m = r["median"]
+    rows.append(
+        ["**median**", n(m["acrl"]["steps_per_s"]), n(m["sb3"]["steps_per_s"]), x(m["speed_ratio"]),
+         n(m["acrl"]["return_mean"], 1), n(m["sb3"]["return_mean"], 1)]
+    )  # fmt: skip
+    solved = [by["acrl"]["return_mean"] >= 475 for by in r["seeds"].values()]
+    return f"""## DQN: acrl against SB3 on CartPole-v1
+
+`python benchmarks/dqn_vs_sb3.py`: acrl's CartPole-v1 preset (rl-baselines3-zoo hyperparams/dqn.yml) for both,
+{n(int(d["args"]["steps"]))} steps per run (the zoo's budget), one torch thread, runs alternating; training steps/s of
+`learn` with evaluation off, then the final policy on {d["args"]["eval_episodes"]} deterministic episodes (an
+environment seeded apart). acrl takes Double DQN targets, SB3 the max of Q'.
+{conditions(d)}
+
+{table(["seed", "acrl steps/s", "SB3 steps/s", "acrl / SB3", "acrl return", "SB3 return"], "rrrrrr", rows)}
+
+Training steps/s ≥ 1.5× SB3's (median) {met(m["speed_ratio"] >= 1.5)}; CartPole-v1 solved (final return ≥ 475)
+within the zoo's budget on {sum(solved)} of {len(solved)} seeds {met(all(solved))}."""
+
+
 def glance(results: dict[str, dict]) -> str:
     """The README's "results at a glance": one row per headline figure, each with its target."""
     ppo = results["ppo_vs_sb3"]["parts"]["throughput"]["results"]
@@ -1327,6 +1360,23 @@ def glance(results: dict[str, dict]) -> str:
                 f"every row: {said(all(pairs))}",
             ]
         )
+    if "dqn_vs_sb3" in results:
+        dqn = results["dqn_vs_sb3"]["results"]
+        finals = [by["acrl"]["return_mean"] for by in dqn["seeds"].values()]
+        rows.append(
+            [
+                "DQN training steps/s against SB3 DQN (CartPole-v1, the zoo's settings)",
+                x(dqn["median"]["speed_ratio"]),
+                f"≥ 1.5×: {said(dqn['median']['speed_ratio'] >= 1.5)}",
+            ]
+        )
+        rows.append(
+            [
+                f"DQN CartPole-v1 final return within 50k steps, {len(finals)} seeds",
+                ", ".join(n(v) for v in finals),
+                f"≥ 475: {said(min(finals) >= 475)}",
+            ]
+        )
     position_only = results.get("recurrent_ppo_position_only_cartpole", {}).get("summary")
     if position_only:
         lstm, ff, sb3 = (position_only[lib] for lib in ("acrl", "acrl_ff", "sb3"))
@@ -1374,6 +1424,7 @@ SECTIONS: list[Callable[[dict[str, dict]], str]] = [
     atari_speed,
     pong,
     memory,
+    dqn_vs_sb3,
 ]
 
 
