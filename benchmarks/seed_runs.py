@@ -25,8 +25,8 @@ picks up where it stopped:
   0-2 each (150k steps, a few minutes a run); the statistic is the run's last evaluation (10
   deterministic episodes at 150k steps), the IQM with its 95% CI over seeds (rliable, as `acrl sweep`).
 - `a3c_lstm_minatar`: the same comparison from frames, `acrl train a3c --env MinAtar/Breakout-v1 --workers 2
-  --total-steps 500000`, the MinAtar preset with and without `--set lstm_hidden_size=256` (the A3C paper's
-  LSTM agent: 256 cells after the CNN, the same settings), seeds 0-2 (a few minutes a run).
+  --total-steps 300000`, the MinAtar preset with and without `--set lstm_hidden_size=256` (the A3C paper's
+  LSTM agent: 256 cells after the CNN, the same settings), seeds 0-2 (2-4 min a run on 2 idle cores).
 
     python benchmarks/seed_runs.py ppo_pong --out benchmarks/results/ppo_pong.json
     python benchmarks/seed_runs.py a3c_pong --out benchmarks/results/a3c_pong.json
@@ -88,7 +88,7 @@ TRAIN = {
     "ppo_ant_1m": ["ppo", "--env", "Ant-v5"],
     "a3c_pendulum_1m": ["a3c", "--env", "Pendulum-v1", "--workers", "2"],
     "a3c_lstm_popgym": ["a3c", "--env", "popgym-PositionOnlyCartPoleEasy-v0", "--workers", "2"],
-    "a3c_lstm_minatar": ["a3c", "--env", "MinAtar/Breakout-v1", "--workers", "2", "--total-steps", "500000"],
+    "a3c_lstm_minatar": ["a3c", "--env", "MinAtar/Breakout-v1", "--workers", "2", "--total-steps", "300000"],
     "ppo_pong": [
         "ppo",
         "--env",
