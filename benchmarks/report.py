@@ -1159,9 +1159,9 @@ MEMORY_TASKS = {  # result file -> (what the LSTM must reach, None: reported onl
     ),
     "recurrent_ppo_cartpole": (475.0, "the LSTM still solves the fully observed task: IQM ≥ 475"),
 }
-A3C_MEMORY = {  # result file (benchmarks/seed_runs.py) -> its task
-    "a3c_lstm_popgym": "popgym-PositionOnlyCartPoleEasy-v0",
-    "a3c_lstm_minatar": "MinAtar/Breakout-v1",
+A3C_MEMORY = {  # result file (benchmarks/seed_runs.py) -> (its task, whether the LSTM must beat feed-forward)
+    "a3c_lstm_popgym": ("popgym-PositionOnlyCartPoleEasy-v0", True),  # partially observed
+    "a3c_lstm_minatar": ("MinAtar/Breakout-v1", False),  # the frames show the ball's trail: reported beside it
 }
 
 
@@ -1193,7 +1193,7 @@ def memory(results: dict[str, dict]) -> str:
         verdicts.append(verdict)
         notes.append(f"{d['args']['env']}, {n(d['args']['steps'])} steps, {d['args']['seeds']} seeds. {conditions(d)}")
     a3c_rows = []
-    for name, env in A3C_MEMORY.items():
+    for name, (env, must_beat) in A3C_MEMORY.items():
         if name not in results:
             continue
         d = results[name]
@@ -1202,7 +1202,12 @@ def memory(results: dict[str, dict]) -> str:
             seeds = ", ".join(n(r["final_return_mean"], 2) for r in s["runs"])
             a3c_rows.append([env, label, n(s["iqm"], 2), ci, seeds])
         lstm_iqm, ff_iqm = (s["iqm"] for s in d["settings"].values())
-        verdicts.append(f"{env}: A3C with an LSTM above the feed-forward A3C: {met(lstm_iqm > ff_iqm)}")
+        verdicts.append(
+            f"{env}: A3C with an LSTM above the feed-forward A3C: {met(lstm_iqm > ff_iqm)}"
+            if must_beat
+            else f"{env} (fully observed): A3C with an LSTM beside the feed-forward A3C, {n(lstm_iqm, 2)} against "
+            f"{n(ff_iqm, 2)} (reported)"
+        )
         notes.append(f"A3C, {env}: {conditions(d)}")
     if not verdicts:
         return ""
@@ -1391,14 +1396,14 @@ def glance(results: dict[str, dict]) -> str:
         rows.append(
             ["PPO-LSTM training steps/s against SB3-contrib RecurrentPPO", x(speed), f"≥ 2×: {said(speed >= 2)}"]
         )
-    for name, env in A3C_MEMORY.items():
+    for name, (env, must_beat) in A3C_MEMORY.items():
         if name in results:
             lstm_a3c, ff_a3c = results[name]["settings"].values()
             rows.append(
                 [
                     f"A3C LSTM against feed-forward A3C, {env}, IQM of 3 seeds",
                     f"{n(lstm_a3c['iqm'], 2)} against {n(ff_a3c['iqm'], 2)}",
-                    f"above: {said(lstm_a3c['iqm'] > ff_a3c['iqm'])}",
+                    f"above: {said(lstm_a3c['iqm'] > ff_a3c['iqm'])}" if must_beat else "(reported)",
                 ]
             )
     return table(["measurement", "result", "target"], "lrl", rows)

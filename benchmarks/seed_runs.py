@@ -26,7 +26,8 @@ picks up where it stopped:
   deterministic episodes at 150k steps), the IQM with its 95% CI over seeds (rliable, as `acrl sweep`).
 - `a3c_lstm_minatar`: the same comparison from frames, `acrl train a3c --env MinAtar/Breakout-v1 --workers 2
   --total-steps 300000`, the MinAtar preset with and without `--set lstm_hidden_size=256` (the A3C paper's
-  LSTM agent: 256 cells after the CNN, the same settings), seeds 0-2 (2-4 min a run on 2 idle cores).
+  LSTM agent: 256 cells after the CNN, the same settings), seeds 0-2 (4-10 min a run, the test suite sharing the
+  machine).
 
     python benchmarks/seed_runs.py ppo_pong --out benchmarks/results/ppo_pong.json
     python benchmarks/seed_runs.py a3c_pong --out benchmarks/results/a3c_pong.json
