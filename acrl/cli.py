@@ -36,6 +36,7 @@ import tyro._errors  # tyro's parse-error hook (private: pinned in pyproject.tom
 
 from acrl.algos import ALGORITHMS
 from acrl.core.errors import InputError, TrainingError
+from acrl.core.logging import format_return
 from acrl.core.version import __version__
 
 
@@ -417,9 +418,9 @@ def report(run_dir: Path) -> None:
     last, resumed = summary["last"], summary["resumed_at"]
     earlier = f" (from before the resume at step {resumed:,})" if resumed and summary["step"] <= resumed else ""
     print(
-        f"best evaluation: return {summary['return_mean']:.1f} at step {summary['step']:,}{earlier}, kept in "
-        f"{run_dir / summary['checkpoint']}; last evaluation: return {last['return_mean']:.1f} at step "
-        f"{last['step']:,}",
+        f"best evaluation: return {format_return(summary['return_mean'])} at step {summary['step']:,}{earlier}, "
+        f"kept in {run_dir / summary['checkpoint']}; last evaluation: return {format_return(last['return_mean'])} "
+        f"at step {last['step']:,}",
         file=sys.stderr,
     )
     print(f"learning curve: {run_dir / 'learning_curve.png'}", file=sys.stderr)

@@ -22,6 +22,12 @@ from acrl.core.files import atomic_path
 from acrl.core.torch_fast import add_summary
 
 
+def format_return(value: float) -> str:
+    """An episode return for a console line: 3 decimals below 10 in magnitude (POPGym's returns lie in
+    [-1, 1], where one decimal would hide the learning), else 1 ("0.048", "-0.264", "162.0", "-1,234.6")."""
+    return f"{value:.3f}" if abs(value) < 10 else f"{value:,.1f}"
+
+
 class Logger:
     """Write metrics rows to `run_dir/metrics.csv` and TensorBoard, and drive a progress bar.
 

@@ -53,7 +53,7 @@ from torch import nn
 from acrl.core.config import RunConfig
 from acrl.core.errors import InputError, TrainingError
 from acrl.core.files import write_json_atomic
-from acrl.core.logging import Logger
+from acrl.core.logging import Logger, format_return
 
 
 class Callback:
@@ -99,7 +99,7 @@ class ConsoleReport(Callback):
     evaluation for a run without a progress bar (`--no-progress`), as Stable-Baselines3's
     EvalCallback (verbose=1) and CleanRL's logs print them:
 
-        step 12,288: eval return 162.0 +/- 30.5 (10 episodes)
+        step 12,288: eval return 162.0 +/- 30.5 (10 episodes)   (returns below 10 in magnitude: 3 decimals)
     """
 
     def __init__(self, start: str | None = None, evaluations: bool = True):
@@ -112,7 +112,8 @@ class ConsoleReport(Callback):
     def on_evaluation(self, step: int, result: Mapping[str, Any]) -> None:
         if self.evaluations:
             print(
-                f"step {step:,}: eval return {result['return_mean']:.1f} +/- {result['return_std']:.1f} "
+                f"step {step:,}: eval return {format_return(result['return_mean'])} +/- "
+                f"{format_return(result['return_std'])} "
                 f"({len(result['returns'])} episodes)",
                 file=sys.stderr,
                 flush=True,

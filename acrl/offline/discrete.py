@@ -49,13 +49,13 @@ from acrl.core.errors import InputError
 from acrl.core.files import write_json_atomic, write_text_atomic
 from acrl.core.version import __version__
 from acrl.offline.experiments import (
-    _record,
-    _table,
     collect_job,
     offline_jobs,
     offline_result,
     plot_extrapolation,
+    record_settings,
     results_markdown,
+    results_table,
 )
 from acrl.sweep.executor import ClusterOptions, Job, run_jobs
 
@@ -128,7 +128,7 @@ def check_discrete(env_id: str) -> None:
             probe,
             "the discrete experiment (DQN, discrete BCQ, BC)",
             (gym.spaces.Discrete,),
-            "For continuous actions run `acrl experiment extrapolation` (DDPG, BCQ and BC).",
+            "For continuous actions run `acrl experiment extrapolation` (BCQ, DDPG, BC, VAE-BC and a discretised DQN).",
             images=True,
         )
     finally:
@@ -174,7 +174,7 @@ def run_discrete(
         acrl_version, results[kind][agent] (per seed; learners: the return curve, final and best
         evaluations, value-estimate curves, run directory; behavioral: its return, noise-free (final: the
         run's last evaluation; imperfect: its best, the checkpoint that collected the data), and the mean
-        return of the data's complete episodes) and the table (`acrl.offline.experiments._table`).
+        return of the data's complete episodes) and the table (`acrl.offline.experiments.results_table`).
     Raises:
         InputError: no seeds; a budget below 1; a Box action space or an unknown environment; a bad
             override; an out_dir that holds something else; an address (`options`) without Ray or that
@@ -197,7 +197,7 @@ def run_discrete(
     overrides = dict(zip(OVERRIDES, (behavioral_overrides, bcq_overrides, dqn_overrides, bc_overrides), strict=True))
     overrides = {key: value or {} for key, value in overrides.items()}
     configs = discrete_configs(env_id, seeds[0], steps_behavioral, updates, common, *overrides.values())
-    on_start = _record(
+    on_start = record_settings(
         out_dir,
         {
             "experiment": "discrete",
@@ -294,7 +294,7 @@ def run_discrete(
         "wall_clock_s": round(time.monotonic() - started, 1),
         "acrl_version": __version__,
         "results": results,
-        "table": _table(results, BUFFERS, LEARNERS),
+        "table": results_table(results, BUFFERS, LEARNERS),
     }
     write_json_atomic(out_dir / "discrete.json", summary)
     write_text_atomic(out_dir / "discrete.md", discrete_markdown(summary))

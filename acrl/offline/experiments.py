@@ -124,7 +124,7 @@ def _check_out(out_dir: Path) -> None:
         raise InputError(f"{out_dir} already holds files; choose another --out (experiments never overwrite).")
 
 
-def _record(out_dir: Path, settings: dict[str, Any], announce: str) -> Callable[[], None]:
+def record_settings(out_dir: Path, settings: dict[str, Any], announce: str) -> Callable[[], None]:
     """Check that `out_dir` is new or holds the same experiment (whose finished jobs a rerun skips);
     return the function that writes out_dir/experiment.yaml once the jobs' executor is up, and
     prints `announce` on stderr.
@@ -263,8 +263,9 @@ def check_experiment(env_id: str, behavioral: RunConfig) -> None:
     try:
         if isinstance(probe.action_space, gym.spaces.Discrete):
             raise InputError(
-                f"the continuous experiments' agents (DDPG, BCQ, BC) act in a bounded Box; this environment has "
-                f"{probe.action_space}. For a Discrete action space run `acrl experiment discrete`."
+                "the continuous experiments' agents (BCQ, DDPG, BC, VAE-BC, DQN on discretised actions) act in a "
+                f"bounded Box; this environment has {probe.action_space}. For a Discrete action space run "
+                "`acrl experiment discrete`."
             )
         check_spaces(probe, "DDPG", DDPG.action_kinds, DDPG.action_space_hint)
         if not probe.action_space.is_bounded():
@@ -586,7 +587,7 @@ def run_extrapolation(
         env_id, steps_behavioral, seeds[0], eval_freq, eval_episodes, out_dir / "final.h5", **overrides
     )
     check_experiment(env_id, configs["behavioral"])
-    on_start = _record(
+    on_start = record_settings(
         out_dir,
         {
             "experiment": "extrapolation",
@@ -718,7 +719,7 @@ def run_extrapolation(
         "wall_clock_s": round(time.monotonic() - started, 1),
         "acrl_version": __version__,
         "results": results,
-        "table": _table(results),
+        "table": results_table(results),
     }
     write_json_atomic(out_dir / "extrapolation.json", summary)
     (out_dir / "extrapolation.md").write_text(extrapolation_markdown(summary))
@@ -735,7 +736,7 @@ def _last(curve: list[list[float]]) -> float | None:
     return curve[-1][1] if curve else None
 
 
-def _table(
+def results_table(
     results: dict[str, Any], buffers: Sequence[str] = BUFFERS, learners: dict[str, str] = LEARNERS
 ) -> dict[str, dict[str, Any]]:
     """table[agent][kind] for the `buffers` and `learners` of an experiment (default: Figure 2's): the final
@@ -798,7 +799,7 @@ def _iqm(cell: dict[str, Any]) -> str:
 
 
 def results_markdown(table: dict[str, Any], buffers: Sequence[str], learners: dict[str, str]) -> list[str]:
-    """The result tables of an offline experiment (`_table`'s `table`) as markdown lines, a column per buffer:
+    """The result tables of an offline experiment (`results_table`) as markdown lines, a column per buffer:
     the final evaluation return (mean ± std over seeds, IQM [95% CI]) of the behavioral policy and of each
     learner, the dataset's episodes, then the value estimates of the learners with Q-values (Q at the
     evaluation episodes' first steps against the true discounted return); "-" where a learner has no runs."""
@@ -989,7 +990,7 @@ def run_concurrent_experiment(
         *(kwargs.get(k) for k in OVERRIDES),
     )
     check_experiment(env_id, configs["behavioral"])
-    on_start = _record(
+    on_start = record_settings(
         out_dir,
         {"experiment": "concurrent", "env_id": env_id, "steps": steps, "seeds": list(seeds), **kwargs},
         f"experiment concurrent on {env_id} -> {out_dir}",

@@ -265,16 +265,16 @@ def test_an_experiment_from_before_vae_bc_and_dqn_resumes_with_their_concurrent_
     """Its experiment.yaml lacks the new agents' (empty) overrides: the same experiment, resumed; given
     overrides make it another. Its concurrent runs lack the new learners: their cells are None and '-'."""
     from acrl.core.errors import InputError
-    from acrl.offline.experiments import _record, _table, extrapolation_markdown
+    from acrl.offline.experiments import extrapolation_markdown, record_settings, results_table
 
     monkeypatch.setattr("acrl.sweep.results.BOOTSTRAP_REPS", 50)  # one seed: the CI is the value whatever the reps
 
     settings = {"experiment": "extrapolation", "env_id": "Pendulum-v1", "bcq_overrides": {}, "bc_overrides": {}}
     (tmp_path / "experiment.yaml").write_text(yaml.safe_dump(settings))
-    _record(tmp_path, {**settings, "vae_bc_overrides": {}, "dqn_overrides": {}}, "resume")  # no error
+    record_settings(tmp_path, {**settings, "vae_bc_overrides": {}, "dqn_overrides": {}}, "resume")  # no error
     with pytest.raises(InputError, match="holds another experiment"):
-        _record(tmp_path, {**settings, "vae_bc_overrides": {}, "dqn_overrides": {"action_bins": 5}}, "x")
-    table = _table(old_results(-150.0))
+        record_settings(tmp_path, {**settings, "vae_bc_overrides": {}, "dqn_overrides": {"action_bins": 5}}, "x")
+    table = results_table(old_results(-150.0))
     assert table["dqn"]["concurrent"] == {
         "final": None,
         "iqm": None,

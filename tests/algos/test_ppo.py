@@ -16,6 +16,7 @@ import torch
 
 import acrl
 from acrl import PPO, InputError, TrainingError
+from acrl.core.logging import format_return
 from tests.conftest import ROOT, ConstantRewardEnv, assert_resumes_repeat, run_cli, save_format_1, signal_when_ready
 
 TINY = {"n_steps": 64, "batch_size": 32, "n_epochs": 2, "eval_episodes": 2}
@@ -216,8 +217,9 @@ def test_cli_train_evaluate_resume_plot(tmp_path):
     assert "learning_curve.png" in out.stderr
     # without a progress bar, a line per evaluation (one here, at 256); then which evaluation is reported
     evaluation = json.loads((run / "eval.json").read_text())
-    assert f"step 256: eval return {evaluation['return_mean']:.1f} +/- " in out.stderr, out.stderr
-    assert f"best evaluation: return {evaluation['return_mean']:.1f} at step 256, kept in " in out.stderr, out.stderr
+    mean = format_return(evaluation["return_mean"])
+    assert f"step 256: eval return {mean} +/- " in out.stderr, out.stderr
+    assert f"best evaluation: return {mean} at step 256, kept in " in out.stderr, out.stderr
     evaluated = run_cli("evaluate", str(run), "--episodes", "3")
     assert evaluated.returncode == 0, evaluated.stderr
     result = json.loads(evaluated.stdout)

@@ -259,8 +259,8 @@ def test_console_report_announces_the_start_and_prints_a_line_per_evaluation(tmp
     train([Run(agent, tmp_path, progress=False, callbacks=[ConsoleReport("training scripted -> here")])])
     assert capsys.readouterr().err.splitlines() == [
         "training scripted -> here",
-        "step 10: eval return 1.5 +/- 0.0 (0 episodes)",
-        "step 20: eval return 2.5 +/- 0.0 (0 episodes)",
+        "step 10: eval return 1.500 +/- 0.000 (0 episodes)",
+        "step 20: eval return 2.500 +/- 0.000 (0 episodes)",
     ]
     ConsoleReport(evaluations=False).on_evaluation(30, {"return_mean": 1.0, "return_std": 0.0, "returns": []})
     assert capsys.readouterr().err == ""
@@ -280,3 +280,17 @@ def test_the_progress_bar_follows_the_steps_inside_an_iteration():
     assert logger.bar.n == 60
     logger.close()
     assert not [t for t in threading.enumerate() if t.name == "acrl-progress"]
+
+
+def test_console_returns_keep_three_decimals_below_10():
+    """POPGym's returns lie in [-1, 1]: 0.0475 must not print as 0.0; large returns keep one decimal; 9.9996 is
+    below 10, so three decimals (rounding up to 10.000)."""
+    from acrl.core.logging import format_return
+
+    assert [format_return(v) for v in (0.0475, -0.2641, 9.9996, 162.04, -1234.56)] == [
+        "0.048",
+        "-0.264",
+        "10.000",
+        "162.0",
+        "-1,234.6",
+    ]
