@@ -1185,10 +1185,18 @@ def memory(results: dict[str, dict]) -> str:
         lstm = summary["acrl"]["return_iqm"]
         verdict = f"{d['args']['env']}: {target}" + (f": {met(lstm >= goal)}" if goal is not None else "")
         if "sb3" in summary:
-            speed = summary["acrl"]["steps_per_s"] / summary["sb3"]["steps_per_s"]
+            peer = summary["sb3"]
+            speed = summary["acrl"]["steps_per_s"] / peer["steps_per_s"]
+            low, high = summary["acrl"]["return_iqm_ci"]
+            overlap = (
+                " (the two 95% CIs overlap)"
+                if low <= peer["return_iqm_ci"][1] and peer["return_iqm_ci"][0] <= high
+                else ""
+            )
             verdict += (
-                f"; against RecurrentPPO, return {met(lstm >= summary['sb3']['return_iqm'])}, "
-                f"training steps/s {x(speed)} (≥ 2×: {met(speed >= 2)})"
+                f"; against RecurrentPPO, return {n(lstm, digits)} against {n(peer['return_iqm'], digits)} "
+                f"(≥: {met(lstm >= peer['return_iqm'])}{overlap}), training steps/s {x(speed)} "
+                f"(≥ 2×: {met(speed >= 2)})"
             )
         verdicts.append(verdict)
         notes.append(f"{d['args']['env']}, {n(d['args']['steps'])} steps, {d['args']['seeds']} seeds. {conditions(d)}")
