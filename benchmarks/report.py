@@ -1189,7 +1189,7 @@ def memory(results: dict[str, dict]) -> str:
             speed = summary["acrl"]["steps_per_s"] / peer["steps_per_s"]
             low, high = summary["acrl"]["return_iqm_ci"]
             overlap = (
-                " (the two 95% CIs overlap)"
+                "; the two 95% CIs overlap"
                 if low <= peer["return_iqm_ci"][1] and peer["return_iqm_ci"][0] <= high
                 else ""
             )
