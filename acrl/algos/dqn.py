@@ -46,7 +46,7 @@ import torch
 from torch import nn
 
 from acrl.algos.off_policy import OffPolicyConfig
-from acrl.algos.q_learning import QLearningAgent, QLearningConfig, action_value
+from acrl.algos.q_learning import QLearningAgent, QLearningConfig
 from acrl.core.config import RunConfig, in_unit_interval
 from acrl.core.envs import require_finite_bounds
 from acrl.core.errors import InputError
@@ -231,9 +231,7 @@ class DQN(QLearningAgent):
         """Q(s, a) (B,) float32 of the online network at obs (B, *obs_shape): actions (B,) int64 of a
         Discrete space, or policy-unit actions (B, J) float32 of a discretised Box, whose value is the mean
         over dimensions of their nearest sub-actions' values (`nearest_bins`, `action_value`)."""
-        if self.n_bins is None:
-            return super().q_value(obs, actions)
-        return action_value(self.q_values(self.net, obs), nearest_bins(actions, self.n_bins))
+        return super().q_value(obs, actions if self.n_bins is None else nearest_bins(actions, self.n_bins))
 
     def _make_buffer(self) -> ReplayBuffer | FrameReplayBuffer:
         """A `FrameReplayBuffer` for frames (stacks of the vector env's `frame_stack` frames, 1 if it

@@ -168,8 +168,9 @@ class QLearningAgent(OffPolicyAgent):
         return True
 
     def q_value(self, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
-        """Q(s, a) (B,) float32 of the online network (`q_values`) at obs (B, *obs_shape) and actions (B,) int64."""
-        return self.q_values(self.net, obs).gather(1, actions.long().unsqueeze(1)).squeeze(1)
+        """Q(s, a) (B,) float32 of the online network (`q_values`) at obs (B, *obs_shape) and actions (B,) int64,
+        or (B, J) int64 sub-action indices of discretised dimensions (`action_value`)."""
+        return action_value(self.q_values(self.net, obs), actions.long())
 
     # ----------------------------------------------------------------- networks
     def _build_networks(self) -> None:
