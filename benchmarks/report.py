@@ -1114,19 +1114,21 @@ def pong(results: dict[str, dict]) -> str:
                     label,
                     seed,
                     kilo(r["eval_curve"][-1][0]),
+                    f"{r['training_hours']:.1f}" if "training_hours" in r else "not recorded",
                     f"{signed(r['best_eval'], 1)} at {kilo(r['best_step'])}",
                     signed(r["final_eval"], 1),
                     signed(r["best_checkpoint_fresh_10_games"], 1),
                     target,
                 ]
             )
-        notes.append(f"`{d['meta']['command']}`: {conditions(d)}")
+        notes.append(f"{label.split(',')[0]}: {conditions(d)}")
     if not rows:
         return ""
     header = [
         "agent",
         "seed",
         "agent steps",
+        "hours",
         "best evaluation (5 games)",
         "last evaluation",
         "best.pt, 10 games",
@@ -1140,7 +1142,7 @@ ppo_atari reports about +20 on PongNoFrameskip-v4 (no sticky actions) after 10M 
 al. 2022); PPO here has a quarter of that, 10M frames. The A3C paper trained on 16 CPU threads and plots Pong
 against hours of training (Mnih et al. 2016, Figure 1); A3C here has 2 workers.
 
-{table(header, "lrrrrrl", rows)}
+{table(header, "lrrrrrrl", rows)}
 
 {chr(10).join("- " + note for note in notes)}"""
 

@@ -8,6 +8,10 @@ picks up where it stopped:
 
 - `sac_hopper`: `acrl train sac --env Hopper-v5 --seed S` for seeds 0-2 (the preset: 300k steps),
   then `acrl evaluate RUN_DIR --episodes 10 --seed 123` on each best.pt. About 85 min per run.
+- `dqn_cartpole`: `acrl train dqn --env CartPole-v1 --seed S` for seeds 0-2 (the preset:
+  rl-baselines3-zoo's settings and budget, 50k steps, 10 deterministic episodes every 5k steps),
+  then best.pt on 10 fresh episodes as sac_hopper's: the zoo keeps its best evaluation's model
+  too (its EvalCallback). About 2 min per run.
 - `ppo_ant_1m`: `acrl train ppo --env Ant-v5 --seed S` for seeds 0-2 (the preset: 1M steps).
   About 15 min per run on one core.
 - `a3c_pendulum_1m`: `acrl train a3c --env Pendulum-v1 --workers 2 --seed S` for the preset (seeds
@@ -18,8 +22,9 @@ picks up where it stopped:
   frames (2.5M agent steps at frame skip 4; the learning rate annealed over them), on 2 torch
   threads, 5 whole games every 250k steps; then best.pt on 10 fresh games. About 85 min on 2 cores.
 - `a3c_pong`: `acrl train a3c --env ALE/Pong-v5 --preset original --workers 2` (the A3C paper's
-  agent) for seed 0, 5M agent steps (about 2 hours: 755 steps/s over its first 500k steps on the
-  2-core Xeon), 5 whole games every 250k steps; then best.pt on 10 fresh games.
+  agent) for seed 0, 2.5M agent steps (about 2 hours on the 2-core AMD EPYC, whose Pong A3C runs at
+  about 400 steps/s; about 1 hour on the Xeon, 755 steps/s), 5 whole games every 250k steps; then
+  best.pt on 10 fresh games.
 - `a3c_lstm_popgym`: `acrl train a3c --env popgym-PositionOnlyCartPoleEasy-v0 --workers 2` with the
   `default` preset (256 LSTM cells) and the `feed_forward` one (the same without the LSTM), seeds
   0-2 each (150k steps, a few minutes a run); the statistic is the run's last evaluation (10
@@ -32,6 +37,7 @@ picks up where it stopped:
     python benchmarks/seed_runs.py ppo_pong --out benchmarks/results/ppo_pong.json
     python benchmarks/seed_runs.py a3c_pong --out benchmarks/results/a3c_pong.json
     python benchmarks/seed_runs.py sac_hopper --jobs 3 --out benchmarks/results/sac_hopper.json
+    python benchmarks/seed_runs.py dqn_cartpole --out benchmarks/results/dqn_cartpole.json
     python benchmarks/seed_runs.py ppo_ant_1m --jobs 2 --out benchmarks/results/ppo_ant_1m_rerun.json
     python benchmarks/seed_runs.py a3c_pendulum_1m --out benchmarks/results/a3c_pendulum_1m.json
     python benchmarks/seed_runs.py a3c_lstm_popgym --out benchmarks/results/a3c_lstm_popgym.json
@@ -86,6 +92,7 @@ A3C_LSTM_MINATAR = {
 ATARI_EVAL = ["eval_freq=250000", "eval_episodes=5", "checkpoint_freq=100000"]  # --set values of the Pong runs
 TRAIN = {
     "sac_hopper": ["sac", "--env", "Hopper-v5"],
+    "dqn_cartpole": ["dqn", "--env", "CartPole-v1"],
     "ppo_ant_1m": ["ppo", "--env", "Ant-v5"],
     "a3c_pendulum_1m": ["a3c", "--env", "Pendulum-v1", "--workers", "2"],
     "a3c_lstm_popgym": ["a3c", "--env", "popgym-PositionOnlyCartPoleEasy-v0", "--workers", "2"],
@@ -101,7 +108,7 @@ TRAIN = {
         *ATARI_EVAL,
     ],
     "a3c_pong": [
-        *("a3c", "--env", "ALE/Pong-v5", "--preset", "original", "--workers", "2", "--total-steps", "5000000"),
+        *("a3c", "--env", "ALE/Pong-v5", "--preset", "original", "--workers", "2", "--total-steps", "2500000"),
         *("--set", *ATARI_EVAL),
     ],
 }
@@ -135,7 +142,9 @@ def curve(run_dir: Path) -> list[list[float]]:
     return [[int(s), float(v)] for s, v in zip(steps, values, strict=True)]
 
 
-def sac_hopper(run_dirs: dict[int, Path]) -> dict[str, Any]:
+def best_checkpoints(run_dirs: dict[int, Path]) -> dict[str, Any]:
+    """Per seed: the best and the last evaluation of the run, and best.pt on 10 fresh episodes (seed 123);
+    the means over seeds of the fresh and the last evaluations."""
     runs = []
     for seed, run_dir in run_dirs.items():
         evals = curve(run_dir)
@@ -149,11 +158,12 @@ def sac_hopper(run_dirs: dict[int, Path]) -> dict[str, Any]:
                 "final_eval": evals[-1][1],
                 "best_checkpoint_fresh_10_episodes": fresh["return_mean"],
                 "fresh_std": fresh["return_std"],
+                "eval_every": evals[1][0] - evals[0][0],
             }
         )
     return {
-        "evaluation": "deterministic, 10 episodes every 5,000 steps (seed + 10000); fresh: best.pt on 10 "
-        "episodes seeded 123",
+        "evaluation": f"deterministic, 10 episodes every {runs[0]['eval_every']:,} steps (seed + 10000); fresh: "
+        "best.pt on 10 episodes seeded 123",
         "runs": runs,
         "mean_best_checkpoint_fresh": statistics.mean(r["best_checkpoint_fresh_10_episodes"] for r in runs),
         "mean_final_eval": statistics.mean(r["final_eval"] for r in runs),
@@ -189,7 +199,9 @@ def pong_run(run_dir: Path) -> dict[str, Any]:
     steps, train_scores = read_curve(run_dir, "rollout/ep_return_mean")
     every = max(1, len(steps) // 100)
     fresh = json.loads(acrl("evaluate", str(run_dir), "--episodes", "10", "--seed", "123"))
+    _, elapsed = read_curve(run_dir, "time/elapsed_s")
     return {
+        "training_hours": round(float(elapsed[-1]) / 3600, 2),
         "best_eval": best,
         "best_step": best_step,
         "final_eval": evals[-1][1],
@@ -267,12 +279,12 @@ def main(argv: list[str] | None = None) -> int:
         for _, flags, _ in settings.values()
     ]
     meta = bench_meta(load_before)
-    if args.name == "sac_hopper":
+    if args.name in ("sac_hopper", "dqn_cartpole"):
         result = {
             "meta": meta,
             "commands": commands,
-            "total_steps": args.total_steps or 300_000,
-            **sac_hopper(run_dirs[""]),
+            "total_steps": args.total_steps or {"sac_hopper": 300_000, "dqn_cartpole": 50_000}[args.name],
+            **best_checkpoints(run_dirs[""]),
         }
     elif args.name in SEEDS:
         result = {

@@ -107,7 +107,14 @@ def make_config(
     config = update_config(config, values, f"preset {preset!r}")
     config = update_config(config, overrides or {}, origin)
     config = update_config(config, {"env_id": env_id, "preset": preset, **flags}, "command line")
-    config.validate()
+    try:
+        config.validate()
+    except InputError as error:
+        if origin == "--set" or not overrides:
+            raise
+        # an experiment configures several agents: say whose settings were refused
+        cli = error.cli or str(error)
+        raise InputError(f"{algo}'s settings: {error}", cli=f"{origin} ({algo}): {cli}") from None
     return cls, config
 
 

@@ -139,8 +139,8 @@ def warn_if_all_random(total_steps: int, start_steps: int) -> None:
     if total_steps <= start_steps:
         warnings.warn(
             f"total_steps {total_steps} <= start_steps {start_steps}: every action will be uniformly "
-            "random and no gradient update will happen. Train longer or lower start_steps (--set "
-            "start_steps=1000).",
+            "random and no gradient update will happen. Train longer or lower start_steps (e.g. "
+            f"start_steps={max(1, total_steps // 10)}).",
             stacklevel=3,
         )
 

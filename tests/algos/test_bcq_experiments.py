@@ -185,7 +185,7 @@ def test_episode_returns_skip_the_unfinished_episode():
         (["experiment", "concurrent", "--env", "Pendulum-v1", "--updates", "5"], "--updates, --dataset-size"),
         (["experiment", "extrapolation", "--env", "CartPole-v1", "--steps-behavioral", "10"], "Discrete"),
         (["experiment", "extrapolation", "--env", "Pendulum-v9"], "unknown environment id"),
-        (["experiment", "extrapolation", "--env", "Pendulum-v1", "--bcq-set", "lmbda=2"], "lmbda"),
+        (["experiment", "extrapolation", "--env", "Pendulum-v1", "--bcq-set", "lmbda=2"], "--bcq-set (bcq): lmbda"),
     ],
 )
 def test_experiment_bad_input_exits_2_before_announcing_or_writing_anything(argv, message, tmp_path, capsys):
@@ -244,7 +244,7 @@ def test_a_behavioral_budget_of_only_random_steps_warns_once_on_one_line_before_
     lines = [line for line in capsys.readouterr().err.splitlines() if "warning" in line.lower()]
     assert lines == [
         "acrl: warning: total_steps 50 <= start_steps 100: every action will be uniformly random and no "
-        "gradient update will happen. Train longer or lower start_steps (--set start_steps=1000)."
+        "gradient update will happen. Train longer or lower start_steps (e.g. start_steps=5)."
     ]
 
 

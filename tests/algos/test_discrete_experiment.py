@@ -107,7 +107,7 @@ def test_on_minatar_frames_stay_bool_from_the_replay_to_the_offline_agents(tmp_p
         (["extrapolation", "--env", "CartPole-v1"], "For a Discrete action space run `acrl experiment discrete`"),
         (["discrete", "--env", "MinAtar/Breakout-v1", "--final-noise", "0.3"], "--final-noise, --ddpg-set and"),
         (["discrete", "--env", "MinAtar/Breakout-v1", "--vae-bc-set", "kl_weight=1"], "--vae-bc-set are for the"),
-        (["discrete", "--env", "MinAtar/Breakout-v1", "--bcq-set", "threshold=1.5"], "threshold must lie in [0, 1)"),
+        (["discrete", "--env", "MinAtar/Breakout-v1", "--bcq-set", "threshold=1.5"], "(discrete_bcq): threshold"),
         (["discrete", "--env", "MinAtar/Breakout-v1", "--steps-behavioral", "1000"], "epsilon_decay_steps=100000"),
     ],
 )
