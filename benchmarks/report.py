@@ -1274,7 +1274,26 @@ environment seeded apart). acrl takes Double DQN targets, SB3 the max of Q'.
 {table(["seed", "acrl steps/s", "SB3 steps/s", "acrl / SB3", "acrl return", "SB3 return"], "rrrrrr", rows)}
 
 Training steps/s ≥ 1.5× SB3's (median) {met(m["speed_ratio"] >= 1.5)}; CartPole-v1 solved (final return ≥ 475)
-within the zoo's budget on {sum(solved)} of {len(solved)} seeds {met(all(solved))}."""
+within the zoo's budget on {sum(solved)} of {len(solved)} seeds {met(all(solved))}.{dqn_best_checkpoints(results)}"""
+
+
+def dqn_best_checkpoints(results: dict[str, dict]) -> str:
+    """The DQN section's paragraph on dqn_cartpole.json (`seed_runs.py`): each seed's best checkpoint; empty
+    until it exists."""
+    d = results.get("dqn_cartpole")
+    if d is None:
+        return ""
+    runs = d["runs"]
+    fresh = [r["best_checkpoint_fresh_10_episodes"] for r in runs]
+    best = ", ".join(f"{n(r['best_eval'])} at {kilo(r['best_step'])}" for r in runs)
+    return f"""
+
+The best checkpoint, as the zoo keeps it (its EvalCallback saves the best evaluation's model): `acrl train dqn
+--env CartPole-v1` (the preset, {n(d["total_steps"])} steps), {d["evaluation"]}. Best evaluations {best}; best.pt on
+10 fresh episodes {", ".join(n(v) for v in fresh)}: solved (≥ 475) on {sum(v >= 475 for v in fresh)} of
+{len(fresh)} seeds {met(min(fresh) >= 475)}; the last evaluations {", ".join(n(r["final_eval"], 1) for r in runs)}
+show how far the final policy falls from it.
+{conditions(d)}"""
 
 
 def glance(results: dict[str, dict]) -> str:
@@ -1390,6 +1409,15 @@ def glance(results: dict[str, dict]) -> str:
                 f"DQN CartPole-v1 final return within 50k steps, {len(finals)} seeds",
                 ", ".join(n(v) for v in finals),
                 f"≥ 475: {said(min(finals) >= 475)}",
+            ]
+        )
+    if "dqn_cartpole" in results:
+        fresh = [r["best_checkpoint_fresh_10_episodes"] for r in results["dqn_cartpole"]["runs"]]
+        rows.append(
+            [
+                f"DQN CartPole-v1 best.pt (10 fresh episodes) within 50k steps, {len(fresh)} seeds",
+                ", ".join(n(v) for v in fresh),
+                f"≥ 475: {said(min(fresh) >= 475)}",
             ]
         )
     position_only = results.get("recurrent_ppo_position_only_cartpole", {}).get("summary")

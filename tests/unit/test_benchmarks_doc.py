@@ -176,7 +176,8 @@ def test_the_pixel_benchmarks_render_from_their_results(tmp_path):
 
 def test_the_pong_runs_render_from_their_results(tmp_path):
     """ppo_pong.json and a3c_pong.json (hand-made): PPO's best.pt scoring +18.4 on 10 games meets the +18 goal,
-    shown to one decimal with its sign; A3C's row has no goal; the glance has PPO's row."""
+    shown to one decimal with its sign; its file has no training hours, A3C's shows 2.0; A3C's row has no
+    goal; the glance has PPO's row."""
     report = load_report()
     results = tmp_path / "results"
     shutil.copytree(ROOT / "benchmarks" / "results", results, ignore=shutil.ignore_patterns("tmp"))
@@ -190,15 +191,40 @@ def test_the_pong_runs_render_from_their_results(tmp_path):
     }
     (results / "ppo_pong.json").write_text(json.dumps({"meta": meta, "runs": {"0": run}}))
     a3c = {**run, "best_eval": -3.0, "best_step": 1750000, "final_eval": -5.4, "best_checkpoint_fresh_10_games": -4.5}
+    a3c["training_hours"] = 2.0
     (results / "a3c_pong.json").write_text(json.dumps({"meta": meta, "runs": {"0": a3c}}))
     page = report.render(results)
-    assert "| PPO, 8 envs (the `ALE/*-v5` preset), 2 torch threads | 0 | 2500k | +19.2 at 2250k | +17.6 | +18.4 |" in (
-        page
+    ppo_row = (
+        "| PPO, 8 envs (the `ALE/*-v5` preset), 2 torch threads | 0 | 2500k | not recorded | +19.2 at 2250k | +17.6 |"
     )
+    assert ppo_row in page
     assert "| +18.4 | ≥ +18: **met** |" in page
-    assert "| −3.0 at 1750k | −5.4 | −4.5 | (the curve) |" in page
+    assert "| 2500k | 2.0 | −3.0 at 1750k | −5.4 | −4.5 | (the curve) |" in page
     glance = report.with_glance("x\n<!-- results:start -->\n<!-- results:end -->\n", results)
     assert "| PPO Pong-v5 within 10M frames, best.pt on 10 games | +18.4 | ≥ +18: met |" in glance
+
+
+def test_the_dqn_best_checkpoints_render_from_their_results(tmp_path):
+    """dqn_cartpole.json (hand-made): best.pt scores of 500, 470 and 500 solve (>= 475) 2 of 3 seeds, not met;
+    the glance row lists the three."""
+    report = load_report()
+    results = tmp_path / "results"
+    shutil.copytree(ROOT / "benchmarks" / "results", results, ignore=shutil.ignore_patterns("tmp"))
+    runs = [
+        {"best_eval": best, "best_step": 30000, "final_eval": 30.7, "best_checkpoint_fresh_10_episodes": fresh}
+        for best, fresh in ((500.0, 500.0), (480.0, 470.0), (500.0, 500.0))
+    ]
+    meta = {"command": "python benchmarks/seed_runs.py dqn_cartpole", "date": "2026-12-04T03:00:00+00:00"}
+    d = {"meta": meta, "total_steps": 50000, "evaluation": "every 5,000 steps", "runs": runs}
+    (results / "dqn_cartpole.json").write_text(json.dumps(d))
+    page = " ".join(report.render(results).split())
+    assert "Best evaluations 500 at 30k, 480 at 30k, 500 at 30k; best.pt on 10 fresh episodes 500, 470, 500" in page
+    assert "solved (≥ 475) on 2 of 3 seeds **not met**" in page
+    glance = report.with_glance("x\n<!-- results:start -->\n<!-- results:end -->\n", results)
+    assert (
+        "| DQN CartPole-v1 best.pt (10 fresh episodes) within 50k steps, 3 seeds | 500, 470, 500 | ≥ 475: not met |"
+        in (glance)
+    )
 
 
 def test_the_memory_results_render_from_their_results(tmp_path):
