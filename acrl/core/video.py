@@ -129,8 +129,8 @@ def render_env(env: Any) -> gym.Env:
     if "rgb_array" not in modes:
         raise InputError(
             f"cannot record {spec.id}: it does not render rgb_array frames (its render modes: "
-            f"{modes or 'none'}); add 'rgb_array' to its metadata['render_modes'] and return "
-            "an (H, W, 3) uint8 array from render()."
+            f"{modes or 'none'}), so there is nothing to film. For an environment of your own, add "
+            "'rgb_array' to its metadata['render_modes'] and return an (H, W, 3) uint8 array from render()."
         )
     if family is not None and family.make_env is not None:  # the env its id means (ALE: preprocessed)
         env = family.make_env(spec.id, "rgb_array")
