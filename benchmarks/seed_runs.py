@@ -22,9 +22,9 @@ picks up where it stopped:
   frames (2.5M agent steps at frame skip 4; the learning rate annealed over them), on 2 torch
   threads, 5 whole games every 250k steps; then best.pt on 10 fresh games. About 85 min on 2 cores.
 - `a3c_pong`: `acrl train a3c --env ALE/Pong-v5 --preset original --workers 2` (the A3C paper's
-  agent) for seed 0, 2.5M agent steps (about 2 hours on the 2-core AMD EPYC, whose Pong A3C runs at
-  about 400 steps/s; about 1 hour on the Xeon, 755 steps/s), 5 whole games every 250k steps; then
-  best.pt on 10 fresh games.
+  agent) for seed 0, 4M agent steps (about 90 minutes: about 750 steps/s on the 2-core Xeon and
+  the AMD EPYC alike, when nothing else runs), 5 whole games every 250k steps; then best.pt on 10
+  fresh games.
 - `a3c_lstm_popgym`: `acrl train a3c --env popgym-PositionOnlyCartPoleEasy-v0 --workers 2` with the
   `default` preset (256 LSTM cells) and the `feed_forward` one (the same without the LSTM), seeds
   0-2 each (150k steps, a few minutes a run); the statistic is the run's last evaluation (10
@@ -108,7 +108,7 @@ TRAIN = {
         *ATARI_EVAL,
     ],
     "a3c_pong": [
-        *("a3c", "--env", "ALE/Pong-v5", "--preset", "original", "--workers", "2", "--total-steps", "2500000"),
+        *("a3c", "--env", "ALE/Pong-v5", "--preset", "original", "--workers", "2", "--total-steps", "4000000"),
         *("--set", *ATARI_EVAL),
     ],
 }

@@ -6,8 +6,12 @@ Four fast paths, all on by default and all turned off together by the environmen
 - `linear`: large float32 CPU products through oneDNN (`torch.ops.mkldnn._linear_pointwise`)
   instead of the BLAS (MKL) that `torch.nn.functional.linear` calls. On the AMD EPYC (Zen 5) of
   acrl's 2-core machine MKL runs float32 products at about 100 GFLOP/s per thread and oneDNN at
-  about 220, with the same IEEE float32 arithmetic (`benchmarks/update_roofline.py`). Fallback:
-  `torch.nn.functional.linear`.
+  about 220, with the same IEEE float32 arithmetic (`benchmarks/update_roofline.py`). The gain
+  depends on the CPU: on an AMD EPYC of the Zen 4 generation (cpu family 25; AVX-512 on 256-bit
+  units) both run at about 90-100 GFLOP/s, and with oneDNN on, one thread, BCQ's update (its
+  750-wide VAE) is 1.18x faster but TD3's, SAC's and DQN's (100-256 rows of 256-400 units) are
+  1.12-1.19x slower (2026-12-04, the A/B of `ONEDNN_AVAILABLE` in one process, alternating).
+  Fallback: `torch.nn.functional.linear`.
 - `tanh`: large float32 CPU tensors as 2 sigmoid(2x) - 1: this build of torch vectorises
   sigmoid on the CPU but not tanh. Fallback: `torch.tanh`.
 - `lstm`: T steps of an `nn.LSTMCell` in one call of `torch.lstm`, the undocumented op behind
