@@ -10,7 +10,8 @@ Four fast paths, all on by default and all turned off together by the environmen
   depends on the CPU: on an AMD EPYC of the Zen 4 generation (cpu family 25; AVX-512 on 256-bit
   units) both run at about 90-100 GFLOP/s, and with oneDNN on, one thread, BCQ's update (its
   750-wide VAE) is 1.18x faster but TD3's, SAC's and DQN's (100-256 rows of 256-400 units) are
-  1.12-1.19x slower (2026-12-04, the A/B of `ONEDNN_AVAILABLE` in one process, alternating).
+  1.12-1.19x slower (2026-12-04, the A/B of `ONEDNN_AVAILABLE` in one process, alternating), so
+  there only products from 32M multiply-adds take it (`ONEDNN_MIN_MACS_BY_CPU`).
   Fallback: `torch.nn.functional.linear`.
 - `tanh`: large float32 CPU tensors as 2 sigmoid(2x) - 1: this build of torch vectorises
   sigmoid on the CPU but not tanh. Fallback: `torch.tanh`.
@@ -37,16 +38,39 @@ Tested with torch 2.13 (pyproject.toml pins that range).
 from __future__ import annotations
 
 import os
+import re
 import time
+from pathlib import Path
 from typing import Any
 
 import torch
 import torch.nn.functional as F
 
-ONEDNN_MIN_MACS = 1 << 21
+
+def cpu_generation(cpuinfo: Path = Path("/proc/cpuinfo")) -> tuple[str, int] | None:
+    """(vendor_id, cpu family) of the machine's first CPU as Linux's /proc/cpuinfo gives them, e.g.
+    ("AuthenticAMD", 25) for Zen 4; None where it cannot be read (another OS)."""
+    try:
+        text = cpuinfo.read_text()
+    except OSError:
+        return None
+    vendor = re.search(r"^vendor_id\s*:\s*(\S+)", text, re.MULTILINE)
+    family = re.search(r"^cpu family\s*:\s*(\d+)", text, re.MULTILINE)
+    return (vendor.group(1), int(family.group(1))) if vendor and family else None
+
+
+ONEDNN_MIN_MACS_BY_CPU = {("AuthenticAMD", 25): 1 << 25}
+"""The CPUs measured to need a larger `ONEDNN_MIN_MACS`: on Zen 4 (AMD family 25, which Zen 3 shares;
+measured on Zen 4) oneDNN's products
+beat MKL's only from about 32M multiply-adds: BCQ's 100 x 750 x 750 (56M) makes its update 1.18x
+faster, while TD3's 100 x 400 x 300 (12M), SAC's 256 x 256 x 256 (17M) and DQN's 64 x 256 x 256
+(4M) make theirs 1.12-1.19x slower (one thread, 2026-12-04)."""
+
+ONEDNN_MIN_MACS = ONEDNN_MIN_MACS_BY_CPU.get(cpu_generation(), 1 << 21)
 """A product with fewer multiply-adds (rows x in x out; its two gradient products have as many)
-uses torch's own linear: about where oneDNN's fixed ~12 us per call is repaid, e.g.
-100 x 17 x 750 (`benchmarks/update_roofline.py`)."""
+uses torch's own linear. 2M (the default): about where oneDNN's fixed ~12 us per call is repaid,
+e.g. 100 x 17 x 750, on the Zen 5 EPYC of `benchmarks/update_roofline.py`; larger on the CPUs of
+`ONEDNN_MIN_MACS_BY_CPU`."""
 
 SIGMOID_TANH_MIN_ELEMENTS = 8192
 """`tanh` computes float32 CPU inputs with at least this many elements through the sigmoid:
