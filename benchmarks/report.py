@@ -1113,7 +1113,7 @@ def pong(results: dict[str, dict]) -> str:
                 [
                     label,
                     seed,
-                    kilo(r["eval_curve"][-1][0]),
+                    kilo(r["eval_curve"][-1][0]) + (" (unfinished)" if r.get("finished") is False else ""),
                     f"{r['training_hours']:.1f}" if "training_hours" in r else "not recorded",
                     f"{signed(r['best_eval'], 1)} at {kilo(r['best_step'])}",
                     signed(r["final_eval"], 1),

@@ -44,6 +44,9 @@ picks up where it stopped:
     python benchmarks/seed_runs.py a3c_lstm_minatar --out benchmarks/results/a3c_lstm_minatar.json
     python benchmarks/seed_runs.py sac_hopper --total-steps 2000 --seeds 0     # a check in seconds
 
+A run too long for one session is read as far as it got with --as-is (its JSON says `finished`: false) and
+continued later by the same command without it.
+
 Without --out the result goes to benchmarks/results/tmp/NAME.json. Run directories go under
 --runs (default runs/seed-runs/NAME); give a fresh --runs to repeat a result from scratch.
 """
@@ -201,6 +204,7 @@ def pong_run(run_dir: Path) -> dict[str, Any]:
     fresh = json.loads(acrl("evaluate", str(run_dir), "--episodes", "10", "--seed", "123"))
     _, elapsed = read_curve(run_dir, "time/elapsed_s")
     return {
+        "finished": (run_dir / "eval.json").is_file(),
         "training_hours": round(float(elapsed[-1]) / 3600, 2),
         "best_eval": best,
         "best_step": best_step,
@@ -255,6 +259,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, nargs="+", help="override the seeds (every setting)")
     parser.add_argument("--total-steps", type=int, help="override the preset's budget (a quick check)")
     parser.add_argument("--jobs", type=int, default=1, help="runs at a time")
+    parser.add_argument(
+        "--as-is",
+        action="store_true",
+        help="train nothing: read the run directories as they are, an unfinished run up to its last evaluation "
+        "(a long run cut by the end of a session; `acrl resume` continues it later)",
+    )
     parser.add_argument("--runs", type=Path, help="root of the run directories (default runs/seed-runs/NAME)")
     parser.add_argument("--out", type=Path, help="result file (default benchmarks/results/tmp/NAME.json)")
     args = parser.parse_args(argv)
@@ -269,7 +279,10 @@ def main(argv: list[str] | None = None) -> int:
         for seed in (args.seeds or seeds)
     ]
     with ThreadPoolExecutor(args.jobs) as pool:
-        done = list(pool.map(lambda job: train(args.name, job[2], job[1], job[3], args.total_steps), jobs))
+        if args.as_is:
+            done = [run_dir for _, _, run_dir, _ in jobs]
+        else:
+            done = list(pool.map(lambda job: train(args.name, job[2], job[1], job[3], args.total_steps), jobs))
     run_dirs: dict[str, dict[int, Path]] = {}
     for (key, seed, _, _), run_dir in zip(jobs, done, strict=True):
         run_dirs.setdefault(key, {})[seed] = run_dir

@@ -176,8 +176,8 @@ def test_the_pixel_benchmarks_render_from_their_results(tmp_path):
 
 def test_the_pong_runs_render_from_their_results(tmp_path):
     """ppo_pong.json and a3c_pong.json (hand-made): PPO's best.pt scoring +18.4 on 10 games meets the +18 goal,
-    shown to one decimal with its sign; its file has no training hours, A3C's shows 2.0; A3C's row has no
-    goal; the glance has PPO's row."""
+    shown to one decimal with its sign; its file has no training hours; A3C's row shows 2.0 hours, that its run
+    is unfinished, and no goal; the glance has PPO's row."""
     report = load_report()
     results = tmp_path / "results"
     shutil.copytree(ROOT / "benchmarks" / "results", results, ignore=shutil.ignore_patterns("tmp"))
@@ -191,7 +191,7 @@ def test_the_pong_runs_render_from_their_results(tmp_path):
     }
     (results / "ppo_pong.json").write_text(json.dumps({"meta": meta, "runs": {"0": run}}))
     a3c = {**run, "best_eval": -3.0, "best_step": 1750000, "final_eval": -5.4, "best_checkpoint_fresh_10_games": -4.5}
-    a3c["training_hours"] = 2.0
+    a3c |= {"training_hours": 2.0, "finished": False}
     (results / "a3c_pong.json").write_text(json.dumps({"meta": meta, "runs": {"0": a3c}}))
     page = report.render(results)
     ppo_row = (
@@ -199,7 +199,7 @@ def test_the_pong_runs_render_from_their_results(tmp_path):
     )
     assert ppo_row in page
     assert "| +18.4 | ≥ +18: **met** |" in page
-    assert "| 2500k | 2.0 | −3.0 at 1750k | −5.4 | −4.5 | (the curve) |" in page
+    assert "| 2500k (unfinished) | 2.0 | −3.0 at 1750k | −5.4 | −4.5 | (the curve) |" in page
     glance = report.with_glance("x\n<!-- results:start -->\n<!-- results:end -->\n", results)
     assert "| PPO Pong-v5 within 10M frames, best.pt on 10 games | +18.4 | ≥ +18: met |" in glance
 
