@@ -1121,7 +1121,16 @@ def pong(results: dict[str, dict]) -> str:
                     target,
                 ]
             )
-        notes.append(f"{label.split(',')[0]}: {conditions(d)}")
+        games = "; ".join(
+            f"seed {seed}, {signed(r['training_curve'][0][1], 1)} at {kilo(r['training_curve'][0][0])} and "
+            f"{signed(r['training_curve'][-1][1], 1)} at {kilo(r['training_curve'][-1][0])}"
+            for seed, r in d["runs"].items()
+        )
+        note = f" {d['note']}" if "note" in d else ""
+        notes.append(
+            f"{label.split(',')[0]}: training games (stochastic actions, the mean of the last 100): {games}.{note} "
+            f"{conditions(d)}"
+        )
     if not rows:
         return ""
     header = [

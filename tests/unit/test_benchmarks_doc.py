@@ -177,7 +177,7 @@ def test_the_pixel_benchmarks_render_from_their_results(tmp_path):
 def test_the_pong_runs_render_from_their_results(tmp_path):
     """ppo_pong.json and a3c_pong.json (hand-made): PPO's best.pt scoring +18.4 on 10 games meets the +18 goal,
     shown to one decimal with its sign; its file has no training hours; A3C's row shows 2.0 hours, that its run
-    is unfinished, and no goal; the glance has PPO's row."""
+    is unfinished, and no goal; the notes give the first and last training scores; the glance has PPO's row."""
     report = load_report()
     results = tmp_path / "results"
     shutil.copytree(ROOT / "benchmarks" / "results", results, ignore=shutil.ignore_patterns("tmp"))
@@ -188,6 +188,7 @@ def test_the_pong_runs_render_from_their_results(tmp_path):
         "final_eval": 17.6,
         "best_checkpoint_fresh_10_games": 18.4,
         "eval_curve": [[250000, -20.8], [2500000, 17.6]],
+        "training_curve": [[6144, -21.0], [2500000, 15.24]],
     }
     (results / "ppo_pong.json").write_text(json.dumps({"meta": meta, "runs": {"0": run}}))
     a3c = {**run, "best_eval": -3.0, "best_step": 1750000, "final_eval": -5.4, "best_checkpoint_fresh_10_games": -4.5}
@@ -200,6 +201,10 @@ def test_the_pong_runs_render_from_their_results(tmp_path):
     assert ppo_row in page
     assert "| +18.4 | ≥ +18: **met** |" in page
     assert "| 2500k (unfinished) | 2.0 | −3.0 at 1750k | −5.4 | −4.5 | (the curve) |" in page
+    assert (
+        "- PPO: training games (stochastic actions, the mean of the last 100): seed 0, −21.0 at 6k and +15.2 at 2500k."
+        in (page)
+    )
     glance = report.with_glance("x\n<!-- results:start -->\n<!-- results:end -->\n", results)
     assert "| PPO Pong-v5 within 10M frames, best.pt on 10 games | +18.4 | ≥ +18: met |" in glance
 
