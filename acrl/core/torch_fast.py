@@ -7,12 +7,8 @@ Four fast paths, all on by default and all turned off together by the environmen
   instead of the BLAS (MKL) that `torch.nn.functional.linear` calls. On the AMD EPYC (Zen 5) of
   acrl's 2-core machine MKL runs float32 products at about 100 GFLOP/s per thread and oneDNN at
   about 220, with the same IEEE float32 arithmetic (`benchmarks/update_roofline.py`). The gain
-  depends on the CPU: on an AMD EPYC of the Zen 4 generation (cpu family 25; AVX-512 on 256-bit
-  units) both run at about 90-100 GFLOP/s, and with oneDNN on, one thread, BCQ's update (its
-  750-wide VAE) is 1.18x faster but TD3's, SAC's and DQN's (100-256 rows of 256-400 units) are
-  1.12-1.19x slower (2026-12-04, the A/B of `ONEDNN_AVAILABLE` in one process, alternating), so
-  there only products from 32M multiply-adds take it (`ONEDNN_MIN_MACS_BY_CPU`).
-  Fallback: `torch.nn.functional.linear`.
+  depends on the CPU: on Zen 4 both run at about 90-100 GFLOP/s, so there only the largest
+  products take oneDNN (`ONEDNN_MIN_MACS_BY_CPU`). Fallback: `torch.nn.functional.linear`.
 - `tanh`: large float32 CPU tensors as 2 sigmoid(2x) - 1: this build of torch vectorises
   sigmoid on the CPU but not tanh. Fallback: `torch.tanh`.
 - `lstm`: T steps of an `nn.LSTMCell` in one call of `torch.lstm`, the undocumented op behind
@@ -60,12 +56,12 @@ def cpu_generation(cpuinfo: Path = Path("/proc/cpuinfo")) -> tuple[str, int] | N
 
 
 ONEDNN_MIN_MACS_BY_CPU = {("AuthenticAMD", 25): 1 << 25}
-"""The CPUs measured to need a larger `ONEDNN_MIN_MACS`: on Zen 4 (AMD family 25, which Zen 3 shares;
-measured on Zen 4) oneDNN's products
-beat MKL's only from about 32M multiply-adds: BCQ's 100 x 750 x 750 (56M) makes its update 1.18x
-faster, while TD3's 100 x 400 x 300 (12M), SAC's 256 x 256 x 256 (17M) and DQN's 64 x 256 x 256
-(4M) make theirs 1.12-1.19x slower (one thread, 2026-12-04). This threshold against 2M, alternating in
-one process: DQN's CartPole update 1.40x faster, TD3's 1.07x, SAC's 1.08x, BCQ's 0.96x."""
+"""The CPUs measured to need a larger `ONEDNN_MIN_MACS`. Zen 4 (AMD family 25, which Zen 3 shares;
+measured on Zen 4; AVX-512 on 256-bit units): oneDNN's products beat MKL's only from about 32M
+multiply-adds. All products through oneDNN against none (one thread, 2026-12-04): BCQ's update, with
+its 100 x 750 x 750 (56M), 1.18x faster; TD3's 100 x 400 x 300 (12M), SAC's 256 x 256 x 256 (17M) and
+DQN's 64 x 256 x 256 (4M) 1.12-1.19x slower. This threshold against 2M, alternating in one process:
+DQN's CartPole update 1.40x faster, TD3's 1.07x, SAC's 1.08x, BCQ's 0.96x."""
 
 ONEDNN_MIN_MACS = ONEDNN_MIN_MACS_BY_CPU.get(cpu_generation(), 1 << 21)
 """A product with fewer multiply-adds (rows x in x out; its two gradient products have as many)
