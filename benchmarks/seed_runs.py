@@ -24,7 +24,7 @@ picks up where it stopped:
 - `a3c_pong`: `acrl train a3c --env ALE/Pong-v5 --preset original --workers 2` (the A3C paper's
   agent) for seed 0, 4M agent steps (about 2 hours: 600-750 steps/s on the 2-core Zen 4 EPYC with
   its evaluations, about 750 on the Xeon), 5 whole games every 250k steps; then best.pt on 10
-  fresh games. The committed run stopped at 3.27M (`--as-is`); the same command resumes it.
+  fresh games. The committed run was stopped once at 3.27M and resumed by the same command.
 - `a3c_lstm_popgym`: `acrl train a3c --env popgym-PositionOnlyCartPoleEasy-v0 --workers 2` with the
   `default` preset (256 LSTM cells) and the `feed_forward` one (the same without the LSTM), seeds
   0-2 each (150k steps, a few minutes a run); the statistic is the run's last evaluation (10
