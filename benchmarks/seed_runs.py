@@ -21,6 +21,9 @@ picks up where it stopped:
 - `ppo_pong`: `acrl train ppo --env ALE/Pong-v5` (the `ALE/*-v5` preset) for seed 0 within 10M
   frames (2.5M agent steps at frame skip 4; the learning rate annealed over them), on 2 torch
   threads, 5 whole games every 250k steps; then best.pt on 10 fresh games. About 85 min on 2 cores.
+- `ppo_pong_no_sticky`: the same run on PongNoFrameskip-v4, the same game and preprocessing without
+  sticky actions (repeat_action_probability 0: CleanRL's ppo_atari setting), to tell what sticky
+  actions cost from a fault in the learner. Same budget and time.
 - `a3c_pong`: `acrl train a3c --env ALE/Pong-v5 --preset original --workers 2` (the A3C paper's
   agent) for seed 0, 4M agent steps (about 2 hours: 600-750 steps/s on the 2-core Zen 4 EPYC with
   its evaluations, about 750 on the Xeon), 5 whole games every 250k steps; then best.pt on 10
@@ -35,6 +38,7 @@ picks up where it stopped:
   machine).
 
     python benchmarks/seed_runs.py ppo_pong --out benchmarks/results/ppo_pong.json
+    python benchmarks/seed_runs.py ppo_pong_no_sticky --out benchmarks/results/ppo_pong_no_sticky.json
     python benchmarks/seed_runs.py a3c_pong --out benchmarks/results/a3c_pong.json
     python benchmarks/seed_runs.py sac_hopper --jobs 3 --out benchmarks/results/sac_hopper.json
     python benchmarks/seed_runs.py dqn_cartpole --out benchmarks/results/dqn_cartpole.json
@@ -110,12 +114,16 @@ TRAIN = {
         "torch_threads=2",
         *ATARI_EVAL,
     ],
+    "ppo_pong_no_sticky": [
+        *("ppo", "--env", "PongNoFrameskip-v4", "--total-steps", "2500000"),
+        *("--set", "torch_threads=2", *ATARI_EVAL),
+    ],
     "a3c_pong": [
         *("a3c", "--env", "ALE/Pong-v5", "--preset", "original", "--workers", "2", "--total-steps", "4000000"),
         *("--set", *ATARI_EVAL),
     ],
 }
-SEEDS = {"ppo_pong": range(1), "a3c_pong": range(1)}
+SEEDS = {"ppo_pong": range(1), "ppo_pong_no_sticky": range(1), "a3c_pong": range(1)}
 """Seeds where not 0-2: one Pong run is what fits in a session here."""
 
 

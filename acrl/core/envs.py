@@ -12,8 +12,9 @@ reward stops the run with a `TrainingError` before it reaches a normaliser, a re
 a policy.
 
 Environment families (`ENV_FAMILIES`, filled by `acrl.tasks`): an id namespace ("ALE" of
-"ALE/Pong-v5"), or an id prefix ending in "-" for a package that registers its ids without a
-namespace ("popgym-" of "popgym-RepeatPreviousEasy-v0"), whose ids acrl builds its own way, with
+"ALE/Pong-v5"), an id prefix ending in "-" for a package that registers its ids without a
+namespace ("popgym-" of "popgym-RepeatPreviousEasy-v0"), or an id suffix after a "*"
+("*NoFrameskip-v4" of "PongNoFrameskip-v4", ALE's older ids), whose ids acrl builds its own way, with
 the package that registers them imported only when one of its ids is first built, and what to
 install when it is missing. An id (or its Gymnasium `EnvSpec`) of such a family gets the family's
 single env from `env_factory` and its training vector env from `make_vec_env` (Atari:
@@ -63,17 +64,25 @@ class EnvFamily:
 
 
 ENV_FAMILIES: dict[str, EnvFamily] = {}
-"""Id namespace ("ALE", "MinAtar") or id prefix ending in "-" ("popgym-") -> its `EnvFamily`;
-`acrl.tasks` fills it."""
+"""Id namespace ("ALE", "MinAtar"), id prefix ending in "-" ("popgym-") or id suffix after a "*"
+("*NoFrameskip-v4") -> its `EnvFamily`; `acrl.tasks` fills it."""
+
+
+def _affix_matches(key: str, env_id: str) -> bool:
+    """Whether `env_id` is of the prefix family `key` ("popgym-") or the suffix family `key` ("*NoFrameskip-v4")."""
+    if key.startswith("*"):
+        return env_id.endswith(key[1:])
+    return key.endswith("-") and env_id.startswith(key)
 
 
 def family_key(env_id: str) -> str | None:
-    """The `ENV_FAMILIES` key of `env_id`: its namespace ("ALE" of "ALE/Pong-v5") or the prefix
-    ending in "-" it starts with ("popgym-"), when that is a family; else None."""
+    """The `ENV_FAMILIES` key of `env_id`: its namespace ("ALE" of "ALE/Pong-v5"), the prefix ending
+    in "-" it starts with ("popgym-") or the suffix after a "*" it ends with ("*NoFrameskip-v4"),
+    when that is a family; else None."""
     if "/" in env_id:
         namespace = env_id.split("/")[0]
         return namespace if namespace in ENV_FAMILIES else None
-    return next((key for key in ENV_FAMILIES if key.endswith("-") and env_id.startswith(key)), None)
+    return next((key for key in ENV_FAMILIES if _affix_matches(key, env_id)), None)
 
 
 def env_family(env_id: str) -> EnvFamily | None:
@@ -109,9 +118,9 @@ def env_factory(env: EnvSpec | gym.envs.registration.EnvSpec) -> tuple[Callable[
             namespace = env.split("/")[0] if "/" in env else None  # "ALE" of ALE/Pong-v5: suggest only its ids
             same = [spec.id for spec in gym.registry.values() if spec.namespace == namespace]
             label, key = f"{namespace}/", family_key(env)
-            if key is not None and key.endswith("-"):  # a prefix family ("popgym-"): its ids, named by the prefix
-                namespace, label = key, f"{key}*"
-                same = [spec_id for spec_id in gym.registry if spec_id.startswith(key)]
+            if key is not None and namespace is None:  # an affix family ("popgym-", "*NoFrameskip-v4"): its ids
+                namespace, label = key, key if key.startswith("*") else f"{key}*"
+                same = [spec_id for spec_id in gym.registry if _affix_matches(key, spec_id)]
             close = difflib.get_close_matches(env, same, n=3, cutoff=0.5)
             hint = (
                 f" Did you mean {', '.join(close)}?"

@@ -13,11 +13,12 @@ importing `minatar` (which imports seaborn) costs about a second, paid at the fi
 of a MinAtar id instead of at every `import acrl`.
 
 Atari (the `atari` extra: ale-py, ROMs included, and opencv): every `ALE/...-v5` id, as the "ALE"
-environment family of `acrl.core.envs.ENV_FAMILIES`: `env_factory` builds the preprocessed single
-game (`acrl.tasks.atari.make_atari_env`) and `make_vec_env` ALE's vector env with episodic life and
-clipped rewards for training (`acrl.tasks.atari.AtariVecEnv`). `ale_py` is imported (registering the
-ids) when an ALE id is first built, not at `import acrl`. Without the extra, either family's ids are
-unknown and the error names the extra to install.
+environment family of `acrl.core.envs.ENV_FAMILIES`, and ALE's `...NoFrameskip-v4` ids (the same
+family under the key "*NoFrameskip-v4": the same game without sticky actions): `env_factory` builds
+the preprocessed single game (`acrl.tasks.atari.make_atari_env`) and `make_vec_env` ALE's vector env
+with episodic life and clipped rewards for training (`acrl.tasks.atari.AtariVecEnv`). `ale_py` is
+imported (registering the ids) when an ALE id is first built, not at `import acrl`. Without the
+extra, either family's ids are unknown and the error names the extra to install.
 
 POPGym (Morad et al. 2023; the `popgym` extra): its partially observable tasks, ids
 `popgym-<Task><Difficulty>-v0` without a namespace, as the "popgym-" family: `popgym` is imported
@@ -53,7 +54,7 @@ if importlib.util.find_spec("minatar") is not None:
 ENV_FAMILIES["MinAtar"] = EnvFamily(
     install="install acrl's minatar extra (pip install 'acrl[minatar]'; ./run setup does)"
 )
-ENV_FAMILIES["ALE"] = EnvFamily(
+ENV_FAMILIES["ALE"] = ENV_FAMILIES["*NoFrameskip-v4"] = EnvFamily(
     install="install acrl's atari extra (pip install 'acrl[atari]'; ./run setup does)",
     register=register_ale,
     make_env=make_atari_env,

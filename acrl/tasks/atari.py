@@ -2,7 +2,10 @@
 ROMs included; the `atari` extra), preprocessed as Mnih et al. 2015 (Nature DQN, Methods and Extended
 Data Table 1) and Machado et al. 2018 (sticky actions).
 
-Every `ALE/...-v5` id (ALE/Pong-v5, ALE/Breakout-v5, ...) means, in acrl, the game with `AtariSettings`:
+Every `ALE/...-v5` id (ALE/Pong-v5, ALE/Breakout-v5, ...) means, in acrl, the game with `AtariSettings`;
+ALE's older `...NoFrameskip-v4` ids (PongNoFrameskip-v4: the ids CleanRL and SB3's zoo train on) mean
+the same game and preprocessing without sticky actions, as their registrations say
+(`AtariSettings.of`):
 
 - `make_atari_env`, the single environment (the agent's probe, evaluation, `acrl record`, and any
   env built by `acrl.core.envs.env_factory`): Gymnasium's `AtariPreprocessing` (up to 30 no-op
@@ -99,6 +102,21 @@ class AtariSettings:
                 f"{self.repeat_action_probability}."
             )
 
+    @classmethod
+    def of(cls, env_id: str) -> AtariSettings:
+        """The settings of a registered ALE id: the defaults, with the sticky-action probability and the
+        frame limit its registration gives (`repeat_action_probability`, `max_num_frames_per_episode`:
+        ALE/Pong-v5 0.25 and 108,000, PongNoFrameskip-v4 0 and 108,000).
+
+        Raises:
+            gymnasium.error.NameNotFound / NamespaceNotFound: an id that is not registered.
+        """
+        kwargs = gym.spec(env_id).kwargs
+        return cls(
+            repeat_action_probability=kwargs.get("repeat_action_probability", cls.repeat_action_probability),
+            max_frames=kwargs.get("max_num_frames_per_episode") or cls.max_frames,
+        )
+
 
 def _game(env_id: str) -> tuple[gym.envs.registration.EnvSpec, str]:
     """(the registered spec, ALE's ROM name such as "pong") of an ALE id; the id is registered (`env_factory`)."""
@@ -106,7 +124,7 @@ def _game(env_id: str) -> tuple[gym.envs.registration.EnvSpec, str]:
     return spec, spec.kwargs["game"]
 
 
-def make_atari_env(env_id: str, render_mode: str | None = None, settings: AtariSettings = AtariSettings()) -> gym.Env:
+def make_atari_env(env_id: str, render_mode: str | None = None, settings: AtariSettings | None = None) -> gym.Env:
     """The single environment of an ALE id: whole games, the game's own score (see the module docstring).
 
     `gym.make(env_id, frameskip=1, ...)` (the ALE env steps one frame at a time, with sticky actions)
@@ -118,7 +136,7 @@ def make_atari_env(env_id: str, render_mode: str | None = None, settings: AtariS
         env_id: an ALE id registered with Gymnasium ("ALE/Pong-v5"; `import ale_py` registers them).
         render_mode: None, or "rgb_array" for videos: `render()` gives the emulator's RGB screen,
             (210, 160, 3) uint8.
-        settings: the preprocessing.
+        settings: the preprocessing (None: `AtariSettings.of(env_id)`).
     Returns:
         the env: observations (frame_stack, screen_size, screen_size) uint8 (with grayscale=False,
         (frame_stack, screen_size, screen_size, 3)), Discrete actions (the minimal action set), rewards
@@ -129,6 +147,7 @@ def make_atari_env(env_id: str, render_mode: str | None = None, settings: AtariS
     """
     from gymnasium.wrappers import AtariPreprocessing, FrameStackObservation
 
+    settings = settings or AtariSettings.of(env_id)
     env = gym.make(
         env_id,
         frameskip=1,
@@ -268,9 +287,9 @@ class AtariVecEnv(gym.vector.VectorEnv):
 
 
 def make_atari_vec_env(env_id: str, n_envs: int, num_threads: int | None = None) -> AtariVecEnv:
-    """`AtariVecEnv(env_id, n_envs, AtariSettings(), num_threads)`: what `acrl.core.envs.make_vec_env`
-    builds for an ALE id (see `AtariVecEnv`)."""
-    return AtariVecEnv(env_id, n_envs, num_threads=num_threads)
+    """`AtariVecEnv(env_id, n_envs, AtariSettings.of(env_id), num_threads)`: what
+    `acrl.core.envs.make_vec_env` builds for an ALE id (see `AtariVecEnv`)."""
+    return AtariVecEnv(env_id, n_envs, AtariSettings.of(env_id), num_threads)
 
 
 def register_ale() -> None:
