@@ -116,11 +116,15 @@ def test_without_ale_py_the_cli_names_the_atari_extra(tmp_path, monkeypatch, cap
     def missing():
         raise ModuleNotFoundError("No module named 'ale_py'")
 
-    monkeypatch.setitem(ENV_FAMILIES, "ALE", EnvFamily(install=ENV_FAMILIES["ALE"].install, register=missing))
-    for key in [k for k in gym.registry if k.startswith("ALE/")]:  # as without the package
+    without = EnvFamily(install=ENV_FAMILIES["ALE"].install, register=missing)
+    monkeypatch.setitem(ENV_FAMILIES, "ALE", without)
+    monkeypatch.setitem(ENV_FAMILIES, "*NoFrameskip-v4", without)
+    for key in [k for k in gym.registry if k.startswith("ALE/") or k.endswith("NoFrameskip-v4")]:  # as without it
         monkeypatch.delitem(gym.registry, key)
     with pytest.raises(InputError, match=r"No ALE/ environment is registered: install acrl's atari extra"):
         env_factory("ALE/Pong-v5")
+    with pytest.raises(InputError, match=r"No \*NoFrameskip-v4 environment is registered: install acrl's atari"):
+        env_factory("PongNoFrameskip-v4")
     assert main(["train", "ppo", "--env", "ALE/Pong-v5", "--run-dir", str(tmp_path / "run")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("acrl: error: ") and err.count("\n") == 1 and "pip install 'acrl[atari]'" in err, err
@@ -135,6 +139,22 @@ def test_bad_settings_and_unknown_ids_are_input_errors():
         make_vec_env("ALE/Pongg-v5", 2)
     with pytest.raises(InputError, match="one seed per environment"):
         AtariVecEnv("ALE/Pong-v5", 2).reset(seed=[1])
+
+
+def test_noframeskip_v4_ids_are_the_same_game_without_sticky_actions():
+    # ALE registers ALE/Pong-v5 with sticky actions 0.25, PongNoFrameskip-v4 (CleanRL's id) with none
+    assert AtariSettings.of("ALE/Pong-v5") == AtariSettings()
+    assert AtariSettings.of("PongNoFrameskip-v4") == AtariSettings(repeat_action_probability=0.0)
+    for env_id, sticky in (("ALE/Pong-v5", 0.25), ("PongNoFrameskip-v4", 0.0)):
+        env = env_factory(env_id)[0]()
+        assert env.observation_space.shape == (4, 84, 84) and env.action_space.n == 6
+        assert env.unwrapped.ale.getFloat("repeat_action_probability") == pytest.approx(sticky)
+        env.close()
+    vec = make_vec_env("PongNoFrameskip-v4", 2)
+    assert isinstance(vec, AtariVecEnv) and vec.reset(seed=0)[0].shape == (2, 4, 84, 84)
+    vec.close()
+    assert preset_values("ppo", "PongNoFrameskip-v4", None) == preset_values("ppo", "ALE/Pong-v5", None)
+    assert preset_values("a3c", "BreakoutNoFrameskip-v4", "original")[1] == "original"
 
 
 def test_presets_match_glob_patterns_after_exact_ids():
