@@ -177,7 +177,8 @@ def test_the_pixel_benchmarks_render_from_their_results(tmp_path):
 def test_the_pong_runs_render_from_their_results(tmp_path):
     """ppo_pong.json and a3c_pong.json (hand-made): PPO's best.pt scoring +18.4 on 10 games meets the +18 goal,
     shown to one decimal with its sign; its file has no training hours; A3C's row shows 2.0 hours, that its run
-    is unfinished, and no goal; the notes give the first and last training scores; the glance has PPO's row."""
+    is unfinished, and no goal; the notes give the first and last training scores; the glance has PPO's row,
+    with the run without sticky actions (ppo_pong_no_sticky.json, stopped at 1.25M steps: 5M frames) after it."""
     report = load_report()
     results = tmp_path / "results"
     shutil.copytree(ROOT / "benchmarks" / "results", results, ignore=shutil.ignore_patterns("tmp"))
@@ -194,6 +195,9 @@ def test_the_pong_runs_render_from_their_results(tmp_path):
     a3c = {**run, "best_eval": -3.0, "best_step": 1750000, "final_eval": -5.4, "best_checkpoint_fresh_10_games": -4.5}
     a3c |= {"training_hours": 2.0, "finished": False}
     (results / "a3c_pong.json").write_text(json.dumps({"meta": meta, "runs": {"0": a3c}}))
+    no_sticky = {**a3c, "final_eval": 9.0, "best_checkpoint_fresh_10_games": 12.0}
+    no_sticky["eval_curve"] = [[250000, -20.8], [1250000, 9.0]]
+    (results / "ppo_pong_no_sticky.json").write_text(json.dumps({"meta": meta, "runs": {"0": no_sticky}}))
     page = report.render(results)
     ppo_row = (
         "| PPO, 8 envs (the `ALE/*-v5` preset), 2 torch threads | 0 | 2500k | not recorded | +19.2 at 2250k | +17.6 |"
@@ -201,12 +205,14 @@ def test_the_pong_runs_render_from_their_results(tmp_path):
     assert ppo_row in page
     assert "| +18.4 | ≥ +18: **met** |" in page
     assert "| 2500k (unfinished) | 2.0 | −3.0 at 1750k | −5.4 | −4.5 | (the curve) |" in page
+    assert "| 1250k (unfinished) | 2.0 | −3.0 at 1750k | +9.0 | +12.0 | (sticky actions' cost) |" in page
     assert (
         "- PPO: training games (stochastic actions, the mean of the last 100): seed 0, −21.0 at 6k and +15.2 at 2500k."
         in (page)
     )
     glance = report.with_glance("x\n<!-- results:start -->\n<!-- results:end -->\n", results)
-    assert "| PPO Pong-v5 within 10M frames, best.pt on 10 games | +18.4 | ≥ +18: met |" in glance
+    row = "| PPO Pong-v5 within 10M frames, best.pt on 10 games | +18.4; no sticky actions, 5M frames: +12.0 |"
+    assert row in glance
 
 
 def test_the_dqn_best_checkpoints_render_from_their_results(tmp_path):
