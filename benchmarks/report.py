@@ -628,72 +628,82 @@ AGENTS = {
     "dqn": "DQN (discretised)",
 }
 """The experiment's agents; a result from before VAE-BC and DQN joined it has the first four."""
+DISCRETE_AGENTS = {
+    "behavioral": "behavioral policy",
+    "discrete_bcq": "discrete BCQ",
+    "dqn": "DQN (offline)",
+    "bc": "BC",
+}
+"""The discrete experiment's agents (acrl/offline/discrete.py)."""
 KINDS = ("final", "concurrent", "imitation", "imperfect")
 
 
 class Extrapolation:
-    """Accessors over one `acrl experiment extrapolation` result (`table` of acrl/offline/experiments.py)."""
+    """Accessors over one `acrl experiment extrapolation` or `discrete` result (`table` of
+    acrl/offline/experiments.py): its buffers are the table's, its agents those of `labels` it holds."""
 
-    def __init__(self, d: dict):
-        self.d, self.t = d, d["table"]
+    def __init__(self, d: dict, labels: dict[str, str] = AGENTS, digits: int = 0):
+        self.d, self.t, self.labels, self.digits = d, d["table"], labels, digits
+        self.kinds = tuple(self.t["behavioral"])
 
     def mean(self, agent: str, kind: str) -> float:
         cell = self.t[agent][kind]
         return (cell["return"] if agent == "behavioral" else cell["final"])[0]
 
     def m(self, agent: str, kind: str) -> str:
-        return n(self.mean(agent, kind))
+        return n(self.mean(agent, kind), self.digits)
 
     def q(self, agent: str, kind: str) -> str:
         """'estimate against true' of the critic at the first state: '+742 against −686'."""
         cell = self.t[agent][kind]
-        return f"{signed(cell['q_initial'][0])} against {signed(cell['true_value'][0])}"
+        return f"{signed(cell['q_initial'][0], self.digits)} against {signed(cell['true_value'][0], self.digits)}"
 
     def agents(self) -> list[str]:
-        """The agents this result holds, in `AGENTS` order."""
-        return [agent for agent in AGENTS if agent in self.t]
+        """The agents this result holds, in `labels` order."""
+        return [agent for agent in self.labels if agent in self.t]
+
+    def iqm(self, agent: str, kind: str) -> str:
+        """The cell's IQM and 95% CI, 'IQM [low, high]', or '-' for a cell without runs."""
+        cell, d = self.t[agent][kind], self.digits
+        return (
+            "-"
+            if cell["iqm"] is None
+            else f"{n(cell['iqm'], d)} [{n(cell['iqm_ci'][0], d)}, {n(cell['iqm_ci'][1], d)}]"
+        )
 
     def returns(self, bold: set[tuple[str, str]], extra: list[list[str]] = ()) -> str:
         rows = []
         for agent in self.agents():
             cells = []
-            for kind in KINDS:
+            for kind in self.kinds:
                 cell = self.t[agent][kind]
                 value = cell["return"] if agent == "behavioral" else cell["final"]
-                text = "-" if value is None else pm(value)  # "-": a concurrent run from before the agent joined
+                text = "-" if value is None else pm(value, self.digits)  # "-": a concurrent run from before it
                 cells.append(f"**{text}**" if (agent, kind) in bold else text)
-            rows.append([AGENTS[agent], *cells])
+            rows.append([self.labels[agent], *cells])
         rows += extra
         for agent in self.agents()[1:]:
             rows.append(
-                [
-                    f"{AGENTS[agent].split(' ')[0]}: IQM [95% CI]",
-                    *(
-                        "-"
-                        if self.t[agent][k]["iqm"] is None
-                        else f"{n(self.t[agent][k]['iqm'])} [{n(self.t[agent][k]['iqm_ci'][0])}, "
-                        f"{n(self.t[agent][k]['iqm_ci'][1])}]"
-                        for k in KINDS
-                    ),
-                ]
+                [f"{self.labels[agent].split(' (')[0]}: IQM [95% CI]", *(self.iqm(agent, k) for k in self.kinds)]
             )
         if "data_episodes" in self.t["behavioral"]["final"] and self.d["env_id"] != "Pendulum-v1":
-            rows.append(["dataset episodes", *(pm(self.t["behavioral"][k]["data_episodes"]) for k in KINDS)])
-        return table(["", *KINDS], "lrrrr", rows)
+            episodes = (pm(self.t["behavioral"][k]["data_episodes"], self.digits) for k in self.kinds)
+            rows.append(["dataset episodes", *episodes])
+        return table(["", *self.kinds], "l" + "r" * len(self.kinds), rows)
 
     def values(self, bold: set[tuple[str, str]], first_header: str) -> str:
         rows = []
-        for agent in (a for a in ("bcq", "ddpg", "dqn") if a in self.t):
+        for agent in (a for a in ("bcq", "discrete_bcq", "ddpg", "dqn") if a in self.t):
             cells = []
-            for kind in KINDS:
+            for kind in self.kinds:
                 cell = self.t[agent][kind]
                 if cell["q_initial"] is None or cell["true_value"] is None:
                     cells.append("-")
                     continue
-                text = f"{signed(cell['q_initial'][0])} / {signed(cell['true_value'][0])}"
+                text = f"{signed(cell['q_initial'][0], self.digits)} / {signed(cell['true_value'][0], self.digits)}"
                 cells.append(f"**{text}**" if (agent, kind) in bold else text)
-            rows.append([f"{AGENTS[agent].split(' ')[0]}: estimate / true", *cells])
-        return table([first_header, *KINDS], "lrrrr", rows)
+            rows.append([f"{self.labels[agent].split(' (')[0]}: estimate / true", *cells])
+        return table([first_header, *self.kinds], "l" + "r" * len(self.kinds), rows)
 
     def scale(self) -> str:
         d = self.d
@@ -1309,6 +1319,28 @@ show how far the final policy falls from it.
 {conditions(d)}"""
 
 
+def discrete_bcq_breakout(results: dict[str, dict]) -> str:
+    """`acrl experiment discrete` on MinAtar Breakout (discrete_bcq_breakout.json, .md and .png); empty until it
+    exists."""
+    if "discrete_bcq_breakout" not in results:
+        return ""
+    e = Extrapolation(results["discrete_bcq_breakout"], DISCRETE_AGENTS, digits=1)
+    return f"""## Discrete BCQ on a behavioral DQN's buffers: MinAtar Breakout-v1 (Fujimoto et al. 2019b)
+
+`acrl experiment discrete` (the paper's Sec. 5 on MinAtar instead of Atari): {e.scale()} on the 2 cores
+(`benchmarks/results/discrete_bcq_breakout.{{json,md,png}}`). The final buffer is the behavioral DQN's whole
+replay (the MinAtar paper's DQN, epsilon 1 → 0.1), the imperfect one its best checkpoint at epsilon
+{e.d["imperfect_epsilon"]}; every learner has the MinAtar DQN's settings and network. Final evaluation
+({e.d["eval_episodes"]} episodes), mean ± std over seeds and the IQM with its 95% bootstrap CI.
+{conditions(e.d)}
+
+{e.returns(set())}
+
+{e.values(set(), "value at the first state")}
+
+![MinAtar Breakout-v1: returns and value estimates per buffer](../benchmarks/results/discrete_bcq_breakout.png)"""
+
+
 def glance(results: dict[str, dict]) -> str:
     """The README's "results at a glance": one row per headline figure, each with its target."""
     ppo = results["ppo_vs_sb3"]["parts"]["throughput"]["results"]
@@ -1485,6 +1517,7 @@ SECTIONS: list[Callable[[dict[str, dict]], str]] = [
     pong,
     memory,
     dqn_vs_sb3,
+    discrete_bcq_breakout,
 ]
 
 

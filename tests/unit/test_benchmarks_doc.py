@@ -290,3 +290,54 @@ def test_the_memory_results_render_from_their_results(tmp_path):
         "| A3C LSTM against feed-forward A3C, MinAtar/Breakout-v1, IQM of 3 seeds | 5.10 against 3.20 | (reported) |"
         in (glance)
     )
+
+
+def test_the_discrete_experiment_renders_from_its_result(tmp_path):
+    """discrete_bcq_breakout.json (hand-made, two buffers): the tables have the discrete experiment's columns
+    (final, imperfect) and agents, returns and value estimates to one decimal, IQMs with their CIs, and BC (no
+    Q-values) has no value row."""
+    report = load_report()
+    results = tmp_path / "results"
+    shutil.copytree(ROOT / "benchmarks" / "results", results, ignore=shutil.ignore_patterns("tmp"))
+
+    def learner(final: float, q: float | None) -> dict:
+        values = {"q_initial": [q, 0.1], "true_value": [1.2, 0.1]} if q is not None else {}
+        return {
+            "final": [final, 0.5],
+            "iqm": final,
+            "iqm_ci": [final - 0.4, final + 0.4],
+            "best": [final + 1, 0.0],
+            **{"q_initial": None, "true_value": None, **values},
+        }
+
+    table = {
+        "behavioral": {kind: {"return": [5.0, 1.0], "data_episodes": [2.0, 0.5]} for kind in ("final", "imperfect")},
+        "discrete_bcq": {"final": learner(6.3, 1.5), "imperfect": learner(5.4, 1.4)},
+        "dqn": {"final": learner(2.1, 9.1), "imperfect": learner(0.7, 12.0)},
+        "bc": {"final": learner(3.0, None), "imperfect": learner(4.4, None)},
+    }
+    meta = {"command": "acrl experiment discrete --env MinAtar/Breakout-v1", "date": "2026-12-04T14:00:00+00:00"}
+    d = {
+        "meta": meta,
+        "env_id": "MinAtar/Breakout-v1",
+        "seeds": [0, 1, 2],
+        "steps_behavioral": 200000,
+        "dataset_size": 200000,
+        "updates": 50000,
+        "eval_episodes": 10,
+        "eval_freq": 10000,
+        "imperfect_epsilon": 0.2,
+        "wall_clock_s": 3900,
+        "table": table,
+    }
+    (results / "discrete_bcq_breakout.json").write_text(json.dumps(d))
+    page = report.render(results)
+    assert "3 seeds, 200,000 behavioral steps, 200,000-transition buffers, 50,000 updates per offline agent" in page
+    assert "| behavioral policy | 5.0 ± 1.0 | 5.0 ± 1.0 |" in page
+    assert "| discrete BCQ | 6.3 ± 0.5 | 5.4 ± 0.5 |" in page
+    assert "| DQN (offline) | 2.1 ± 0.5 | 0.7 ± 0.5 |" in page
+    assert "| discrete BCQ: IQM [95% CI] | 6.3 [5.9, 6.7] | 5.4 [5.0, 5.8] |" in page
+    assert "| dataset episodes | 2.0 ± 0.5 | 2.0 ± 0.5 |" in page
+    assert "| discrete BCQ: estimate / true | +1.5 / +1.2 | +1.4 / +1.2 |" in page
+    assert "| DQN: estimate / true | +9.1 / +1.2 | +12.0 / +1.2 |" in page
+    assert "BC: estimate" not in page
