@@ -1493,6 +1493,18 @@ def glance(results: dict[str, dict]) -> str:
                     f"above: {said(lstm_a3c['iqm'] > ff_a3c['iqm'])}" if must_beat else "(reported)",
                 ]
             )
+    if "discrete_bcq_breakout" in results:
+        d = results["discrete_bcq_breakout"]
+        t = d["table"]
+        agents = {"discrete_bcq": "discrete BCQ", "dqn": "DQN", "bc": "BC"}
+        cells = ", ".join(f"{label} {n(t[a]['imperfect']['iqm'], 1)}" for a, label in agents.items())
+        rows.append(
+            [
+                f"MinAtar Breakout, imperfect buffer, offline, IQM of {len(d['seeds'])} seeds (behavioral policy)",
+                f"{cells} ({n(t['behavioral']['imperfect']['return'][0], 1)})",
+                "(reported; paper: BCQ ≥ behavioral > DQN)",
+            ]
+        )
     return table(["measurement", "result", "target"], "lrl", rows)
 
 

@@ -341,3 +341,6 @@ def test_the_discrete_experiment_renders_from_its_result(tmp_path):
     assert "| discrete BCQ: estimate / true | +1.5 / +1.2 | +1.4 / +1.2 |" in page
     assert "| DQN: estimate / true | +9.1 / +1.2 | +12.0 / +1.2 |" in page
     assert "BC: estimate" not in page
+    glance = report.with_glance("x\n<!-- results:start -->\n<!-- results:end -->\n", results)
+    row = "| MinAtar Breakout, imperfect buffer, offline, IQM of 3 seeds (behavioral policy) |"
+    assert f"{row} discrete BCQ 5.4, DQN 0.7, BC 4.4 (5.0) | (reported; paper: BCQ ≥ behavioral > DQN) |" in glance
