@@ -1302,7 +1302,8 @@ within the zoo's budget on {sum(solved)} of {len(solved)} seeds {met(all(solved)
 collection. Most of an update is the 256-unit MLP's products, run by the same MKL in both libraries, and acrl's
 Double DQN target needs one more forward pass per update than SB3's max-Q' target (the online network's argmax
 at s'). The rest is already lean: acrl's fused Adam step takes about 107 µs on this network (one thread, idle)
-against 261 µs for torch's foreach Adam, and torch's default on a CPU, SB3's, is no faster than the foreach.{dqn_best_checkpoints(results)}"""
+against 261 µs for torch's foreach Adam, and torch's default on a CPU, SB3's, is no faster than the
+foreach.{dqn_best_checkpoints(results)}"""
 
 
 def dqn_best_checkpoints(results: dict[str, dict]) -> str:
