@@ -450,9 +450,9 @@ class OffPolicyAgent(ReplayAgent):
         the gap between what the critic believes and what the policy gets. Besides `Agent.evaluate`'s
         keys (undiscounted returns), the result holds
             discounted_return_mean: the Monte-Carlo value, sum_t gamma^t r_t of each evaluation
-                episode from its first state, averaged (`acrl.core.evaluation.evaluate`); with a
-                critic, an episode cut by its time limit after T steps adds gamma^T Q1(s_T, pi(s_T)),
-                as the critic's own targets bootstrap through truncation;
+                episode from its first state, averaged (`acrl.core.evaluation.evaluate`); an episode
+                cut by its time limit goes on past it, the policy acting, as the critic's targets
+                bootstrap through truncation (`acrl.core.evaluation.discounted_past_time_limit`);
         and, for an agent with Q-values (`has_q_values`: DDPG, TD3, SAC, BCQ with their critic's Q1;
         DQN, on Discrete or discretised actions, and discrete BCQ with their Q(s, a); not BC or
         VAE-BC), with Q its `q_value`:
@@ -466,7 +466,6 @@ class OffPolicyAgent(ReplayAgent):
         forked state, so training's random stream is untouched.
         """
         seed = self.config.seed + EVAL_SEED_OFFSET
-        value = self._policy_value if self.has_q_values else None
         firsts: list[tuple[np.ndarray, np.ndarray]] = []  # each episode's (s0, a0), where Q is read
 
         def first_step(obs: np.ndarray, action: Any) -> None:
@@ -479,10 +478,9 @@ class OffPolicyAgent(ReplayAgent):
             deterministic,
             seed=seed,
             gamma=self.config.gamma,
-            value=value,
-            first_step=first_step if value is not None else None,
+            first_step=first_step if self.has_q_values else None,
         )
-        if value is None:
+        if not self.has_q_values:
             return result
         obs = self.obs_normalizer(np.stack([obs for obs, _ in firsts])).to(self.device)
         actions = self.action_adapter.to_policy(np.stack([action for _, action in firsts]))
@@ -507,13 +505,6 @@ class OffPolicyAgent(ReplayAgent):
         networks take them and actions in policy units (B, act_dim) float32 or (B,) int64: the critic's Q1
         (the estimate the BCQ paper plots, Fujimoto et al. 2019, Figure 2)."""
         return self.nets["critic"].q1(obs, actions)
-
-    def _policy_value(self, obs: np.ndarray) -> float:
-        """Q(s, pi(s)) of one raw observation (*obs_shape), the deterministic policy's action: the
-        value the critic bootstraps from, added to a time-limited evaluation episode's return."""
-        x = self.obs_normalizer(_as_observation(self, obs)[None]).to(self.device)
-        with torch.no_grad():
-            return self.q_value(x, self._policy_action(x, True)).item()
 
     # ----------------------------------------------------------------- checkpoints
     def state_dict(self, replay_buffer: bool = True) -> dict[str, Any]:

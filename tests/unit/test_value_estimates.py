@@ -51,21 +51,21 @@ def test_value_estimates_by_hand():
     returns = []
     for _ in range(2):
         rewards = [env.step(np.array([2.0 * action], np.float32))[1] for _ in range(200)]
-        # cut by the time limit: the critic's Q(s_200, pi(s_200)) = tanh(0.5), discounted 200 steps
-        returns.append(sum(0.9**t * r for t, r in enumerate(rewards)) + 0.9**200 * action)
+        # cut by the time limit, but 0.9^200 (7e-10) < TAIL_TOLERANCE (1e-3): nothing past it
+        returns.append(sum(0.9**t * r for t, r in enumerate(rewards)))
         env.reset()
     assert result["discounted_return_mean"] == pytest.approx(np.mean(returns), rel=1e-6)
     assert result["discounted_returns"] == pytest.approx(returns, rel=1e-6)
 
 
 class Corridor(gym.Env):
-    """Reward 1 every step; the episode ends after 5 steps, terminated or (`truncate`) truncated."""
+    """Reward 1 every step; terminated at step `end` (None: never)."""
 
     observation_space = gym.spaces.Box(-1.0, 1.0, (3,), np.float32)
     action_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
 
-    def __init__(self, truncate):
-        self.truncate, self.t = truncate, 0
+    def __init__(self, end):
+        self.end, self.t = end, 0
 
     def reset(self, *, seed=None, options=None):
         super().reset(seed=seed)
@@ -74,25 +74,30 @@ class Corridor(gym.Env):
 
     def step(self, action):
         self.t += 1
-        end = self.t == 5
-        return np.zeros(3, np.float32), 1.0, end and not self.truncate, end and self.truncate, {}
+        return np.zeros(3, np.float32), 1.0, self.t == self.end, False, {}
 
 
-@pytest.mark.parametrize("truncate", [True, False])
-def test_a_perfect_critic_reads_the_discounted_return_through_the_time_limit(truncate):
-    """gamma 0.9, reward 1 forever past a time limit of 5: the true value is 1 / (1 - 0.9) = 10, and a
-    critic that says Q = 10 everywhere is perfect. The discounted return of the 5 steps,
-    (1 - 0.9^5) / 0.1 = 4.0951, plus 0.9^5 * Q(s_5, pi(s_5)) = 5.9049 reads 10 as well. An episode that
-    terminates at step 5 has the value 4.0951 and bootstraps nothing."""
+@pytest.mark.parametrize(
+    ("end", "expected"),
+    [(None, (1 - 0.9**66) / 0.1), (8, (1 - 0.9**8) / 0.1), (5, (1 - 0.9**5) / 0.1)],
+)
+def test_the_discounted_return_goes_on_past_the_time_limit(end, expected):
+    """gamma 0.9, reward 1 each step, a time limit of 5 steps. The critic bootstraps through the limit, so
+    its true value is that of acting on: 1 / (1 - 0.9) = 10 for a corridor without end. The return goes on
+    until 0.9^t < 1e-3, first at t = 66 (0.9^65 = 1.06e-3, 0.9^66 = 9.6e-4): steps 0..65, (1 - 0.9^66) / 0.1
+    = 9.99045, within 0.1% of 10. A corridor that terminates at step 8 stops there: (1 - 0.9^8) / 0.1 =
+    5.6953; one that terminates at step 5, as the limit strikes, has no more: (1 - 0.9^5) / 0.1 = 4.0951.
+    The undiscounted return and the length stay the episode's own: 5 and 5."""
     agent = DDPG(
-        lambda: Corridor(truncate), buffer=pendulum_buffer([0.0]), hidden_sizes=(1,), gamma=0.9, eval_episodes=2
+        lambda: gym.wrappers.TimeLimit(Corridor(end), max_episode_steps=5),
+        buffer=pendulum_buffer([0.0]),
+        hidden_sizes=(1,),
+        gamma=0.9,
+        eval_episodes=2,
     )
-    set_linear(agent.critic.q_net[0], [[0.0, 0.0, 0.0, 0.0]], [0.0])
-    set_linear(agent.critic.q_net[2], [[0.0]], [10.0])
     result = agent.evaluate()
-    assert result["q_initial_mean"] == pytest.approx(10.0)
-    expected = 10.0 if truncate else 4.0951
     assert result["discounted_returns"] == pytest.approx([expected, expected], abs=1e-6)
+    assert result["returns"] == [5.0, 5.0] and result["lengths"] == [5, 5]
 
 
 def test_no_critic_no_estimates_and_no_buffer_no_data_estimates():
@@ -106,9 +111,9 @@ def test_no_critic_no_estimates_and_no_buffer_no_data_estimates():
 
 
 def test_a_q_learner_reports_its_q_of_the_first_action_by_hand(constant_reward_env):
-    """DQN with Q(s, .) = (3, 5) everywhere: greedy action 1, Q(s0, a0) = 5. Reward 1 for 5 steps, then the
-    time limit: the discounted return (1 - 0.9^5) / 0.1 + 0.9^5 * Q(s5, pi(s5)) = 4.0951 + 0.59049 * 5 =
-    7.04755. On data whose actions are 0, 1, 1, 0: Q(s, a) averages 4, Q(s, pi(s)) is 5."""
+    """DQN with Q(s, .) = (3, 5) everywhere: greedy action 1, Q(s0, a0) = 5. Reward 1 every step, a time
+    limit of 5 steps that the discounted return goes on past until 0.9^t < 1e-3 (t = 66): (1 - 0.9^66) / 0.1
+    = 9.99045. On data whose actions are 0, 1, 1, 0: Q(s, a) averages 4, Q(s, pi(s)) is 5."""
     buffer = ReplayBuffer(4, 1, ())
     buffer.add(
         np.zeros((4, 1)), np.array([0, 1, 1, 0]), np.ones(4), np.zeros((4, 1)), np.zeros(4, bool), np.zeros(4, bool)
@@ -117,14 +122,14 @@ def test_a_q_learner_reports_its_q_of_the_first_action_by_hand(constant_reward_e
     set_linear(agent.net.head, [[0.0, 0.0], [0.0, 0.0]], [3.0, 5.0])
     result = agent.evaluate()
     assert result["q_initial_mean"] == pytest.approx(5.0)
-    assert result["discounted_returns"] == pytest.approx([7.04755, 7.04755], abs=1e-5)
+    assert result["discounted_returns"] == pytest.approx([9.99045, 9.99045], abs=1e-5)
     assert result["q_data_mean"] == pytest.approx(4.0) and result["q_policy_mean"] == pytest.approx(5.0)
 
 
 def test_discrete_bcq_on_frames_reads_its_q_at_the_first_frame_and_on_the_stored_frames(tmp_path):
     """Discrete BCQ on uint8 frames (`Frames`: reward = the action, 10 steps then the time limit), Q = (3, 5)
-    and every action allowed: Q(s0, a0) = 5; the discounted return (1 - 0.9^10) / 0.1 + 0.9^10 * 5 =
-    8.2565; the stored actions 0, 1, 1 give Q(s, a) 13 / 3."""
+    and every action allowed: Q(s0, a0) = 5; the discounted return of reward 1 a step, on past the time limit
+    until 0.9^t < 1e-3 (t = 66), (1 - 0.9^66) / 0.1 = 9.99045; the stored actions 0, 1, 1 give Q(s, a) 13 / 3."""
     rng = np.random.default_rng(0)
     frames = rng.integers(0, 256, (4, 12, 12, 3), dtype=np.uint8)
     buffer = FrameReplayBuffer.from_transitions(
@@ -136,5 +141,5 @@ def test_discrete_bcq_on_frames_reads_its_q_at_the_first_frame_and_on_the_stored
     set_linear(agent.net.imitation[1], torch.zeros(2, 128).tolist(), [0.0, 0.0])
     result = agent.evaluate()
     assert result["q_initial_mean"] == pytest.approx(5.0) and result["returns"] == [10.0]
-    assert result["discounted_return_mean"] == pytest.approx((1 - 0.9**10) / 0.1 + 0.9**10 * 5.0, rel=1e-6)
+    assert result["discounted_return_mean"] == pytest.approx((1 - 0.9**66) / 0.1, rel=1e-6)
     assert result["q_data_mean"] == pytest.approx(13 / 3) and result["q_policy_mean"] == pytest.approx(5.0)
