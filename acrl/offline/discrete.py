@@ -27,9 +27,9 @@ discrete.md, the table per learner and buffer (final evaluation, mean ± std ove
 95% bootstrap CI; the behavioral policy; the data's episodes; the value estimates, Q(s0, a0) of DQN
 and discrete BCQ at the evaluation episodes' first steps against the true discounted return,
 `OffPolicyAgent.evaluate`), and discrete.png in Figure 2's layout. The jobs run on the local process
-pool or a Ray cluster (`acrl.sweep.executor`), in three stages: the behavioral runs with their final
-buffers (s{seed}/final/final.h5, the DQN in s{seed}/final/final-behavioral/), the imperfect datasets
-(s{seed}/data-imperfect/imperfect.h5), the offline runs (s{seed}/BUFFER/AGENT). Frames stay uint8 or
+pool or a Ray cluster (`acrl.sweep.executor`), each once what it reads is written: the behavioral runs
+with their final buffers (s{seed}/final/final.h5, the DQN in s{seed}/final/final-behavioral/), the
+imperfect datasets (s{seed}/data-imperfect/imperfect.h5), the offline runs (s{seed}/BUFFER/AGENT). Frames stay uint8 or
 bool throughout: in the replay, the HDF5 datasets and the offline agents' frame buffers. Every config
 and the environment's spaces are checked on the driver, without building a network, before any job.
 """
@@ -166,7 +166,7 @@ def run_discrete(
         eval_episodes: deterministic (greedy) episodes per evaluation.
         behavioral_overrides, bcq_overrides, dqn_overrides, bc_overrides: config fields of the behavioral
             DQN, discrete BCQ, the offline DQN and BC.
-        progress: a progress bar over each stage's jobs.
+        progress: a progress bar over the jobs' steps.
         options: where the jobs run (`acrl.sweep.executor`; default: a process pool on this machine, one
             job per core).
     Returns:
@@ -179,7 +179,7 @@ def run_discrete(
         InputError: no seeds; a budget below 1; a Box action space or an unknown environment; a bad
             override; an out_dir that holds something else; an address (`options`) without Ray or that
             does not answer. All before any job.
-        TrainingError: jobs that failed (after the others of their stage finish).
+        TrainingError: jobs that failed, and those that needed them (after the others finish).
     """
     out_dir = Path(out_dir).resolve()
     options = options or ClusterOptions()
@@ -212,8 +212,16 @@ def run_discrete(
         f"experiment discrete on {env_id} -> {out_dir}",
     )
     started = time.monotonic()
-    behavioral = run_jobs(
-        [
+    behavioral_run = "s{seed}/final/final-behavioral"
+    policy = behavioral_run + "/checkpoints/best.pt"
+    offline = {
+        "discrete_bcq": overrides["bcq_overrides"],
+        "dqn": {"gamma": configs["discrete_bcq"].gamma, **overrides["dqn_overrides"]},
+        "bc": overrides["bc_overrides"],
+    }
+    datasets = {"final": "s{seed}/final", "imperfect": "s{seed}/data-imperfect"}  # the jobs that write them
+    jobs = [
+        *(
             Job(
                 f"s{seed}/final",
                 collect_job,
@@ -228,60 +236,38 @@ def run_discrete(
                 steps=steps_behavioral,
             )
             for seed in seeds
-        ],
-        out_dir,
-        options,
-        progress,
-        on_start=on_start,
-        label="behavioral runs",
-    )
-    behavioral_run = "s{seed}/final/final-behavioral"
-    collected = run_jobs(
-        [
+        ),
+        *(
             Job(
                 f"s{seed}/data-imperfect",
                 collect_job,
                 {
                     "kind": "imperfect",
                     "steps": dataset_size,
-                    "policy": f"{behavioral_run.format(seed=seed)}/checkpoints/best.pt",
+                    "policy": policy.format(seed=seed),
                     "seed": seed,
                     "noise_std": 0.0,
                     "random_prob": IMPERFECT_EPSILON,
                 },
-                inputs=(f"{behavioral_run.format(seed=seed)}/checkpoints/best.pt",),
+                inputs=(policy.format(seed=seed),),
                 steps=dataset_size,
+                after=(f"s{seed}/final",),
             )
             for seed in seeds
-        ],
-        out_dir,
-        options,
-        progress,
-        label="datasets",
-    )
-    datasets = {"final": "s{seed}/final/final.h5", "imperfect": "s{seed}/data-imperfect/imperfect.h5"}
-    offline = {
-        "discrete_bcq": overrides["bcq_overrides"],
-        "dqn": {"gamma": configs["discrete_bcq"].gamma, **overrides["dqn_overrides"]},
-        "bc": overrides["bc_overrides"],
-    }
-    trained = run_jobs(
-        offline_jobs(env_id, out_dir, seeds, datasets, offline, updates, common),
-        out_dir,
-        options,
-        progress,
-        label="offline runs",
-    )
+        ),
+        *offline_jobs(env_id, out_dir, seeds, datasets, offline, updates, common),
+    ]
+    done = run_jobs(jobs, out_dir, options, progress, on_start=on_start, label="experiment jobs")
     results: dict[str, dict[str, list[dict[str, Any]]]] = {
         kind: {"behavioral": [], **{algo: [] for algo in LEARNERS}} for kind in BUFFERS
     }
     for seed in seeds:
         best = json.loads((out_dir / behavioral_run.format(seed=seed) / "eval.json").read_text())["return_mean"]
-        results["final"]["behavioral"].append(behavioral[f"s{seed}/final"])
-        results["imperfect"]["behavioral"].append({"return": best, **collected[f"s{seed}/data-imperfect"]})
+        results["final"]["behavioral"].append(done[f"s{seed}/final"])
+        results["imperfect"]["behavioral"].append({"return": best, **done[f"s{seed}/data-imperfect"]})
         for kind in BUFFERS:
             for algo in LEARNERS:
-                results[kind][algo].append(offline_result(out_dir, f"s{seed}/{kind}/{algo}", trained))
+                results[kind][algo].append(offline_result(out_dir, f"s{seed}/{kind}/{algo}", done))
     summary = {
         "env_id": env_id,
         "seeds": list(seeds),

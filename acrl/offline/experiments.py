@@ -460,14 +460,16 @@ def offline_jobs(
 ) -> list[Job]:
     """The offline runs of an experiment as jobs (`acrl.sweep.grid.train_run`): each agent of `offline`
     (algorithm -> its config fields, over its env preset) learning `updates` gradient updates from each
-    dataset of `datasets` (buffer kind -> its path under `out_dir`, "{seed}" in it), for each seed, into
-    s{seed}/KIND/ALGO; `common` (eval_freq, eval_episodes) for every run. In `offline`'s order, so that
-    the long runs come first and the short ones then fill the gaps."""
+    dataset of `datasets` (buffer kind -> the name of the job that writes it, JOB/KIND.h5 as
+    `collect_job` does, "{seed}" in it), for each seed, into s{seed}/KIND/ALGO, each run after that
+    job; `common` (eval_freq, eval_episodes) for every run. In `offline`'s order, so that the long runs
+    come first and the short ones then fill the gaps."""
     jobs = []
     for algo, values in offline.items():
         for seed in seeds:
-            for kind, dataset in datasets.items():
-                flags = {"seed": seed, "total_steps": updates, "dataset": str(out_dir / dataset.format(seed=seed))}
+            for kind, writer in datasets.items():
+                dataset = f"{writer.format(seed=seed)}/{kind}.h5"
+                flags = {"seed": seed, "total_steps": updates, "dataset": str(out_dir / dataset)}
                 jobs.append(
                     Job(
                         f"s{seed}/{kind}/{algo}",
@@ -479,8 +481,9 @@ def offline_jobs(
                             "overrides": {**values, **common},
                             "flags": flags,
                         },
-                        inputs=(dataset.format(seed=seed),),
+                        inputs=(dataset,),
                         steps=updates,
+                        after=(writer.format(seed=seed),),
                     )
                 )
     return jobs
@@ -547,7 +550,7 @@ def run_extrapolation(
             dqn_overrides: config fields per agent (behavioral_overrides: both behavioral DDPGs).
         final_noise: the exploration noise std of the final buffer's behavioral DDPG (fraction
             of max_action; the paper's 0.5).
-        progress: a progress bar over each stage's jobs.
+        progress: a progress bar over the jobs' steps.
         options: where the jobs run (`acrl.sweep.executor`; default: a process pool on this
             machine, one job per core). A rerun of the same experiment into the same out_dir skips
             finished jobs; into the directory of one run before VAE-BC and DQN were added, it trains
@@ -604,71 +607,15 @@ def run_extrapolation(
     )
     ddpg_offline = {"gamma": configs["bcq"].gamma, **overrides["ddpg_overrides"]}
     started = time.monotonic()
-    # Three stages of jobs, each in parallel over seeds (and buffers and agents): the behavioral
-    # runs (final buffer, concurrent), then the datasets the concurrent behavioral policies
-    # collect, then the offline runs.
+    # One pool of jobs over seeds, buffers and agents: the behavioral runs (final buffer, concurrent),
+    # the datasets each concurrent behavioral policy collects once its run is done, and the offline
+    # runs, each once its dataset is written; a free core takes the next job that can start.
     final_options = {
         "env_id": env_id,
         "noise_std": final_noise,
         "overrides": {**overrides["behavioral_overrides"], **common},
     }
-    behavioral = run_jobs(
-        [
-            *(
-                Job(
-                    f"s{seed}/concurrent",
-                    concurrent_job,
-                    {  # the long jobs first
-                        "env_id": env_id,
-                        "steps": steps_behavioral,
-                        "seed": seed,
-                        "eval_freq": eval_freq,
-                        "eval_episodes": eval_episodes,
-                        **overrides,
-                    },
-                    steps=steps_behavioral,
-                )
-                for seed in seeds
-            ),
-            *(
-                Job(
-                    f"s{seed}/final",
-                    collect_job,
-                    {"kind": "final", "steps": steps_behavioral, "seed": seed, **final_options},
-                    steps=steps_behavioral,
-                )
-                for seed in seeds
-            ),
-        ],
-        out_dir,
-        options,
-        progress,
-        on_start=on_start,
-        label="behavioral runs",
-    )
     policy = "s{seed}/concurrent/behavioral/checkpoints/best.pt"
-    collected = run_jobs(
-        [
-            Job(
-                f"s{seed}/data-{kind}",
-                collect_job,
-                {"kind": kind, "steps": dataset_size, "policy": policy.format(seed=seed), "seed": seed},
-                inputs=(policy.format(seed=seed),),
-                steps=dataset_size,
-            )
-            for seed in seeds
-            for kind in ("imitation", "imperfect")
-        ],
-        out_dir,
-        options,
-        progress,
-        label="datasets",
-    )
-    datasets = {
-        "final": "s{seed}/final/final.h5",
-        "imitation": "s{seed}/data-imitation/imitation.h5",
-        "imperfect": "s{seed}/data-imperfect/imperfect.h5",
-    }
     offline = {  # the long runs first (BCQ's, then VAE-BC's), the short ones then fill the gaps
         "bcq": overrides["bcq_overrides"],
         "vae_bc": overrides["vae_bc_overrides"],
@@ -676,14 +623,58 @@ def run_extrapolation(
         "dqn": dqn_values(configs["bcq"].gamma, overrides["dqn_overrides"]),
         "bc": overrides["bc_overrides"],
     }
-    jobs = offline_jobs(env_id, out_dir, seeds, datasets, offline, updates, common)
-    trained = run_jobs(jobs, out_dir, options, progress, label="offline runs")
+    datasets = {  # the jobs that write them
+        "final": "s{seed}/final",
+        "imitation": "s{seed}/data-imitation",
+        "imperfect": "s{seed}/data-imperfect",
+    }
+    jobs = [
+        *(
+            Job(
+                f"s{seed}/concurrent",
+                concurrent_job,
+                {  # the long jobs first
+                    "env_id": env_id,
+                    "steps": steps_behavioral,
+                    "seed": seed,
+                    "eval_freq": eval_freq,
+                    "eval_episodes": eval_episodes,
+                    **overrides,
+                },
+                steps=steps_behavioral,
+            )
+            for seed in seeds
+        ),
+        *(
+            Job(
+                f"s{seed}/final",
+                collect_job,
+                {"kind": "final", "steps": steps_behavioral, "seed": seed, **final_options},
+                steps=steps_behavioral,
+            )
+            for seed in seeds
+        ),
+        *(
+            Job(
+                f"s{seed}/data-{kind}",
+                collect_job,
+                {"kind": kind, "steps": dataset_size, "policy": policy.format(seed=seed), "seed": seed},
+                inputs=(policy.format(seed=seed),),
+                steps=dataset_size,
+                after=(f"s{seed}/concurrent",),
+            )
+            for seed in seeds
+            for kind in ("imitation", "imperfect")
+        ),
+        *offline_jobs(env_id, out_dir, seeds, datasets, offline, updates, common),
+    ]
+    done = run_jobs(jobs, out_dir, options, progress, on_start=on_start, label="experiment jobs")
 
     results: dict[str, dict[str, list[dict[str, Any]]]] = {
         kind: {"behavioral": [], **{algo: [] for algo in LEARNERS}} for kind in BUFFERS
     }
     for seed in seeds:
-        c = behavioral[f"s{seed}/concurrent"]
+        c = done[f"s{seed}/concurrent"]
         results["concurrent"]["behavioral"].append(
             {
                 "return": c["final"]["behavioral"],
@@ -701,12 +692,12 @@ def run_extrapolation(
                     "run_dir": c["run_dirs"][algo],
                 }
             )
-        results["final"]["behavioral"].append(behavioral[f"s{seed}/final"])
+        results["final"]["behavioral"].append(done[f"s{seed}/final"])
         for kind in ("imitation", "imperfect"):
-            results[kind]["behavioral"].append({"return": c["best"]["behavioral"], **collected[f"s{seed}/data-{kind}"]})
+            results[kind]["behavioral"].append({"return": c["best"]["behavioral"], **done[f"s{seed}/data-{kind}"]})
         for kind in datasets:
             for algo in offline:
-                results[kind][algo].append(offline_result(out_dir, f"s{seed}/{kind}/{algo}", trained))
+                results[kind][algo].append(offline_result(out_dir, f"s{seed}/{kind}/{algo}", done))
     summary = {
         "env_id": env_id,
         "seeds": list(seeds),

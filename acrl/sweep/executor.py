@@ -16,8 +16,9 @@ The contracts both keep, which `run_jobs`, the sweep and the experiments rely on
 - A `Job` is a module-level function and its keyword arguments; it writes everything under
   `root/name` (one acrl run directory, or several) and returns a small JSON-ready result. The
   driver writes that result to `root/name/job.json`, the mark of a finished job: a rerun skips
-  it. Stages that depend on each other are separate `run_jobs` calls, each returning once all
-  of its jobs are done.
+  it. A job that reads what others write names them (`Job.after`): `run_jobs` submits it once
+  they are done, so one call runs a whole experiment, each core taking the next job that can
+  start rather than waiting for a stage to end.
 - An error raised by the job itself (bad input, a NaN) is reported for that job and not
   retried (it would happen again); the other jobs complete first. A job whose process dies
   (killed by the OS, a lost node) is started again, at most `retries` times, from what the
@@ -95,6 +96,8 @@ class Job:
         inputs: files it reads, absolute or relative to the root (shipped to another machine).
         steps: its budget in steps (or updates), for the progress bar, which counts the steps
             of its runs' metrics.csv as they grow; 0 if unknown (then the bar counts jobs).
+        after: names of jobs listed before it in the same `run_jobs` call that must finish first
+            (those that write its inputs); it starts once they are done, and is not run if one fails.
     """
 
     name: str
@@ -102,6 +105,7 @@ class Job:
     kwargs: dict[str, Any] = field(default_factory=dict)
     inputs: tuple[str, ...] = ()
     steps: int = 0
+    after: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -871,8 +875,11 @@ def run_jobs(
 ) -> dict[str, Any]:
     """Run `jobs` on `executor(root, options)` until each is done; skip those already done (job.json).
 
+    A job with `after` is submitted once those jobs are done (in the list's order among the jobs that
+    can start, so list the long ones first); one whose `after` failed is reported as failed, not run.
+
     Args:
-        jobs: jobs with distinct names.
+        jobs: jobs with distinct names, each job's `after` naming jobs before it in the list.
         root: the sweep directory on the driver.
         options: where and how they run.
         progress: a progress bar named `label`, over the steps of the jobs' runs where every job
@@ -886,11 +893,17 @@ def run_jobs(
         InputError: as `LocalPool` and `Cluster` (before any job starts).
         TrainingError: after every other job has finished, naming the jobs that failed.
         KeyboardInterrupt: Ctrl-C or SIGTERM, once the running jobs have checkpointed (`Executor.stop`).
+        ValueError: a job's `after` names a job that is not before it in the list.
     """
     import json
 
     from tqdm import tqdm
 
+    listed: set[str] = set()
+    for job in jobs:
+        if not listed.issuperset(job.after):
+            raise ValueError(f"{job.name} waits for {sorted(set(job.after) - listed)}, which are not listed before it.")
+        listed.add(job.name)
     root = Path(root).resolve()
     results = {
         job.name: json.loads((root / job.name / "job.json").read_text())["result"]
@@ -925,9 +938,25 @@ def run_jobs(
     ):
         if on_start is not None:
             on_start()
-        for job in todo:
-            pool.submit(job)
         ended: set[str] = set(results)
+        waiting = todo
+
+        def submit_ready() -> None:
+            """Submit the waiting jobs whose `after` are done; report those whose `after` failed."""
+            nonlocal waiting
+            still = []
+            for job in waiting:  # in the list's order: a job comes after those it waits for
+                failed = [name for name in job.after if name in failures]
+                if failed:
+                    failures[job.name] = TrainingError(f"not run: it needs {', '.join(failed)}, which failed")
+                    ended.add(job.name)
+                elif all(name in results for name in job.after):
+                    pool.submit(job)
+                else:
+                    still.append(job)
+            waiting = still
+
+        submit_ready()
         follow = _StepCounter(bar, root, size, ended) if progress and in_steps else None
         try:
             for job, outcome in pool.results():
@@ -942,6 +971,7 @@ def run_jobs(
                 else:
                     results[job.name] = outcome
                     tqdm.write(f"done {job.name}: {_summary(outcome)}", file=sys.stderr)
+                submit_ready()
         except KeyboardInterrupt:
             print(
                 "\nacrl: stopping: each running run writes checkpoints/latest.pt (Ctrl-C again kills them now); "

@@ -59,6 +59,32 @@ def test_a_job_that_raises_is_reported_once_and_the_others_complete(tmp_path):
     }  # finished before: skipped, its recorded result returned
 
 
+def reads(root: Path, job_dir: Path, callbacks: list, source: str) -> dict:
+    """A job whose input is another's output: that job's recorded value, plus one."""
+    job_dir.mkdir(parents=True)
+    return {"value": json.loads((root / source / "job.json").read_text())["result"]["value"] + 1}
+
+
+def test_a_job_starts_once_those_it_waits_for_are_done_and_is_not_run_after_one_fails(tmp_path):
+    jobs = [
+        Job("first", finishes, {"value": 1}),
+        Job("bad", fails),
+        Job("second", reads, {"source": "first"}, after=("first",)),
+        Job("third", reads, {"source": "second"}, after=("second",)),
+        Job("needs-bad", finishes, {"value": 5}, after=("first", "bad")),
+        Job("needs-that", finishes, {"value": 6}, after=("needs-bad",)),
+    ]
+    with pytest.raises(TrainingError, match=r"3 of 6 runs failed") as failed:
+        run_jobs(jobs, tmp_path, ClusterOptions(), progress=False)
+    assert "needs-bad: not run: it needs bad, which failed" in str(failed.value)
+    assert "needs-that: not run: it needs needs-bad, which failed" in str(failed.value)
+    assert json.loads((tmp_path / "third" / "job.json").read_text())["result"] == {"value": 3}  # 1, then 2, then 3
+    assert not (tmp_path / "needs-bad").exists() and not (tmp_path / "needs-that").exists()
+    with pytest.raises(ValueError, match=r"early waits for \['late'\], which are not listed before it"):
+        unordered = [Job("early", finishes, {"value": 1}, after=("late",)), Job("late", finishes, {"value": 2})]
+        run_jobs(unordered, tmp_path, ClusterOptions())
+
+
 def session_processes(sid: int) -> list[str]:
     """Command lines of the live processes in session `sid` (zombies excluded)."""
     out = subprocess.run(["ps", "-eo", "sid=,stat=,args="], capture_output=True, text=True).stdout
