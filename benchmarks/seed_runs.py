@@ -36,6 +36,13 @@ picks up where it stopped:
   --total-steps 300000`, the MinAtar preset with and without `--set lstm_hidden_size=256` (the A3C paper's
   LSTM agent: 256 cells after the CNN, the same settings), seeds 0-2 (4-10 min a run, the test suite sharing the
   machine).
+- `dqn_minatar_1m`: `acrl train dqn --env MinAtar/Breakout-v1 --total-steps 1000000` (the MinAtar preset, the
+  MinAtar paper's DQN) for seeds 0-2, against the paper's DQN at the same frames. Its measure is the one the
+  paper plots, the mean return of the last 100 training episodes (epsilon-greedy, epsilon 0.1 by then):
+  `rollout/ep_return_mean`. The paper's curve (Young and Tian 2019, Fig. 2; the MinAtar repository's
+  img/learning_curves.gif, 30 runs, the 6-action v0 game) has no table: `MINATAR_PAPER_DQN` holds it read off
+  the figure's pixels. The runs also evaluate greedily (10 episodes every 100k steps) and best.pt on 10 fresh
+  episodes. About 2 hours a run at 130-140 steps/s with another run beside it: `--jobs 3` shares the 2 cores.
 
     python benchmarks/seed_runs.py ppo_pong --out benchmarks/results/ppo_pong.json
     python benchmarks/seed_runs.py ppo_pong_no_sticky --out benchmarks/results/ppo_pong_no_sticky.json
@@ -46,6 +53,7 @@ picks up where it stopped:
     python benchmarks/seed_runs.py a3c_pendulum_1m --out benchmarks/results/a3c_pendulum_1m.json
     python benchmarks/seed_runs.py a3c_lstm_popgym --out benchmarks/results/a3c_lstm_popgym.json
     python benchmarks/seed_runs.py a3c_lstm_minatar --out benchmarks/results/a3c_lstm_minatar.json
+    python benchmarks/seed_runs.py dqn_minatar_1m --jobs 3 --out benchmarks/results/dqn_minatar_1m.json
     python benchmarks/seed_runs.py sac_hopper --total-steps 2000 --seeds 0     # a check in seconds
 
 A run too long for one session is read as far as it got with --as-is (its JSON says `finished`: false) and
@@ -66,6 +74,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from meta import RESULTS, ROOT, bench_meta, load_average, scratch_path
 
 from acrl.core.plotting import read_curve
@@ -104,6 +113,7 @@ TRAIN = {
     "a3c_pendulum_1m": ["a3c", "--env", "Pendulum-v1", "--workers", "2"],
     "a3c_lstm_popgym": ["a3c", "--env", "popgym-PositionOnlyCartPoleEasy-v0", "--workers", "2"],
     "a3c_lstm_minatar": ["a3c", "--env", "MinAtar/Breakout-v1", "--workers", "2", "--total-steps", "300000"],
+    "dqn_minatar_1m": ["dqn", "--env", "MinAtar/Breakout-v1", "--total-steps", "1000000"],
     "ppo_pong": [
         "ppo",
         "--env",
@@ -224,6 +234,49 @@ def pong_run(run_dir: Path) -> dict[str, Any]:
     }
 
 
+MINATAR_PAPER_DQN = {
+    "source": "Young and Tian 2019 (MinAtar), Fig. 2, Breakout, DQN: the MinAtar repository's img/learning_curves.gif "
+    "(kenjyoung/MinAtar at 4241f24), the blue curve's pixels (median row per column, within "
+    "0.05M frames of each point) mapped through the axis ticks (0-15 returns, 0-5M frames); about +-0.3 from "
+    "the line's width. The mean over 30 runs of the last 100 training episodes' returns, Breakout-v0's 6 actions.",
+    "frames": [200_000, 500_000, 1_000_000, 2_000_000, 5_000_000],
+    "return": [6.0, 8.3, 9.2, 9.7, 10.0],
+}
+"""The MinAtar paper's DQN on Breakout at the frames it is compared at (no table in the paper: read off its figure)."""
+
+
+def dqn_minatar_1m(run_dirs: dict[int, Path]) -> dict[str, Any]:
+    """Per seed: the mean return of the last 100 training episodes at the run's end (the MinAtar paper's
+    measure) and its curve every 10k steps; with `best_checkpoints`' greedy evaluations. Over seeds: the
+    IQM of the training measure with its 95% CI and the mean; the paper's DQN at the fewest frames a seed
+    reached, interpolated between the points read off its figure (None outside them)."""
+    seeds = []
+    for seed, run_dir in run_dirs.items():
+        steps, returns = read_curve(run_dir, "rollout/ep_return_mean")
+        every = [i for i, step in enumerate(steps) if step % 10_000 == 0]
+        seeds.append(
+            {
+                "seed": seed,
+                "finished": (run_dir / "eval.json").is_file(),
+                "last_step": int(steps[-1]),
+                "training_return_last_100": round(float(returns[-1]), 2),
+                "training_curve": [[int(steps[i]), round(float(returns[i]), 2)] for i in every],
+            }
+        )
+    frames = min(s["last_step"] for s in seeds)
+    paper = MINATAR_PAPER_DQN
+    read = paper["frames"][0] <= frames <= paper["frames"][-1]  # between the points read off the figure
+    there = np.interp(frames, paper["frames"], paper["return"]).item() if read else None
+    return {
+        "statistic": "rollout/ep_return_mean at the run's end: the mean return of the last 100 training episodes, "
+        "mean and IQM [95% CI] over seeds (rliable)",
+        "training_return": interval_estimates({"dqn": [s["training_return_last_100"] for s in seeds]})["dqn"],
+        "paper_dqn": {**paper, "at_frames": frames, "there": there},
+        "seeds": seeds,
+        **best_checkpoints(run_dirs),
+    }
+
+
 def pendulum_run(seed: int, run_dir: Path) -> dict[str, Any]:
     evals = curve(run_dir)
     reached = next((step for step, value in evals if value >= -200), None)
@@ -321,6 +374,13 @@ def main(argv: list[str] | None = None) -> int:
             "meta": meta,
             "commands": commands,
             **lstm_against_feed_forward(args.name, run_dirs),
+        }
+    elif args.name == "dqn_minatar_1m":
+        result = {
+            "benchmark": "DQN MinAtar/Breakout-v1, 1M steps, the MinAtar preset, against the MinAtar paper's DQN",
+            "meta": meta,
+            "commands": commands,
+            **dqn_minatar_1m(run_dirs[""]),
         }
     elif args.name == "ppo_ant_1m":
         result = {
