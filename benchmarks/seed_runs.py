@@ -37,7 +37,8 @@ picks up where it stopped:
   LSTM agent: 256 cells after the CNN, the same settings), seeds 0-2 (4-10 min a run, the test suite sharing the
   machine).
 - `dqn_minatar_1m`: `acrl train dqn --env MinAtar/Breakout-v1 --total-steps 1000000` (the MinAtar preset, the
-  MinAtar paper's DQN) for seeds 0-2, against the paper's DQN at the same frames. Its measure is the one the
+  MinAtar paper's DQN; latest.pt keeps the replay buffer, 40 MB, so that a run resumed in a later session
+  goes on exactly) for seeds 0-2, against the paper's DQN at the same frames. Its measure is the one the
   paper plots, the mean return of the last 100 training episodes (epsilon-greedy, epsilon 0.1 by then):
   `rollout/ep_return_mean`. The paper's curve (Young and Tian 2019, Fig. 2; the MinAtar repository's
   img/learning_curves.gif, 30 runs, the 6-action v0 game) has no table: `MINATAR_PAPER_DQN` holds it read off
@@ -113,7 +114,10 @@ TRAIN = {
     "a3c_pendulum_1m": ["a3c", "--env", "Pendulum-v1", "--workers", "2"],
     "a3c_lstm_popgym": ["a3c", "--env", "popgym-PositionOnlyCartPoleEasy-v0", "--workers", "2"],
     "a3c_lstm_minatar": ["a3c", "--env", "MinAtar/Breakout-v1", "--workers", "2", "--total-steps", "300000"],
-    "dqn_minatar_1m": ["dqn", "--env", "MinAtar/Breakout-v1", "--total-steps", "1000000"],
+    "dqn_minatar_1m": [
+        *("dqn", "--env", "MinAtar/Breakout-v1", "--total-steps", "1000000"),
+        *("--set", "save_replay_buffer=true"),  # a run resumed in a later session goes on with its replay
+    ],
     "ppo_pong": [
         "ppo",
         "--env",
