@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -44,12 +43,15 @@ import yaml
 from meta import bench_meta, load_average, scratch_path
 
 from acrl.core.plotting import read_curve
-from acrl.sweep.executor import ClusterOptions, Job, run_jobs
+from acrl.sweep.executor import ClusterOptions, Job, run_jobs, wall_clock_s
 from acrl.sweep.grid import train_run
 from acrl.sweep.results import BOOTSTRAP_REPS, interval_estimates
 
 KINDS = ("imitation", "imperfect")
 """The buffers of the ablation: the experiment's noise-free and noisy demonstrations."""
+
+LABEL = "BCQ spectrum"
+"""The runs' `run_jobs` label: the progress bar's name and their time's key in the experiment's sessions.json."""
 
 REFERENCE = {"behavioral": "behavioral policy", "bcq": "BCQ (the experiment's)", "vae_bc": "VAE-BC", "bc": "BC"}
 """Rows of the experiment's own table shown for reference, when its extrapolation.json holds them."""
@@ -206,9 +208,9 @@ def main(argv: list[str] | None = None) -> int:
     updates = args.updates or experiment["updates"]
     root = "spectrum" if updates == experiment["updates"] else f"spectrum-u{updates}"
     out = args.out or scratch_path("bcq_spectrum")
-    load_before, started = load_average(), time.monotonic()
+    load_before = load_average()
     jobs = spectrum_jobs(experiment_dir, experiment, root, args.n, args.phi, seeds, updates)
-    done = run_jobs(jobs, experiment_dir, ClusterOptions(address=args.address), args.progress, label="BCQ spectrum")
+    done = run_jobs(jobs, experiment_dir, ClusterOptions(address=args.address), args.progress, label=LABEL)
 
     runs = []
     for n in args.n:
@@ -248,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
         "seeds": seeds,
         "n": args.n,
         "phi": args.phi,
-        "wall_clock_s": round(time.monotonic() - started, 1),
+        "wall_clock_s": wall_clock_s(experiment_dir, LABEL),  # every session's that ran its jobs
         "runs": runs,
         "table": {kind: {} for kind in KINDS},
         "reference": reference_rows(experiment_dir),

@@ -37,7 +37,6 @@ and the environment's spaces are checked on the driver, without building a netwo
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +48,7 @@ from acrl.core.errors import InputError
 from acrl.core.files import write_json_atomic, write_text_atomic
 from acrl.core.version import __version__
 from acrl.offline.experiments import (
+    JOBS,
     collect_job,
     offline_jobs,
     offline_result,
@@ -57,7 +57,7 @@ from acrl.offline.experiments import (
     results_markdown,
     results_table,
 )
-from acrl.sweep.executor import ClusterOptions, Job, run_jobs
+from acrl.sweep.executor import ClusterOptions, Job, run_jobs, wall_clock_s
 
 BUFFERS = ("final", "imperfect")
 """The discrete experiment's buffers: the behavioral DQN's whole replay, and its policy at epsilon 0.2."""
@@ -170,7 +170,8 @@ def run_discrete(
         options: where the jobs run (`acrl.sweep.executor`; default: a process pool on this machine, one
             job per core).
     Returns:
-        the JSON written to discrete.json: env_id, seeds, budgets, imperfect_epsilon, wall_clock_s,
+        the JSON written to discrete.json: env_id, seeds, budgets, imperfect_epsilon, wall_clock_s (summed
+        over the sessions that ran its jobs, `acrl.sweep.executor.wall_clock_s`),
         acrl_version, results[kind][agent] (per seed; learners: the return curve, final and best
         evaluations, value-estimate curves, run directory; behavioral: its return, noise-free (final: the
         run's last evaluation; imperfect: its best, the checkpoint that collected the data), and the mean
@@ -211,7 +212,6 @@ def run_discrete(
         },
         f"experiment discrete on {env_id} -> {out_dir}",
     )
-    started = time.monotonic()
     behavioral_run = "s{seed}/final/final-behavioral"
     policy = behavioral_run + "/checkpoints/best.pt"
     offline = {
@@ -257,7 +257,7 @@ def run_discrete(
         ),
         *offline_jobs(env_id, out_dir, seeds, datasets, offline, updates, common),
     ]
-    done = run_jobs(jobs, out_dir, options, progress, on_start=on_start, label="experiment jobs")
+    done = run_jobs(jobs, out_dir, options, progress, on_start=on_start, label=JOBS)
     results: dict[str, dict[str, list[dict[str, Any]]]] = {
         kind: {"behavioral": [], **{algo: [] for algo in LEARNERS}} for kind in BUFFERS
     }
@@ -277,7 +277,7 @@ def run_discrete(
         "imperfect_epsilon": IMPERFECT_EPSILON,
         "eval_freq": eval_freq,
         "eval_episodes": eval_episodes,
-        "wall_clock_s": round(time.monotonic() - started, 1),
+        "wall_clock_s": wall_clock_s(out_dir, JOBS),
         "acrl_version": __version__,
         "results": results,
         "table": results_table(results, BUFFERS, LEARNERS),

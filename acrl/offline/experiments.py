@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import shutil
 import sys
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -66,7 +65,7 @@ from acrl.core.plotting import align_curves, read_curve, save_figure  # noqa: E4
 from acrl.core.version import __version__  # noqa: E402
 from acrl.offline.collect import behavioral_run_dir, buffer_dataset, collect_dataset  # noqa: E402
 from acrl.parts.datasets import OfflineDataset, save_dataset  # noqa: E402
-from acrl.sweep.executor import ClusterOptions, Job, run_jobs  # noqa: E402
+from acrl.sweep.executor import ClusterOptions, Job, run_jobs, wall_clock_s  # noqa: E402
 from acrl.sweep.grid import train_run  # noqa: E402
 
 BUFFERS = ("final", "concurrent", "imitation", "imperfect")
@@ -94,6 +93,9 @@ VALUE_KEYS = ("q_initial_mean", "discounted_return_mean", "q_data_mean", "q_poli
 
 ITERATION_STEPS = 1_000
 """Behavioral steps per round of the concurrent run (and its learners' updates): one metrics row each."""
+
+JOBS = "experiment jobs"
+"""The experiments' `run_jobs` label: their progress bar's name and their time's key in sessions.json."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -557,9 +559,10 @@ def run_extrapolation(
             only their offline runs (its concurrent runs, which do not hold them, are kept, and the
             table shows "-" for the new learners there).
     Returns:
-        the JSON written to extrapolation.json: settings, results[kind][agent] (per seed: the
-        return curve, final and best evaluations, value-estimate curves, run directory; the
-        behavioral entries: its return and the data's episode return) and the table rows.
+        the JSON written to extrapolation.json: settings, wall_clock_s (summed over the sessions that
+        ran its jobs, `acrl.sweep.executor.wall_clock_s`), results[kind][agent] (per seed: the return
+        curve, final and best evaluations, value-estimate curves, run directory; the behavioral
+        entries: its return and the data's episode return) and the table rows.
     Raises:
         InputError: as `run_concurrent`; no seeds; an out_dir that holds something else; an
             address (`options`) without Ray installed, or that does not answer. All before any job.
@@ -606,7 +609,6 @@ def run_extrapolation(
         f"experiment extrapolation on {env_id} -> {out_dir}",
     )
     ddpg_offline = {"gamma": configs["bcq"].gamma, **overrides["ddpg_overrides"]}
-    started = time.monotonic()
     # One pool of jobs over seeds, buffers and agents: the behavioral runs (final buffer, concurrent),
     # the datasets each concurrent behavioral policy collects once its run is done, and the offline
     # runs, each once its dataset is written; a free core takes the next job that can start.
@@ -668,7 +670,7 @@ def run_extrapolation(
         ),
         *offline_jobs(env_id, out_dir, seeds, datasets, offline, updates, common),
     ]
-    done = run_jobs(jobs, out_dir, options, progress, on_start=on_start, label="experiment jobs")
+    done = run_jobs(jobs, out_dir, options, progress, on_start=on_start, label=JOBS)
 
     results: dict[str, dict[str, list[dict[str, Any]]]] = {
         kind: {"behavioral": [], **{algo: [] for algo in LEARNERS}} for kind in BUFFERS
@@ -707,7 +709,7 @@ def run_extrapolation(
         "final_noise": final_noise,
         "eval_freq": eval_freq,
         "eval_episodes": eval_episodes,
-        "wall_clock_s": round(time.monotonic() - started, 1),
+        "wall_clock_s": wall_clock_s(out_dir, JOBS),
         "acrl_version": __version__,
         "results": results,
         "table": results_table(results),

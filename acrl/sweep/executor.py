@@ -42,6 +42,7 @@ job's latest checkpoint, whatever the filesystem.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import math
 import os
@@ -57,6 +58,7 @@ from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from multiprocessing.connection import wait
 from pathlib import Path
 from typing import Any
@@ -865,6 +867,41 @@ def _last_step(job_dir: Path) -> int:
     return last
 
 
+SESSIONS = "sessions.json"
+"""`run_jobs`' record in its root: {label: [{"started": ISO time, "ended": ISO time}, ...]}, one entry per
+call that ran jobs, its end moved on as each job ends (a call that was killed ends at its last finished job)."""
+
+
+def wall_clock_s(root: str | Path, label: str) -> float | None:
+    """Seconds that the `run_jobs` calls named `label` ran jobs in `root`, summed over their sessions
+    (`SESSIONS`: a run resumed by the same command counts each session's time); None where none is
+    recorded (a directory written before the record)."""
+    path = Path(root) / SESSIONS
+    sessions = json.loads(path.read_text()).get(label) if path.is_file() else None
+    if not sessions:
+        return None
+    spans = (datetime.fromisoformat(s["ended"]) - datetime.fromisoformat(s["started"]) for s in sessions)
+    return round(sum(span.total_seconds() for span in spans), 1)
+
+
+class _Session:
+    """This `run_jobs` call's entry in root/SESSIONS, started now; `mark` moves its end to now."""
+
+    def __init__(self, root: Path, label: str):
+        self.path, self.label = root / SESSIONS, label
+        self.record = json.loads(self.path.read_text()) if self.path.is_file() else {}
+        self.record.setdefault(label, []).append({"started": _now()})
+        self.mark()
+
+    def mark(self) -> None:
+        self.record[self.label][-1]["ended"] = _now()
+        write_json_atomic(self.path, self.record)
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
 def run_jobs(
     jobs: list[Job],
     root: str | Path,
@@ -886,7 +923,8 @@ def run_jobs(
             has its `steps` (else over jobs); the short line per finished job prints either way.
         on_start: called once the executor is up and checked, before the first job starts (a sweep
             writes its sweep.yaml there, so a cluster that cannot be reached leaves nothing).
-        label: what the jobs are, for the progress bar (e.g. "offline runs").
+        label: what the jobs are, for the progress bar (e.g. "offline runs"), and the key of this call's
+            time in root/SESSIONS (`wall_clock_s`).
     Returns:
         {job name: its result}, for every job.
     Raises:
@@ -895,8 +933,6 @@ def run_jobs(
         KeyboardInterrupt: Ctrl-C or SIGTERM, once the running jobs have checkpointed (`Executor.stop`).
         ValueError: a job's `after` names a job that is not before it in the list.
     """
-    import json
-
     from tqdm import tqdm
 
     listed: set[str] = set()
@@ -938,6 +974,7 @@ def run_jobs(
     ):
         if on_start is not None:
             on_start()
+        session = _Session(root, label)
         ended: set[str] = set(results)
         waiting = todo
 
@@ -971,6 +1008,7 @@ def run_jobs(
                 else:
                     results[job.name] = outcome
                     tqdm.write(f"done {job.name}: {_summary(outcome)}", file=sys.stderr)
+                session.mark()
                 submit_ready()
         except KeyboardInterrupt:
             print(
@@ -982,6 +1020,7 @@ def run_jobs(
             pool.stop()
             raise
         finally:
+            session.mark()  # after a stop: once the running jobs have checkpointed
             if follow is not None:
                 follow.close()
     if failures:

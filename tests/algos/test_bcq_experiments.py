@@ -87,7 +87,9 @@ def test_extrapolation_without_ray_writes_table_figure_and_runs(tmp_path):
         "extrapolation.png",
         "s0",
         "experiment.yaml",
+        "sessions.json",
     }
+    assert summary["wall_clock_s"] > 0  # this session's, from sessions.json
     assert list(summary["table"]) == ["behavioral", "bcq", "ddpg", "bc", "vae_bc", "dqn"]  # the paper's agents
     assert all(list(row) == list(BUFFERS) for row in summary["table"].values())
     final = load_dataset(out / "s0" / "final" / "final.h5")  # every transition of its own behavioral run
@@ -151,6 +153,7 @@ def test_concurrent_learners_learn_from_the_behavioral_buffer_without_acting(tmp
         "concurrent.png",
         "s1",
         "experiment.yaml",
+        "sessions.json",
     }
     result = json.loads((out / "concurrent.json").read_text())["runs"][0]
     bcq = load(f"{result['run_dirs']['bcq']}/checkpoints/latest.pt")

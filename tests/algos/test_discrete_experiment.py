@@ -54,7 +54,8 @@ def run_experiment(out: Path, env_id: str, capsys, *flags: str) -> dict:
     assert main([*argv, "--no-progress", *flags]) == 0
     stdout = capsys.readouterr().out
     assert "| discrete BCQ |" in stdout and "| DQN (offline) |" in stdout and "Value estimates" in stdout
-    assert {p.name for p in out.iterdir()} == {"discrete.json", "discrete.md", "discrete.png", "s3", "experiment.yaml"}
+    files = {"discrete.json", "discrete.md", "discrete.png", "s3", "experiment.yaml", "sessions.json"}
+    assert {p.name for p in out.iterdir()} == files
     assert "| DQN (offline) |" in (out / "discrete.md").read_text()
     return json.loads((out / "discrete.json").read_text())
 

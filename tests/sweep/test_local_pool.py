@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from acrl.core.errors import InputError, TrainingError
-from acrl.sweep.executor import ClusterOptions, Job, LocalPool, run_jobs
+from acrl.sweep.executor import SESSIONS, ClusterOptions, Job, LocalPool, run_jobs, wall_clock_s
 from acrl.sweep.grid import train_run
 from tests.conftest import PPO_TINY as TINY
 from tests.conftest import ROOT, KillOnce, steps_of
@@ -83,6 +83,30 @@ def test_a_job_starts_once_those_it_waits_for_are_done_and_is_not_run_after_one_
     with pytest.raises(ValueError, match=r"early waits for \['late'\], which are not listed before it"):
         unordered = [Job("early", finishes, {"value": 1}, after=("late",)), Job("late", finishes, {"value": 2})]
         run_jobs(unordered, tmp_path, ClusterOptions())
+
+
+def test_each_call_that_runs_jobs_records_its_session_and_the_wall_clock_sums_them(tmp_path):
+    run_jobs([Job("one", finishes, {"value": 1})], tmp_path, ClusterOptions(), progress=False, label="runs")
+    run_jobs([Job("one", finishes, {"value": 1})], tmp_path, ClusterOptions(), progress=False, label="runs")  # done
+    run_jobs([Job("two", finishes, {"value": 2})], tmp_path, ClusterOptions(), progress=False, label="runs")
+    sessions = json.loads((tmp_path / SESSIONS).read_text())["runs"]
+    assert len(sessions) == 2  # none for the call that had nothing to run
+    assert all(s["started"] <= s["ended"] for s in sessions)
+
+    # two sessions of one label, 90 s and 30 s (the second resumed it), and another label's
+    (tmp_path / SESSIONS).write_text(
+        json.dumps(
+            {
+                "experiment jobs": [
+                    {"started": "2026-12-04T10:00:00+00:00", "ended": "2026-12-04T10:01:30+00:00"},
+                    {"started": "2026-12-04T11:00:00+00:00", "ended": "2026-12-04T11:00:30+00:00"},
+                ],
+                "BCQ spectrum": [{"started": "2026-12-04T12:00:00+00:00", "ended": "2026-12-04T13:00:00+00:00"}],
+            }
+        )
+    )
+    assert wall_clock_s(tmp_path, "experiment jobs") == 120.0
+    assert wall_clock_s(tmp_path, "runs") is None and wall_clock_s(tmp_path / "elsewhere", "runs") is None
 
 
 def session_processes(sid: int) -> list[str]:
