@@ -876,8 +876,7 @@ def wall_clock_s(root: str | Path, label: str) -> float | None:
     """Seconds that the `run_jobs` calls named `label` ran jobs in `root`, summed over their sessions
     (`SESSIONS`: a run resumed by the same command counts each session's time); None where none is
     recorded (a directory written before the record)."""
-    path = Path(root) / SESSIONS
-    sessions = json.loads(path.read_text()).get(label) if path.is_file() else None
+    sessions = _read_sessions(Path(root) / SESSIONS).get(label)
     if not sessions:
         return None
     spans = (datetime.fromisoformat(s["ended"]) - datetime.fromisoformat(s["started"]) for s in sessions)
@@ -889,13 +888,25 @@ class _Session:
 
     def __init__(self, root: Path, label: str):
         self.path, self.label = root / SESSIONS, label
-        self.record = json.loads(self.path.read_text()) if self.path.is_file() else {}
+        self.record = _read_sessions(self.path)
         self.record.setdefault(label, []).append({"started": _now()})
         self.mark()
 
     def mark(self) -> None:
         self.record[self.label][-1]["ended"] = _now()
         write_json_atomic(self.path, self.record)
+
+
+def _read_sessions(path: Path) -> dict[str, list[dict[str, str]]]:
+    """The record in `path` ({} without one). Raises InputError for a file that is not JSON."""
+    if not path.is_file():
+        return {}
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise InputError(
+            f"{path} is not valid JSON ({exc}); it only records how long the jobs ran: delete it to go on."
+        ) from None
 
 
 def _now() -> str:

@@ -107,6 +107,9 @@ def test_each_call_that_runs_jobs_records_its_session_and_the_wall_clock_sums_th
     )
     assert wall_clock_s(tmp_path, "experiment jobs") == 120.0
     assert wall_clock_s(tmp_path, "runs") is None and wall_clock_s(tmp_path / "elsewhere", "runs") is None
+    (tmp_path / SESSIONS).write_text('{"runs": [')  # cut short
+    with pytest.raises(InputError, match=r"sessions.json is not valid JSON .* delete it to go on"):
+        run_jobs([Job("three", finishes, {"value": 3})], tmp_path, ClusterOptions(), progress=False)
 
 
 def session_processes(sid: int) -> list[str]:
