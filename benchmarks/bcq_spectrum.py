@@ -71,7 +71,8 @@ def spectrum_jobs(
     seeds: list[int],
     updates: int,
 ) -> list[Job]:
-    """One `train_run` job per buffer, n, phi and seed (the costliest, largest n, first).
+    """One `train_run` job per buffer, n, phi and seed (the costliest, largest n, first), each writing
+    latest.pt at every evaluation, so that a run killed with its session resumes from there.
 
     Args:
         experiment_dir: the experiment's directory (absolute), the jobs' root.
@@ -80,6 +81,7 @@ def spectrum_jobs(
         n_values, phis, seeds: the grid; updates: gradient updates per run.
     """
     overrides = {
+        "checkpoint_freq": experiment["eval_freq"],
         **(experiment.get("bcq_overrides") or {}),
         "eval_freq": experiment["eval_freq"],
         "eval_episodes": experiment["eval_episodes"],

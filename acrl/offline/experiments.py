@@ -464,8 +464,10 @@ def offline_jobs(
     (algorithm -> its config fields, over its env preset) learning `updates` gradient updates from each
     dataset of `datasets` (buffer kind -> the name of the job that writes it, JOB/KIND.h5 as
     `collect_job` does, "{seed}" in it), for each seed, into s{seed}/KIND/ALGO, each run after that
-    job; `common` (eval_freq, eval_episodes) for every run. In `offline`'s order, so that the long runs
-    come first and the short ones then fill the gaps."""
+    job; `common` (eval_freq, eval_episodes) for every run. Each run writes latest.pt at every evaluation
+    (checkpoint_freq = eval_freq unless its fields say otherwise), so one killed by the OS or the end of a
+    session resumes from its last evaluation rather than its start. In `offline`'s order, so that the long
+    runs come first and the short ones then fill the gaps."""
     jobs = []
     for algo, values in offline.items():
         for seed in seeds:
@@ -480,7 +482,7 @@ def offline_jobs(
                             "algo": algo,
                             "env_id": env_id,
                             "preset": None,
-                            "overrides": {**values, **common},
+                            "overrides": {"checkpoint_freq": common["eval_freq"], **values, **common},
                             "flags": flags,
                         },
                         inputs=(dataset,),

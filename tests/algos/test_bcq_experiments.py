@@ -116,6 +116,7 @@ def test_extrapolation_without_ray_writes_table_figure_and_runs(tmp_path):
     assert not results["final"]["vae_bc"][0]["values"]["q_initial_mean"]
     dqn = load(f"{results['imperfect']['dqn'][0]['run_dir']}/checkpoints/best.pt")  # 5 bins, as --dqn-set says
     assert dqn.config.action_bins == 5 and dqn.net.head.out_features == 5 and dqn.config.gamma == 0.99
+    assert dqn.config.checkpoint_freq == 150  # latest.pt at every evaluation: a killed run resumes from there
     assert [step for step, _ in results["imperfect"]["dqn"][0]["values"]["q_initial_mean"]] == [150]
     md = (out / "extrapolation.md").read_text()
     assert "| imperfect |" in md and "| BC |" in md and "Value estimates" in md
