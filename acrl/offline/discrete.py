@@ -31,8 +31,8 @@ pool or a Ray cluster (`acrl.sweep.executor`), each once what it reads is writte
 with their final buffers (s{seed}/final/final.h5, the DQN in s{seed}/final/final-behavioral/), the
 imperfect datasets (s{seed}/data-imperfect/imperfect.h5), the offline runs (s{seed}/BUFFER/AGENT).
 Frames stay uint8 or bool throughout: in the replay, the HDF5 datasets and the offline agents' frame
-buffers. Every config
-and the environment's spaces are checked on the driver, without building a network, before any job.
+buffers. Every config and the environment's spaces are checked on the driver, without building a
+network, before any job.
 """
 
 from __future__ import annotations
