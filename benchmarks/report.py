@@ -638,7 +638,6 @@ DISCRETE_AGENTS = {
     "bc": "BC",
 }
 """The discrete experiment's agents (acrl/offline/discrete.py)."""
-KINDS = ("final", "concurrent", "imitation", "imperfect")
 
 
 class Extrapolation:
@@ -674,7 +673,7 @@ class Extrapolation:
             else f"{n(cell['iqm'], d)} [{n(cell['iqm_ci'][0], d)}, {n(cell['iqm_ci'][1], d)}]"
         )
 
-    def returns(self, bold: set[tuple[str, str]], extra: list[list[str]] = ()) -> str:
+    def returns(self, bold: set[tuple[str, str]]) -> str:
         rows = []
         for agent in self.agents():
             cells = []
@@ -684,7 +683,6 @@ class Extrapolation:
                 text = "-" if value is None else pm(value, self.digits)  # "-": a concurrent run from before it
                 cells.append(f"**{text}**" if (agent, kind) in bold else text)
             rows.append([self.labels[agent], *cells])
-        rows += extra
         for agent in self.agents()[1:]:
             rows.append(
                 [f"{self.labels[agent].split(' (')[0]}: IQM [95% CI]", *(self.iqm(agent, k) for k in self.kinds)]
@@ -794,7 +792,6 @@ def bcq_hopper(results: dict[str, dict]) -> str:
         se = (statistics.variance(a) / len(a) + statistics.variance(b) / len(b)) ** 0.5
         return abs(statistics.mean(a) - statistics.mean(b)) / se
 
-    d3_row = ["d3rlpy BCQ (same data and updates)", *(mean_std(per[k]["d3rlpy"]) if k in per else "–" for k in KINDS)]
     seed_rows = [
         [
             k,
@@ -819,7 +816,7 @@ transitions (paper: 1M), {kilo(e.d["updates"])} updates per offline agent (paper
 behavioral policy is weak (a few hundred return; the paper's reaches ~1,000-3,000), so this is a
 first, small reproduction, not the paper's numbers.
 
-{e.returns({("bcq", "concurrent"), ("ddpg", "imitation"), ("ddpg", "imperfect")}, [d3_row])}
+{e.returns({("bcq", "concurrent"), ("ddpg", "imitation"), ("ddpg", "imperfect")})}
 
 {e.values({("ddpg", "concurrent"), ("ddpg", "imitation"), ("ddpg", "imperfect")}, "value at the first state")}
 
@@ -842,8 +839,9 @@ coverage). BCQ's value estimates are still rising at {kilo(e.d["updates"])} upda
 needs on the order of 1/(1 − γ) = 100 rounds of bootstrapping to reach the returns' scale), which
 says it has not converged: {kilo(e.d["updates"])} updates are 4% of the paper's 300k.
 
-**d3rlpy's BCQ on the same Hopper-v5 arrays** (d3rlpy {v["d3rlpy_version"]} in its own venv, the paper's
-settings for both, the same {kilo(e.d["updates"])} updates and the same evaluation seeds;
+**d3rlpy's BCQ on the same Hopper-v5 arrays**, those of this experiment as it ran on {v["date"][:10]}, each
+library's BCQ trained on them here, so its table holds its own acrl numbers (d3rlpy {v["d3rlpy_version"]} in its
+own venv, the paper's settings for both, the same {kilo(e.d["updates"])} updates and the same evaluation seeds;
 `benchmarks/results/bcq_vs_d3rlpy_hopper.{{json,md}}`; it needs the experiment's run directory, as
 the datasets are not committed).
 {conditions(v)}
