@@ -823,7 +823,8 @@ def _summary(result: dict[str, Any]) -> str:
 class _StepCounter:
     """Sets a progress bar in steps every `PERIOD_S` seconds, from a thread: the steps of the
     ended jobs plus, per running job, the last step of its metrics.csv files (the largest of
-    them: a job's runs advance in lockstep), at most its budget."""
+    them: a job's runs advance in lockstep), at most its budget; and after it, how many jobs are done
+    (its rate and time left mix jobs whose steps cost very differently, as an experiment's do)."""
 
     PERIOD_S = 2.0
 
@@ -844,6 +845,7 @@ class _StepCounter:
                 steps if name in self.ended else min(steps, _last_step(self.root / name))
                 for name, steps in list(self.size.items())
             )
+            self.bar.set_postfix_str(f"{len(self.ended)} of {len(self.size)} jobs done", refresh=False)
             self.bar.refresh()
 
     def close(self) -> None:

@@ -79,6 +79,7 @@ def test_extrapolation_without_ray_writes_table_figure_and_runs(tmp_path):
     # One bar counts the jobs' steps (2 x 300 behavioral, 2 x 250 collected, 15 x 150 offline), and a
     # finished job's line is short (its numbers, not its result's JSON).
     assert "experiment jobs: 100%" in result.stderr and "| 3350/3350 [" in result.stderr, result.stderr
+    assert "19 of 19 jobs done]" in result.stderr
     done = [line for line in result.stderr.replace("\r", "\n").splitlines() if line.startswith("done ")]
     assert len(done) == 2 + 2 + 15 and max(len(line) for line in done) < 120, done
     assert {p.name for p in out.iterdir()} == {
