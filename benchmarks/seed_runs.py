@@ -416,6 +416,7 @@ def main(argv: list[str] | None = None) -> int:
             "meta": meta,
             "rounds": [committed["rounds"][0], current],
         }
+    meta["load_average_after"] = load_average()  # after the best.pt evaluations too, which the result holds
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2) + "\n")
     print(f"wrote {out}")
