@@ -812,32 +812,56 @@ The paper's network sizes and settings for every agent; {e.scale()} on the 2 cor
 
 Scale: **4% of the paper's** on every axis: behavioral DDPGs of {kilo(e.d["steps_behavioral"])} steps (paper: 1M;
 10k random start steps instead of 25k), imitation and imperfect buffers of {kilo(e.d["dataset_size"])}
-transitions (paper: 1M), {kilo(e.d["updates"])} updates per offline agent (paper: 300k). At this scale the
-behavioral policy is weak (a few hundred return; the paper's reaches ~1,000-3,000), so this is a
-first, small reproduction, not the paper's numbers.
+transitions (paper: 1M), {kilo(e.d["updates"])} updates per offline agent (paper: 300k). The behavioral DDPGs end
+at {", ".join(n(r["return"]) for r in e.d["results"]["final"]["behavioral"])} (seeds 0, 1, 2); the best
+checkpoints that wrote the imitation and imperfect data at
+{", ".join(n(r["return"]) for r in e.d["results"]["imitation"]["behavioral"])}, where the paper's reach
+~1,000-3,000: a first, small reproduction, not the paper's numbers.
 
-{e.returns({("bcq", "concurrent"), ("ddpg", "imitation"), ("ddpg", "imperfect")})}
+{e.returns({(agent, kind) for agent in ("bcq", "ddpg", "dqn") for kind in ("imitation", "imperfect")})}
 
-{e.values({("ddpg", "concurrent"), ("ddpg", "imitation"), ("ddpg", "imperfect")}, "value at the first state")}
+{
+        e.values(
+            {(agent, kind) for agent in ("ddpg", "dqn") for kind in ("concurrent", "imitation")},
+            "value at the first state",
+        )
+    }
 
 ![Hopper-v5: returns and value estimates per buffer](../benchmarks/results/bcq_hopper_extrapolation.png)
 
-What reproduces the paper: off-policy DDPG collapses on imitation ({e.m("ddpg", "imitation")} against the
-behavioral {e.m("behavioral", "imitation")}) and imperfect data ({e.m("ddpg", "imperfect")}), and in the
-concurrent setting it falls behind the agent whose data it learns from ({e.m("ddpg", "concurrent")} against
-{e.m("behavioral", "concurrent")}); where it fails its critic's estimates run far above the truth
-({e.q("ddpg", "concurrent")}, {e.q("ddpg", "imitation")}), the extrapolation error of the paper's Sec. 3.
-BCQ keeps its estimates at or below the true value on the fixed buffers, beats offline DDPG by a
-wide margin on imitation and imperfect data, and matches the behavioral agent in the concurrent
-setting ({e.m("bcq", "concurrent")} against {e.m("behavioral", "concurrent")}). What does not, at this
-scale: BCQ stays below the behavioral policy on imitation, imperfect and final data
-({e.m("bcq", "imitation")}, {e.m("bcq", "imperfect")}, {e.m("bcq", "final")} against
-{e.m("behavioral", "imitation")}, {e.m("behavioral", "imperfect")}, {e.m("behavioral", "final")}; the paper has it
-at or above), and offline DDPG is not below the behavioral policy on the final buffer
-({e.m("ddpg", "final")} against {e.m("behavioral", "final")}; N(0, 0.5) exploration gives it wide action
-coverage). BCQ's value estimates are still rising at {kilo(e.d["updates"])} updates (a critic that starts at 0
-needs on the order of 1/(1 − γ) = 100 rounds of bootstrapping to reach the returns' scale), which
-says it has not converged: {kilo(e.d["updates"])} updates are 4% of the paper's 300k.
+What reproduces the paper:
+- Both off-policy learners collapse on the data of one policy. Offline DDPG ends at {e.m("ddpg", "imitation")} on
+  imitation data and {e.m("ddpg", "imperfect")} on imperfect data, DQN over the discretised torques at
+  {e.m("dqn", "imitation")} and {e.m("dqn", "imperfect")}, against the behavioral {e.m("behavioral", "imitation")}.
+  Their critics believe in returns the policy does not get: DDPG {e.q("ddpg", "imitation")} on imitation data,
+  DQN {e.q("dqn", "imitation")}; in the concurrent setting DDPG {e.q("ddpg", "concurrent")} and DQN
+  {e.q("dqn", "concurrent")}, the extrapolation error of the paper's Sec. 3.
+- BCQ on the same data stays near the behavioral policy ({e.m("bcq", "imitation")} on imitation data,
+  {e.m("bcq", "imperfect")} on imperfect data) and keeps its estimates below the true value on every fixed
+  buffer ({e.q("bcq", "imitation")} on imitation data).
+- BC and VAE-BC match the behavioral policy on imitation data ({e.m("bc", "imitation")} and
+  {e.m("vae_bc", "imitation")}) and fall below it on imperfect data ({e.m("bc", "imperfect")} and
+  {e.m("vae_bc", "imperfect")}), where BCQ is ahead of both ({e.m("bcq", "imperfect")}), as in the paper, though
+  within their spread over 3 seeds (seed 0's imperfect data is reproduced by all three at 983).
+
+What does not, at this scale:
+- BCQ is not above the behavioral policy on any buffer (the paper has it at or above on imperfect and final
+  data). On the final buffer all three BCQ runs end at {e.m("bcq", "final")}, above the behavioral DDPG of seeds 0
+  and 2 and far below seed 1's {n(e.d["results"]["final"]["behavioral"][1]["return"])}; offline DDPG does about
+  as well there ({e.m("ddpg", "final")}: N(0, {e.d["final_noise"]}) exploration gives it wide action coverage).
+- In the concurrent setting BCQ is below the behavioral agent ({e.m("bcq", "concurrent")} against
+  {e.m("behavioral", "concurrent")}), and its critic overestimates too ({e.q("bcq", "concurrent")}), if less than
+  DDPG's and DQN's: with one update per behavioral step it trains on a buffer that changes under it.
+- BCQ's value estimates on the fixed buffers still rise about linearly at {kilo(e.d["updates"])} updates (a critic
+  that starts at 0 needs on the order of 1/(1 − γ) = 100 rounds of bootstrapping to reach the returns' scale):
+  it has not converged, at 4% of the paper's 300k updates.
+
+VAE-BC on the final buffer ({e.m("vae_bc", "final")}) is far below BC ({e.m("bc", "final")}), as on Pendulum:
+it samples the decoder (BCQ's z, clipped to [−0.5, 0.5]), so it copies the exploring actions, whose episodes
+in the buffer return {n(e.t["behavioral"]["final"]["data_episodes"][0])} on average, while BC's regression to the
+mean action averages the N(0, {e.d["final_noise"]}) noise out. What BCQ adds to its VAE (the critic's choice
+among 10 perturbed samples) is worth {n(e.mean("bcq", "final") - e.mean("vae_bc", "final"))} there and
+{n(e.mean("bcq", "imperfect") - e.mean("vae_bc", "imperfect"))} on imperfect data.
 
 **d3rlpy's BCQ on the same Hopper-v5 arrays**, those of this experiment as it ran on {v["date"][:10]}, each
 library's BCQ trained on them here, so its table holds its own acrl numbers (d3rlpy {v["d3rlpy_version"]} in its
@@ -1342,6 +1366,64 @@ show how far the final policy falls from it.
 {conditions(d)}"""
 
 
+def reaches_paper_dqn(d: dict) -> bool:
+    """Whether dqn_minatar_1m's training return is at or above the MinAtar paper's DQN at the same frames: the
+    paper's value at or below the top of the IQM's 95% CI (False where the frames are outside its points)."""
+    there = d["paper_dqn"]["there"]
+    return there is not None and d["training_return"]["iqm_ci"][1] >= there
+
+
+def dqn_minatar(results: dict[str, dict]) -> str:
+    """acrl's DQN on MinAtar Breakout against the MinAtar paper's (dqn_minatar_1m.json, `seed_runs.py`); empty
+    until it exists. A result read with --as-is before the runs end says how far they got."""
+    d = results.get("dqn_minatar_1m")
+    if d is None:
+        return ""
+    paper, train, seeds = d["paper_dqn"], d["training_return"], d["seeds"]
+    evals = {r["seed"]: r for r in d["runs"]}
+    header = ["seed", "steps", "training return (last 100)", "best evaluation", "last evaluation", "best.pt, 10 fresh"]
+    rows = [
+        [
+            str(s["seed"]),
+            kilo(s["last_step"]),
+            n(s["training_return_last_100"], 1),
+            f"{n(evals[s['seed']]['best_eval'], 1)} at {kilo(evals[s['seed']]['best_step'])}",
+            n(evals[s["seed"]]["final_eval"], 1),
+            n(evals[s["seed"]]["best_checkpoint_fresh_10_episodes"], 1),
+        ]
+        for s in seeds
+    ]
+    frames = paper["at_frames"]
+    there = "outside the points read off its figure" if paper["there"] is None else n(paper["there"], 1)
+    finished = all(s["finished"] for s in seeds)
+    status = (
+        "The runs are finished."
+        if finished
+        else f"**The runs are not finished**: this is the result as far as they got (`--as-is`), the fewest steps "
+        f"a seed reached being {kilo(frames)}; the same command without `--as-is` resumes them."
+    )
+    ok = reaches_paper_dqn(d)
+    curve = ", ".join(f"{n(r, 1)} at {f / 1e6:g}M" for f, r in zip(paper["frames"], paper["return"], strict=True))
+    return f"""## DQN on MinAtar Breakout-v1 against the MinAtar paper's DQN
+
+`python benchmarks/seed_runs.py dqn_minatar_1m --jobs 3`: `acrl train dqn --env MinAtar/Breakout-v1` (the MinAtar
+preset: the paper's network and settings, see `acrl/presets/dqn.yaml`) for 1M steps, seeds
+{", ".join(str(s["seed"]) for s in seeds)}, three runs sharing the 2 cores
+(`benchmarks/results/dqn_minatar_1m.json`). {status}
+{conditions(d)}
+
+The measure is the paper's: the mean return of the last 100 training episodes (epsilon-greedy, epsilon 0.1 after
+100k steps), `rollout/ep_return_mean`. The paper's DQN (Young and Tian 2019, Fig. 2; 30 runs of Breakout-v0 with
+6 actions, where v1 has 3) has no table; its curve read off the figure's pixels: {curve} frames (about ±0.3).
+Beside it, acrl's greedy evaluations (10 episodes every 100k steps) and best.pt on 10 fresh episodes.
+
+{table(header, "rrrrrr", rows)}
+
+Training return over seeds: IQM {n(train["iqm"], 1)} [{n(train["iqm_ci"][0], 1)}, {n(train["iqm_ci"][1], 1)}],
+mean {n(train["mean"], 1)}; the paper's DQN at {kilo(frames)} frames: {there}. At or above the paper's
+DQN (its value at or below the top of the IQM's 95% CI): {met(ok)}."""
+
+
 def discrete_bcq_breakout(results: dict[str, dict]) -> str:
     """`acrl experiment discrete` on MinAtar Breakout (discrete_bcq_breakout.json, .md and .png); empty until it
     exists."""
@@ -1534,6 +1616,18 @@ def glance(results: dict[str, dict]) -> str:
                     f"above: {said(lstm_a3c['iqm'] > ff_a3c['iqm'])}" if must_beat else "(reported)",
                 ]
             )
+    if "dqn_minatar_1m" in results:
+        d = results["dqn_minatar_1m"]
+        train, paper = d["training_return"], d["paper_dqn"]
+        there = "-" if paper["there"] is None else n(paper["there"], 1)
+        rows.append(
+            [
+                f"DQN MinAtar Breakout-v1, training return at {kilo(paper['at_frames'])} steps, IQM of "
+                f"{len(d['seeds'])} seeds (the MinAtar paper's DQN)",
+                f"{n(train['iqm'], 1)} [{n(train['iqm_ci'][0], 1)}, {n(train['iqm_ci'][1], 1)}] ({there})",
+                f"at or above the paper's: {said(reaches_paper_dqn(d))}",
+            ]
+        )
     if "discrete_bcq_breakout" in results:
         d = results["discrete_bcq_breakout"]
         t = d["table"]
@@ -1570,6 +1664,7 @@ SECTIONS: list[Callable[[dict[str, dict]], str]] = [
     pong,
     memory,
     dqn_vs_sb3,
+    dqn_minatar,
     discrete_bcq_breakout,
 ]
 
