@@ -12,7 +12,7 @@
                 run.save_latest()
     # leaving the block: final evaluation, latest.pt, eval.json, learning_curve.png, README.md
 
-`train` drives one or several runs in lockstep (the concurrent experiment trains three agents
+`train` drives one or several runs in lockstep (the concurrent experiment trains six agents
 on one behavioral clock) under one signal policy:
 
 - the first Ctrl-C or SIGTERM lets the current iteration finish, then each run writes
@@ -358,7 +358,9 @@ def train(runs: Sequence[Run]) -> None:
     """Drive `runs` until each is done, one iteration of each per round, under the signal policy.
 
     Several runs advance in lockstep: with equal budgets, eval_freq and iteration sizes their
-    agents stay on the same step (the concurrent experiment relies on it).
+    agents stay on the same step (the concurrent experiment relies on it). The runs whose
+    checkpoint is due write latest.pt after the round, all of them together, so that lockstep runs
+    killed mid-round leave checkpoints of one step (a kill while they are written, of two).
 
     Raises:
         TrainingError: from `Run.check_iteration` or an agent's iteration.
@@ -369,6 +371,7 @@ def train(runs: Sequence[Run]) -> None:
         for run in runs:
             stack.enter_context(run)
         while not all(run.done for run in runs):
+            due = []
             for run in runs:
                 if run.done:
                     continue
@@ -380,7 +383,9 @@ def train(runs: Sequence[Run]) -> None:
                     metrics.update(run.evaluate())
                 run.logger.log(agent.num_steps, metrics)
                 if run.checkpoint_due(before):
-                    run.save_latest()
+                    due.append(run)
+            for run in due:
+                run.save_latest()
             if stop and not all(run.done for run in runs):
                 break
     if stop and not all(run.done for run in runs):  # the runs have saved latest.pt on leaving the block

@@ -36,7 +36,8 @@ as jobs (`acrl.sweep.executor`: a local process pool by default, a Ray cluster w
 in parallel where they can: the concurrent runs of every seed, then the datasets
 (s{seed}/data-BUFFER/BUFFER.h5), then the offline runs (s{seed}/BUFFER/AGENT); the final buffer
 is s{seed}/concurrent/final.h5. Every config is validated on the driver, without building a
-network, before the first job starts.
+network, before the first job starts. Every run checkpoints at each evaluation, so a rerun of an
+interrupted experiment goes on from there.
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import yaml  # noqa: E402
 
+from acrl.core.checkpoint import load_checkpoint, set_rng_state  # noqa: E402
 from acrl.core.config import RunConfig, preset_values, update_config  # noqa: E402
 from acrl.core.envs import check_spaces, env_factory  # noqa: E402
 from acrl.core.errors import InputError  # noqa: E402
@@ -196,6 +198,8 @@ def concurrent_configs(
     and for the learners on its buffer "bcq": BCQ, "ddpg": DDPG, "bc": BC, "vae_bc": VAE-BC, "dqn":
     DQN}. No network is built. DQN gets `dqn_values` (the paper's 10 sub-actions per dimension and BCQ's
     gamma, beneath the overrides) and, as BCQ, the final dataset's path to record (it learns offline).
+    All six write latest.pt at every evaluation (checkpoint_freq = eval_freq), the behavioral agent's with
+    the replay buffer the learners share, so that an interrupted run resumes (`run_concurrent`).
 
     Raises:
         InputError: an unknown environment, a bad override, a non-positive budget.
@@ -205,9 +209,18 @@ def concurrent_configs(
     eval_freq = defaults["eval_freq"] if eval_freq is None else int(eval_freq)
     if steps < 1 or eval_freq < 1 or eval_episodes < 1:
         raise InputError(f"steps, eval_freq and eval_episodes must be >= 1, got {steps}, {eval_freq}, {eval_episodes}.")
-    common = {"eval_freq": eval_freq, "eval_episodes": eval_episodes, "iteration_steps": ITERATION_STEPS}
+    common = {
+        "eval_freq": eval_freq,
+        "eval_episodes": eval_episodes,
+        "iteration_steps": ITERATION_STEPS,
+        "checkpoint_freq": eval_freq,
+    }
     behavioral_cfg = _config(
-        "ddpg", env_id, behavioral_overrides or {}, "--behavioral-set", {"seed": seed, "total_steps": steps, **common}
+        "ddpg",
+        env_id,
+        behavioral_overrides or {},
+        "--behavioral-set",
+        {"seed": seed, "total_steps": steps, "save_replay_buffer": True, **common},
     )
     behavioral_cfg = update_config(
         behavioral_cfg, {"buffer_size": max(steps, behavioral_cfg.start_steps, behavioral_cfg.batch_size)}, "experiment"
@@ -281,6 +294,23 @@ def check_experiment(env_id: str, behavioral: RunConfig) -> None:
     warn_if_all_random(behavioral.total_steps, behavioral.start_steps)
 
 
+def _interrupted_concurrent(out_dir: Path, configs: dict[str, RunConfig]) -> dict[str, dict[str, Any]] | None:
+    """The checkpoints ({agent: `load_checkpoint` payload}, in `configs`' order) of a concurrent run in
+    `out_dir` that the agents of these `configs` (as built: device and encoder resolved) continue: each
+    agent's checkpoints/latest.pt, all at one step before the end and written with these settings; None
+    where `out_dir` holds no such run (nothing, or a run killed before its first checkpoint or while
+    writing them, whose agents' steps differ)."""
+    paths = {name: out_dir / name / "checkpoints" / "latest.pt" for name in configs}
+    if not all(path.is_file() for path in paths.values()):
+        return None
+    checkpoints = {name: load_checkpoint(path) for name, path in paths.items()}
+    steps = {checkpoint["state"]["counters"]["num_steps"] for checkpoint in checkpoints.values()}
+    same = all(checkpoints[name]["config"] == config.to_dict() for name, config in configs.items())
+    if len(steps) != 1 or not same or steps.pop() >= configs["behavioral"].total_steps:
+        return None
+    return checkpoints
+
+
 def run_concurrent(
     env_id: str,
     out_dir: str | Path,
@@ -297,6 +327,7 @@ def run_concurrent(
     dqn_overrides: dict[str, Any] | None = None,
     progress: bool = True,
     callbacks: Sequence[Callback] = (),
+    start_over: bool = False,
 ) -> dict[str, Any]:
     """The concurrent experiment (Fujimoto et al. 2019, Sec. 3 and Figure 2 "concurrent").
 
@@ -312,10 +343,16 @@ def run_concurrent(
     `eval_episodes` episodes, env seeded apart). At the end the buffer is written as the `final`
     dataset.
 
+    All six write checkpoints/latest.pt at every evaluation, together after the round (`train`), the
+    behavioral agent's with its replay buffer. An out_dir that holds such a run stopped part-way (six
+    latest.pt of one step before the end, with these settings: a signal, the OS or the end of a
+    session) is resumed from there: the learners get the restored buffer, the behavioral agent starts
+    fresh episodes seeded from (seed, step) as any resumed run.
+
     Args:
         env_id: a registered environment with a bounded Box action space.
         out_dir: directory for the run directories behavioral/, ddpg/, bcq/, bc/, vae_bc/, dqn/
-            (must be new or empty) and, by default, final.h5.
+            (new, empty, or holding a run to resume) and, by default, final.h5.
         steps: behavioral environment steps (default: the DDPG preset's total_steps).
         seed: the behavioral agent's seed; the DDPG learner gets seed + 1, BCQ seed + 2, BC seed + 3,
             VAE-BC seed + 4, DQN seed + 5.
@@ -326,6 +363,9 @@ def run_concurrent(
             dqn_overrides: config fields per agent.
         progress: progress bar of the behavioral run.
         callbacks: `acrl.core.loop.Callback`s of each of the six runs (a sweep's file shipping).
+        start_over: when out_dir holds files that are not a run to resume (one killed while its
+            checkpoints were written, or before the first), delete them and start from step 0 (an
+            experiment's job) instead of raising.
     Returns:
         JSON-ready dict: env_id, seed, steps, eval_freq, curves {behavioral, ddpg, bcq, bc, vae_bc,
         dqn: [[step, return_mean], ...]}, values {name: {VALUE_KEYS entry: [[step, value], ...]}}, final {name:
@@ -333,7 +373,8 @@ def run_concurrent(
         (path), data_episode_return (mean over the buffer's complete episodes).
     Raises:
         InputError: an unknown environment, a Discrete or unbounded action space, a bad override,
-            a non-positive budget, or an out_dir that already holds files.
+            a non-positive budget, or an out_dir that holds files but not a run to resume (unless
+            `start_over`).
     """
     from acrl.algos.bc import BC
     from acrl.algos.bcq import BCQ
@@ -342,7 +383,6 @@ def run_concurrent(
     from acrl.algos.vae_bc import VAEBC
 
     out_dir = Path(out_dir)
-    _check_out(out_dir)
     final_dataset = Path(final_dataset or out_dir / "final.h5").resolve()
     configs = concurrent_configs(
         env_id,
@@ -367,6 +407,17 @@ def run_concurrent(
         "vae_bc": VAEBC(env_id, config=configs["vae_bc"], buffer=behavioral.buffer),
         "dqn": DQN(env_id, config=configs["dqn"], buffer=behavioral.buffer),
     }
+    checkpoints = _interrupted_concurrent(out_dir, {name: agent.config for name, agent in agents.items()})
+    if checkpoints is None and start_over:
+        _delete(out_dir)
+    elif checkpoints is None and out_dir.exists() and any(out_dir.iterdir()):
+        raise InputError(
+            f"{out_dir} holds files but not a concurrent run to resume with these settings (its six agents' "
+            "checkpoints/latest.pt at one step); choose another out_dir."
+        )
+    for name, checkpoint in (checkpoints or {}).items():  # the behavioral agent's first: it restores the buffer
+        agents[name].load_state_dict(checkpoint["state"])
+        set_rng_state(checkpoint["rng"], agents[name].rng)
     steps, eval_freq = behavioral.config.total_steps, behavioral.config.eval_freq
     torch.set_num_threads(behavioral.config.torch_threads)  # as Agent.learn does; oversubscribed threads crawl
     behavioral.before_learning()
@@ -408,10 +459,15 @@ def _delete(path: Path) -> None:
 
 
 def concurrent_job(root: Path, job_dir: Path, callbacks: list[Callback], **kwargs: Any) -> dict[str, Any]:
-    """An experiment's job: `run_concurrent` into `job_dir` (from scratch), the final buffer as job_dir/final.h5."""
-    _delete(job_dir)
+    """An experiment's job: `run_concurrent` into `job_dir` (resuming an interrupted attempt, else from
+    scratch), the final buffer as job_dir/final.h5."""
     return run_concurrent(
-        out_dir=job_dir, final_dataset=job_dir / "final.h5", callbacks=callbacks, progress=False, **kwargs
+        out_dir=job_dir,
+        final_dataset=job_dir / "final.h5",
+        callbacks=callbacks,
+        progress=False,
+        start_over=True,
+        **kwargs,
     )
 
 
@@ -557,9 +613,10 @@ def run_extrapolation(
         progress: a progress bar over the jobs' steps.
         options: where the jobs run (`acrl.sweep.executor`; default: a process pool on this
             machine, one job per core). A rerun of the same experiment into the same out_dir skips
-            finished jobs; into the directory of one run before VAE-BC and DQN were added, it trains
-            only their offline runs (its concurrent runs, which do not hold them, are kept, and the
-            table shows "-" for the new learners there).
+            finished jobs and resumes interrupted ones from their last evaluation; into the
+            directory of one run before VAE-BC and DQN were added, it trains only their offline runs
+            (its concurrent runs, which do not hold them, are kept, and the table shows "-" for the
+            new learners there).
     Returns:
         the JSON written to extrapolation.json: settings, wall_clock_s (summed over the sessions that
         ran its jobs, `acrl.sweep.executor.wall_clock_s`), results[kind][agent] (per seed: the return
@@ -967,7 +1024,7 @@ def run_concurrent_experiment(
     concurrent.{json,md,png} in out_dir.
 
     kwargs go to `run_concurrent` (eval_freq, eval_episodes, *_overrides). A rerun into the same
-    out_dir skips the seeds that finished.
+    out_dir skips the seeds that finished and resumes the others from their last evaluation.
     Raises:
         InputError: as `run_concurrent`; no seeds; an out_dir that holds something else; an
             address (`options`) without Ray installed, or that does not answer. All before any job.

@@ -2,6 +2,7 @@
 the concurrent learners' use of the behavioral agent's growing buffer, and bad input. They run on
 the local process pool, the extrapolation experiment where Ray cannot be imported."""
 
+import csv
 import json
 import os
 import subprocess
@@ -14,7 +15,9 @@ import yaml
 
 from acrl import load
 from acrl.cli import main
-from acrl.offline.experiments import BUFFERS, episode_returns
+from acrl.core.errors import InputError
+from acrl.core.loop import Callback
+from acrl.offline.experiments import BUFFERS, episode_returns, run_concurrent
 from acrl.parts.datasets import OfflineDataset, load_dataset
 from tests.conftest import ROOT
 
@@ -167,6 +170,48 @@ def test_concurrent_learners_learn_from_the_behavioral_buffer_without_acting(tmp
     assert set(result["final"]) == {"behavioral", "ddpg", "bcq", "bc", "vae_bc", "dqn"}
     dqn = load(f"{result['run_dirs']['dqn']}/checkpoints/latest.pt")
     assert dqn.num_steps == 250 and dqn.config.dataset == result["final_dataset"]
+
+
+TINY = {
+    "behavioral_overrides": {"start_steps": 100, "hidden_sizes": [16]},
+    "ddpg_overrides": {"hidden_sizes": [16]},
+    "bcq_overrides": {"actor_hidden_sizes": [16], "critic_hidden_sizes": [16], "vae_hidden_sizes": [16]},
+    "bc_overrides": {"hidden_sizes": [16]},
+    "vae_bc_overrides": {"hidden_sizes": [16]},
+    "dqn_overrides": {"hidden_sizes": [16], "action_bins": 5},
+}
+"""TINY_FLAGS as `run_concurrent`'s arguments."""
+
+
+class KilledAfterCheckpoints(Callback):
+    """Raises once the last of the six agents (DQN) has written latest.pt at `step`: a kill between rounds."""
+
+    def __init__(self, step: int):
+        self.step = step
+
+    def on_checkpoint(self, step: int, path: Path) -> None:
+        if step == self.step and path.parents[1].name == "dqn":
+            raise RuntimeError("killed")
+
+
+def test_an_interrupted_concurrent_run_resumes_from_its_last_round(tmp_path):
+    """Killed after the checkpoints at step 1,000 of 2,000 (evaluations every 1,000), the same call goes on
+    from 1,000: every agent's metrics hold the steps 1,000 and 2,000 once, and the final buffer holds all
+    2,000 transitions (the behavioral agent's checkpoint brought back the buffer the learners share). Other
+    settings in that directory are refused."""
+    out = tmp_path / "c"
+    args = {"env_id": "Pendulum-v1", "out_dir": out, "steps": 2000, "eval_freq": 1000, "eval_episodes": 1, **TINY}
+    with pytest.raises(RuntimeError, match="killed"):
+        run_concurrent(**args, progress=False, callbacks=[KilledAfterCheckpoints(1000)])
+    assert not (out / "final.h5").exists()
+    result = run_concurrent(**args, progress=False)
+    assert len(load_dataset(result["final_dataset"])) == 2000
+    for name, run_dir in result["run_dirs"].items():
+        rows = [row for row in csv.DictReader(open(Path(run_dir) / "metrics.csv")) if row["eval/return_mean"]]
+        assert [int(float(row["step"])) for row in rows] == [1000, 2000], name
+        assert json.loads((Path(run_dir) / "eval.json").read_text())["resumed_at"] == 1000, name
+    with pytest.raises(InputError, match="not a concurrent run to resume with these settings"):
+        run_concurrent(**{**args, "eval_episodes": 2}, progress=False)
 
 
 def test_episode_returns_skip_the_unfinished_episode():

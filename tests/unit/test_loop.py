@@ -154,6 +154,27 @@ def test_runs_in_lockstep_stay_on_the_same_step():
     assert order == [(name, step) for step in (7, 10, 17, 20, 25) for name in "ab"]
 
 
+def test_lockstep_runs_write_their_checkpoints_together_after_the_round(tmp_path):
+    """Two runs with checkpoint_freq 10 (chunks of 7: 7, 14, 21): the second's iteration fails in the round
+    that reaches 21. Both keep latest.pt of step 14, so the pair resumes from one step; had the first written
+    its checkpoint straight after its own iteration, it would be at 21 and the second at 14."""
+    first, second = ScriptedAgent(total=40, eval_freq=0, checkpoint_freq=10), ScriptedAgent(total=40, eval_freq=0)
+    second.config.checkpoint_freq = 10
+    fail = second.iteration
+
+    def iteration(max_steps):
+        if second.num_steps == 14:
+            raise RuntimeError("killed")
+        return fail(max_steps)
+
+    second.iteration = iteration
+    with pytest.raises(RuntimeError, match="killed"):
+        train([Run(first, tmp_path / "a", progress=False), Run(second, tmp_path / "b", progress=False)])
+    assert first.num_steps == 21 and second.num_steps == 14
+    assert (tmp_path / "a" / "checkpoints" / "latest.pt").read_text() == "14"
+    assert (tmp_path / "b" / "checkpoints" / "latest.pt").read_text() == "14"
+
+
 @pytest.mark.parametrize("where", ["metric", "parameter"])
 def test_non_finite_values_stop_the_run_naming_step_and_quantity(tmp_path, where):
     agent = ScriptedAgent(total=50, eval_freq=0, metric=math.nan if where == "metric" else 1.0)
