@@ -9,7 +9,9 @@ spaces discretised independently per dimension (`action_bins`).
              Data Table 1: 1 to 0.1 over 1M frames); uniformly random actions for the first
              start_steps transitions ("replay start size")
     target:  y = R + gamma^k * (1 - terminated) * Q'(s', argmax_a Q(s', a))  (Double DQN; n-step
-             windows of k <= n_step transitions, Hessel et al. 2018, Sec. 3)
+             windows of k <= n_step transitions, Hessel et al. 2018, Sec. 3); with double_q=false
+             the Nature DQN's y = R + gamma^k * (1 - terminated) * max_a Q'(s', a) (Mnih et al.
+             2015, Algorithm 1), as SB3's DQN and the MinAtar paper's take it
     loss:    Huber(Q(s, a) - y); the target network copied every target_update_interval updates
 
 The target, loss, target network and optimizer are the Q-learning core's (`acrl.algos.q_learning`),
@@ -46,7 +48,7 @@ import torch
 from torch import nn
 
 from acrl.algos.off_policy import OffPolicyConfig
-from acrl.algos.q_learning import QLearningAgent, QLearningConfig
+from acrl.algos.q_learning import QLearningAgent, QLearningConfig, double_q_target
 from acrl.core.config import RunConfig, in_unit_interval
 from acrl.core.envs import require_finite_bounds
 from acrl.core.errors import InputError
@@ -68,6 +70,9 @@ class DQNConfig(QLearningConfig, OffPolicyConfig):
         action_bins: Box action spaces only (required there, refused for a Discrete one): sub-actions
             per dimension, >= 2, evenly spaced from low to high with both bounds included; each
             dimension is discretised independently (Fujimoto et al. 2019, Supp. D: 10).
+        double_q: Double DQN targets, a' chosen by the online network and valued by the target network
+            (van Hasselt et al. 2016, Eq. 4); false: the target network's max over a' (Mnih et al. 2015),
+            one forward pass fewer per update.
     """
 
     env_id: str = "CartPole-v1"
@@ -87,6 +92,7 @@ class DQNConfig(QLearningConfig, OffPolicyConfig):
     epsilon_end: float = 0.05
     epsilon_decay_steps: int = 10_000
     action_bins: int | None = None
+    double_q: bool = True
 
     def validate(self) -> None:
         """Raise `InputError` for values DQN cannot run with (see the attribute list)."""
@@ -213,6 +219,22 @@ class DQN(QLearningAgent):
         sub-action values (B, J, action_bins), output j * action_bins + k being Q_j(s, k)."""
         q = net(obs)
         return q if self.n_bins is None else q.view(len(obs), self.act_dim, self.n_bins)
+
+    @torch.no_grad()
+    def compute_target(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """The Q-learning core's Double DQN target (B,) float32 with double_q; without, the target network's
+        max over a' at s', max_a Q'(s', a) (Mnih et al. 2015, Algorithm 1; for a discretised Box the mean of
+        each dimension's max, Fujimoto et al. 2019, Supp. D)."""
+        if self.config.double_q:
+            return super().compute_target(batch)
+        next_q = self.q_values(self.net_target, batch["next_observations"])
+        return double_q_target(
+            next_q.argmax(dim=-1),
+            next_q,
+            batch["rewards"],
+            batch["not_done"],
+            batch.get("discount", self.config.gamma),
+        )
 
     def to_actions(self, indices: torch.Tensor) -> torch.Tensor:
         """Greedy or random indices -> policy actions: (B,) int64 as they are (Discrete), or (B, J) int64

@@ -1,4 +1,4 @@
-"""DQN's pieces against hand-computed values: the Double DQN target, terminated against truncated,
+"""DQN's pieces against hand-computed values: the Double DQN and max targets, terminated against truncated,
 n-step windows of the vector replay buffer, the epsilon schedule and its checkpoint, the target
 network (an exact copy, updated as configured), exact resume with the buffer, and bad input
 (docs/correctness.md items 1, 9, 13, 14)."""
@@ -49,6 +49,25 @@ def test_double_dqn_target_uses_the_online_argmax_and_the_target_value():
         "discount": torch.tensor([0.9, 0.9, 0.81]),  # the third: a 2-step window
     }
     torch.testing.assert_close(agent.compute_target(batch), torch.tensor([1.0 + 9.0, 2.0, 3.0 + 8.1]))
+
+
+def test_without_double_q_the_target_is_the_target_networks_max():
+    """double_q=false: y = r + discount * not_done * max_a Q'(s', a) = r + discount * 20, whatever the online
+    network prefers (its argmax, action 0, is worth 10 to the target network); for a discretised Box the mean of
+    each dimension's max: Q'_0 = (0, 0, 7) and Q'_1 = (100, 0, 3) give (7 + 100) / 2 = 53.5."""
+    agent = DQN("CartPole-v1", gamma=0.9, double_q=False, **SMALL)
+    constant_q(agent, online=[2.0, 1.0], target=[10.0, 20.0])
+    batch = {
+        "next_observations": torch.zeros(3, 4),
+        "rewards": torch.tensor([1.0, 2.0, 3.0]),
+        "not_done": torch.tensor([1.0, 0.0, 1.0]),
+        "discount": torch.tensor([0.9, 0.9, 0.81]),
+    }
+    torch.testing.assert_close(agent.compute_target(batch), torch.tensor([1.0 + 18.0, 2.0, 3.0 + 16.2]))
+    agent = DQN(TwoJoints, action_bins=3, gamma=0.5, double_q=False, **SMALL)
+    constant_q(agent, online=[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], target=[0.0, 0.0, 7.0, 100.0, 0.0, 3.0])
+    batch = {"next_observations": torch.zeros(1, 4), "rewards": torch.tensor([1.0]), "not_done": torch.tensor([1.0])}
+    torch.testing.assert_close(agent.compute_target(batch), torch.tensor([1.0 + 0.5 * 53.5]))
 
 
 def test_terminated_cuts_and_truncated_bootstraps():
