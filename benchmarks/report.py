@@ -1366,20 +1366,22 @@ show how far the final policy falls from it.
 {conditions(d)}"""
 
 
+MINATAR_DQN = {"dqn_minatar_v0_1m": "MinAtar/Breakout-v0", "dqn_minatar_1m": "MinAtar/Breakout-v1"}
+"""`seed_runs.py`'s DQN runs on MinAtar Breakout: result name -> game (v0, the paper's, first)."""
+
+
 def reaches_paper_dqn(d: dict) -> bool:
-    """Whether dqn_minatar_1m's training return is at or above the MinAtar paper's DQN at the same frames: the
-    paper's value at or below the top of the IQM's 95% CI (False where the frames are outside its points)."""
+    """Whether a DQN result on the MinAtar paper's game has a training return at or above the paper's DQN at
+    the same frames: the paper's value at or below the top of the IQM's 95% CI (False where the frames are
+    outside the points read off its figure)."""
     there = d["paper_dqn"]["there"]
     return there is not None and d["training_return"]["iqm_ci"][1] >= there
 
 
-def dqn_minatar(results: dict[str, dict]) -> str:
-    """acrl's DQN on MinAtar Breakout against the MinAtar paper's (dqn_minatar_1m.json, `seed_runs.py`); empty
-    until it exists. A result read with --as-is before the runs end says how far they got."""
-    d = results.get("dqn_minatar_1m")
-    if d is None:
-        return ""
-    paper, train, seeds = d["paper_dqn"], d["training_return"], d["seeds"]
+def dqn_minatar_runs(name: str, d: dict) -> str:
+    """One of `MINATAR_DQN`'s results: command, state, conditions, the per-seed table, the statistic and, on
+    the paper's game, the comparison with the paper's DQN."""
+    train, seeds, frames = d["training_return"], d["seeds"], d["at_frames"]
     evals = {r["seed"]: r for r in d["runs"]}
     header = ["seed", "steps", "training return (last 100)", "best evaluation", "last evaluation", "best.pt, 10 fresh"]
     rows = [
@@ -1393,35 +1395,52 @@ def dqn_minatar(results: dict[str, dict]) -> str:
         ]
         for s in seeds
     ]
-    frames = paper["at_frames"]
-    there = "outside the points read off its figure" if paper["there"] is None else n(paper["there"], 1)
-    finished = all(s["finished"] for s in seeds)
     status = (
         "The runs are finished."
-        if finished
+        if all(s["finished"] for s in seeds)
         else f"**The runs are not finished**: this is the result as far as they got (`--as-is`), the fewest steps "
         f"a seed reached being {kilo(frames)}; the same command without `--as-is` resumes them."
     )
-    ok = reaches_paper_dqn(d)
-    curve = ", ".join(f"{n(r, 1)} at {f / 1e6:g}M" for f, r in zip(paper["frames"], paper["return"], strict=True))
-    return f"""## DQN on MinAtar Breakout-v1 against the MinAtar paper's DQN
+    text = f"""### {MINATAR_DQN[name]}
 
-`python benchmarks/seed_runs.py dqn_minatar_1m --jobs 3`: `acrl train dqn --env MinAtar/Breakout-v1` (the MinAtar
-preset: the paper's network and settings, see `acrl/presets/dqn.yaml`) for 1M steps, seeds
-{", ".join(str(s["seed"]) for s in seeds)}, three runs sharing the 2 cores
-(`benchmarks/results/dqn_minatar_1m.json`). {status}
+`python benchmarks/seed_runs.py {name} --jobs 3` (`benchmarks/results/{name}.json`), seeds
+{", ".join(str(s["seed"]) for s in seeds)}, the three runs sharing the 2 cores. {status}
 {conditions(d)}
-
-The measure is the paper's: the mean return of the last 100 training episodes (epsilon-greedy, epsilon 0.1 after
-100k steps), `rollout/ep_return_mean`. The paper's DQN (Young and Tian 2019, Fig. 2; 30 runs of Breakout-v0 with
-6 actions, where v1 has 3) has no table; its curve read off the figure's pixels: {curve} frames (about ±0.3).
-Beside it, acrl's greedy evaluations (10 episodes every 100k steps) and best.pt on 10 fresh episodes.
 
 {table(header, "rrrrrr", rows)}
 
 Training return over seeds: IQM {n(train["iqm"], 1)} [{n(train["iqm_ci"][0], 1)}, {n(train["iqm_ci"][1], 1)}],
-mean {n(train["mean"], 1)}; the paper's DQN at {kilo(frames)} frames: {there}. At or above the paper's
-DQN (its value at or below the top of the IQM's 95% CI): {met(ok)}."""
+mean {n(train["mean"], 1)}."""
+    if "paper_dqn" not in d:
+        return text
+    paper = d["paper_dqn"]
+    curve = ", ".join(f"{n(r, 1)} at {f / 1e6:g}M" for f, r in zip(paper["frames"], paper["return"], strict=True))
+    there = "outside the points read off its figure" if paper["there"] is None else n(paper["there"], 1)
+    return f"""{text} The paper's DQN: {curve} frames (about ±0.3), so {there} at {kilo(frames)}. At or above
+the paper's DQN (its value at or below the top of the IQM's 95% CI): {met(reaches_paper_dqn(d))}."""
+
+
+def dqn_minatar(results: dict[str, dict]) -> str:
+    """acrl's DQN on MinAtar Breakout against the MinAtar paper's (`MINATAR_DQN`'s results, `seed_runs.py`);
+    empty until one exists. A result read with --as-is before the runs end says how far they got."""
+    present = [name for name in MINATAR_DQN if name in results]
+    if not present:
+        return ""
+    blocks = "\n\n".join(dqn_minatar_runs(name, results[name]) for name in present)
+    return f"""## DQN on MinAtar Breakout against the MinAtar paper's DQN
+
+`acrl train dqn --env MinAtar/Breakout-v0` (and `-v1`) with the MinAtar preset, the paper's network and settings
+(`acrl/presets/dqn.yaml`), for 1M steps; acrl's Double DQN target where the paper takes the max of Q'. The
+measure is the paper's: the mean return of the last 100 training episodes (epsilon-greedy, epsilon 0.1 after
+100k steps), `rollout/ep_return_mean`, against the paper's DQN (Young and Tian 2019, Fig. 2, 30 runs), whose
+curve the v0 result holds as read off the figure's pixels (the paper has no table). Its game is Breakout-v0, with
+all 6 actions (no-op, left, up, right, down, fire), of which only left and right move the paddle; v1 keeps the 3
+that differ.
+Under epsilon 0.1 a random action then moves the paddle 2 times in 3 in v1 and 1 in 3 in v0, so the same greedy
+policy scores less in v1's training episodes: the paper's curve is compared with v0 only. Beside the measure,
+acrl's greedy evaluations (10 episodes every 100k steps) and best.pt on 10 fresh episodes.
+
+{blocks}"""
 
 
 def discrete_bcq_breakout(results: dict[str, dict]) -> str:
@@ -1616,18 +1635,24 @@ def glance(results: dict[str, dict]) -> str:
                     f"above: {said(lstm_a3c['iqm'] > ff_a3c['iqm'])}" if must_beat else "(reported)",
                 ]
             )
-    if "dqn_minatar_1m" in results:
-        d = results["dqn_minatar_1m"]
-        train, paper = d["training_return"], d["paper_dqn"]
-        there = "-" if paper["there"] is None else n(paper["there"], 1)
-        rows.append(
-            [
-                f"DQN MinAtar Breakout-v1, training return at {kilo(paper['at_frames'])} steps, IQM of "
-                f"{len(d['seeds'])} seeds (the MinAtar paper's DQN)",
-                f"{n(train['iqm'], 1)} [{n(train['iqm_ci'][0], 1)}, {n(train['iqm_ci'][1], 1)}] ({there})",
-                f"at or above the paper's: {said(reaches_paper_dqn(d))}",
-            ]
+    for name in (name for name in MINATAR_DQN if name in results):
+        d = results[name]
+        train, paper = d["training_return"], d.get("paper_dqn")
+        measured = (
+            f"DQN {MINATAR_DQN[name]}, training return at {kilo(d['at_frames'])} steps, IQM of {len(d['seeds'])} seeds"
         )
+        result = f"{n(train['iqm'], 1)} [{n(train['iqm_ci'][0], 1)}, {n(train['iqm_ci'][1], 1)}]"
+        if paper is None:
+            rows.append([measured, result, "(reported)"])
+        else:
+            there = "-" if paper["there"] is None else n(paper["there"], 1)
+            rows.append(
+                [
+                    f"{measured} (the MinAtar paper's DQN)",
+                    f"{result} ({there})",
+                    f"at or above the paper's: {said(reaches_paper_dqn(d))}",
+                ]
+            )
     if "discrete_bcq_breakout" in results:
         d = results["discrete_bcq_breakout"]
         t = d["table"]
