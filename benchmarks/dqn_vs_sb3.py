@@ -10,8 +10,8 @@ learning rate, batch, buffer, learning_starts (acrl start_steps), gamma, train_f
 steps (acrl utd_ratio * train_freq), epsilon 1 -> the preset's end over 16% of --steps (the zoo's
 exploration_fraction; acrl's epsilon_decay_steps), max grad norm, 256-256 ReLU; SB3's target copy
 every 10 environment steps (the zoo's; acrl: every 128 updates, once per burst, the same
-schedule). The targets differ by design: acrl's DQN takes Double DQN targets, SB3's the max of Q'.
-One torch thread for both, on the CPU.
+schedule); the same target, the max of Q' (acrl's double_q=false: its presets keep Double DQN, whose
+extra forward pass per update SB3 does not make). One torch thread for both, on the CPU.
 
     python benchmarks/dqn_vs_sb3.py                          # 3 seeds x 50k steps (about 10 min idle)
     python benchmarks/dqn_vs_sb3.py --seeds 0 --steps 2000   # a smoke run
@@ -48,9 +48,9 @@ SB3_TARGET_UPDATE_STEPS = 10
 
 
 def preset(steps: int) -> DQNConfig:
-    """acrl's CartPole-v1 preset with `steps` steps and the schedule scaled to them."""
+    """acrl's CartPole-v1 preset with `steps` steps and the schedule scaled to them, and SB3's max-Q' target."""
     values, _ = preset_values("dqn", ENV_ID, None)
-    values.update(total_steps=steps, epsilon_decay_steps=round(EXPLORATION_FRACTION * steps))
+    values.update(total_steps=steps, epsilon_decay_steps=round(EXPLORATION_FRACTION * steps), double_q=False)
     return update_config(DQNConfig(), values, origin="dqn preset for CartPole-v1")
 
 

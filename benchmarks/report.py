@@ -1332,19 +1332,20 @@ def dqn_vs_sb3(results: dict[str, dict]) -> str:
 `python benchmarks/dqn_vs_sb3.py`: acrl's CartPole-v1 preset (rl-baselines3-zoo hyperparams/dqn.yml) for both,
 {n(int(d["args"]["steps"]))} steps per run (the zoo's budget), one torch thread, runs alternating; training steps/s of
 `learn` with evaluation off, then the final policy on {d["args"]["eval_episodes"]} deterministic episodes (an
-environment seeded apart). acrl takes Double DQN targets, SB3 the max of Q'.
+environment seeded apart). Both take the max of Q' as their target (acrl with `double_q=false`; its presets keep
+Double DQN, whose argmax at s' costs one more forward pass per update).
 {conditions(d)}
 
 {table(["seed", "acrl steps/s", "SB3 steps/s", "acrl / SB3", "acrl return", "SB3 return"], "rrrrrr", rows)}
 
 Training steps/s ≥ 1.5× SB3's (median) {met(m["speed_ratio"] >= 1.5)}; CartPole-v1 solved (final return ≥ 475)
-within the zoo's budget on {sum(solved)} of {len(solved)} seeds {met(all(solved))}. Where acrl's time goes
-(cProfile of acrl alone, the preset at 12k steps, one thread, idle, 2026-12-04): 77% in the gradient updates,
-22% in collection. Most of an update is the 256-unit MLP's products, run by the same MKL in both libraries, and
-acrl's Double DQN target needs one more forward pass per update than SB3's max-Q' target (the online network's
-argmax at s'). The rest is already lean: on this 4-256-256-2 network (one thread, idle, the mean of 3,000
-steps) acrl's fused Adam step takes 87 µs, torch's foreach Adam 247 µs and torch's default on a CPU, a loop
-over the tensors that SB3 takes, 317 µs.{dqn_best_checkpoints(results)}"""
+within the zoo's budget on {sum(solved)} of {len(solved)} seeds {met(all(solved))}. The same comparison with
+acrl's Double DQN target (the preset as it is; the result this file replaces, 2026-12-04 at 326c8bd, in git's
+history) gave 1.00×. Where acrl's time goes (cProfile of acrl alone, the preset with Double DQN at 12k steps,
+one thread, idle, 2026-12-04): 77% in the gradient updates, 22% in collection. Most of an update is the 256-unit
+MLP's products, run by the same MKL in both libraries. The rest is already lean: on this 4-256-256-2 network
+(one thread, idle, the mean of 3,000 steps) acrl's fused Adam step takes 87 µs, torch's foreach Adam 247 µs and
+torch's default on a CPU, a loop over the tensors that SB3 takes, 317 µs.{dqn_best_checkpoints(results)}"""
 
 
 def dqn_best_checkpoints(results: dict[str, dict]) -> str:
@@ -1412,7 +1413,9 @@ def dqn_minatar_runs(name: str, d: dict) -> str:
 Training return over seeds: IQM {n(train["iqm"], 1)} [{n(train["iqm_ci"][0], 1)}, {n(train["iqm_ci"][1], 1)}],
 mean {n(train["mean"], 1)}."""
     if "paper_dqn" not in d:
-        return text
+        greedy = d["mean_final_eval"]
+        return f"""{text} Greedy, the same runs' last evaluations average {n(greedy, 1)}, {greedy / train["mean"]:.1f}×
+their training return."""
     paper = d["paper_dqn"]
     curve = ", ".join(f"{n(r, 1)} at {f / 1e6:g}M" for f, r in zip(paper["frames"], paper["return"], strict=True))
     there = "outside the points read off its figure" if paper["there"] is None else n(paper["there"], 1)

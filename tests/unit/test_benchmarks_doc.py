@@ -257,6 +257,7 @@ def test_the_dqn_minatar_runs_render_against_the_paper(tmp_path):
     d = {"meta": meta, "at_frames": 350_000, "paper_dqn": paper, "seeds": seeds, "runs": runs}
     v1 = {key: value for key, value in d.items() if key != "paper_dqn"}
     v1["training_return"] = {"iqm": 5.1, "iqm_ci": [4.6, 5.7], "mean": 5.1}
+    v1["mean_final_eval"] = 10.2
     (results / "dqn_minatar_1m.json").write_text(json.dumps(v1))
     for high, said in ((7.0, "not met"), (7.2, "met")):
         d["training_return"] = {"iqm": 6.8, "iqm_ci": [6.5, high], "mean": 6.8}
@@ -264,6 +265,7 @@ def test_the_dqn_minatar_runs_render_against_the_paper(tmp_path):
         page = " ".join(report.render(results).split())
         assert "### MinAtar/Breakout-v0" in page and "### MinAtar/Breakout-v1" in page
         assert "**The runs are not finished**" in page
+        assert "Greedy, the same runs' last evaluations average 10.2, 2.0× their training return." in page
         assert "| 0 | 350k | 6.8 | 9.0 at 300k | 8.0 | 8.5 |" in page
         assert "6.0 at 0.2M, 8.3 at 0.5M frames (about ±0.3), so 7.2 at 350k" in page
         assert f"95% CI): **{said}**" in page
