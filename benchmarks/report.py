@@ -59,7 +59,10 @@ def pct(fraction: float) -> str:
 
 
 def kilo(steps: float) -> str:
-    """Environment steps in thousands: 450560 -> '450k'."""
+    """Environment steps in thousands, or millions from 1M on where that is exact to a tenth: 450560 -> '451k',
+    1000000 -> '1M', 2500000 -> '2.5M'."""
+    if steps >= 1_000_000 and steps % 100_000 == 0:
+        return f"{steps / 1_000_000:g}M"
     return f"{steps / 1000:.0f}k"
 
 

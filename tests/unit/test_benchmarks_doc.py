@@ -80,6 +80,12 @@ def test_numbers_use_separators_and_a_typographic_minus():
     report = load_report()
     assert [report.n(-1632.4), report.n(3457.5), report.n(-0.2), report.n(0.456, 1)] == ["−1,632", "3,458", "0", "0.5"]
     assert [report.signed(742.0), report.signed(-686.3)] == ["+742", "−686"]
+    assert [report.kilo(450_560), report.kilo(1_000_000), report.kilo(2_500_000), report.kilo(1_234_000)] == [
+        "451k",
+        "1M",
+        "2.5M",
+        "1234k",
+    ]
 
 
 def load_meta():
@@ -200,14 +206,14 @@ def test_the_pong_runs_render_from_their_results(tmp_path):
     (results / "ppo_pong_no_sticky.json").write_text(json.dumps({"meta": meta, "runs": {"0": no_sticky}}))
     page = report.render(results)
     ppo_row = (
-        "| PPO, 8 envs (the `ALE/*-v5` preset), 2 torch threads | 0 | 2500k | not recorded | +19.2 at 2250k | +17.6 |"
+        "| PPO, 8 envs (the `ALE/*-v5` preset), 2 torch threads | 0 | 2.5M | not recorded | +19.2 at 2250k | +17.6 |"
     )
     assert ppo_row in page
     assert "| +18.4 | ≥ +18: **met** |" in page
-    assert "| 2500k (unfinished) | 2.0 | −3.0 at 1750k | −5.4 | −4.5 | (the curve) |" in page
+    assert "| 2.5M (unfinished) | 2.0 | −3.0 at 1750k | −5.4 | −4.5 | (the curve) |" in page
     assert "| 1250k (unfinished) | 2.0 | −3.0 at 1750k | +9.0 | +12.0 | (sticky actions' cost) |" in page
     assert (
-        "- PPO: training games (stochastic actions, the mean of the last 100): seed 0, −21.0 at 6k and +15.2 at 2500k."
+        "- PPO: training games (stochastic actions, the mean of the last 100): seed 0, −21.0 at 6k and +15.2 at 2.5M."
         in (page)
     )
     glance = report.with_glance("x\n<!-- results:start -->\n<!-- results:end -->\n", results)
