@@ -36,8 +36,9 @@ picks up where it stopped:
   --total-steps 300000`, the MinAtar preset with and without `--set lstm_hidden_size=256` (the A3C paper's
   LSTM agent: 256 cells after the CNN, the same settings), seeds 0-2 (4-10 min a run, the test suite sharing the
   machine).
-- `dqn_minatar_v0_1m`: `acrl train dqn --env MinAtar/Breakout-v0 --total-steps 1000000` (the MinAtar preset,
-  the MinAtar paper's DQN, on the paper's game: v0, all 6 actions; latest.pt keeps the replay buffer, 40 MB, so
+- `dqn_minatar_v0_1m`: `acrl train dqn --env MinAtar/Breakout-v0 --total-steps 1000000 --set double_q=false` (the
+  MinAtar preset with the paper's target, the max of Q' rather than the preset's Double DQN: the MinAtar paper's
+  DQN, on the paper's game: v0, all 6 actions; latest.pt keeps the replay buffer, 40 MB, so
   that a run resumed in a later session goes on exactly) for seeds 0-2, against the paper's DQN at the same
   frames. Its measure is the one the paper plots, the mean return of the last 100 training episodes
   (epsilon-greedy, epsilon 0.1 by then): `rollout/ep_return_mean`. The paper's curve (Young and Tian 2019,
@@ -124,7 +125,7 @@ TRAIN = {
     ],
     "dqn_minatar_v0_1m": [
         *("dqn", "--env", "MinAtar/Breakout-v0", "--total-steps", "1000000"),
-        *("--set", "save_replay_buffer=true"),
+        *("--set", "save_replay_buffer=true", "double_q=false"),  # the paper's target, the max of Q'
     ],
     "ppo_pong": [
         "ppo",
