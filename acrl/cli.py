@@ -233,6 +233,9 @@ class Experiment:
     address: Annotated[str | None, tyro.conf.arg(metavar="auto|HOST:PORT")] = None
     """Ray cluster for the runs (the ray extra): auto (the one `ray start` runs here) or HOST:PORT (default: a
     process pool on this machine, one run per core)."""
+    merge: Annotated[list[str], values("JSON")] = field(default_factory=list)
+    """extrapolation only: instead of running, combine the extrapolation.json of runs of one experiment over
+    disjoint seeds (e.g. --seeds 0 1 in one session, --seeds 2 in another) into --out; takes no other settings."""
     progress: bool = True
     """Show the progress bars."""
 
@@ -597,6 +600,9 @@ def experiment(args: Experiment) -> None:
             "experiment's behavioral DQN explores by its epsilon schedule (--behavioral-set epsilon_end=...) and "
             "its offline DQN takes --dqn-set."
         )
+    if args.merge:
+        merge_parts(args)
+        return
     out = Path(args.out or f"runs/experiment-{args.name}-{args.env.replace('/', '_')}-{time.strftime('%Y%m%d-%H%M%S')}")
     overrides = {
         "behavioral_overrides": parse_set_options(args.behavioral_set),
@@ -655,6 +661,45 @@ def experiment(args: Experiment) -> None:
         )
         print(concurrent_markdown(results))
         print(f"table: {out / 'concurrent.json'}; figure: {out / 'concurrent.png'}", file=sys.stderr)
+
+
+def merge_parts(args: Experiment) -> None:
+    """`acrl experiment extrapolation --merge PART.json ... --out DIR`: print the merged table
+    (`acrl.offline.experiments.merge_extrapolation`).
+
+    Raises:
+        InputError: another experiment than extrapolation, no --out, a setting besides --env, a part that
+            cannot be read or is of another environment, or what `merge_extrapolation` refuses.
+    """
+    from acrl.offline.experiments import extrapolation_markdown, merge_extrapolation
+
+    if args.name != "extrapolation":
+        raise InputError(f"--merge combines extrapolation experiments, not {args.name}.")
+    given = [
+        f"--{f.name.replace('_', '-')}"
+        for f in dataclasses.fields(Experiment)
+        if f.name not in ("name", "env", "out", "merge", "progress")
+        and getattr(args, f.name) != (f.default_factory() if f.default is dataclasses.MISSING else f.default)
+    ]
+    if given or args.out is None:
+        raise InputError(
+            "--merge takes the settings from the parts it combines: give only --env and --out"
+            + (f" (got {', '.join(given)})." if given else " (no --out given).")
+        )
+    parts = []
+    for path in args.merge:
+        try:
+            parts.append(json.loads(Path(path).read_text()))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise InputError(f"cannot read {path} as an extrapolation.json: {exc}") from None
+        if parts[-1].get("env_id") != args.env:
+            raise InputError(f"{path} is an experiment on {parts[-1].get('env_id')!r}, not on --env {args.env!r}.")
+    summary = merge_extrapolation(parts, args.out)
+    print(extrapolation_markdown(summary))
+    print(
+        f"table: {Path(args.out) / 'extrapolation.json'}; figure: {Path(args.out) / 'extrapolation.png'}",
+        file=sys.stderr,
+    )
 
 
 def sweep(args: Sweep) -> None:

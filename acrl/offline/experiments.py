@@ -37,7 +37,8 @@ in parallel where they can: the concurrent runs of every seed, then the datasets
 (s{seed}/data-BUFFER/BUFFER.h5), then the offline runs (s{seed}/BUFFER/AGENT); the final buffer
 is s{seed}/concurrent/final.h5. Every config is validated on the driver, without building a
 network, before the first job starts. Every run checkpoints at each evaluation, so a rerun of an
-interrupted experiment goes on from there.
+interrupted experiment goes on from there. An extrapolation experiment can also run by seeds in separate
+directories (separate sessions or machines): `merge_extrapolation` combines their summaries.
 """
 
 from __future__ import annotations
@@ -768,14 +769,87 @@ def run_extrapolation(
         "final_noise": final_noise,
         "eval_freq": eval_freq,
         "eval_episodes": eval_episodes,
+        "overrides": overrides,
         "wall_clock_s": wall_clock_s(out_dir, JOBS),
         "acrl_version": __version__,
         "results": results,
         "table": results_table(results),
     }
+    write_extrapolation(summary, out_dir)
+    return summary
+
+
+def write_extrapolation(summary: dict[str, Any], out_dir: Path) -> None:
+    """Write a `run_extrapolation` summary as out_dir/extrapolation.json (atomically), its tables as
+    extrapolation.md and its figure as extrapolation.png."""
+    out_dir.mkdir(parents=True, exist_ok=True)
     write_json_atomic(out_dir / "extrapolation.json", summary)
     (out_dir / "extrapolation.md").write_text(extrapolation_markdown(summary))
     plot_extrapolation(summary, out_dir / "extrapolation.png")
+
+
+MERGED_SETTINGS = (
+    "env_id",
+    "steps_behavioral",
+    "updates",
+    "dataset_size",
+    "final_noise",
+    "eval_freq",
+    "eval_episodes",
+    "overrides",
+    "acrl_version",
+)
+"""The keys of a `run_extrapolation` summary that the parts of one experiment share (`merge_extrapolation`)."""
+
+
+def merge_extrapolation(parts: Sequence[dict[str, Any]], out_dir: str | Path) -> dict[str, Any]:
+    """One experiment from `run_extrapolation` summaries of the same settings over disjoint seeds (e.g. run
+    in separate sessions, each as long as its seeds take): results[kind][agent] in the order of the seeds,
+    the table over all of them (`results_table`), wall_clock_s summed; written to out_dir as
+    `run_extrapolation` writes it (extrapolation.json, .md, .png). The runs' directories stay those of
+    the parts.
+
+    Raises:
+        InputError: fewer than two parts; a part without a setting of `MERGED_SETTINGS` (written before
+            summaries recorded the agents' overrides), with other settings than the first, or with a
+            seed another part has; all before anything is written.
+    """
+    if len(parts) < 2:
+        raise InputError(f"merging takes two or more extrapolation.json files, got {len(parts)}.")
+    first = parts[0]
+    for i, part in enumerate(parts):
+        missing = [key for key in MERGED_SETTINGS if key not in part]
+        if missing:
+            raise InputError(
+                f"part {i + 1} lacks {', '.join(missing)}: an extrapolation.json written before the summary "
+                "recorded them cannot be merged; rerun its seeds."
+            )
+        differ = [key for key in MERGED_SETTINGS if part[key] != first[key]]
+        if differ:
+            raise InputError(
+                f"part {i + 1} ran other settings than part 1 ({', '.join(differ)}: "
+                + "; ".join(f"{part[key]!r} against {first[key]!r}" for key in differ)
+                + "): only runs of one experiment over different seeds merge."
+            )
+    seeds = [seed for part in parts for seed in part["seeds"]]
+    if len(set(seeds)) < len(seeds):
+        raise InputError(f"the parts' seeds overlap ({seeds}): each seed must come from one part.")
+    order = sorted(
+        ((seed, part, i) for part in parts for i, seed in enumerate(part["seeds"])), key=lambda item: item[0]
+    )
+    results = {
+        kind: {agent: [part["results"][kind][agent][i] for _, part, i in order] for agent in first["results"][kind]}
+        for kind in BUFFERS
+    }
+    times = [part["wall_clock_s"] for part in parts]
+    summary = {
+        **{key: first[key] for key in MERGED_SETTINGS},
+        "seeds": sorted(seeds),
+        "wall_clock_s": None if None in times else round(sum(times), 1),
+        "results": results,
+        "table": results_table(results),
+    }
+    write_extrapolation(summary, Path(out_dir))
     return summary
 
 

@@ -348,3 +348,80 @@ def test_an_experiment_from_before_vae_bc_and_dqn_resumes_with_their_concurrent_
     }
     md = extrapolation_markdown(summary)
     assert "| VAE-BC | -150.0 ± 0.0 (-150.0 [-150.0, -150.0]) | - | -150.0 ± 0.0 (-150.0 [-150.0, -150.0]) |" in md
+
+
+def experiment_part(seeds: list[int], bcq_finals: list[float], tmp_path: Path, **settings) -> Path:
+    """An extrapolation.json of `seeds` (every learner's final evaluation of seed i is bcq_finals[i], the
+    behavioral return 100 + seed), written to tmp_path/part-SEEDS.json; `settings` replace the defaults."""
+    from acrl.core.version import __version__
+    from acrl.offline.experiments import LEARNERS, OVERRIDES, VALUE_KEYS
+
+    def run(value: float) -> dict:
+        return {"curve": [[10, value]], "final": value, "best": value, "values": {key: [] for key in VALUE_KEYS}}
+
+    results = {
+        kind: {
+            "behavioral": [{"return": 100.0 + seed, "data_episode_return": 4.0} for seed in seeds],
+            **{algo: [run(v) for v in bcq_finals] for algo in LEARNERS},
+        }
+        for kind in BUFFERS
+    }
+    summary = {
+        "env_id": "Pendulum-v1",
+        "seeds": seeds,
+        "steps_behavioral": 10,
+        "updates": 10,
+        "dataset_size": 10,
+        "final_noise": 0.5,
+        "eval_freq": 10,
+        "eval_episodes": 1,
+        "overrides": {key: {} for key in OVERRIDES},
+        "wall_clock_s": 10.0 * len(seeds),
+        "acrl_version": __version__,
+        "results": results,
+        "table": {},  # what merging recomputes
+        **settings,
+    }
+    path = tmp_path / f"part-{'-'.join(map(str, seeds))}.json"
+    path.write_text(json.dumps(summary))
+    return path
+
+
+def test_merging_parts_of_one_experiment_gives_the_table_over_all_their_seeds(tmp_path, capsys, monkeypatch):
+    """Seeds 0 and 2 in one part (BCQ 1 and 5), seed 1 in another (3): the merged experiment holds seeds
+    0, 1, 2 in that order, BCQ's final 1, 3, 5 (mean 3, population std sqrt(8/3)), behavioral 100, 101, 102."""
+    monkeypatch.setattr("acrl.sweep.results.BOOTSTRAP_REPS", 50)
+    first = experiment_part([0, 2], [1.0, 5.0], tmp_path)
+    second = experiment_part([1], [3.0], tmp_path)
+    out = tmp_path / "merged"
+    argv = ["experiment", "extrapolation", "--env", "Pendulum-v1", "--merge", str(first), str(second)]
+    assert main([*argv, "--out", str(out)]) == 0
+    summary = json.loads((out / "extrapolation.json").read_text())
+    assert summary["seeds"] == [0, 1, 2] and summary["wall_clock_s"] == 30.0
+    assert [run["final"] for run in summary["results"]["imperfect"]["bcq"]] == [1.0, 3.0, 5.0]
+    assert [b["return"] for b in summary["results"]["final"]["behavioral"]] == [100.0, 101.0, 102.0]
+    assert summary["table"]["bcq"]["imperfect"]["final"] == pytest.approx([3.0, (8 / 3) ** 0.5])
+    assert summary["table"]["behavioral"]["imitation"]["return"] == pytest.approx([101.0, (2 / 3) ** 0.5])
+    assert {p.name for p in out.iterdir()} == {"extrapolation.json", "extrapolation.md", "extrapolation.png"}
+    assert "| BCQ | 3.0 ± 1.6 (3.0 [" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "second, flags, message",
+    [
+        ({"seeds": [2]}, [], "the parts' seeds overlap ([0, 2, 2])"),
+        ({"seeds": [1], "updates": 20}, [], "other settings than part 1 (updates: 20 against 10)"),
+        ({"seeds": [1], "overrides": None}, [], "lacks overrides"),
+        ({"seeds": [1]}, ["--seeds", "1"], "give only --env and --out (got --seeds)"),
+        ({"seeds": [1], "env_id": "Hopper-v5"}, [], "an experiment on 'Hopper-v5', not on --env 'Pendulum-v1'"),
+    ],
+)
+def test_merging_refuses_parts_of_other_experiments_before_writing(second, flags, message, tmp_path, capsys):
+    first = experiment_part([0, 2], [1.0, 5.0], tmp_path)
+    other = experiment_part(second.pop("seeds"), [3.0], tmp_path, **second)
+    if "overrides" in second:  # a part from before summaries recorded the overrides
+        other.write_text(json.dumps({k: v for k, v in json.loads(other.read_text()).items() if k != "overrides"}))
+    argv = ["experiment", "extrapolation", "--env", "Pendulum-v1", "--merge", str(first), str(other), *flags]
+    assert main([*argv, "--out", str(tmp_path / "out")]) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()

@@ -170,6 +170,10 @@ def test_replay_buffer_wraps_around_and_round_trips():
     assert copy.rewards.tolist() == buffer.rewards.tolist() and (copy.position, len(copy)) == (2, 5)
     with pytest.raises(InputError, match="more than this buffer's capacity 3"):
         ReplayBuffer(3, 1, (1,)).load_state_dict(buffer.state_dict())
+    one = torch.ones(1, 1)  # tensors too: the transition goes to slot 2
+    buffer.add(one, one, torch.tensor([7.0]), one, torch.tensor([True]), torch.tensor([False]))
+    assert buffer.rewards.tolist() == [5.0, 6.0, 7.0, 3.0, 4.0] and buffer.terminated.tolist()[2]
+    assert buffer.observations[:, 0].tolist() == [0.0, 0.0, 1.0, 0.0, 0.0] and buffer.position == 3
 
 
 def test_truncated_step_stores_the_true_final_observation():
