@@ -233,6 +233,10 @@ class Experiment:
     address: Annotated[str | None, tyro.conf.arg(metavar="auto|HOST:PORT")] = None
     """Ray cluster for the runs (the ray extra): auto (the one `ray start` runs here) or HOST:PORT (default: a
     process pool on this machine, one run per core)."""
+    datasets_only: bool = False
+    """extrapolation only: write the final, imitation and imperfect datasets of each seed and stop (each behavioral
+    DDPG trains alone, the same run as beside its concurrent learners: the full experiment's data, an hour sooner on
+    Hopper); datasets.json lists them."""
     merge: Annotated[list[str], values("JSON")] = field(default_factory=list)
     """extrapolation only: instead of running, combine the extrapolation.json of runs of one experiment over
     disjoint seeds (e.g. --seeds 0 1 in one session, --seeds 2 in another) into --out; takes no other settings."""
@@ -603,6 +607,10 @@ def experiment(args: Experiment) -> None:
     if args.merge:
         merge_parts(args)
         return
+    if args.datasets_only and args.name != "extrapolation":
+        raise InputError(
+            f"--datasets-only writes the extrapolation experiment's datasets; {args.name} has no such stage."
+        )
     out = Path(args.out or f"runs/experiment-{args.name}-{args.env.replace('/', '_')}-{time.strftime('%Y%m%d-%H%M%S')}")
     overrides = {
         "behavioral_overrides": parse_set_options(args.behavioral_set),
@@ -643,8 +651,13 @@ def experiment(args: Experiment) -> None:
             final_noise=args.final_noise,
             progress=args.progress,
             options=options,
+            datasets_only=args.datasets_only,
             **overrides,
         )
+        if args.datasets_only:
+            print(json.dumps(summary["datasets"], indent=2))
+            print(f"datasets: {out / 'datasets.json'}", file=sys.stderr)
+            return
         print(extrapolation_markdown(summary))
         print(f"table: {out / 'extrapolation.json'}; figure: {out / 'extrapolation.png'}", file=sys.stderr)
     else:

@@ -21,14 +21,28 @@ of the paper's scale (40k behavioral steps and transitions, 12k updates):
     python benchmarks/bcq_spectrum.py runs/hopper-extrapolation --out benchmarks/results/bcq_spectrum_hopper.json
     python benchmarks/bcq_spectrum.py runs/x --updates 200 --seeds 0 --n 1 100 --phi 0 0.5   # a check in minutes
 
+The grid takes about 19 core-hours on Hopper (an n = 100 run, 12k updates, about 50 minutes: its target decodes
+100 actions per next state through BCQ's 750-750 VAE), so on 2 cores it runs in parts, one a session, each on
+the experiment's data redone on that machine by `--datasets-only` (the behavioral DDPG alone, the same run as
+the experiment's, so the same datasets: 15 minutes against the experiment's hours), then merged:
+
+    acrl experiment extrapolation --env Hopper-v5 --seeds 0 --steps-behavioral 40000 --dataset-size 40000 \\
+        --updates 12000 --eval-freq 2000 --behavioral-set start_steps=10000 --datasets-only --out runs/hopper-data
+    python benchmarks/bcq_spectrum.py runs/hopper-data --seeds 0 --kinds imitation \\
+        --reference benchmarks/results/bcq_hopper_extrapolation.json \\
+        --out benchmarks/results/parts/bcq_spectrum_hopper_s0_imitation.json
+    python benchmarks/bcq_spectrum.py --merge benchmarks/results/parts/bcq_spectrum_hopper_*.json \\
+        --out benchmarks/results/bcq_spectrum_hopper.json
+
 The runs are jobs of the experiments' executor (`acrl.sweep.executor.run_jobs`: a process pool, one run
 per core, or a Ray cluster with --address) in EXPERIMENT/spectrum/KIND/nN-phiPHI-sSEED (a `--updates` other
 than the experiment's: EXPERIMENT/spectrum-uUPDATES/...); a finished run (its job.json) is read, not rerun,
 and an interrupted one continues from its checkpoint, so rerunning the command resumes. The result is the
 JSON (--out, default benchmarks/results/tmp/bcq_spectrum.json) and a markdown table beside it (.md): per
 buffer, n by phi, the final evaluation's IQM over seeds with rliable's 95% bootstrap CI (as `acrl sweep`)
-and its mean ± std, and, when the experiment has finished (its extrapolation.json), its behavioral policy
-and learners for reference.
+and its mean ± std, and, when the experiment has finished (its extrapolation.json, or --reference), its
+behavioral policy and learners for reference. A part's table covers its seeds and buffers; --merge refuses parts
+of other settings, runs of one cell and seed twice, and a cell that lacks a seed the others have.
 """
 
 from __future__ import annotations
@@ -69,6 +83,7 @@ def spectrum_jobs(
     n_values: list[int],
     phis: list[float],
     seeds: list[int],
+    kinds: list[str],
     updates: int,
 ) -> list[Job]:
     """One `train_run` job per buffer, n, phi and seed (the costliest, largest n, first), each writing
@@ -78,7 +93,7 @@ def spectrum_jobs(
         experiment_dir: the experiment's directory (absolute), the jobs' root.
         experiment: the experiment's experiment.yaml (env_id, eval_freq, eval_episodes, bcq_overrides).
         root: the spectrum's directory relative to the experiment's ("spectrum" or "spectrum-uUPDATES").
-        n_values, phis, seeds: the grid; updates: gradient updates per run.
+        n_values, phis, seeds, kinds: the grid (kinds: buffers of `KINDS`); updates: gradient updates per run.
     """
     overrides = {
         "checkpoint_freq": experiment["eval_freq"],
@@ -90,7 +105,7 @@ def spectrum_jobs(
     for n in sorted(n_values, reverse=True):
         for phi in phis:
             for seed in seeds:
-                for kind in KINDS:
+                for kind in kinds:
                     dataset = f"s{seed}/data-{kind}/{kind}.h5"
                     jobs.append(
                         Job(
@@ -125,13 +140,78 @@ def cell(finals: list[float], estimate: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def reference_rows(experiment_dir: Path) -> dict[str, dict[str, Any]]:
-    """{agent: {kind: its table cell}} of the experiment's extrapolation.json for `REFERENCE`; {} before it ends."""
-    path = experiment_dir / "extrapolation.json"
+def reference_rows(path: Path) -> dict[str, Any]:
+    """An extrapolation.json's updates and rows {agent: {kind: its table cell}} for `REFERENCE`; {} without the
+    file (an experiment not finished, or one of --datasets-only)."""
     if not path.exists():
         return {}
-    table = json.loads(path.read_text())["table"]
-    return {agent: {kind: table[agent][kind] for kind in KINDS} for agent in REFERENCE if agent in table}
+    summary = json.loads(path.read_text())
+    table = summary["table"]
+    rows = {agent: {kind: table[agent][kind] for kind in KINDS} for agent in REFERENCE if agent in table}
+    return {"file": path.name, "updates": summary["updates"], "rows": rows}
+
+
+SETTINGS = ("env_id", "dataset_size", "updates", "experiment_updates", "eval_freq", "eval_episodes", "n", "phi")
+"""What the parts of one spectrum share (`merge`)."""
+
+
+def summarize(settings: dict[str, Any], runs: list[dict[str, Any]], reference: dict[str, Any]) -> dict[str, Any]:
+    """The result over `runs` (each: kind, n, phi, seed, final, ...): `settings` (SETTINGS and more), the buffers
+    and seeds the runs cover, and table[kind]["n=N, phi=PHI"] = `cell` of the final evaluations over seeds.
+
+    Raises:
+        ValueError: a (kind, n, phi) cell without a run for one of the seeds the runs cover, or two runs of one
+            (kind, n, phi, seed).
+    """
+    kinds = [kind for kind in KINDS if any(r["kind"] == kind for r in runs)]
+    seeds = sorted({r["seed"] for r in runs})
+    keys = [(r["kind"], r["n"], r["phi"], r["seed"]) for r in runs]
+    if len(set(keys)) < len(keys):
+        raise ValueError(f"two runs of one cell and seed: {sorted(k for k in set(keys) if keys.count(k) > 1)}")
+    finals = {}
+    for kind in kinds:
+        for n in settings["n"]:
+            for phi in settings["phi"]:
+                by_seed = {r["seed"]: r["final"] for r in runs if (r["kind"], r["n"], r["phi"]) == (kind, n, phi)}
+                if sorted(by_seed) != seeds:
+                    raise ValueError(
+                        f"{kind}, n={n}, phi={phi:g} has runs of seeds {sorted(by_seed)}, not of all seeds {seeds}: "
+                        "run the missing part first."
+                    )
+                finals[(kind, f"n={n}, phi={phi:g}")] = [by_seed[seed] for seed in seeds]
+    estimates = interval_estimates({f"{k}/{c}": np.array(v) for (k, c), v in finals.items()})
+    table: dict[str, dict[str, Any]] = {kind: {} for kind in kinds}
+    for (kind, name), values in finals.items():
+        table[kind][name] = cell(values, estimates[f"{kind}/{name}"])
+    return {**settings, "kinds": kinds, "seeds": seeds, "runs": runs, "table": table, "reference": reference}
+
+
+def merge(paths: list[Path]) -> dict[str, Any]:
+    """The spectrum over the runs of several results of it (parts: e.g. one seed and buffer each, run in
+    separate sessions): `summarize` over their runs, wall_clock_s summed, each part's meta kept under "parts".
+
+    Raises:
+        ValueError: fewer than two parts, parts of other settings (`SETTINGS`), or runs that overlap or leave a
+            cell without a seed (`summarize`).
+    """
+    if len(paths) < 2:
+        raise ValueError(f"--merge takes two or more results, got {len(paths)}")
+    parts = [json.loads(path.read_text()) for path in paths]
+    for path, part in zip(paths, parts, strict=True):
+        differ = [key for key in SETTINGS if part[key] != parts[0][key]]
+        if differ:
+            raise ValueError(f"{path} ran other settings than {paths[0]}: {', '.join(differ)}")
+    settings = {key: parts[0][key] for key in SETTINGS}
+    times = [part["wall_clock_s"] for part in parts]
+    reference = next((part["reference"] for part in parts if part["reference"]), {})
+    return {
+        "parts": [
+            {"file": path.name, "meta": part["meta"], "wall_clock_s": part["wall_clock_s"]}
+            for path, part in zip(paths, parts, strict=True)
+        ],
+        "wall_clock_s": None if None in times else round(sum(times), 1),
+        **summarize(settings, [run for part in parts for run in part["runs"]], reference),
+    }
 
 
 def markdown(result: dict[str, Any]) -> str:
@@ -148,7 +228,7 @@ def markdown(result: dict[str, Any]) -> str:
         "",
     ]
     reference = result["reference"]
-    for kind in KINDS:
+    for kind in result["kinds"]:
         lines += [
             f"**{kind}**",
             "",
@@ -167,31 +247,59 @@ def markdown(result: dict[str, Any]) -> str:
         if reference:
             shown = []
             for agent, label in REFERENCE.items():
-                ref = reference.get(agent, {}).get(kind)
+                ref = reference["rows"].get(agent, {}).get(kind)
                 value = None if ref is None else ref.get("return", ref.get("final"))
                 if value is not None:
                     shown.append(f"{label} {value[0]:.1f} ± {value[1]:.1f}")
             lines += [
-                f"The experiment's ({result['experiment_updates']} updates), for reference (final evaluation, "
-                "mean ± std): " + "; ".join(shown) + ".",
+                f"The experiment's ({reference['file']}, {reference['updates']} updates), for reference (final "
+                "evaluation, mean ± std): " + "; ".join(shown) + ".",
                 "",
             ]
     return "\n".join(lines)
+
+
+def write(result: dict[str, Any], out: Path) -> None:
+    """The result as JSON at `out` and its tables as markdown beside it (.md); the tables on stdout."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n")
+    out.with_suffix(".md").write_text(markdown(result))
+    print(markdown(result))
+    print(f"result: {out}; table: {out.with_suffix('.md')}")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("experiment", type=Path, help="an `acrl experiment extrapolation` output directory")
+    parser.add_argument(
+        "experiment",
+        type=Path,
+        nargs="?",
+        help="an `acrl experiment extrapolation` output directory (or one of its --datasets-only)",
+    )
     parser.add_argument("--n", type=int, nargs="+", default=[1, 10, 100], help="sampled actions (default 1 10 100)")
     parser.add_argument("--phi", type=float, nargs="+", default=[0.0, 0.05, 0.5], help="perturbation scales")
     parser.add_argument("--seeds", type=int, nargs="+", help="default: the experiment's seeds")
+    parser.add_argument("--kinds", nargs="+", choices=KINDS, default=list(KINDS), help="buffers (default both)")
     parser.add_argument("--updates", type=int, help="updates per run (default: the experiment's; a quick check)")
+    parser.add_argument(
+        "--reference", type=Path, help="the extrapolation.json whose rows the tables show (default: the experiment's)"
+    )
+    parser.add_argument("--merge", type=Path, nargs="+", help="instead of running: combine these results (parts)")
     parser.add_argument("--address", help="a Ray cluster for the runs (auto or HOST:PORT; default: this machine)")
     parser.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
     parser.add_argument("--out", type=Path, help="result file (default benchmarks/results/tmp/bcq_spectrum.json)")
     args = parser.parse_args(argv)
+    out = args.out or scratch_path("bcq_spectrum")
+    if args.merge:
+        try:
+            write(merge(args.merge), out)
+        except ValueError as exc:
+            parser.error(str(exc))
+        return 0
+    if args.experiment is None:
+        parser.error("give an experiment directory, or --merge results")
     experiment_dir = args.experiment.resolve()
     settings_path = experiment_dir / "experiment.yaml"
     if not settings_path.exists():
@@ -201,7 +309,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"{experiment_dir} holds a {experiment.get('experiment')} experiment, not extrapolation.")
     seeds = args.seeds or experiment["seeds"]
     missing = [
-        f"s{s}/data-{k}/{k}.h5" for s in seeds for k in KINDS if not (experiment_dir / f"s{s}/data-{k}/{k}.h5").exists()
+        f"s{s}/data-{k}/{k}.h5"
+        for s in seeds
+        for k in args.kinds
+        if not (experiment_dir / f"s{s}/data-{k}/{k}.h5").exists()
     ]
     if missing:
         parser.error(f"{experiment_dir} lacks {', '.join(missing)}: run (or resume) its experiment first.")
@@ -209,16 +320,15 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--n must be >= 1 and --phi >= 0.")
     updates = args.updates or experiment["updates"]
     root = "spectrum" if updates == experiment["updates"] else f"spectrum-u{updates}"
-    out = args.out or scratch_path("bcq_spectrum")
     load_before = load_average()
-    jobs = spectrum_jobs(experiment_dir, experiment, root, args.n, args.phi, seeds, updates)
+    jobs = spectrum_jobs(experiment_dir, experiment, root, args.n, args.phi, seeds, args.kinds, updates)
     done = run_jobs(jobs, experiment_dir, ClusterOptions(address=args.address), args.progress, label=LABEL)
 
     runs = []
     for n in args.n:
         for phi in args.phi:
             for seed in seeds:
-                for kind in KINDS:
+                for kind in args.kinds:
                     name = f"{root}/{run_name(kind, n, phi, seed)}"
                     steps, values = read_curve(experiment_dir / name, "eval/return_mean")
                     runs.append(
@@ -233,37 +343,24 @@ def main(argv: list[str] | None = None) -> int:
                             "run_dir": str(experiment_dir / name),
                         }
                     )
-    finals = {
-        (kind, f"n={n}, phi={phi:g}"): [r["final"] for r in runs if (r["kind"], r["n"], r["phi"]) == (kind, n, phi)]
-        for kind in KINDS
-        for n in args.n
-        for phi in args.phi
-    }
-    estimates = interval_estimates({f"{k}/{c}": np.array(v) for (k, c), v in finals.items()})
-    result = {
-        "meta": bench_meta(load_before),
-        "experiment": str(experiment_dir),
+    settings = {
         "env_id": experiment["env_id"],
         "dataset_size": experiment["dataset_size"],
         "updates": updates,
         "experiment_updates": experiment["updates"],
         "eval_freq": experiment["eval_freq"],
         "eval_episodes": experiment["eval_episodes"],
-        "seeds": seeds,
         "n": args.n,
         "phi": args.phi,
-        "wall_clock_s": wall_clock_s(experiment_dir, LABEL),  # every session's that ran its jobs
-        "runs": runs,
-        "table": {kind: {} for kind in KINDS},
-        "reference": reference_rows(experiment_dir),
     }
-    for (kind, name), values in finals.items():
-        result["table"][kind][name] = cell(values, estimates[f"{kind}/{name}"])
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2) + "\n")
-    out.with_suffix(".md").write_text(markdown(result))
-    print(markdown(result))
-    print(f"result: {out}; table: {out.with_suffix('.md')}")
+    reference = reference_rows(args.reference or experiment_dir / "extrapolation.json")
+    result = {
+        "meta": bench_meta(load_before),
+        "experiment": str(experiment_dir),
+        "wall_clock_s": wall_clock_s(experiment_dir, LABEL),  # every session's that ran its jobs
+        **summarize(settings, runs, reference),
+    }
+    write(result, out)
     return 0
 
 

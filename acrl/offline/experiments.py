@@ -583,6 +583,7 @@ def run_extrapolation(
     final_noise: float = 0.5,
     progress: bool = True,
     options: ClusterOptions | None = None,
+    datasets_only: bool = False,
 ) -> dict[str, Any]:
     """The paper's Figure 2 experiment on one environment; writes extrapolation.{json,md,png}.
 
@@ -618,8 +619,15 @@ def run_extrapolation(
             directory of one run before VAE-BC and DQN were added, it trains only their offline runs
             (its concurrent runs, which do not hold them, are kept, and the table shows "-" for the
             new learners there).
+        datasets_only: write the final, imitation and imperfect datasets and nothing else: each seed's
+            behavioral DDPG trains alone (s{seed}/behavioral) rather than with its concurrent learners,
+            which never act nor touch its random streams, so it is the same run and its datasets are
+            the full experiment's, in an hour less on Hopper-sized tasks (the data of studies such
+            as benchmarks/bcq_spectrum.py, redone on a fresh machine). Writes datasets.json.
     Returns:
-        the JSON written to extrapolation.json: settings, wall_clock_s (summed over the sessions that
+        datasets_only: the JSON written to datasets.json: settings and, per buffer and seed, the dataset's
+        path, the behavioral policy's return and the data's episode return. Otherwise the JSON written
+        to extrapolation.json: settings, wall_clock_s (summed over the sessions that
         ran its jobs, `acrl.sweep.executor.wall_clock_s`), results[kind][agent] (per seed: the return
         curve, final and best evaluations, value-estimate curves, run directory; the behavioral
         entries: its return and the data's episode return) and the table rows.
@@ -657,6 +665,7 @@ def run_extrapolation(
         out_dir,
         {
             "experiment": "extrapolation",
+            **({"datasets_only": True} if datasets_only else {}),
             "env_id": env_id,
             "seeds": list(seeds),
             "steps_behavioral": steps_behavioral,
@@ -677,7 +686,8 @@ def run_extrapolation(
         "noise_std": final_noise,
         "overrides": {**overrides["behavioral_overrides"], **common},
     }
-    policy = "s{seed}/concurrent/behavioral/checkpoints/best.pt"
+    behavioral = "s{seed}/behavioral" if datasets_only else "s{seed}/concurrent"  # the job that trains it
+    policy = behavioral + ("/checkpoints/best.pt" if datasets_only else "/behavioral/checkpoints/best.pt")
     offline = {  # the long runs first (BCQ's, then VAE-BC's), the short ones then fill the gaps
         "bcq": overrides["bcq_overrides"],
         "vae_bc": overrides["vae_bc_overrides"],
@@ -690,23 +700,47 @@ def run_extrapolation(
         "imitation": "s{seed}/data-imitation",
         "imperfect": "s{seed}/data-imperfect",
     }
-    jobs = [
-        *(
-            Job(
-                f"s{seed}/concurrent",
-                concurrent_job,
-                {  # the long jobs first
-                    "env_id": env_id,
-                    "steps": steps_behavioral,
-                    "seed": seed,
-                    "eval_freq": eval_freq,
-                    "eval_episodes": eval_episodes,
-                    **overrides,
+    behavioral_jobs = [
+        Job(
+            behavioral.format(seed=seed),
+            train_run,
+            {
+                "algo": "ddpg",
+                "env_id": env_id,
+                "preset": None,
+                "overrides": {  # every field of the concurrent run's behavioral agent
+                    key: value
+                    for key, value in concurrent_configs(
+                        env_id, steps_behavioral, seed, eval_freq, eval_episodes, out_dir / "final.h5", **overrides
+                    )["behavioral"]
+                    .to_dict()
+                    .items()
+                    if key != "env_id"
                 },
-                steps=steps_behavioral,
-            )
-            for seed in seeds
-        ),
+                "flags": {},
+            },
+            steps=steps_behavioral,
+        )
+        for seed in seeds
+    ]
+    concurrent_jobs = [
+        Job(
+            f"s{seed}/concurrent",
+            concurrent_job,
+            {  # the long jobs first
+                "env_id": env_id,
+                "steps": steps_behavioral,
+                "seed": seed,
+                "eval_freq": eval_freq,
+                "eval_episodes": eval_episodes,
+                **overrides,
+            },
+            steps=steps_behavioral,
+        )
+        for seed in seeds
+    ]
+    jobs = [
+        *(behavioral_jobs if datasets_only else concurrent_jobs),
         *(
             Job(
                 f"s{seed}/final",
@@ -723,14 +757,16 @@ def run_extrapolation(
                 {"kind": kind, "steps": dataset_size, "policy": policy.format(seed=seed), "seed": seed},
                 inputs=(policy.format(seed=seed),),
                 steps=dataset_size,
-                after=(f"s{seed}/concurrent",),
+                after=(behavioral.format(seed=seed),),
             )
             for seed in seeds
             for kind in ("imitation", "imperfect")
         ),
-        *offline_jobs(env_id, out_dir, seeds, datasets, offline, updates, common),
+        *([] if datasets_only else offline_jobs(env_id, out_dir, seeds, datasets, offline, updates, common)),
     ]
     done = run_jobs(jobs, out_dir, options, progress, on_start=on_start, label=JOBS)
+    if datasets_only:
+        return write_datasets(out_dir, env_id, seeds, steps_behavioral, dataset_size, final_noise, overrides, done)
 
     results: dict[str, dict[str, list[dict[str, Any]]]] = {
         kind: {"behavioral": [], **{algo: [] for algo in LEARNERS}} for kind in BUFFERS
@@ -776,6 +812,43 @@ def run_extrapolation(
         "table": results_table(results),
     }
     write_extrapolation(summary, out_dir)
+    return summary
+
+
+def write_datasets(
+    out_dir: Path,
+    env_id: str,
+    seeds: Sequence[int],
+    steps_behavioral: int,
+    dataset_size: int,
+    final_noise: float,
+    overrides: dict[str, dict[str, Any]],
+    done: dict[str, dict[str, Any]],
+) -> dict[str, Any]:
+    """`run_extrapolation(datasets_only=True)`'s summary from its finished jobs (`done`), written to
+    out_dir/datasets.json: the settings and datasets[kind] per seed: path, the behavioral policy's return
+    (final: its last evaluation; imitation, imperfect: the best, whose checkpoint collected them) and the
+    data's episode return, the numbers extrapolation.json holds for the same seeds' behavioral entries."""
+    datasets: dict[str, list[dict[str, Any]]] = {kind: [] for kind in ("final", "imitation", "imperfect")}
+    for seed in seeds:
+        for kind in datasets:
+            job = f"s{seed}/final" if kind == "final" else f"s{seed}/data-{kind}"
+            best = done[f"s{seed}/behavioral"]["best"]
+            datasets[kind].append(
+                {"seed": seed, "path": str(out_dir / job / f"{kind}.h5"), "return": best, **done[job]}
+            )
+    summary = {
+        "env_id": env_id,
+        "seeds": list(seeds),
+        "steps_behavioral": steps_behavioral,
+        "dataset_size": dataset_size,
+        "final_noise": final_noise,
+        "overrides": overrides,
+        "wall_clock_s": wall_clock_s(out_dir, JOBS),
+        "acrl_version": __version__,
+        "datasets": datasets,
+    }
+    write_json_atomic(out_dir / "datasets.json", summary)
     return summary
 
 

@@ -52,30 +52,23 @@ def without_ray(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "acrl", *args], env=env, capture_output=True, text=True, timeout=600)
 
 
-def test_extrapolation_without_ray_writes_table_figure_and_runs(tmp_path):
+TINY_EXPERIMENT = [
+    *("experiment", "extrapolation", "--env", "Pendulum-v1", "--steps-behavioral", "300", "--updates", "150"),
+    *("--dataset-size", "250", "--eval-freq", "150", "--eval-episodes", "1", "--seeds", "0", *TINY_FLAGS),
+]
+"""An extrapolation experiment of one seed in about a minute."""
+
+
+@pytest.fixture(scope="module")
+def tiny_experiment(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
+    """`TINY_EXPERIMENT` run once for the module, without Ray: its directory and the process."""
+    tmp_path = tmp_path_factory.mktemp("tiny")
     out = tmp_path / "exp"
-    result = without_ray(
-        tmp_path,
-        "experiment",
-        "extrapolation",
-        "--env",
-        "Pendulum-v1",
-        "--steps-behavioral",
-        "300",
-        "--updates",
-        "150",
-        "--dataset-size",
-        "250",
-        "--eval-freq",
-        "150",
-        "--eval-episodes",
-        "1",
-        "--seeds",
-        "0",
-        "--out",
-        str(out),
-        *TINY_FLAGS,
-    )
+    return out, without_ray(tmp_path, *TINY_EXPERIMENT, "--out", str(out))
+
+
+def test_extrapolation_without_ray_writes_table_figure_and_runs(tiny_experiment):
+    out, result = tiny_experiment
     assert result.returncode == 0, result.stderr
     summary = json.loads((out / "extrapolation.json").read_text())
     assert "| BCQ |" in result.stdout
@@ -128,6 +121,28 @@ def test_extrapolation_without_ray_writes_table_figure_and_runs(tmp_path):
     # The imitation data has no noise: its episodes score what the behavioral policy does.
     imitation = results["imitation"]["behavioral"][0]
     assert imitation["return"] == pytest.approx(imitation["data_episode_return"], rel=0.5)
+
+
+def test_datasets_only_writes_the_full_experiments_datasets(tiny_experiment, tmp_path, capsys):
+    """The behavioral DDPG trained alone is the concurrent run's (its learners never act nor draw from its
+    random streams): the same final, imitation and imperfect transitions, and the returns extrapolation.json
+    holds for them; no offline run."""
+    full, result = tiny_experiment
+    assert result.returncode == 0, result.stderr
+    out = tmp_path / "data"
+    assert main([*TINY_EXPERIMENT, "--datasets-only", "--out", str(out), "--no-progress"]) == 0
+    summary = json.loads((out / "datasets.json").read_text())
+    expected = json.loads((full / "extrapolation.json").read_text())["results"]
+    for kind in ("final", "imitation", "imperfect"):
+        ours = load_dataset(summary["datasets"][kind][0]["path"])
+        theirs = load_dataset(full / "s0" / ("final" if kind == "final" else f"data-{kind}") / f"{kind}.h5")
+        for field in ("observations", "actions", "rewards", "next_observations", "terminals", "timeouts"):
+            np.testing.assert_array_equal(getattr(ours, field), getattr(theirs, field), err_msg=f"{kind} {field}")
+        behavioral = expected[kind]["behavioral"][0]
+        assert summary["datasets"][kind][0]["return"] == behavioral["return"]
+        assert summary["datasets"][kind][0]["data_episode_return"] == behavioral["data_episode_return"]
+    assert sorted(p.name for p in (out / "s0").iterdir()) == ["behavioral", "data-imitation", "data-imperfect", "final"]
+    assert '"imperfect"' in capsys.readouterr().out
 
 
 def test_concurrent_learners_learn_from_the_behavioral_buffer_without_acting(tmp_path, capsys):
