@@ -279,7 +279,7 @@ def dqn_minatar_1m(run_dirs: dict[int, Path], paper_game: bool) -> dict[str, Any
         )
     frames = min(s["last_step"] for s in seeds)
     paper = MINATAR_PAPER_DQN
-    read = paper["frames"][0] <= frames <= paper["frames"][-1]  # between the points read off the figure
+    read = paper_game and paper["frames"][0] <= frames <= paper["frames"][-1]  # between the figure's points
     there = np.interp(frames, paper["frames"], paper["return"]).item() if read else None
     return {
         "statistic": "rollout/ep_return_mean at the run's end: the mean return of the last 100 training episodes, "
