@@ -151,8 +151,8 @@ def reference_rows(path: Path) -> dict[str, Any]:
     return {"file": path.name, "updates": summary["updates"], "rows": rows}
 
 
-SETTINGS = ("env_id", "dataset_size", "updates", "experiment_updates", "eval_freq", "eval_episodes", "n", "phi")
-"""What the parts of one spectrum share (`merge`)."""
+SETTINGS = ("env_id", "dataset_size", "updates", "experiment_updates", "eval_freq", "eval_episodes")
+"""What the parts of one spectrum share (`merge`); their n and phi may differ, the merged grid being the union."""
 
 
 def summarize(settings: dict[str, Any], runs: list[dict[str, Any]], reference: dict[str, Any]) -> dict[str, Any]:
@@ -187,8 +187,9 @@ def summarize(settings: dict[str, Any], runs: list[dict[str, Any]], reference: d
 
 
 def merge(paths: list[Path]) -> dict[str, Any]:
-    """The spectrum over the runs of several results of it (parts: e.g. one seed and buffer each, run in
-    separate sessions): `summarize` over their runs, wall_clock_s summed, each part's meta kept under "parts".
+    """The spectrum over the runs of several results of it (parts: e.g. one seed and buffer each, or some of the
+    n, run in separate sessions): `summarize` over their runs on the union of their n and phi, wall_clock_s
+    summed, each part's meta kept under "parts".
 
     Raises:
         ValueError: fewer than two parts, parts of other settings (`SETTINGS`), or runs that overlap or leave a
@@ -201,7 +202,11 @@ def merge(paths: list[Path]) -> dict[str, Any]:
         differ = [key for key in SETTINGS if part[key] != parts[0][key]]
         if differ:
             raise ValueError(f"{path} ran other settings than {paths[0]}: {', '.join(differ)}")
-    settings = {key: parts[0][key] for key in SETTINGS}
+    settings = {
+        **{key: parts[0][key] for key in SETTINGS},
+        "n": sorted({n for part in parts for n in part["n"]}),
+        "phi": sorted({phi for part in parts for phi in part["phi"]}),
+    }
     times = [part["wall_clock_s"] for part in parts]
     reference = next((part["reference"] for part in parts if part["reference"]), {})
     return {

@@ -1348,7 +1348,13 @@ history) gave 1.00×. Where acrl's time goes (cProfile of acrl alone, the preset
 one thread, idle, 2026-12-04): 77% in the gradient updates, 22% in collection. Most of an update is the 256-unit
 MLP's products, run by the same MKL in both libraries. The rest is already lean: on this 4-256-256-2 network
 (one thread, idle, the mean of 3,000 steps) acrl's fused Adam step takes 87 µs, torch's foreach Adam 247 µs and
-torch's default on a CPU, a loop over the tensors that SB3 takes, 317 µs.{dqn_best_checkpoints(results)}"""
+torch's default on a CPU, a loop over the tensors that SB3 takes, 317 µs. Writing each step into the replay
+buffer through numpy views rather than tensor indexing (7 against 40-85 µs a step) took the ratio from 1.16× to
+1.21× (2026-12-05; the same returns). What is left is torch's own: acrl's update on a fixed minibatch takes
+1.06-1.09 ms, a bare loop of the same operations (two `nn.Sequential` MLPs, the max target, Huber, fused Adam,
+clipping; one thread, idle, 2026-12-05, twice 2,000 updates each) 1.00-1.03 ms, and sampling the minibatch adds
+about 90 µs; 1.5× would take fewer or faster torch operations per update, not leaner Python.\
+{dqn_best_checkpoints(results)}"""
 
 
 def dqn_best_checkpoints(results: dict[str, dict]) -> str:

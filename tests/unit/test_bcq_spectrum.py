@@ -62,6 +62,17 @@ def test_parts_of_seeds_merge_into_the_table_over_all_of_them(spectrum, tmp_path
     assert "| 10 | " in out.with_suffix(".md").read_text() and "**imitation**" in capsys.readouterr().out
 
 
+def test_parts_of_other_n_fill_the_grid_of_their_union(spectrum, tmp_path):
+    """n = 1 in one part, n = 10 in the other, both of seed 0: the merged grid is n in {1, 10}, each cell of seed 0."""
+    first = part(tmp_path / "a.json", 0, {(1, 0.0): 10.0}, n=[1])
+    second = part(tmp_path / "b.json", 0, {(10, 0.0): 30.0}, n=[10])
+    out = tmp_path / "m.json"
+    assert spectrum.main(["--merge", str(first), str(second), "--out", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert result["n"] == [1, 10] and list(result["table"]["imitation"]) == ["n=1, phi=0", "n=10, phi=0"]
+    assert result["table"]["imitation"]["n=10, phi=0"]["finals"] == [30.0]
+
+
 @pytest.mark.parametrize(
     "second, message",
     [
