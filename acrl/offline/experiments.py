@@ -700,47 +700,49 @@ def run_extrapolation(
         "imitation": "s{seed}/data-imitation",
         "imperfect": "s{seed}/data-imperfect",
     }
-    behavioral_jobs = [
-        Job(
-            behavioral.format(seed=seed),
-            train_run,
-            {
-                "algo": "ddpg",
-                "env_id": env_id,
-                "preset": None,
-                "overrides": {  # every field of the concurrent run's behavioral agent
-                    key: value
-                    for key, value in concurrent_configs(
-                        env_id, steps_behavioral, seed, eval_freq, eval_episodes, out_dir / "final.h5", **overrides
-                    )["behavioral"]
-                    .to_dict()
-                    .items()
-                    if key != "env_id"
+    if datasets_only:  # each behavioral DDPG alone, with every field of the concurrent run's behavioral agent
+        behavioral_jobs = [
+            Job(
+                behavioral.format(seed=seed),
+                train_run,
+                {
+                    "algo": "ddpg",
+                    "env_id": env_id,
+                    "preset": None,
+                    "overrides": {
+                        key: value
+                        for key, value in concurrent_configs(
+                            env_id, steps_behavioral, seed, eval_freq, eval_episodes, out_dir / "final.h5", **overrides
+                        )["behavioral"]
+                        .to_dict()
+                        .items()
+                        if key != "env_id"
+                    },
+                    "flags": {},
                 },
-                "flags": {},
-            },
-            steps=steps_behavioral,
-        )
-        for seed in seeds
-    ]
-    concurrent_jobs = [
-        Job(
-            f"s{seed}/concurrent",
-            concurrent_job,
-            {  # the long jobs first
-                "env_id": env_id,
-                "steps": steps_behavioral,
-                "seed": seed,
-                "eval_freq": eval_freq,
-                "eval_episodes": eval_episodes,
-                **overrides,
-            },
-            steps=steps_behavioral,
-        )
-        for seed in seeds
-    ]
+                steps=steps_behavioral,
+            )
+            for seed in seeds
+        ]
+    else:
+        behavioral_jobs = [
+            Job(
+                f"s{seed}/concurrent",
+                concurrent_job,
+                {  # the long jobs first
+                    "env_id": env_id,
+                    "steps": steps_behavioral,
+                    "seed": seed,
+                    "eval_freq": eval_freq,
+                    "eval_episodes": eval_episodes,
+                    **overrides,
+                },
+                steps=steps_behavioral,
+            )
+            for seed in seeds
+        ]
     jobs = [
-        *(behavioral_jobs if datasets_only else concurrent_jobs),
+        *behavioral_jobs,
         *(
             Job(
                 f"s{seed}/final",
