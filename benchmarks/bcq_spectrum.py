@@ -66,7 +66,8 @@ KINDS = ("imitation", "imperfect")
 """The buffers of the ablation: the experiment's noise-free and noisy demonstrations."""
 
 LABEL = "BCQ spectrum"
-"""The runs' `run_jobs` label: the progress bar's name and their time's key in the experiment's sessions.json."""
+"""The start of a part's `run_jobs` label: the progress bar's name and its time's key in the experiment's
+sessions.json."""
 
 REFERENCE = {"behavioral": "behavioral policy", "bcq": "BCQ (the experiment's)", "vae_bc": "VAE-BC", "bc": "BC"}
 """Rows of the experiment's own table shown for reference, when its extrapolation.json holds them."""
@@ -328,7 +329,9 @@ def main(argv: list[str] | None = None) -> int:
     root = "spectrum" if updates == experiment["updates"] else f"spectrum-u{updates}"
     load_before = load_average()
     jobs = spectrum_jobs(experiment_dir, experiment, root, args.n, args.phi, seeds, args.kinds, updates)
-    done = run_jobs(jobs, experiment_dir, ClusterOptions(address=args.address), args.progress, label=LABEL)
+    # each part its own label: its time in sessions.json is its own, summed over the sessions that ran it
+    label = f"{LABEL}, seeds {seeds}, {' '.join(args.kinds)}, n {args.n}, phi {args.phi}, {updates} updates"
+    done = run_jobs(jobs, experiment_dir, ClusterOptions(address=args.address), args.progress, label=label)
 
     runs = []
     for n in args.n:
@@ -363,7 +366,7 @@ def main(argv: list[str] | None = None) -> int:
     result = {
         "meta": bench_meta(load_before),
         "experiment": str(experiment_dir),
-        "wall_clock_s": wall_clock_s(experiment_dir, LABEL),  # every session's that ran its jobs
+        "wall_clock_s": wall_clock_s(experiment_dir, label),
         **summarize(settings, runs, reference),
     }
     write(result, out)
