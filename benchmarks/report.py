@@ -1349,11 +1349,12 @@ one thread, idle, 2026-12-04): 77% in the gradient updates, 22% in collection. M
 MLP's products, run by the same MKL in both libraries. The rest is already lean: on this 4-256-256-2 network
 (one thread, idle, the mean of 3,000 steps) acrl's fused Adam step takes 87 µs, torch's foreach Adam 247 µs and
 torch's default on a CPU, a loop over the tensors that SB3 takes, 317 µs. Writing each step into the replay
-buffer through numpy views rather than tensor indexing (7 against 40-85 µs a step) took the ratio from 1.16× to
-1.21× (2026-12-05; the same returns). What is left is torch's own: acrl's update on a fixed minibatch takes
-1.06-1.09 ms, a bare loop of the same operations (two `nn.Sequential` MLPs, the max target, Huber, fused Adam,
-clipping; one thread, idle, 2026-12-05, twice 2,000 updates each) 1.00-1.03 ms, and sampling the minibatch adds
-about 90 µs; 1.5× would take fewer or faster torch operations per update, not leaner Python.\
+buffer through numpy views rather than tensor indexing (7 against 40-85 µs a step, timed beside other runs) took
+the ratio from 1.16× to 1.21× (2026-12-05, idle; the same returns). What is left is torch's own: acrl's update on
+a fixed minibatch takes 1.06-1.09 ms, a bare loop of the same operations (two `nn.Sequential` MLPs, the max
+target, Huber, fused Adam, clipping; one thread, idle, 2026-12-05, twice 2,000 updates each) 1.00-1.03 ms, and
+sampling the minibatch adds about 90 µs; 1.5× would take fewer or faster torch operations per update, not leaner
+Python.\
 {dqn_best_checkpoints(results)}"""
 
 
@@ -1434,10 +1435,10 @@ the paper's DQN beyond the spread of the seeds (its value at or below the top of
     if paper["there"] is None:
         return verdict
     gap = train["mean"] - paper["there"]
-    low, high = (f(s["training_return_last_100"] for s in seeds) for f in (min, max))
+    returns = [s["training_return_last_100"] for s in seeds]
     return f"""{verdict} The mean is {n(abs(gap), 1)} {"below" if gap < 0 else "above"} the paper's value; the
-{len(seeds)} seeds span {n(low, 1)} to {n(high, 1)}, where the paper averages 30 runs: the runs are not below the
-paper beyond the spread of {len(seeds)} seeds, which does not show that they match it."""
+{len(seeds)} seeds span {n(min(returns), 1)} to {n(max(returns), 1)}, where the paper averages 30 runs, so this does
+not show that they match it."""
 
 
 def dqn_minatar(results: dict[str, dict]) -> str:

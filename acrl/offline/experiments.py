@@ -833,9 +833,9 @@ def write_datasets(
     data's episode return, the numbers extrapolation.json holds for the same seeds' behavioral entries."""
     datasets: dict[str, list[dict[str, Any]]] = {kind: [] for kind in ("final", "imitation", "imperfect")}
     for seed in seeds:
+        best = done[f"s{seed}/behavioral"]["best"]  # final's own behavioral run reports its "return" in its job's
         for kind in datasets:
             job = f"s{seed}/final" if kind == "final" else f"s{seed}/data-{kind}"
-            best = done[f"s{seed}/behavioral"]["best"]
             datasets[kind].append(
                 {"seed": seed, "path": str(out_dir / job / f"{kind}.h5"), "return": best, **done[job]}
             )
