@@ -237,9 +237,15 @@ class Experiment:
     """extrapolation only: write the final, imitation and imperfect datasets of each seed and stop (each behavioral
     DDPG trains alone, the same run as beside its concurrent learners: the full experiment's data, an hour sooner on
     Hopper); datasets.json lists them."""
+    learners: Annotated[list[Literal["bcq", "ddpg", "bc", "vae_bc", "dqn"]], tyro.conf.arg(metavar="ALGO ...")] = field(
+        default_factory=lambda: ["bcq", "ddpg", "bc", "vae_bc", "dqn"]
+    )
+    """extrapolation only: the learners that train (default all), e.g. --learners vae_bc dqn for the columns a table
+    made before they existed lacks, on its datasets redone (the same runs as --datasets-only); --merge joins the two."""
     merge: Annotated[list[str], values("JSON")] = field(default_factory=list)
     """extrapolation only: instead of running, combine the extrapolation.json of runs of one experiment over
-    disjoint seeds (e.g. --seeds 0 1 in one session, --seeds 2 in another) into --out; takes no other settings."""
+    disjoint seeds (e.g. --seeds 0 1 in one session, --seeds 2 in another) or of other --learners on the same seeds
+    into --out; takes no other settings."""
     progress: bool = True
     """Show the progress bars."""
 
@@ -611,6 +617,8 @@ def experiment(args: Experiment) -> None:
         raise InputError(
             f"--datasets-only writes the extrapolation experiment's datasets; {args.name} has no such stage."
         )
+    if args.name != "extrapolation" and set(args.learners) != {"bcq", "ddpg", "bc", "vae_bc", "dqn"}:
+        raise InputError(f"--learners picks the extrapolation experiment's learners; {args.name} runs all of its own.")
     out = Path(args.out or f"runs/experiment-{args.name}-{args.env.replace('/', '_')}-{time.strftime('%Y%m%d-%H%M%S')}")
     overrides = {
         "behavioral_overrides": parse_set_options(args.behavioral_set),
@@ -652,6 +660,7 @@ def experiment(args: Experiment) -> None:
             progress=args.progress,
             options=options,
             datasets_only=args.datasets_only,
+            learners=args.learners,
             **overrides,
         )
         if args.datasets_only:

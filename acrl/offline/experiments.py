@@ -256,6 +256,17 @@ def concurrent_configs(
     }
 
 
+def check_learners(learners: Sequence[str]) -> None:
+    """Refuse a learner subset that is empty, names one twice or one not in `LEARNERS`.
+
+    Raises:
+        InputError: saying which, and the learners there are.
+    """
+    unknown = [name for name in learners if name not in LEARNERS]
+    if unknown or not learners or len(set(learners)) < len(learners):
+        raise InputError(f"learners must be one or more of {', '.join(LEARNERS)}, each once; got {list(learners)}.")
+
+
 def dqn_values(gamma: float, overrides: dict[str, Any] | None) -> dict[str, Any]:
     """The experiments' DQN fields beneath the user's `overrides`: action_bins DQN_ACTION_BINS (the paper's
     independently discretised actions) and BCQ's `gamma`, the same discount as every learner's."""
@@ -329,6 +340,7 @@ def run_concurrent(
     progress: bool = True,
     callbacks: Sequence[Callback] = (),
     start_over: bool = False,
+    learners: Sequence[str] = tuple(LEARNERS),
 ) -> dict[str, Any]:
     """The concurrent experiment (Fujimoto et al. 2019, Sec. 3 and Figure 2 "concurrent").
 
@@ -367,15 +379,19 @@ def run_concurrent(
         start_over: when out_dir holds files that are not a run to resume (one killed while its
             checkpoints were written, or before the first), delete them and start from step 0 (an
             experiment's job) instead of raising.
+        learners: the learners that train beside the behavioral agent (keys of `LEARNERS`; default all).
+            Each samples its batches from its own generator, and DDPG, BC and DQN update without drawing
+            random numbers, so their runs and the behavioral agent's are the same whichever learners train
+            beside them; BCQ's and VAE-BC's VAEs draw from torch's global generator, which they share.
     Returns:
-        JSON-ready dict: env_id, seed, steps, eval_freq, curves {behavioral, ddpg, bcq, bc, vae_bc,
-        dqn: [[step, return_mean], ...]}, values {name: {VALUE_KEYS entry: [[step, value], ...]}}, final {name:
+        JSON-ready dict: env_id, seed, steps, eval_freq, curves {behavioral and each of `learners`:
+        [[step, return_mean], ...]}, values {name: {VALUE_KEYS entry: [[step, value], ...]}}, final {name:
         last evaluation}, best {name: best evaluation}, run_dirs {name: path}, final_dataset
         (path), data_episode_return (mean over the buffer's complete episodes).
     Raises:
         InputError: an unknown environment, a Discrete or unbounded action space, a bad override,
-            a non-positive budget, or an out_dir that holds files but not a run to resume (unless
-            `start_over`).
+            a non-positive budget, an unknown or no learner, or an out_dir that holds files but not a run
+            to resume (unless `start_over`).
     """
     from acrl.algos.bc import BC
     from acrl.algos.bcq import BCQ
@@ -384,6 +400,7 @@ def run_concurrent(
     from acrl.algos.vae_bc import VAEBC
 
     out_dir = Path(out_dir)
+    check_learners(learners)
     final_dataset = Path(final_dataset or out_dir / "final.h5").resolve()
     configs = concurrent_configs(
         env_id,
@@ -400,20 +417,21 @@ def run_concurrent(
         dqn_overrides,
     )
     behavioral = DDPG(env_id, config=configs["behavioral"])
+    classes = {"ddpg": DDPG, "bcq": BCQ, "bc": BC, "vae_bc": VAEBC, "dqn": DQN}
     agents = {
         "behavioral": behavioral,
-        "ddpg": DDPG(env_id, config=configs["ddpg"], buffer=behavioral.buffer),
-        "bcq": BCQ(env_id, config=configs["bcq"], buffer=behavioral.buffer),
-        "bc": BC(env_id, config=configs["bc"], buffer=behavioral.buffer),
-        "vae_bc": VAEBC(env_id, config=configs["vae_bc"], buffer=behavioral.buffer),
-        "dqn": DQN(env_id, config=configs["dqn"], buffer=behavioral.buffer),
+        **{
+            name: classes[name](env_id, config=configs[name], buffer=behavioral.buffer)
+            for name in configs
+            if name in learners
+        },
     }
     checkpoints = _interrupted_concurrent(out_dir, {name: agent.config for name, agent in agents.items()})
     if checkpoints is None and start_over:
         _delete(out_dir)
     elif checkpoints is None and out_dir.exists() and any(out_dir.iterdir()):
         raise InputError(
-            f"{out_dir} holds files but not a concurrent run to resume with these settings (its six agents' "
+            f"{out_dir} holds files but not a concurrent run to resume with these settings (its agents' "
             "checkpoints/latest.pt at one step); choose another out_dir."
         )
     for name, checkpoint in (checkpoints or {}).items():  # the behavioral agent's first: it restores the buffer
@@ -584,6 +602,7 @@ def run_extrapolation(
     progress: bool = True,
     options: ClusterOptions | None = None,
     datasets_only: bool = False,
+    learners: Sequence[str] = tuple(LEARNERS),
 ) -> dict[str, Any]:
     """The paper's Figure 2 experiment on one environment; writes extrapolation.{json,md,png}.
 
@@ -624,6 +643,10 @@ def run_extrapolation(
             which never act nor touch its random streams, so it is the same run and its datasets are
             the full experiment's, in an hour less on Hopper-sized tasks (the data of studies such
             as benchmarks/bcq_spectrum.py, redone on a fresh machine). Writes datasets.json.
+        learners: the learners that train (keys of `LEARNERS`, default all): e.g. those a table of an
+            experiment run before they existed lacks, on the same datasets (as `datasets_only` redoes them),
+            whose summary `merge_extrapolation` then joins to it. A subset's concurrent runs are the full
+            experiment's, but for BCQ's and VAE-BC's, which share torch's generator (`run_concurrent`).
     Returns:
         datasets_only: the JSON written to datasets.json: settings and, per buffer and seed, the dataset's
         path, the behavioral policy's return and the data's episode return. Otherwise the JSON written
@@ -632,13 +655,18 @@ def run_extrapolation(
         curve, final and best evaluations, value-estimate curves, run directory; the behavioral
         entries: its return and the data's episode return) and the table rows.
     Raises:
-        InputError: as `run_concurrent`; no seeds; an out_dir that holds something else; an
-            address (`options`) without Ray installed, or that does not answer. All before any job.
+        InputError: as `run_concurrent`; no seeds; learners with datasets_only; an out_dir that holds
+            something else; an address (`options`) without Ray installed, or that does not answer. All
+            before any job.
     """
     out_dir = Path(out_dir).resolve()
     options = options or ClusterOptions()
     if not seeds:
         raise InputError("--seeds needs at least one seed.")
+    check_learners(learners)
+    learners = [name for name in LEARNERS if name in learners]  # the table's order
+    if datasets_only and len(learners) < len(LEARNERS):
+        raise InputError("--learners chooses who trains on the datasets; --datasets-only trains none of them.")
     defaults = experiment_defaults(env_id)
     steps_behavioral = defaults["steps_behavioral"] if steps_behavioral is None else int(steps_behavioral)
     updates = defaults["updates"] if updates is None else int(updates)
@@ -666,6 +694,7 @@ def run_extrapolation(
         {
             "experiment": "extrapolation",
             **({"datasets_only": True} if datasets_only else {}),
+            **({"learners": learners} if len(learners) < len(LEARNERS) else {}),
             "env_id": env_id,
             "seeds": list(seeds),
             "steps_behavioral": steps_behavioral,
@@ -695,6 +724,7 @@ def run_extrapolation(
         "dqn": dqn_values(configs["bcq"].gamma, overrides["dqn_overrides"]),
         "bc": overrides["bc_overrides"],
     }
+    offline = {algo: values for algo, values in offline.items() if algo in learners}
     datasets = {  # the jobs that write them
         "final": "s{seed}/final",
         "imitation": "s{seed}/data-imitation",
@@ -735,6 +765,7 @@ def run_extrapolation(
                     "seed": seed,
                     "eval_freq": eval_freq,
                     "eval_episodes": eval_episodes,
+                    "learners": learners,
                     **overrides,
                 },
                 steps=steps_behavioral,
@@ -771,7 +802,7 @@ def run_extrapolation(
         return write_datasets(out_dir, env_id, seeds, steps_behavioral, dataset_size, final_noise, overrides, done)
 
     results: dict[str, dict[str, list[dict[str, Any]]]] = {
-        kind: {"behavioral": [], **{algo: [] for algo in LEARNERS}} for kind in BUFFERS
+        kind: {"behavioral": [], **{algo: [] for algo in learners}} for kind in BUFFERS
     }
     for seed in seeds:
         c = done[f"s{seed}/concurrent"]
@@ -782,7 +813,7 @@ def run_extrapolation(
                 "data_episode_return": c["data_episode_return"],
             }
         )
-        for algo in (a for a in LEARNERS if a in c["curves"]):  # a run from before VAE-BC and DQN lacks them
+        for algo in (a for a in learners if a in c["curves"]):  # a run from before VAE-BC and DQN lacks them
             results["concurrent"][algo].append(
                 {
                     "curve": c["curves"][algo],
@@ -872,54 +903,86 @@ MERGED_SETTINGS = (
     "eval_freq",
     "eval_episodes",
     "overrides",
-    "acrl_version",
 )
 """The keys of a `run_extrapolation` summary that the parts of one experiment share (`merge_extrapolation`)."""
 
 
 def merge_extrapolation(parts: Sequence[dict[str, Any]], out_dir: str | Path) -> dict[str, Any]:
-    """One experiment from `run_extrapolation` summaries of the same settings over disjoint seeds (e.g. run
-    in separate sessions, each as long as its seeds take): results[kind][agent] in the order of the seeds,
-    the table over all of them (`results_table`), wall_clock_s summed; written to out_dir as
-    `run_extrapolation` writes it (extrapolation.json, .md, .png). The runs' directories stay those of
-    the parts.
+    """One experiment from `run_extrapolation` summaries of the same settings whose runs do not overlap:
+    parts over disjoint seeds (run in separate sessions, each as long as its seeds take) and parts of other
+    learners on the same seeds (`run_extrapolation`'s `learners`, e.g. those added after a table was made, on
+    its datasets redone). Each learner's run of a seed comes from one part, and every learner has every
+    seed. A seed's behavioral entries come from the first part that has it; any other part with that seed
+    must report the same behavioral returns and data episode returns for every buffer, the mark of the same
+    datasets. results[kind][agent] in the order of the seeds (an agent with no runs in a buffer for some
+    seed, as a concurrent run from before it was added, has none there), the table over all of them
+    (`results_table`), wall_clock_s summed, acrl_version the parts' versions (distinct, comma-separated);
+    written to out_dir as `run_extrapolation` writes it (extrapolation.json, .md, .png). The runs'
+    directories stay those of the parts.
 
     Raises:
-        InputError: fewer than two parts; a part without a setting of `MERGED_SETTINGS` (written before
-            summaries recorded the agents' overrides), with other settings than the first, or with a
-            seed another part has; all before anything is written.
+        InputError: fewer than two parts; a part without a setting of `MERGED_SETTINGS` or acrl_version
+            (written before summaries recorded them), with other settings than the first, with a learner's
+            seed another part has too, or with a seed's behavioral returns other than another part's; a
+            learner without a seed the others have; all before anything is written.
     """
     if len(parts) < 2:
         raise InputError(f"merging takes two or more extrapolation.json files, got {len(parts)}.")
     first = parts[0]
-    for i, part in enumerate(parts):
-        missing = [key for key in MERGED_SETTINGS if key not in part]
+    for p, part in enumerate(parts):
+        missing = [key for key in (*MERGED_SETTINGS, "acrl_version") if key not in part]
         if missing:
             raise InputError(
-                f"part {i + 1} lacks {', '.join(missing)}: an extrapolation.json written before the summary "
+                f"part {p + 1} lacks {', '.join(missing)}: an extrapolation.json written before the summary "
                 "recorded them cannot be merged; rerun its seeds."
             )
         differ = [key for key in MERGED_SETTINGS if part[key] != first[key]]
         if differ:
             raise InputError(
-                f"part {i + 1} ran other settings than part 1 ({', '.join(differ)}: "
+                f"part {p + 1} ran other settings than part 1 ({', '.join(differ)}: "
                 + "; ".join(f"{part[key]!r} against {first[key]!r}" for key in differ)
-                + "): only runs of one experiment over different seeds merge."
+                + "): only runs of one experiment merge."
             )
-    seeds = [seed for part in parts for seed in part["seeds"]]
-    if len(set(seeds)) < len(seeds):
-        raise InputError(f"the parts' seeds overlap ({seeds}): each seed must come from one part.")
-    order = sorted(
-        ((seed, part, i) for part in parts for i, seed in enumerate(part["seeds"])), key=lambda item: item[0]
-    )
-    results = {
-        kind: {agent: [part["results"][kind][agent][i] for _, part, i in order] for agent in first["results"][kind]}
-        for kind in BUFFERS
-    }
+    behavioral: dict[int, tuple[int, int]] = {}  # seed -> (part, its index there)
+    sources: dict[tuple[int, str], tuple[int, int]] = {}  # (seed, learner) -> (part, index)
+    for p, part in enumerate(parts):
+        for i, seed in enumerate(part["seeds"]):
+            if seed in behavioral:
+                q, j = behavioral[seed]
+                for kind in BUFFERS:
+                    ours, theirs = part["results"][kind]["behavioral"][i], parts[q]["results"][kind]["behavioral"][j]
+                    for key in ("return", "data_episode_return"):
+                        if ours[key] != theirs[key]:
+                            raise InputError(
+                                f"seed {seed}'s {kind} behavioral {key} is {ours[key]} in part {p + 1} and "
+                                f"{theirs[key]} in part {q + 1}: learners merge only on the same datasets."
+                            )
+            else:
+                behavioral[seed] = (p, i)
+            for algo in learners_of(part["results"]["final"]):
+                if (seed, algo) in sources:
+                    raise InputError(
+                        f"seed {seed}'s {LEARNERS[algo]} is in parts {sources[seed, algo][0] + 1} and {p + 1}: "
+                        "each learner's run of a seed must come from one part."
+                    )
+                sources[seed, algo] = (p, i)
+    seeds = sorted(behavioral)
+    learners = [algo for algo in LEARNERS if any(name == algo for _, name in sources)]
+    lacking = [f"{LEARNERS[algo]} seed {seed}" for algo in learners for seed in seeds if (seed, algo) not in sources]
+    if lacking:
+        raise InputError(f"the parts lack {', '.join(lacking)}: every learner needs every seed of the parts.")
+
+    def runs(kind: str, agent: str) -> list[dict[str, Any]]:
+        where = [behavioral[seed] if agent == "behavioral" else sources[seed, agent] for seed in seeds]
+        held = [parts[p]["results"][kind][agent] for p, _ in where]
+        return [entries[i] for entries, (_, i) in zip(held, where)] if all(held) else []
+
+    results = {kind: {agent: runs(kind, agent) for agent in ("behavioral", *learners)} for kind in BUFFERS}
     times = [part["wall_clock_s"] for part in parts]
     summary = {
         **{key: first[key] for key in MERGED_SETTINGS},
-        "seeds": sorted(seeds),
+        "acrl_version": ", ".join(dict.fromkeys(part["acrl_version"] for part in parts)),
+        "seeds": seeds,
         "wall_clock_s": None if None in times else round(sum(times), 1),
         "results": results,
         "table": results_table(results),
@@ -937,10 +1000,16 @@ def _last(curve: list[list[float]]) -> float | None:
     return curve[-1][1] if curve else None
 
 
+def learners_of(results: dict[str, Any]) -> dict[str, str]:
+    """The entries of `LEARNERS` that an extrapolation summary's results (or table) hold, in that order."""
+    return {algo: label for algo, label in LEARNERS.items() if algo in results}
+
+
 def results_table(
-    results: dict[str, Any], buffers: Sequence[str] = BUFFERS, learners: dict[str, str] = LEARNERS
+    results: dict[str, Any], buffers: Sequence[str] = BUFFERS, learners: dict[str, str] | None = None
 ) -> dict[str, dict[str, Any]]:
-    """table[agent][kind] for the `buffers` and `learners` of an experiment (default: Figure 2's): the final
+    """table[agent][kind] for the `buffers` and `learners` of an experiment (default: Figure 2's buffers and
+    the learners of `LEARNERS` that results[buffers[0]] holds, `learners_of`): the final
     evaluation over seeds as mean ± std ("final"), its IQM with 95%
     bootstrap CI ("iqm", "iqm_ci"; `acrl.sweep.results.interval_estimates`), the best evaluation
     ("best"); for the learners with Q-values the last value estimates ("q_initial": Q(s_0, a_0),
@@ -949,6 +1018,7 @@ def results_table(
     buffer (the concurrent runs of an experiment from before it was added) has None in every entry."""
     from acrl.sweep.results import interval_estimates
 
+    learners = learners_of(results[buffers[0]]) if learners is None else learners
     table: dict[str, dict[str, Any]] = {"behavioral": {}, **{algo: {} for algo in learners}}
     estimates = interval_estimates(
         {
@@ -1032,8 +1102,10 @@ def results_markdown(table: dict[str, Any], buffers: Sequence[str], learners: di
 def extrapolation_markdown(summary: dict[str, Any]) -> str:
     """The tables of `run_extrapolation` as markdown: returns (mean ± std over seeds, IQM [95% CI])
     and value estimates (the critic's Q against the true discounted return)."""
+    labels = list(learners_of(summary["table"]).values())
+    names = ", ".join(labels[:-1]) + " and " + labels[-1] if len(labels) > 1 else labels[0]
     lines = [
-        f"### BCQ, offline DDPG, BC, VAE-BC and DQN on {summary['env_id']} (Fujimoto et al. 2019, Figure 2)",
+        f"### {names} on {summary['env_id']} (Fujimoto et al. 2019, Figure 2)",
         "",
         f"Seeds {summary['seeds']}; behavioral DDPG {summary['steps_behavioral']} steps (final buffer: "
         f"N(0, {summary['final_noise']}) exploration); imitation/imperfect "
@@ -1041,7 +1113,7 @@ def extrapolation_markdown(summary: dict[str, Any]) -> str:
         f"per behavioral step); evaluation: {summary['eval_episodes']} deterministic episodes every "
         f"{summary['eval_freq']}.",
         "",
-        *results_markdown(summary["table"], BUFFERS, LEARNERS),
+        *results_markdown(summary["table"], BUFFERS, learners_of(summary["table"])),
         "",
         "behavioral policy: the noise-free DDPG (final, concurrent: each behavioral run at its end; "
         "imitation, imperfect: the concurrent run's best checkpoint, which collected them). dataset "
@@ -1071,13 +1143,17 @@ COLORS = {
 
 
 def plot_extrapolation(
-    summary: dict[str, Any], out: str | Path, buffers: Sequence[str] = BUFFERS, learners: dict[str, str] = LEARNERS
+    summary: dict[str, Any],
+    out: str | Path,
+    buffers: Sequence[str] = BUFFERS,
+    learners: dict[str, str] | None = None,
 ) -> Path:
     """Figure 2's layout, a column per buffer of `buffers` (default Figure 2's). Top: the `learners`'
-    evaluation return (mean, band of one std over seeds) against updates, the behavioral policy dashed.
-    Bottom: the value estimates of the learners with Q-values (BCQ, DDPG and DQN by default), Q(s0, a0)
-    solid against the true discounted return dashed (symlog scale: a diverging critic stays on the plot).
-    Returns the PNG path."""
+    (default: those of `LEARNERS` the summary holds) evaluation return (mean, band of one std over seeds)
+    against updates, the behavioral policy dashed. Bottom: the value estimates of the learners with
+    Q-values (of the default ones BCQ, DDPG and DQN), Q(s0, a0) solid against the true discounted return
+    dashed (symlog scale: a diverging critic stays on the plot). Returns the PNG path."""
+    learners = learners_of(summary["results"][buffers[0]]) if learners is None else learners
     fig, axes = plt.subplots(2, len(buffers), figsize=(4.2 * len(buffers), 6.8), sharex="col", squeeze=False)
     for column, kind in enumerate(buffers):
         r = summary["results"][kind]

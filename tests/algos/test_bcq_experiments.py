@@ -17,7 +17,7 @@ from acrl import load
 from acrl.cli import main
 from acrl.core.errors import InputError
 from acrl.core.loop import Callback
-from acrl.offline.experiments import BUFFERS, episode_returns, run_concurrent
+from acrl.offline.experiments import BUFFERS, episode_returns, run_concurrent, run_extrapolation
 from acrl.parts.datasets import OfflineDataset, load_dataset
 from tests.conftest import ROOT
 
@@ -143,6 +143,39 @@ def test_datasets_only_writes_the_full_experiments_datasets(tiny_experiment, tmp
         assert summary["datasets"][kind][0]["data_episode_return"] == behavioral["data_episode_return"]
     assert sorted(p.name for p in (out / "s0").iterdir()) == ["behavioral", "data-imitation", "data-imperfect", "final"]
     assert '"imperfect"' in capsys.readouterr().out
+
+
+def test_learners_added_later_train_on_the_same_datasets_and_merge_into_the_table(tiny_experiment, tmp_path):
+    """`--learners bc` alone on the same settings is the full experiment's BC: its concurrent run (beside the
+    behavioral agent only) and its offline runs end at the same returns to the last digit, over the same
+    behavioral entries. Merged with the full experiment's summary less BC (a table from before BC), it gives
+    the full experiment's table back."""
+    full, result = tiny_experiment
+    assert result.returncode == 0, result.stderr
+    out = tmp_path / "bc"
+    assert main([*TINY_EXPERIMENT, "--learners", "bc", "--out", str(out), "--no-progress"]) == 0
+    part = json.loads((out / "extrapolation.json").read_text())
+    expected = json.loads((full / "extrapolation.json").read_text())
+    assert list(part["table"]) == ["behavioral", "bc"]
+    assert sorted(p.name for p in (out / "s0" / "concurrent").iterdir()) == ["bc", "behavioral", "final.h5", "job.json"]
+    for kind in BUFFERS:
+        assert part["results"][kind]["behavioral"] == expected["results"][kind]["behavioral"], kind
+        assert part["results"][kind]["bc"][0]["curve"] == expected["results"][kind]["bc"][0]["curve"], kind
+    before_bc = {
+        **expected,
+        "results": {k: {a: r for a, r in v.items() if a != "bc"} for k, v in expected["results"].items()},
+    }
+    (tmp_path / "before.json").write_text(json.dumps(before_bc))
+    argv = ["experiment", "extrapolation", "--env", "Pendulum-v1", "--merge", str(tmp_path / "before.json")]
+    assert main([*argv, str(out / "extrapolation.json"), "--out", str(tmp_path / "merged"), "--no-progress"]) == 0
+    merged = json.loads((tmp_path / "merged" / "extrapolation.json").read_text())
+    assert merged["table"] == expected["table"] and list(merged["table"]) == list(expected["table"])
+    assert merged["seeds"] == [0] and merged["acrl_version"] == expected["acrl_version"]
+    with pytest.raises(InputError, match="--datasets-only trains none of them"):
+        run_extrapolation("Pendulum-v1", tmp_path / "x", learners=["bc"], datasets_only=True)
+    with pytest.raises(InputError, match="learners must be one or more of bcq, ddpg, bc, vae_bc, dqn, each once"):
+        run_extrapolation("Pendulum-v1", tmp_path / "x", learners=["bc", "bc"])
+    assert not (tmp_path / "x").exists()
 
 
 def test_concurrent_learners_learn_from_the_behavioral_buffer_without_acting(tmp_path, capsys):
@@ -365,9 +398,12 @@ def test_an_experiment_from_before_vae_bc_and_dqn_resumes_with_their_concurrent_
     assert "| VAE-BC | -150.0 ± 0.0 (-150.0 [-150.0, -150.0]) | - | -150.0 ± 0.0 (-150.0 [-150.0, -150.0]) |" in md
 
 
-def experiment_part(seeds: list[int], bcq_finals: list[float], tmp_path: Path, **settings) -> Path:
-    """An extrapolation.json of `seeds` (every learner's final evaluation of seed i is bcq_finals[i], the
-    behavioral return 100 + seed), written to tmp_path/part-SEEDS.json; `settings` replace the defaults."""
+def experiment_part(
+    seeds: list[int], bcq_finals: list[float], tmp_path: Path, learners: tuple[str, ...] | None = None, **settings
+) -> Path:
+    """An extrapolation.json of `seeds` and `learners` (default all; every learner's final evaluation of seed i
+    is bcq_finals[i], the behavioral return 100 + seed), written to tmp_path/part-SEEDS[-LEARNERS].json;
+    `settings` replace the defaults."""
     from acrl.core.version import __version__
     from acrl.offline.experiments import LEARNERS, OVERRIDES, VALUE_KEYS
 
@@ -377,7 +413,7 @@ def experiment_part(seeds: list[int], bcq_finals: list[float], tmp_path: Path, *
     results = {
         kind: {
             "behavioral": [{"return": 100.0 + seed, "data_episode_return": 4.0} for seed in seeds],
-            **{algo: [run(v) for v in bcq_finals] for algo in LEARNERS},
+            **{algo: [run(v) for v in bcq_finals] for algo in learners or LEARNERS},
         }
         for kind in BUFFERS
     }
@@ -397,7 +433,7 @@ def experiment_part(seeds: list[int], bcq_finals: list[float], tmp_path: Path, *
         "table": {},  # what merging recomputes
         **settings,
     }
-    path = tmp_path / f"part-{'-'.join(map(str, seeds))}.json"
+    path = tmp_path / f"part-{'-'.join(map(str, seeds))}{'-' + '-'.join(learners) if learners else ''}.json"
     path.write_text(json.dumps(summary))
     return path
 
@@ -421,12 +457,54 @@ def test_merging_parts_of_one_experiment_gives_the_table_over_all_their_seeds(tm
     assert "| BCQ | 3.0 ± 1.6 (3.0 [" in capsys.readouterr().out
 
 
+def test_merging_parts_of_other_learners_on_the_same_seeds_joins_their_columns(tmp_path, capsys, monkeypatch):
+    """BCQ, DDPG and BC of seeds 0 and 1 (finals 1 and 3) in one part, VAE-BC and DQN of the same seeds (5 and 7)
+    in another: one table of five learners, VAE-BC's mean (5 + 7) / 2 = 6, BCQ's 2, the seeds' behavioral
+    returns 100 and 101 once each."""
+    monkeypatch.setattr("acrl.sweep.results.BOOTSTRAP_REPS", 50)
+    first = experiment_part([0, 1], [1.0, 3.0], tmp_path, ("bcq", "ddpg", "bc"))
+    second = experiment_part([0, 1], [5.0, 7.0], tmp_path, ("vae_bc", "dqn"), acrl_version="9.9")
+    out = tmp_path / "merged"
+    argv = ["experiment", "extrapolation", "--env", "Pendulum-v1", "--merge", str(first), str(second)]
+    assert main([*argv, "--out", str(out)]) == 0
+    summary = json.loads((out / "extrapolation.json").read_text())
+    assert list(summary["table"]) == ["behavioral", "bcq", "ddpg", "bc", "vae_bc", "dqn"]
+    assert summary["table"]["vae_bc"]["final"]["final"] == [6.0, 1.0]
+    assert summary["table"]["bcq"]["concurrent"]["final"] == [2.0, 1.0]
+    assert [b["return"] for b in summary["results"]["imitation"]["behavioral"]] == [100.0, 101.0]
+    assert summary["seeds"] == [0, 1] and summary["acrl_version"].endswith(", 9.9")
+    assert "| VAE-BC | 6.0 ± 1.0 (" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "learners, settings, message",
+    [
+        (("bc", "dqn"), {}, "seed 0's BC is in parts 1 and 2"),
+        (("dqn",), {"seeds": [0]}, "the parts lack DQN (discretised) seed 1"),
+        (("dqn",), {"behavioral_return": 99.0}, "seed 0's final behavioral return is 99.0 in part 2 and 100.0 in"),
+    ],
+)
+def test_merging_learners_refuses_overlaps_gaps_and_other_datasets(learners, settings, message, tmp_path, capsys):
+    first = experiment_part([0, 1], [1.0, 3.0], tmp_path, ("bcq", "ddpg", "bc"))
+    seeds = settings.get("seeds", [0, 1])
+    second = experiment_part(seeds, [5.0] * len(seeds), tmp_path, learners)
+    if "behavioral_return" in settings:  # the same seed, other data
+        part = json.loads(second.read_text())
+        part["results"]["final"]["behavioral"][0]["return"] = settings["behavioral_return"]
+        second.write_text(json.dumps(part))
+    argv = ["experiment", "extrapolation", "--env", "Pendulum-v1", "--merge", str(first), str(second)]
+    assert main([*argv, "--out", str(tmp_path / "out")]) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
 @pytest.mark.parametrize(
     "second, flags, message",
     [
-        ({"seeds": [2]}, [], "the parts' seeds overlap ([0, 2, 2])"),
+        ({"seeds": [2]}, [], "seed 2's BCQ is in parts 1 and 2"),
         ({"seeds": [1], "updates": 20}, [], "other settings than part 1 (updates: 20 against 10)"),
         ({"seeds": [1], "overrides": None}, [], "lacks overrides"),
+        ({"seeds": [1], "acrl_version": None}, [], "lacks acrl_version"),
         ({"seeds": [1]}, ["--seeds", "1"], "give only --env and --out (got --seeds)"),
         ({"seeds": [1], "env_id": "Hopper-v5"}, [], "an experiment on 'Hopper-v5', not on --env 'Pendulum-v1'"),
     ],
@@ -434,8 +512,8 @@ def test_merging_parts_of_one_experiment_gives_the_table_over_all_their_seeds(tm
 def test_merging_refuses_parts_of_other_experiments_before_writing(second, flags, message, tmp_path, capsys):
     first = experiment_part([0, 2], [1.0, 5.0], tmp_path)
     other = experiment_part(second.pop("seeds"), [3.0], tmp_path, **second)
-    if "overrides" in second:  # a part from before summaries recorded the overrides
-        other.write_text(json.dumps({k: v for k, v in json.loads(other.read_text()).items() if k != "overrides"}))
+    if None in second.values():  # a part from before summaries recorded the overrides or the version
+        other.write_text(json.dumps({k: v for k, v in json.loads(other.read_text()).items() if v is not None}))
     argv = ["experiment", "extrapolation", "--env", "Pendulum-v1", "--merge", str(first), str(other), *flags]
     assert main([*argv, "--out", str(tmp_path / "out")]) == 2
     assert message in capsys.readouterr().err
