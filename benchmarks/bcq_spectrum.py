@@ -21,8 +21,9 @@ of the paper's scale (40k behavioral steps and transitions, 12k updates):
     python benchmarks/bcq_spectrum.py runs/hopper-extrapolation --out benchmarks/results/bcq_spectrum_hopper.json
     python benchmarks/bcq_spectrum.py runs/x --updates 200 --seeds 0 --n 1 100 --phi 0 0.5   # a check in minutes
 
-The grid takes an estimated 19 core-hours on Hopper (an n = 100 update took about 0.5 s on a loaded machine: its
-target decodes 100 actions per next state through BCQ's 750-750 VAE), so on 2 cores it runs in parts, one a
+The grid takes an estimated 19 core-hours on Hopper: an n = 100 update takes 0.24 s on an idle core (200 in 48 s,
+2026-12-05; its target decodes 100 actions per next state through BCQ's 750-750 VAE), so each n = 100 run about
+50 minutes, the 18 of them 15 hours; the n = 1 and 10 runs take 6-9 minutes. On 2 cores it runs in parts, one a
 session, each on the experiment's data redone on that machine by `--datasets-only` (the behavioral DDPG alone, the
 same run as the experiment's, so the same datasets: 184 s for Hopper's seed 0, whose three datasets and behavioral
 returns came out equal to the committed experiment's to the last digit on another machine), then merged:
@@ -191,7 +192,7 @@ def summarize(settings: dict[str, Any], runs: list[dict[str, Any]], reference: d
 def merge(paths: list[Path]) -> dict[str, Any]:
     """The spectrum over the runs of several results of it (parts: e.g. one seed and buffer each, or some of the
     n, run in separate sessions): `summarize` over their runs on the union of their n and phi, wall_clock_s
-    summed, each part's meta kept under "parts".
+    summed, each part's meta kept under "parts", the merge's own (its command) as "meta".
 
     Raises:
         ValueError: fewer than two parts, parts of other settings (`SETTINGS`), or runs that overlap or leave a
@@ -212,6 +213,7 @@ def merge(paths: list[Path]) -> dict[str, Any]:
     times = [part["wall_clock_s"] for part in parts]
     reference = next((part["reference"] for part in parts if part["reference"]), {})
     return {
+        "meta": bench_meta(load_average()),
         "parts": [
             {"file": path.name, "meta": part["meta"], "wall_clock_s": part["wall_clock_s"]}
             for path, part in zip(paths, parts, strict=True)

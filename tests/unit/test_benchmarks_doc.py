@@ -396,3 +396,46 @@ def test_the_discrete_experiment_renders_from_its_result(tmp_path):
     glance = report.with_glance("x\n<!-- results:start -->\n<!-- results:end -->\n", results)
     row = "| MinAtar Breakout, imperfect buffer, offline, IQM of 3 seeds (behavioral policy) |"
     assert f"{row} discrete BCQ 5.4, DQN 0.7, BC 4.4 (5.0) | (reported; paper: BCQ ≥ behavioral > DQN) |" in glance
+
+
+def test_the_bcq_spectrum_renders_a_sentence_per_row_against_the_behavioral_policy(tmp_path):
+    """A hand-made merged spectrum of seeds 0 and 1, n in {1, 10}, one buffer: the behavioral policy of those seeds
+    is the mean of the Hopper experiment's seeds 0 and 1; a cell within 5% of it is level, phi = 0.5 at n = 10
+    (100 against 1,000) loses more than a fifth, and what the issue's grid still lacks is named."""
+    report = load_report()
+    results = tmp_path / "results"
+    shutil.copytree(ROOT / "benchmarks" / "results", results, ignore=shutil.ignore_patterns("tmp", "parts"))
+    experiment = json.loads((results / "bcq_hopper_extrapolation.json").read_text())
+    behavioral = [b["return"] for b in experiment["results"]["imperfect"]["behavioral"][:2]]
+    reference = sum(behavioral) / 2
+    means = {(1, 0.0): reference, (1, 0.05): 1.04 * reference, (1, 0.5): 1.2 * reference}
+    means |= {(10, 0.0): 0.5 * reference, (10, 0.05): 1000.0, (10, 0.5): 100.0}
+
+    def cell(mean: float) -> dict:
+        return {"finals": [mean - 1, mean + 1], "mean": mean, "std": 1.0, "iqm": mean, "iqm_ci": [mean - 1, mean + 1]}
+
+    meta = {"command": "python benchmarks/bcq_spectrum.py --merge a.json b.json", "date": "2026-12-05T03:00:00+00:00"}
+    part_meta = {"date": "2026-12-05T01:00:00+00:00", "commit": "abcdef0123"}
+    d = {
+        "meta": meta,
+        "parts": [{"file": "a.json", "meta": part_meta, "wall_clock_s": 600.0}],
+        "env_id": "Hopper-v5",
+        "updates": 12000,
+        "n": [1, 10],
+        "phi": [0.0, 0.05, 0.5],
+        "kinds": ["imperfect"],
+        "seeds": [0, 1],
+        "table": {"imperfect": {f"n={n}, phi={phi:g}": cell(m) for (n, phi), m in means.items()}},
+    }
+    (results / "bcq_spectrum_hopper.json").write_text(json.dumps(d))
+    page = report.render(results)
+    n = report.n
+    assert f"**imperfect** (behavioral policy of these seeds: {n(reference)})" in page
+    assert (
+        f"- n = 1 (phi 0: VAE-BC's actions): level with it (within 5%) for phi 0, 0.05 ({n(reference)}, "
+        f"{n(1.04 * reference)}); above it for phi 0.5 ({n(1.2 * reference)})." in page
+    )
+    assert f"| n = 10 | {n(0.5 * reference)} [{n(0.5 * reference - 1)}, {n(0.5 * reference + 1)}] (" in page
+    assert "loses more than a fifth of phi = 0.05's return on\nimperfect n = 10 (100 against 1,000)." in page
+    assert "Still to run: n = 100, seed 2; until then a partial grid" in page
+    assert "`a.json` (2026-12-05, commit abcdef0, 10 min)" in page
