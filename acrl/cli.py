@@ -185,6 +185,11 @@ class Collect:
     """Show the progress bar."""
 
 
+EXTRAPOLATION_LEARNERS = ("bcq", "ddpg", "bc", "vae_bc", "dqn")
+"""The extrapolation experiment's learners, acrl.offline.experiments.LEARNERS' keys (not imported here: the CLI
+starts without torch); `--learners`' choices repeat them for tyro, and a test checks all three agree."""
+
+
 @dataclass
 class Experiment:
     """Run a BCQ paper experiment (Fujimoto et al. 2019, Figure 2; discrete: Fujimoto et al. 2019b); prints its
@@ -238,7 +243,7 @@ class Experiment:
     DDPG trains alone, the same run as beside its concurrent learners: the full experiment's data, an hour sooner on
     Hopper); datasets.json lists them."""
     learners: Annotated[list[Literal["bcq", "ddpg", "bc", "vae_bc", "dqn"]], tyro.conf.arg(metavar="ALGO ...")] = field(
-        default_factory=lambda: ["bcq", "ddpg", "bc", "vae_bc", "dqn"]
+        default_factory=lambda: list(EXTRAPOLATION_LEARNERS)
     )
     """extrapolation only: the learners that train (default all), e.g. --learners vae_bc dqn for the columns a table
     made before they existed lacks, on its datasets redone (the same runs as --datasets-only); --merge joins the two."""
@@ -617,7 +622,7 @@ def experiment(args: Experiment) -> None:
         raise InputError(
             f"--datasets-only writes the extrapolation experiment's datasets; {args.name} has no such stage."
         )
-    if args.name != "extrapolation" and set(args.learners) != {"bcq", "ddpg", "bc", "vae_bc", "dqn"}:
+    if args.name != "extrapolation" and set(args.learners) != set(EXTRAPOLATION_LEARNERS):
         raise InputError(f"--learners picks the extrapolation experiment's learners; {args.name} runs all of its own.")
     out = Path(args.out or f"runs/experiment-{args.name}-{args.env.replace('/', '_')}-{time.strftime('%Y%m%d-%H%M%S')}")
     overrides = {

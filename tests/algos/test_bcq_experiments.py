@@ -518,3 +518,14 @@ def test_merging_refuses_parts_of_other_experiments_before_writing(second, flags
     assert main([*argv, "--out", str(tmp_path / "out")]) == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+def test_the_clis_learner_choices_are_the_experiments_learners():
+    import typing
+
+    from acrl import cli
+    from acrl.offline.experiments import LEARNERS
+
+    annotated = typing.get_type_hints(cli.Experiment, include_extras=True)["learners"]  # Annotated[list[Literal]]
+    choices = typing.get_args(typing.get_args(typing.get_args(annotated)[0])[0])
+    assert list(choices) == list(cli.EXTRAPOLATION_LEARNERS) == list(LEARNERS)
