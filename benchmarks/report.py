@@ -1065,6 +1065,7 @@ Against the behavioral policy, per row:
         f"{p['wall_clock_s'] / 60:.0f} min)"
         for p in d["parts"]
     )
+    everywhere = f" Every cell is level with the behavioral policy on {' and '.join(level)} data." if level else ""
     return f"""### BCQ's spectrum on Hopper-v5
 
 BCQ acts with the best by Q of n actions sampled from its VAE and perturbed by at most phi; with n = 1 and
@@ -1080,9 +1081,7 @@ n = 10, phi = 0.05 cell repeats the experiment's BCQ. Final evaluation: IQM [95%
 {(chr(10) * 2).join(blocks)}
 
 The large perturbation (phi = 0.5, the Q-learning end) loses more than a fifth of phi = 0.05's return on
-{"; ".join(hurt) if hurt else "no buffer"}. {
-        f"Every cell is level with the behavioral policy on {' and '.join(level)} data." if level else ""
-    }"""
+{"; ".join(hurt) if hurt else "no buffer"}.{everywhere}"""
 
 
 def sac_hopper(results: dict[str, dict]) -> str:

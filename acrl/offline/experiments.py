@@ -646,7 +646,9 @@ def run_extrapolation(
         learners: the learners that train (keys of `LEARNERS`, default all): e.g. those a table of an
             experiment run before they existed lacks, on the same datasets (as `datasets_only` redoes them),
             whose summary `merge_extrapolation` then joins to it. A subset's concurrent runs are the full
-            experiment's, but for BCQ's and VAE-BC's, which share torch's generator (`run_concurrent`).
+            experiment's, except BCQ's and VAE-BC's, which share torch's generator (`run_concurrent`), and
+            except where either was interrupted: a resumed behavioral DDPG starts fresh episodes, so its
+            datasets differ from those of a run in one go, and `merge_extrapolation` refuses to join the two.
     Returns:
         datasets_only: the JSON written to datasets.json: settings and, per buffer and seed, the dataset's
         path, the behavioral policy's return and the data's episode return. Otherwise the JSON written
@@ -1102,8 +1104,21 @@ def results_markdown(table: dict[str, Any], buffers: Sequence[str], learners: di
 def extrapolation_markdown(summary: dict[str, Any]) -> str:
     """The tables of `run_extrapolation` as markdown: returns (mean ± std over seeds, IQM [95% CI])
     and value estimates (the critic's Q against the true discounted return)."""
-    labels = list(learners_of(summary["table"]).values())
+    learners = learners_of(summary["table"])
+    labels = list(learners.values())
     names = ", ".join(labels[:-1]) + " and " + labels[-1] if len(labels) > 1 else labels[0]
+    notes = [
+        "behavioral policy: the noise-free DDPG (final, concurrent: each behavioral run at its end; "
+        "imitation, imperfect: the concurrent run's best checkpoint, which collected them). dataset "
+        "episodes: mean return of the complete episodes stored in the buffer. final: last evaluation."
+    ]
+    if "dqn" in learners:
+        notes.append(
+            f"DQN: each action dimension discretised independently into {DQN_ACTION_BINS} sub-actions unless "
+            "--dqn-set action_bins says otherwise (the paper's Supp. D)."
+        )
+    if any(summary["table"][algo][kind]["final"] is None for algo in learners for kind in BUFFERS):
+        notes.append("-: no runs (a concurrent run from before the learner was added).")
     lines = [
         f"### {names} on {summary['env_id']} (Fujimoto et al. 2019, Figure 2)",
         "",
@@ -1113,14 +1128,9 @@ def extrapolation_markdown(summary: dict[str, Any]) -> str:
         f"per behavioral step); evaluation: {summary['eval_episodes']} deterministic episodes every "
         f"{summary['eval_freq']}.",
         "",
-        *results_markdown(summary["table"], BUFFERS, learners_of(summary["table"])),
+        *results_markdown(summary["table"], BUFFERS, learners),
         "",
-        "behavioral policy: the noise-free DDPG (final, concurrent: each behavioral run at its end; "
-        "imitation, imperfect: the concurrent run's best checkpoint, which collected them). dataset "
-        "episodes: mean return of the complete episodes stored in the buffer. final: last evaluation. "
-        f"DQN: each action dimension discretised independently into {DQN_ACTION_BINS} sub-actions unless "
-        "--dqn-set action_bins says otherwise (the paper's Supp. D). -: no runs (a concurrent run from "
-        "before the learner was added).",
+        " ".join(notes),
         "",
     ]
     return "\n".join(lines)

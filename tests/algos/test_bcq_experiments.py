@@ -396,6 +396,9 @@ def test_an_experiment_from_before_vae_bc_and_dqn_resumes_with_their_concurrent_
     }
     md = extrapolation_markdown(summary)
     assert "| VAE-BC | -150.0 ± 0.0 (-150.0 [-150.0, -150.0]) | - | -150.0 ± 0.0 (-150.0 [-150.0, -150.0]) |" in md
+    assert "-: no runs" in md and "DQN: each action dimension" in md
+    bcq_only = extrapolation_markdown({**summary, "table": {k: table[k] for k in ("behavioral", "bcq")}})
+    assert "### BCQ on Pendulum-v1" in bcq_only and "-: no runs" not in bcq_only and "DQN:" not in bcq_only
 
 
 def experiment_part(
