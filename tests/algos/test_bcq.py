@@ -10,10 +10,12 @@ from pathlib import Path
 
 import gymnasium as gym
 import pytest
+import torch
 import yaml
 
-from acrl import DiscreteBCQ
+from acrl import BCQ, DiscreteBCQ, load
 from acrl.parts.datasets import collect_transitions, save_dataset
+from tests.conftest import parameters_of
 
 TINY = [
     "actor_hidden_sizes=[16]",
@@ -144,3 +146,19 @@ def test_discrete_bcq_learns_cartpole_from_imperfect_expert_data(tmp_path):
     trained = agent.evaluate(episodes=5)["return_mean"]
     assert untrained < 50
     assert trained >= 450, trained
+
+
+def test_an_offline_run_resumed_from_its_checkpoint_equals_one_run_in_one_go(datasets, tmp_path):
+    """An offline agent has no environment state to lose: 20 updates, a checkpoint, then 20 more from `acrl.load`
+    end with the parameters and evaluation of 40 updates in one go (BCQ's VAE draws from torch's generator, which
+    the checkpoint restores). What splitting a long offline study across sessions relies on."""
+    tiny = dict(
+        actor_hidden_sizes=[16], critic_hidden_sizes=[16], vae_hidden_sizes=[16], iteration_steps=10, eval_episodes=1
+    )
+    settings = dict(dataset=str(datasets["pendulum"]), seed=3, eval_freq=20, checkpoint_freq=20, **tiny)
+    whole = BCQ("Pendulum-v1", **settings).learn(40, run_dir=tmp_path / "whole", progress=False)
+    BCQ("Pendulum-v1", **settings).learn(20, run_dir=tmp_path / "split", progress=False)
+    resumed = load(tmp_path / "split/checkpoints/latest.pt").learn(40, run_dir=tmp_path / "split", progress=False)
+    assert torch.equal(parameters_of(whole), parameters_of(resumed))
+    last = [read_metrics(tmp_path / run)[-1] for run in ("whole", "split")]
+    assert last[0]["step"] == last[1]["step"] == "40" and last[0]["eval/return_mean"] == last[1]["eval/return_mean"]
