@@ -152,9 +152,7 @@ def test_an_offline_run_resumed_from_its_checkpoint_equals_one_run_in_one_go(dat
     """An offline agent has no environment state to lose: 20 updates, a checkpoint, then 20 more from `acrl.load`
     end with the parameters and evaluation of 40 updates in one go (BCQ's VAE draws from torch's generator, which
     the checkpoint restores). What splitting a long offline study across sessions relies on."""
-    tiny = dict(
-        actor_hidden_sizes=[16], critic_hidden_sizes=[16], vae_hidden_sizes=[16], iteration_steps=10, eval_episodes=1
-    )
+    tiny = {key: yaml.safe_load(value) for key, value in (item.split("=", 1) for item in TINY)}
     settings = dict(dataset=str(datasets["pendulum"]), seed=3, eval_freq=20, checkpoint_freq=20, **tiny)
     whole = BCQ("Pendulum-v1", **settings).learn(40, run_dir=tmp_path / "whole", progress=False)
     BCQ("Pendulum-v1", **settings).learn(20, run_dir=tmp_path / "split", progress=False)
