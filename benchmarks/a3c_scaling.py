@@ -19,7 +19,7 @@ CartPole-v1 from scratch with evaluation off:
 Every run trains from scratch, so its rate includes the early, short CartPole episodes (a rollout
 stops at an episode's end, which means more updates per step). The table gives medians over the
 repeats: A3C's steady rate over SB3's steady rate, and the speed-up over 1 worker (with as many
-envs per worker). Run it on an otherwise idle machine: the JSON records `bench_meta()` (commit,
+envs per worker). Run it on an otherwise idle machine: the JSON records `provenance()` (commit,
 CPU, load average before and after, versions).
 
     python benchmarks/a3c_scaling.py --out benchmarks/results/a3c_scaling.json   # the committed result
@@ -42,7 +42,9 @@ import time
 from pathlib import Path
 
 import torch
-from meta import RESULTS, bench_meta, load_average, scratch_path
+from meta import RESULTS, scratch_path
+
+from acrl.core.provenance import load_average, provenance
 
 ENV = "CartPole-v1"
 
@@ -177,7 +179,7 @@ def main() -> None:
                 runs.append(run_sb3(n_steps, args.steps_per_worker, seed=repeat))
                 print(runs[-1], flush=True)
 
-    meta = bench_meta(load_before, ["stable-baselines3"])
+    meta = provenance(load_before, ["stable-baselines3"])
     lines = [
         f"{ENV}, {args.steps_per_worker:,} steps per worker or env, median of {args.repeats} repeats, "
         f"{meta['cores']} CPUs, load average {load_before[0]:.2f} before and "

@@ -15,7 +15,7 @@ settings (8 envs, ent_coef 0, SB3 defaults otherwise), one torch thread.
     python benchmarks/a3c_vs_a2c.py --seeds 2 --max-steps 2000                         # a check in seconds
 
 Prints a markdown table and writes --out (default benchmarks/results/tmp/a3c_vs_a2c.json) with
-`bench_meta()`: commit, date, CPU, load average before and after, versions.
+`provenance()`: commit, date, CPU, load average before and after, versions.
 """
 
 from __future__ import annotations
@@ -28,7 +28,9 @@ import time
 from pathlib import Path
 
 import torch
-from meta import RESULTS, bench_meta, load_average, scratch_path
+from meta import RESULTS, scratch_path
+
+from acrl.core.provenance import load_average, provenance
 
 
 def run_acrl(seed: int, args: argparse.Namespace) -> dict:
@@ -177,7 +179,7 @@ def main() -> None:
         json.dumps(
             {
                 "benchmark": "a3c_vs_a2c",
-                "meta": bench_meta(load_before, ["stable-baselines3"]),
+                "meta": provenance(load_before, ["stable-baselines3"]),
                 "env": "CartPole-v1",
                 "settings": {k: str(v) for k, v in vars(args).items()},
                 "runs": results,

@@ -39,7 +39,7 @@ Parts (choose with --parts; all by default), on --env (default ALE/Pong-v5), one
     python benchmarks/atari_speed.py --out benchmarks/results/atari_speed.json   # about 5 minutes
     python benchmarks/atari_speed.py --parts raw roofline --raw-steps 800        # a check
 
-Writes --out (default benchmarks/results/tmp/atari_speed.json) with `bench_meta()`; a later run of
+Writes --out (default benchmarks/results/tmp/atari_speed.json) with `provenance()`; a later run of
 other parts keeps the earlier parts' entries.
 """
 
@@ -57,7 +57,9 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from meta import bench_meta, load_average, scratch_path
+from meta import scratch_path
+
+from acrl.core.provenance import load_average, provenance
 
 PARTS = ("ppo", "sb3", "raw", "roofline", "a3c", "threads")
 # Nature CNN per 4x84x84 sample, multiply-adds (see the module docstring)
@@ -367,7 +369,7 @@ def main() -> None:
     print("; ".join(f"{k} {v:.2f}" for k, v in ratios.items()))
     summary = {
         "benchmark": "atari_speed",
-        "meta": bench_meta(load_before, ["stable-baselines3", "ale-py"]),
+        "meta": provenance(load_before, ["stable-baselines3", "ale-py"]),
         "env": args.env,
         "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
         "results": results,

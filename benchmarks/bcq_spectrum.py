@@ -43,8 +43,10 @@ and an interrupted one continues from its checkpoint, so rerunning the command r
 JSON (--out, default benchmarks/results/tmp/bcq_spectrum.json) and a markdown table beside it (.md): per
 buffer, n by phi, the final evaluation's IQM over seeds with rliable's 95% bootstrap CI (as `acrl sweep`)
 and its mean ± std, and, when the experiment has finished (its extrapolation.json, or --reference), its
-behavioral policy and learners for reference. A part's table covers its seeds and buffers; --merge refuses parts
-of other settings, runs of one cell and seed twice, and a cell that lacks a seed the others have.
+behavioral policy and learners for reference. Its meta (`acrl.offline.experiments.experiment_meta`) holds
+the commit the command started at and every session that ran its jobs. A part's table covers its seeds and
+buffers; --merge refuses parts of other settings, runs of one cell and seed twice, and a cell that lacks a
+seed the others have.
 """
 
 from __future__ import annotations
@@ -56,9 +58,11 @@ from typing import Any
 
 import numpy as np
 import yaml
-from meta import bench_meta, load_average, scratch_path
+from meta import scratch_path
 
 from acrl.core.plotting import read_curve
+from acrl.core.provenance import load_average, provenance, source
+from acrl.offline.experiments import experiment_meta
 from acrl.sweep.executor import ClusterOptions, Job, run_jobs, wall_clock_s
 from acrl.sweep.grid import train_run
 from acrl.sweep.results import BOOTSTRAP_REPS, interval_estimates
@@ -192,7 +196,8 @@ def summarize(settings: dict[str, Any], runs: list[dict[str, Any]], reference: d
 def merge(paths: list[Path]) -> dict[str, Any]:
     """The spectrum over the runs of several results of it (parts: e.g. one seed and buffer each, or some of the
     n, run in separate sessions): `summarize` over their runs on the union of their n and phi, wall_clock_s
-    summed, each part's meta kept under "parts", the merge's own (its command) as "meta".
+    summed, each part's meta kept under "parts", the merge's own (its command; no load average, as it measures
+    nothing) as "meta".
 
     Raises:
         ValueError: fewer than two parts, parts of other settings (`SETTINGS`), or runs that overlap or leave a
@@ -213,7 +218,7 @@ def merge(paths: list[Path]) -> dict[str, Any]:
     times = [part["wall_clock_s"] for part in parts]
     reference = next((part["reference"] for part in parts if part["reference"]), {})
     return {
-        "meta": bench_meta(load_average()),
+        "meta": provenance(None, ("h5py", "mujoco")),
         "parts": [
             {"file": path.name, "meta": part["meta"], "wall_clock_s": part["wall_clock_s"]}
             for path, part in zip(paths, parts, strict=True)
@@ -329,7 +334,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--n must be >= 1 and --phi >= 0.")
     updates = args.updates or experiment["updates"]
     root = "spectrum" if updates == experiment["updates"] else f"spectrum-u{updates}"
-    load_before = load_average()
+    load_before, origin = load_average(), source()
     jobs = spectrum_jobs(experiment_dir, experiment, root, args.n, args.phi, seeds, args.kinds, updates)
     # each part its own label: its time in sessions.json is its own, summed over the sessions that ran it
     label = f"{LABEL}, seeds {seeds}, {' '.join(args.kinds)}, n {args.n}, phi {args.phi}, {updates} updates"
@@ -366,7 +371,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     reference = reference_rows(args.reference or experiment_dir / "extrapolation.json")
     result = {
-        "meta": bench_meta(load_before),
+        "meta": experiment_meta(experiment_dir, label, load_before, origin, ("h5py", "mujoco")),
         "experiment": str(experiment_dir),
         "wall_clock_s": wall_clock_s(experiment_dir, label),
         **summarize(settings, runs, reference),

@@ -27,7 +27,7 @@ logger) and updates/s are recorded beside its return.
         --out benchmarks/results/bcq_vs_d3rlpy_hopper
 
 With --datasets, acrl and d3rlpy take turns going first (acrl on even seeds). Results: --out.json
-and --out.md (default benchmarks/results/tmp/bcq_vs_d3rlpy.*), with `bench_meta()` (command,
+and --out.md (default benchmarks/results/tmp/bcq_vs_d3rlpy.*), with `provenance()` (command,
 commit, date, CPU, load average before and after, versions); scratch files in benchmarks/results/tmp/.
 """
 
@@ -427,7 +427,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.datasets is None and args.experiment is None:
         parser.error("one of --datasets DIR or --experiment DIR is required")
 
-    from meta import bench_meta, load_average
+    from acrl.core.provenance import load_average, provenance
 
     load_before = load_average()
     try:
@@ -453,8 +453,8 @@ def main(argv: list[str] | None = None) -> int:
             write_text_atomic(args.out.with_suffix(suffix), text)
 
     def save(rows: list[dict]) -> None:
-        """`write` with the conditions as of now (bench_meta: the load average after this run)."""
-        summary["meta"] = bench_meta(load_before, ["mujoco"])
+        """`write` with the conditions as of now (provenance: the load average after this run)."""
+        summary["meta"] = provenance(load_before, ["mujoco"])
         write(rows)
 
     if args.experiment is not None:

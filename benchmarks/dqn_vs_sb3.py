@@ -17,7 +17,7 @@ extra forward pass per update SB3 does not make). One torch thread for both, on 
     python benchmarks/dqn_vs_sb3.py --seeds 0 --steps 2000   # a smoke run
 
 Prints a markdown table and writes --out (default benchmarks/results/tmp/dqn_vs_sb3.json; the
-committed result needs `--out benchmarks/results/dqn_vs_sb3.json`): `bench_meta()`, the arguments
+committed result needs `--out benchmarks/results/dqn_vs_sb3.json`): `provenance()`, the arguments
 and the results per seed.
 """
 
@@ -32,13 +32,14 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import torch
-from meta import ROOT, bench_meta, load_average, scratch_path
+from meta import ROOT, scratch_path
 
 from acrl import DQN, DQNConfig
 from acrl.algos.base import EVAL_SEED_OFFSET
 from acrl.core.config import preset_values, update_config
 from acrl.core.evaluation import evaluate
 from acrl.core.files import write_json_atomic
+from acrl.core.provenance import load_average, provenance
 
 ENV_ID = "CartPole-v1"
 EXPLORATION_FRACTION = 0.16
@@ -167,7 +168,7 @@ def main() -> None:
     write_json_atomic(
         args.out,
         {
-            "meta": bench_meta(load_before, ["stable-baselines3"]),
+            "meta": provenance(load_before, ["stable-baselines3"]),
             "args": {k: str(v) for k, v in vars(args).items()},
             "results": results,
         },

@@ -10,7 +10,7 @@
     python benchmarks/gpu_checks.py --device cpu --updates 50
 
 Writes --out (default benchmarks/results/tmp/gpu_checks.json; the committed result needs
-`--out benchmarks/results/gpu_checks.json`) with the device's name, the figures and `bench_meta()`
+`--out benchmarks/results/gpu_checks.json`) with the device's name, the figures and `provenance()`
 (command, commit, date, CPU, load average before and after, versions).
 """
 
@@ -24,12 +24,13 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from meta import bench_meta, load_average, scratch_path
+from meta import scratch_path
 
 import acrl
 from acrl.algos import get_algorithm
 from acrl.core.devices import resolve_device
 from acrl.core.errors import InputError
+from acrl.core.provenance import load_average, provenance
 from acrl.parts.buffers import ReplayBuffer
 from acrl.parts.datasets import collect_transitions, save_dataset
 
@@ -153,7 +154,7 @@ def main() -> None:
         trained = train_each(device, Path(tmp))
     speed = {algo: round(updates_per_second(algo, device, args.updates), 1) for algo in PAPER_SIZES}
     report = {
-        "meta": bench_meta(load_before),
+        "meta": provenance(load_before),
         "device": device,
         "gpu": torch.cuda.get_device_name(0) if device.startswith("cuda") else None,
         "trained": trained,

@@ -52,7 +52,7 @@ skips it.
     python benchmarks/minatar_vs_sb3.py --out benchmarks/results/minatar_vs_sb3.json   # about 45 min
     python benchmarks/minatar_vs_sb3.py --steps 2048 --seeds 1 --eval-episodes 1       # a check
 
-Writes --out (default benchmarks/results/tmp/minatar_vs_sb3.json) with `bench_meta()`, the
+Writes --out (default benchmarks/results/tmp/minatar_vs_sb3.json) with `provenance()`, the
 settings, every run and the statistics, and prints a markdown table.
 """
 
@@ -67,7 +67,9 @@ from typing import Any
 
 import numpy as np
 import torch
-from meta import RESULTS, bench_meta, load_average, scratch_path
+from meta import RESULTS, scratch_path
+
+from acrl.core.provenance import load_average, provenance
 
 ALGOS = ("acrl PPO", "SB3 PPO", "acrl A3C", "SB3 A2C")
 EVAL_SEED_OFFSET = 10_000
@@ -332,7 +334,7 @@ def main() -> None:
     settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
     summary = {
         "benchmark": "minatar_vs_sb3",
-        "meta": bench_meta(load_before, ["stable-baselines3", "minatar", "rliable"]),
+        "meta": provenance(load_before, ["stable-baselines3", "minatar", "rliable"]),
         "settings": {**settings, "bootstrap_reps": BOOTSTRAP_REPS, "eval_seed_offset": EVAL_SEED_OFFSET},
         "runs": runs,
         "stats": stats,

@@ -31,7 +31,7 @@ the preset normalises observations or rewards. One torch thread for both, on the
     python benchmarks/ppo_vs_sb3.py --parts --ant-long --ant-directional-long   # the long runs only
 
 Prints markdown tables and writes --out (default benchmarks/results/tmp/ppo_vs_sb3.json; the
-committed result needs `--out benchmarks/results/ppo_vs_sb3.json`): `bench_meta()` (command, commit,
+committed result needs `--out benchmarks/results/ppo_vs_sb3.json`): `provenance()` (command, commit,
 date, CPU, load average before and after, versions), arguments and results per part; a later run of
 other parts keeps the earlier parts' entries. A quick check: `--parts throughput --repeats 1
 --cartpole-steps 2048 --ant-steps 512 --raw-steps 500`.
@@ -50,7 +50,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import torch
-from meta import ROOT, bench_meta, load_average, scratch_path
+from meta import ROOT, scratch_path
 
 import acrl  # also registers acrl/AntDirectional-v5
 from acrl import PPO, PPOConfig
@@ -58,6 +58,7 @@ from acrl.algos.base import EVAL_SEED_OFFSET
 from acrl.core.config import preset_values, update_config
 from acrl.core.evaluation import evaluate
 from acrl.core.files import write_json_atomic
+from acrl.core.provenance import load_average, provenance
 
 # ---------------------------------------------------------------- the two learners
 # The throughput cases: (label, environment, preset overrides). With one Ant environment the
@@ -492,7 +493,7 @@ def main() -> None:
         parts[name] = result
         args.out.parent.mkdir(parents=True, exist_ok=True)
         previous = json.loads(args.out.read_text()) if args.out.exists() else {}
-        meta["meta"] = bench_meta(load_before, ["stable-baselines3", "mujoco"])
+        meta["meta"] = provenance(load_before, ["stable-baselines3", "mujoco"])
         merged = {
             **meta,
             "parts": {

@@ -26,7 +26,7 @@ thread for both, on the CPU.
     python benchmarks/recurrent_ppo.py --seeds 1 --steps 2048 --eval-episodes 2 --libs acrl sb3   # a smoke test
 
 Prints a markdown table and writes --out (default benchmarks/results/tmp/recurrent_ppo.json; a
-committed result needs `--out benchmarks/results/recurrent_ppo.json`): `bench_meta()`, the arguments,
+committed result needs `--out benchmarks/results/recurrent_ppo.json`): `provenance()`, the arguments,
 and per library and seed the steps, training seconds, steps/s and the evaluation's mean return, with
 their means over the seeds, and the return's IQM with its 95% bootstrap CI (rliable, as `acrl sweep`).
 """
@@ -42,7 +42,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import torch
-from meta import bench_meta, load_average, scratch_path
+from meta import scratch_path
 
 from acrl import PPO, PPOConfig
 from acrl.algos.base import EVAL_SEED_OFFSET
@@ -50,6 +50,7 @@ from acrl.core.config import preset_values, update_config
 from acrl.core.envs import env_factory
 from acrl.core.evaluation import evaluate
 from acrl.core.files import write_json_atomic
+from acrl.core.provenance import load_average, provenance
 from acrl.sweep.results import interval_estimates
 
 
@@ -174,7 +175,7 @@ def main() -> None:
             f"[{ci[0]:.3f}, {ci[1]:.3f}] | {s['seconds']:.1f} |"
         )
     result = {
-        "meta": bench_meta(load_before, ("stable-baselines3", "sb3-contrib", "popgym")),
+        "meta": provenance(load_before, ("stable-baselines3", "sb3-contrib", "popgym")),
         "args": {**vars(args), "steps": cfg.total_steps},
         "config": cfg.to_dict(),
         "runs": runs,

@@ -96,7 +96,7 @@ def _load(value: Any) -> str:
 def conditions(d: dict, **given: str) -> str:
     """One paragraph: the command that regenerates a result and the conditions its file records.
 
-    Reads `bench_meta()`'s block (`meta`, benchmarks/meta.py) where a result has one, else the
+    Reads `provenance()`'s block (`meta`, acrl/core/provenance.py) where a result has one, else the
     fields older results kept in their own places; names what the file does not record instead of
     guessing it. `given` supplies fields stated elsewhere in the same file (e.g. a round's date).
     """
@@ -135,7 +135,7 @@ def conditions(d: dict, **given: str) -> str:
     text = f"Regenerate: `{command}`. " if command else ""
     text += "Recorded: " + "; ".join(said) + "." if said else "Recorded: nothing of the machine."
     if missing:
-        why = "" if "meta" in d else " (the file predates `bench_meta()`)"
+        why = "" if "meta" in d else " (the file predates `provenance()`)"
         text += f" Not recorded{why}: {', '.join(missing)}."
     if "commands" in d:
         text += " Its runs: " + "; ".join(f"`{c}`" for c in d["commands"]) + "."

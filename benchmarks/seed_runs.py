@@ -81,9 +81,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from meta import RESULTS, ROOT, bench_meta, load_average, scratch_path
+from meta import RESULTS, ROOT, scratch_path
 
 from acrl.core.plotting import read_curve
+from acrl.core.provenance import load_average, provenance
 from acrl.sweep.results import interval_estimates
 
 # the settings of a3c_pendulum_1m's current round: its run directories' names, flags on top of the preset, seeds
@@ -367,7 +368,7 @@ def main(argv: list[str] | None = None) -> int:
         f"acrl train {' '.join(TRAIN[args.name])} --seed S {' '.join(flags)}".strip()
         for _, flags, _ in settings.values()
     ]
-    meta = bench_meta(load_before)
+    meta = provenance(load_before)
     if args.name in ("sac_hopper", "dqn_cartpole"):
         result = {
             "meta": meta,

@@ -22,7 +22,7 @@ The three ways alternate their order: the sweep last in even repeats, first in o
     python benchmarks/sweep_speedup.py --runs 2 --steps 2000 --repeats 1             # a check in seconds
 
 Prints a table and writes --out (default benchmarks/results/tmp/sweep_speedup.json) with
-`bench_meta()`: commit, date, CPU, load average before and after, versions.
+`provenance()`: commit, date, CPU, load average before and after, versions.
 """
 
 from __future__ import annotations
@@ -35,7 +35,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from meta import bench_meta, load_average, scratch_path
+from meta import scratch_path
+
+from acrl.core.provenance import load_average, provenance
 
 
 def sequential(root: Path, seeds: list[int], steps: int) -> tuple[float, float]:
@@ -146,7 +148,7 @@ def main() -> None:
     repeats = [measure(seeds, args.steps, cores, reverse=repeat % 2 == 1) for repeat in range(args.repeats)]
     median = {key: round(statistics.median(r[key] for r in repeats), 2) for key in repeats[0]}
     result = {
-        "meta": bench_meta(load_before, ["ray"]),
+        "meta": provenance(load_before, ["ray"]),
         "runs": args.runs,
         "steps_per_run": args.steps,
         "median": median,

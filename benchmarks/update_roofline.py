@@ -27,7 +27,7 @@ acrl and d3rlpy take turns going first: acrl for the first, third, ... algorithm
     ./run bench update_roofline --repeats 5 --out benchmarks/results/update_roofline   # about 15 minutes on 2 cores
     ./run bench update_roofline --algos bcq --threads 1 --repeats 1 --no-d3rlpy        # a check
 
-Writes --out.json and --out.md (default benchmarks/results/tmp/update_roofline.*), with `bench_meta()`:
+Writes --out.json and --out.md (default benchmarks/results/tmp/update_roofline.*), with `provenance()`:
 commit, date, CPU, load average before and after, versions. Run it on an idle machine (`uptime`).
 """
 
@@ -328,7 +328,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     import numpy as np
-    from meta import bench_meta, load_average
+
+    from acrl.core.provenance import load_average, provenance
 
     load_before = load_average()
     python = None
@@ -400,7 +401,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"roofline, {row['of_roofline_best']:.0%} of the best kernel's; d3rlpy {row.get('d3rlpy', 0):.1f}/s",
                 file=sys.stderr,
             )
-    summary = {"meta": bench_meta(load_before, ["mujoco"]), **summary}
+    summary = {"meta": provenance(load_before, ["mujoco"]), **summary}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.with_suffix(".json").write_text(json.dumps(summary, indent=2) + "\n")
     text = markdown(summary)

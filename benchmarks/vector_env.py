@@ -12,7 +12,7 @@ over --repeats runs, the difference, and Gymnasium's time over acrl's.
     python benchmarks/vector_env.py --steps 50 --repeats 1                     # a check in seconds
 
 Prints a markdown table and writes --out (default benchmarks/results/tmp/vector_env.json) with
-`bench_meta()`: commit, date, CPU, load average before and after, versions.
+`provenance()`: commit, date, CPU, load average before and after, versions.
 """
 
 from __future__ import annotations
@@ -26,9 +26,10 @@ from pathlib import Path
 import gymnasium as gym
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
 from gymnasium.wrappers.vector import RecordEpisodeStatistics
-from meta import bench_meta, load_average, scratch_path
+from meta import scratch_path
 
 from acrl.core.envs import CheckFinite, make_vec_env
+from acrl.core.provenance import load_average, provenance
 
 
 def gymnasium_vector_env(env_id: str, n_envs: int) -> gym.vector.VectorEnv:
@@ -89,7 +90,7 @@ def main() -> None:
         json.dumps(
             {
                 "benchmark": "vector_env",
-                "meta": bench_meta(load_before, ["mujoco"]),
+                "meta": provenance(load_before, ["mujoco"]),
                 "settings": {k: str(v) for k, v in vars(args).items()},
                 "summary": summary,
                 "runs": results,

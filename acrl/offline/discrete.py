@@ -47,10 +47,12 @@ from acrl.core.config import RunConfig, preset_values, update_config
 from acrl.core.envs import check_spaces, env_factory
 from acrl.core.errors import InputError
 from acrl.core.files import write_json_atomic, write_text_atomic
+from acrl.core.provenance import load_average, source
 from acrl.core.version import __version__
 from acrl.offline.experiments import (
     JOBS,
     collect_job,
+    experiment_meta,
     offline_jobs,
     offline_result,
     plot_extrapolation,
@@ -171,12 +173,13 @@ def run_discrete(
         options: where the jobs run (`acrl.sweep.executor`; default: a process pool on this machine, one
             job per core).
     Returns:
-        the JSON written to discrete.json: env_id, seeds, budgets, imperfect_epsilon, wall_clock_s (summed
-        over the sessions that ran its jobs, `acrl.sweep.executor.wall_clock_s`),
-        acrl_version, results[kind][agent] (per seed; learners: the return curve, final and best
-        evaluations, value-estimate curves, run directory; behavioral: its return, noise-free (final: the
-        run's last evaluation; imperfect: its best, the checkpoint that collected the data), and the mean
-        return of the data's complete episodes) and the table (`acrl.offline.experiments.results_table`).
+        the JSON written to discrete.json: meta (`acrl.offline.experiments.experiment_meta`), env_id, seeds,
+        budgets, imperfect_epsilon, wall_clock_s (summed over the sessions that ran its jobs,
+        `acrl.sweep.executor.wall_clock_s`), acrl_version, results[kind][agent] (per seed; learners: the
+        return curve, final and best evaluations, value-estimate curves, run directory; behavioral: its
+        return, noise-free (final: the run's last evaluation; imperfect: its best, the checkpoint that
+        collected the data), and the mean return of the data's complete episodes) and the table
+        (`acrl.offline.experiments.results_table`).
     Raises:
         InputError: no seeds; a budget below 1; a Box action space or an unknown environment; a bad
             override; an out_dir that holds something else; an address (`options`) without Ray or that
@@ -258,6 +261,7 @@ def run_discrete(
         ),
         *offline_jobs(env_id, out_dir, seeds, datasets, offline, updates, common),
     ]
+    load_before, origin = load_average(), source()
     done = run_jobs(jobs, out_dir, options, progress, on_start=on_start, label=JOBS)
     results: dict[str, dict[str, list[dict[str, Any]]]] = {
         kind: {"behavioral": [], **{algo: [] for algo in LEARNERS}} for kind in BUFFERS
@@ -270,6 +274,7 @@ def run_discrete(
             for algo in LEARNERS:
                 results[kind][algo].append(offline_result(out_dir, f"s{seed}/{kind}/{algo}", done))
     summary = {
+        "meta": experiment_meta(out_dir, JOBS, load_before, origin, ("h5py", "minatar")),
         "env_id": env_id,
         "seeds": list(seeds),
         "steps_behavioral": steps_behavioral,

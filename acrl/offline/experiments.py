@@ -65,10 +65,11 @@ from acrl.core.errors import InputError  # noqa: E402
 from acrl.core.files import write_json_atomic  # noqa: E402
 from acrl.core.loop import Callback, Run, train  # noqa: E402
 from acrl.core.plotting import align_curves, read_curve, save_figure  # noqa: E402
+from acrl.core.provenance import load_average, provenance, source  # noqa: E402
 from acrl.core.version import __version__  # noqa: E402
 from acrl.offline.collect import behavioral_run_dir, buffer_dataset, collect_dataset  # noqa: E402
 from acrl.parts.datasets import OfflineDataset, save_dataset  # noqa: E402
-from acrl.sweep.executor import ClusterOptions, Job, run_jobs, wall_clock_s  # noqa: E402
+from acrl.sweep.executor import ClusterOptions, Job, run_jobs, sessions, wall_clock_s  # noqa: E402
 from acrl.sweep.grid import train_run  # noqa: E402
 
 BUFFERS = ("final", "concurrent", "imitation", "imperfect")
@@ -122,6 +123,16 @@ def experiment_defaults(env_id: str) -> dict[str, int]:
     ddpg = update_config(DDPGConfig(), preset_values("ddpg", env_id, None)[0], "ddpg preset")
     bcq = update_config(BCQConfig(), preset_values("bcq", env_id, None)[0], "bcq preset")
     return {"steps_behavioral": ddpg.total_steps, "updates": bcq.total_steps, "eval_freq": bcq.eval_freq}
+
+
+def experiment_meta(
+    out_dir: Path, label: str, load_before: list[float], origin: dict[str, Any], libraries: Sequence[str]
+) -> dict[str, Any]:
+    """An experiment summary's `meta`: `acrl.core.provenance.provenance` of the command that wrote it, with
+    the commit and load average taken when its `run_jobs` call started (`origin`, `load_before`), and
+    "sessions": every call that ran its jobs (label `label` in out_dir/sessions.json: start, end and
+    commit each), so a run resumed over several sessions says which code ran when."""
+    return {**provenance(load_before, libraries, origin), "sessions": sessions(out_dir, label)}
 
 
 def _check_out(out_dir: Path) -> None:
@@ -650,12 +661,13 @@ def run_extrapolation(
             except where either was interrupted: a resumed behavioral DDPG starts fresh episodes, so its
             datasets differ from those of a run in one go, and `merge_extrapolation` refuses to join the two.
     Returns:
-        datasets_only: the JSON written to datasets.json: settings and, per buffer and seed, the dataset's
+        datasets_only: the JSON written to datasets.json: meta, settings and, per buffer and seed, the dataset's
         path, the behavioral policy's return and the data's episode return. Otherwise the JSON written
-        to extrapolation.json: settings, wall_clock_s (summed over the sessions that
-        ran its jobs, `acrl.sweep.executor.wall_clock_s`), results[kind][agent] (per seed: the return
-        curve, final and best evaluations, value-estimate curves, run directory; the behavioral
-        entries: its return and the data's episode return) and the table rows.
+        to extrapolation.json: meta (`experiment_meta`: command, commit, sessions, ...), settings,
+        wall_clock_s (summed over the sessions that ran its jobs, `acrl.sweep.executor.wall_clock_s`),
+        results[kind][agent] (per seed: the return curve, final and best evaluations, value-estimate
+        curves, run directory; the behavioral entries: its return and the data's episode return) and the
+        table rows.
     Raises:
         InputError: as `run_concurrent`; no seeds; learners with datasets_only; an out_dir that holds
             something else; an address (`options`) without Ray installed, or that does not answer. All
@@ -799,9 +811,13 @@ def run_extrapolation(
         ),
         *([] if datasets_only else offline_jobs(env_id, out_dir, seeds, datasets, offline, updates, common)),
     ]
+    load_before, origin = load_average(), source()
     done = run_jobs(jobs, out_dir, options, progress, on_start=on_start, label=JOBS)
+    meta = experiment_meta(out_dir, JOBS, load_before, origin, ("h5py", "mujoco"))
     if datasets_only:
-        return write_datasets(out_dir, env_id, seeds, steps_behavioral, dataset_size, final_noise, overrides, done)
+        return write_datasets(
+            out_dir, env_id, seeds, steps_behavioral, dataset_size, final_noise, overrides, done, meta
+        )
 
     results: dict[str, dict[str, list[dict[str, Any]]]] = {
         kind: {"behavioral": [], **{algo: [] for algo in learners}} for kind in BUFFERS
@@ -832,6 +848,7 @@ def run_extrapolation(
             for algo in offline:
                 results[kind][algo].append(offline_result(out_dir, f"s{seed}/{kind}/{algo}", done))
     summary = {
+        "meta": meta,
         "env_id": env_id,
         "seeds": list(seeds),
         "steps_behavioral": steps_behavioral,
@@ -859,11 +876,13 @@ def write_datasets(
     final_noise: float,
     overrides: dict[str, dict[str, Any]],
     done: dict[str, dict[str, Any]],
+    meta: dict[str, Any],
 ) -> dict[str, Any]:
     """`run_extrapolation(datasets_only=True)`'s summary from its finished jobs (`done`), written to
-    out_dir/datasets.json: the settings and datasets[kind] per seed: path, the behavioral policy's return
-    (final: its last evaluation; imitation, imperfect: the best, whose checkpoint collected them) and the
-    data's episode return, the numbers extrapolation.json holds for the same seeds' behavioral entries."""
+    out_dir/datasets.json: its `meta` (`experiment_meta`), the settings and datasets[kind] per seed: path,
+    the behavioral policy's return (final: its last evaluation; imitation, imperfect: the best, whose
+    checkpoint collected them) and the data's episode return, the numbers extrapolation.json holds for the
+    same seeds' behavioral entries."""
     datasets: dict[str, list[dict[str, Any]]] = {kind: [] for kind in ("final", "imitation", "imperfect")}
     for seed in seeds:
         best = done[f"s{seed}/behavioral"]["best"]  # final's own behavioral run reports its "return" in its job's
@@ -873,6 +892,7 @@ def write_datasets(
                 {"seed": seed, "path": str(out_dir / job / f"{kind}.h5"), "return": best, **done[job]}
             )
     summary = {
+        "meta": meta,
         "env_id": env_id,
         "seeds": list(seeds),
         "steps_behavioral": steps_behavioral,
@@ -918,7 +938,8 @@ def merge_extrapolation(parts: Sequence[dict[str, Any]], out_dir: str | Path) ->
     must report the same behavioral returns and data episode returns for every buffer, the mark of the same
     datasets. results[kind][agent] in the order of the seeds (an agent with no runs in a buffer for some
     seed, as a concurrent run from before it was added, has none there), the table over all of them
-    (`results_table`), wall_clock_s summed, acrl_version the parts' versions (distinct, comma-separated);
+    (`results_table`), wall_clock_s summed, acrl_version the parts' versions (distinct, comma-separated), meta
+    the merge's own `provenance` (no load average: it measures nothing) with the parts' meta as "parts";
     written to out_dir as `run_extrapolation` writes it (extrapolation.json, .md, .png). The runs'
     directories stay those of the parts.
 
@@ -982,6 +1003,7 @@ def merge_extrapolation(parts: Sequence[dict[str, Any]], out_dir: str | Path) ->
     results = {kind: {agent: runs(kind, agent) for agent in ("behavioral", *learners)} for kind in BUFFERS}
     times = [part["wall_clock_s"] for part in parts]
     summary = {
+        "meta": {**provenance(None, ("h5py", "mujoco")), "parts": [part.get("meta") for part in parts]},
         **{key: first[key] for key in MERGED_SETTINGS},
         "acrl_version": ", ".join(dict.fromkeys(part["acrl_version"] for part in parts)),
         "seeds": seeds,
@@ -1256,7 +1278,7 @@ def run_concurrent_experiment(
 ) -> list[dict[str, Any]]:
     """`run_concurrent` for each seed into out_dir/s{seed}, the seeds in parallel as jobs
     (`acrl.sweep.executor`, on `options`; default: a process pool on this machine); writes
-    concurrent.{json,md,png} in out_dir.
+    concurrent.{json,md,png} in out_dir (concurrent.json: meta, `experiment_meta`; acrl_version; runs).
 
     kwargs go to `run_concurrent` (eval_freq, eval_episodes, *_overrides). A rerun into the same
     out_dir skips the seeds that finished and resumes the others from their last evaluation.
@@ -1283,6 +1305,7 @@ def run_concurrent_experiment(
         f"experiment concurrent on {env_id} -> {out_dir}",
     )
     budget = configs["behavioral"].total_steps
+    load_before, origin = load_average(), source()
     done = run_jobs(
         [
             Job(f"s{seed}", concurrent_job, {"env_id": env_id, "steps": steps, "seed": seed, **kwargs}, steps=budget)
@@ -1295,7 +1318,8 @@ def run_concurrent_experiment(
         label="concurrent runs",
     )
     results = [done[f"s{seed}"] for seed in seeds]
-    write_json_atomic(out_dir / "concurrent.json", {"acrl_version": __version__, "runs": results})
+    meta = experiment_meta(out_dir, "concurrent runs", load_before, origin, ("h5py", "mujoco"))
+    write_json_atomic(out_dir / "concurrent.json", {"meta": meta, "acrl_version": __version__, "runs": results})
     (out_dir / "concurrent.md").write_text(concurrent_markdown(results))
     plot_concurrent(results, out_dir / "concurrent.png")
     return results

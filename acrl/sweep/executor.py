@@ -66,6 +66,7 @@ from typing import Any
 from acrl.core.errors import InputError, TrainingError
 from acrl.core.files import write_bytes_atomic, write_json_atomic
 from acrl.core.loop import Callback
+from acrl.core.provenance import source
 
 EXTRA_HINT = "install acrl's ray extra: pip install -e '.[ray]' (./run setup does)"
 CONNECT_TIMEOUT_S = 10.0
@@ -870,18 +871,26 @@ def _last_step(job_dir: Path) -> int:
 
 
 SESSIONS = "sessions.json"
-"""`run_jobs`' record in its root: {label: [{"started": ISO time, "ended": ISO time}, ...]}, one entry per
-call that ran jobs, its end moved on as each job ends (a call that was killed ends at its last finished job)."""
+"""`run_jobs`' record in its root: {label: [{"started": ISO time, "ended": ISO time, "commit": the code's
+commit or None (`acrl.core.provenance.source`)}, ...]}, one entry per call that ran jobs, its end moved on as
+each job ends (a call that was killed ends at its last finished job). Entries written before the commit was
+recorded lack it."""
+
+
+def sessions(root: str | Path, label: str) -> list[dict[str, str | None]]:
+    """The `run_jobs` calls named `label` that ran jobs in `root`, in order (`SESSIONS`' entries; [] where
+    none is recorded). Raises InputError for a record that is not JSON."""
+    return _read_sessions(Path(root) / SESSIONS).get(label, [])
 
 
 def wall_clock_s(root: str | Path, label: str) -> float | None:
     """Seconds that the `run_jobs` calls named `label` ran jobs in `root`, summed over their sessions
     (`SESSIONS`: a run resumed by the same command counts each session's time); None where none is
     recorded (a directory written before the record)."""
-    sessions = _read_sessions(Path(root) / SESSIONS).get(label)
-    if not sessions:
+    ran = sessions(root, label)
+    if not ran:
         return None
-    spans = (datetime.fromisoformat(s["ended"]) - datetime.fromisoformat(s["started"]) for s in sessions)
+    spans = (datetime.fromisoformat(s["ended"]) - datetime.fromisoformat(s["started"]) for s in ran)
     return round(sum(span.total_seconds() for span in spans), 1)
 
 
@@ -891,7 +900,8 @@ class _Session:
     def __init__(self, root: Path, label: str):
         self.path, self.label = root / SESSIONS, label
         self.record = _read_sessions(self.path)
-        self.record.setdefault(label, []).append({"started": _now()})
+        now = _now()
+        self.record.setdefault(label, []).append({"started": now, "ended": now, "commit": source()["commit"]})
         self.mark()
 
     def mark(self) -> None:
@@ -899,7 +909,7 @@ class _Session:
         write_json_atomic(self.path, self.record)
 
 
-def _read_sessions(path: Path) -> dict[str, list[dict[str, str]]]:
+def _read_sessions(path: Path) -> dict[str, list[dict[str, str | None]]]:
     """The record in `path` ({} without one). Raises InputError for a file that is not JSON."""
     if not path.is_file():
         return {}

@@ -5,6 +5,7 @@ the local process pool, the extrapolation experiment where Ray cannot be importe
 import csv
 import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +21,7 @@ from acrl.core.loop import Callback
 from acrl.offline.experiments import BUFFERS, episode_returns, run_concurrent, run_extrapolation
 from acrl.parts.datasets import OfflineDataset, load_dataset
 from tests.conftest import ROOT
+from tests.unit.test_provenance import git_head
 
 TINY_FLAGS = [
     "--behavioral-set",
@@ -87,6 +89,9 @@ def test_extrapolation_without_ray_writes_table_figure_and_runs(tiny_experiment)
         "sessions.json",
     }
     assert summary["wall_clock_s"] > 0  # this session's, from sessions.json
+    meta, ran = summary["meta"], json.loads((out / "sessions.json").read_text())["experiment jobs"]
+    assert meta["command"] == shlex.join(["python", "-m", "acrl", *TINY_EXPERIMENT, "--out", str(out)])
+    assert meta["sessions"] == ran and len(ran) == 1 and ran[0]["commit"] == meta["commit"] == git_head()
     assert list(summary["table"]) == ["behavioral", "bcq", "ddpg", "bc", "vae_bc", "dqn"]  # the paper's agents
     assert all(list(row) == list(BUFFERS) for row in summary["table"].values())
     final = load_dataset(out / "s0" / "final" / "final.h5")  # every transition of its own behavioral run
@@ -132,6 +137,7 @@ def test_datasets_only_writes_the_full_experiments_datasets(tiny_experiment, tmp
     out = tmp_path / "data"
     assert main([*TINY_EXPERIMENT, "--datasets-only", "--out", str(out), "--no-progress"]) == 0
     summary = json.loads((out / "datasets.json").read_text())
+    assert summary["meta"]["sessions"] == json.loads((out / "sessions.json").read_text())["experiment jobs"]
     expected = json.loads((full / "extrapolation.json").read_text())["results"]
     for kind in ("final", "imitation", "imperfect"):
         ours = load_dataset(summary["datasets"][kind][0]["path"])
@@ -171,6 +177,8 @@ def test_learners_added_later_train_on_the_same_datasets_and_merge_into_the_tabl
     merged = json.loads((tmp_path / "merged" / "extrapolation.json").read_text())
     assert merged["table"] == expected["table"] and list(merged["table"]) == list(expected["table"])
     assert merged["seeds"] == [0] and merged["acrl_version"] == expected["acrl_version"]
+    assert merged["meta"]["parts"] == [expected["meta"], part["meta"]]  # each part's command, commit, sessions
+    assert merged["meta"]["load_average_before"] is None  # a merge measures nothing
     with pytest.raises(InputError, match="--datasets-only trains none of them"):
         run_extrapolation("Pendulum-v1", tmp_path / "x", learners=["bc"], datasets_only=True)
     with pytest.raises(InputError, match="learners must be one or more of bcq, ddpg, bc, vae_bc, dqn, each once"):
@@ -208,7 +216,9 @@ def test_concurrent_learners_learn_from_the_behavioral_buffer_without_acting(tmp
         "experiment.yaml",
         "sessions.json",
     }
-    result = json.loads((out / "concurrent.json").read_text())["runs"][0]
+    concurrent = json.loads((out / "concurrent.json").read_text())
+    assert concurrent["meta"]["sessions"] == json.loads((out / "sessions.json").read_text())["concurrent runs"]
+    result = concurrent["runs"][0]
     bcq = load(f"{result['run_dirs']['bcq']}/checkpoints/latest.pt")
     ddpg = load(f"{result['run_dirs']['ddpg']}/checkpoints/latest.pt")
     # One update per behavioral step, from the first one on: 250 updates, evaluated at the same steps.

@@ -57,7 +57,9 @@ def run_experiment(out: Path, env_id: str, capsys, *flags: str) -> dict:
     files = {"discrete.json", "discrete.md", "discrete.png", "s3", "experiment.yaml", "sessions.json"}
     assert {p.name for p in out.iterdir()} == files
     assert "| DQN (offline) |" in (out / "discrete.md").read_text()
-    return json.loads((out / "discrete.json").read_text())
+    summary = json.loads((out / "discrete.json").read_text())
+    assert summary["meta"]["sessions"] == json.loads((out / "sessions.json").read_text())["experiment jobs"]
+    return summary
 
 
 def test_the_discrete_experiment_writes_its_table_figure_and_runs(tmp_path, capsys):

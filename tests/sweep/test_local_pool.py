@@ -18,6 +18,7 @@ from acrl.sweep.executor import SESSIONS, ClusterOptions, Job, LocalPool, run_jo
 from acrl.sweep.grid import train_run
 from tests.conftest import PPO_TINY as TINY
 from tests.conftest import ROOT, KillOnce, steps_of
+from tests.unit.test_provenance import git_head
 
 
 def test_a_killed_job_process_is_started_again_from_its_checkpoint_without_gap_or_duplicate_rows(tmp_path):
@@ -92,6 +93,7 @@ def test_each_call_that_runs_jobs_records_its_session_and_the_wall_clock_sums_th
     sessions = json.loads((tmp_path / SESSIONS).read_text())["runs"]
     assert len(sessions) == 2  # none for the call that had nothing to run
     assert all(s["started"] <= s["ended"] for s in sessions)
+    assert all(s["commit"] == git_head() for s in sessions)  # the code each session ran
 
     # two sessions of one label, 90 s and 30 s (the second resumed it), and another label's
     (tmp_path / SESSIONS).write_text(

@@ -53,6 +53,7 @@ def test_parts_of_seeds_merge_into_the_table_over_all_of_them(spectrum, tmp_path
     result = json.loads(out.read_text())
     assert result["seeds"] == [0, 1] and result["kinds"] == ["imitation"] and result["wall_clock_s"] == 120.0
     assert {"command", "commit", "date"} <= set(result["meta"])  # the merge's own conditions; the parts' below
+    assert result["meta"]["load_average_before"] is None  # a merge measures nothing
     n1, n10 = result["table"]["imitation"]["n=1, phi=0"], result["table"]["imitation"]["n=10, phi=0"]
     assert (n1["finals"], n1["mean"], n1["std"]) == ([10.0, 20.0], 15.0, 5.0)
     assert (n10["finals"], n10["mean"], n10["std"]) == ([30.0, 50.0], 40.0, 10.0)

@@ -60,19 +60,19 @@ def test_a_changed_result_changes_the_page(tmp_path):
 def test_every_result_names_its_command():
     for path in sorted((ROOT / "benchmarks" / "results").glob("*.json")):
         data = json.loads(path.read_text())
-        command = data.get("command") or data.get("meta", {}).get("command")  # bench_meta's, or one added by hand
+        command = data.get("command") or data.get("meta", {}).get("command")  # provenance()'s, or one added by hand
         assert isinstance(command, str) and command, f"{path.name} has no command"
 
 
 def test_conditions_name_what_an_old_result_does_not_record():
-    """A result without bench_meta's block says which conditions it lacks instead of inventing them."""
+    """A result without provenance()'s block says which conditions it lacks instead of inventing them."""
     report = load_report()
     text = report.conditions(
         {"command": "./run bench x", "date": "2026-12-01", "machine": {"load_average_before": [0.5, 0.4, 0.3]}}
     )
     assert text == (
         "Regenerate: `./run bench x`. Recorded: 2026-12-01; load average 0.50 before. "
-        "Not recorded (the file predates `bench_meta()`): commit, CPU, load after, versions."
+        "Not recorded (the file predates `provenance()`): commit, CPU, load after, versions."
     )
 
 
@@ -93,14 +93,6 @@ def load_meta():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
-
-
-def test_bench_meta_records_the_conditions():
-    meta = load_meta().bench_meta([0.5, 0.25, 0.125], ["no-such-distribution"])
-    assert meta["load_average_before"] == [0.5, 0.25, 0.125]
-    assert len(meta["load_average_after"]) == 3
-    assert meta["versions"]["no-such-distribution"] is None and meta["versions"]["acrl"]
-    assert meta["date"].endswith("+00:00") and meta["cores"] >= 1 and meta["command"].startswith("python ")
 
 
 def test_benchmarks_write_to_the_scratch_folder_by_default():

@@ -1,0 +1,116 @@
+"""Where a result came from: the block `meta` that every experiment summary and benchmark result holds.
+
+`provenance()` records the command that produced the result, the commit of the acrl checkout it ran
+from (and whether acrl/ had uncommitted changes), the date, the CPU, the load average before and after,
+and the versions of the libraries involved; benchmarks/report.py prints it above each table. A run
+that outlives one session (an experiment resumed by the same command) takes its `source()` when it
+starts, so the commit it records is the code its jobs ran, whatever was committed while they ran; the
+executor's sessions.json records each session's commit beside its times (`acrl.sweep.executor`).
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import platform
+import shlex
+import subprocess
+import sys
+from collections.abc import Iterable
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+CHECKOUT = Path(__file__).resolve().parents[2]
+"""The directory that holds the acrl package: its git checkout when installed editable (`./run setup`)."""
+
+LIBRARIES = ("acrl", "torch", "numpy", "gymnasium")
+"""The distributions whose versions every record holds."""
+
+
+def load_average() -> list[float]:
+    """The 1-, 5- and 15-minute load averages (`os.getloadavg`): runnable processes, not a percentage."""
+    return list(os.getloadavg())
+
+
+def _git(*args: str) -> str:
+    if not (CHECKOUT / ".git").exists():  # an installed copy: no commit, not the commit of a repository around it
+        return ""
+    try:
+        return subprocess.run(["git", *args], cwd=CHECKOUT, capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+
+
+def source() -> dict[str, Any]:
+    """The code that runs now: {"commit": the checkout's HEAD (40 hex digits), or None outside a git
+    checkout (a wheel install) or without git, "dirty": acrl/ differs from that commit (bool)}."""
+    return {
+        "commit": _git("rev-parse", "HEAD") or None,
+        "dirty": bool(_git("status", "--porcelain", "--", "acrl")),
+    }
+
+
+def command_line() -> str:
+    """How this process was started, as one would type it again: `acrl ARGS` for the console script,
+    `python -m acrl ARGS`, else `python SCRIPT ARGS` with SCRIPT relative to `CHECKOUT` when inside it
+    (`python benchmarks/NAME.py ARGS`)."""
+    script, args = (sys.argv or [""])[0], sys.argv[1:]
+    if Path(script).name == "acrl":
+        return shlex.join(["acrl", *args])
+    if Path(script).resolve() == CHECKOUT / "acrl" / "__main__.py":
+        return shlex.join(["python", "-m", "acrl", *args])
+    path = Path(script).resolve() if script else None
+    shown = os.path.relpath(path, CHECKOUT) if path and path.is_relative_to(CHECKOUT) else script or "-"
+    return shlex.join(["python", shown, *args])
+
+
+def _cpu() -> str:
+    try:
+        return next(
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        )
+    except (OSError, StopIteration):
+        return platform.processor() or platform.machine()
+
+
+def provenance(
+    load_before: list[float] | None,
+    libraries: Iterable[str] = (),
+    origin: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The conditions of a run, to store as `meta` in its result.
+
+    Args:
+        load_before: `load_average()` taken before the work started (the load after is read now); None for
+            a result that measures nothing (a merge of parts): both loads are then None.
+        libraries: distribution names beyond `LIBRARIES` whose versions matter (the peer:
+            "stable-baselines3", "mujoco", ...); one not installed is recorded as None.
+        origin: `source()` taken when the work started (default: now).
+
+    Returns:
+        {"command": `command_line()`, "commit": full hash or None, "dirty": acrl/ had uncommitted changes,
+        "date": now, UTC ISO 8601 to the second, "cpu": model name, "cores": CPUs this process may use,
+        "platform": platform.platform(), "python": version, "load_average_before" and "load_average_after":
+        [1, 5, 15 min] or None, "versions": {distribution: version or None}}.
+    """
+    versions: dict[str, str | None] = {}
+    for name in (*LIBRARIES, *libraries):
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = None
+    return {
+        "command": command_line(),
+        **(origin or source()),
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "cpu": _cpu(),
+        "cores": len(os.sched_getaffinity(0)),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "load_average_before": None if load_before is None else list(load_before),
+        "load_average_after": None if load_before is None else load_average(),
+        "versions": versions,
+    }
