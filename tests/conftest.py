@@ -61,6 +61,12 @@ def recurrent_returns_by_hand(agent, env_id: str, episodes: int) -> list[float]:
     return returns
 
 
+def git_head() -> str | None:
+    """This checkout's HEAD, read by git itself (None outside a git checkout)."""
+    out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    return out.stdout.strip() or None
+
+
 def run_cli(*args: str, cwd: Path | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
     """`python -m acrl ARGS` in a subprocess; returns the completed process (text output)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}

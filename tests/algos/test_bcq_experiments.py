@@ -20,8 +20,7 @@ from acrl.core.errors import InputError
 from acrl.core.loop import Callback
 from acrl.offline.experiments import BUFFERS, episode_returns, run_concurrent, run_extrapolation
 from acrl.parts.datasets import OfflineDataset, load_dataset
-from tests.conftest import ROOT
-from tests.unit.test_provenance import git_head
+from tests.conftest import ROOT, git_head
 
 TINY_FLAGS = [
     "--behavioral-set",

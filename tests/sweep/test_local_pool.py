@@ -17,8 +17,7 @@ from acrl.core.errors import InputError, TrainingError
 from acrl.sweep.executor import SESSIONS, ClusterOptions, Job, LocalPool, run_jobs, wall_clock_s
 from acrl.sweep.grid import train_run
 from tests.conftest import PPO_TINY as TINY
-from tests.conftest import ROOT, KillOnce, steps_of
-from tests.unit.test_provenance import git_head
+from tests.conftest import ROOT, KillOnce, git_head, steps_of
 
 
 def test_a_killed_job_process_is_started_again_from_its_checkpoint_without_gap_or_duplicate_rows(tmp_path):

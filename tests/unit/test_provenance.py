@@ -6,13 +6,7 @@ import subprocess
 import sys
 
 from acrl.core import provenance as prov
-from tests.conftest import ROOT
-
-
-def git_head() -> str | None:
-    """This checkout's HEAD, read by git itself (None outside a git checkout)."""
-    out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True)
-    return out.stdout.strip() or None
+from tests.conftest import ROOT, git_head
 
 
 def test_provenance_records_the_conditions_and_the_commit_of_this_checkout():
