@@ -184,15 +184,18 @@ def write_dataset(path: Path, env_id: str = "Pendulum-v1", n: int = 40, seed: in
 
 
 def signal_when_ready(proc: subprocess.Popen, ready: Callable[[], bool], signum: int, timeout: float = 120) -> str:
-    """Poll `ready()` until true (failing if `proc` exits first), send `signum`, return proc's stderr.
+    """Poll `ready()` until true, send `signum`, return proc's stderr.
 
-    `proc` must have been started with stderr=PIPE and text=True; it is killed if it is still
-    running when this returns or fails.
+    Fails if `proc` exits first, or if `ready()` is still false after `timeout` seconds (naming the
+    load average: on 2 cores, CPU-bound work beside the suite is the usual cause). `proc` must have
+    been started with stderr=PIPE and text=True; it is killed if it is still running when this
+    returns or fails.
     """
     try:
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and not ready():
+        while not ready():
             assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, f"not ready within {timeout} s; load average {os.getloadavg()}"
             time.sleep(0.1)
         proc.send_signal(signum)
         return proc.communicate(timeout=60)[1]
