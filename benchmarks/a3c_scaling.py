@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 import resource
 import shutil
 import statistics
@@ -44,6 +43,7 @@ from pathlib import Path
 import torch
 from meta import RESULTS, scratch_path
 
+from acrl.core.files import write_json_atomic
 from acrl.core.provenance import load_average, provenance
 
 ENV = "CartPole-v1"
@@ -219,21 +219,17 @@ def main() -> None:
                 f"{'-' if vs_one is None else f'{vs_one:.2f}x'} | {m['overall_steps_per_s']:,.0f} | {cpu} |"
             )
     print("\n".join(lines))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(
-        json.dumps(
-            {
-                "benchmark": "a3c_scaling",
-                "meta": meta,
-                "env": ENV,
-                "sb3_rate": "steady",
-                "settings": {k: str(v) for k, v in vars(args).items()},
-                "summary": summary,
-                "runs": runs,
-            },
-            indent=2,
-        )
-        + "\n"
+    write_json_atomic(
+        args.out,
+        {
+            "benchmark": "a3c_scaling",
+            "meta": meta,
+            "env": ENV,
+            "sb3_rate": "steady",
+            "settings": {k: str(v) for k, v in vars(args).items()},
+            "summary": summary,
+            "runs": runs,
+        },
     )
     print(f"\nwrote {args.out}")
 

@@ -21,7 +21,6 @@ Prints a markdown table and writes --out (default benchmarks/results/tmp/a3c_vs_
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import statistics
 import time
@@ -30,6 +29,7 @@ from pathlib import Path
 import torch
 from meta import RESULTS, scratch_path
 
+from acrl.core.files import write_json_atomic
 from acrl.core.provenance import load_average, provenance
 
 
@@ -174,23 +174,19 @@ def main() -> None:
             f"{', '.join(format_wall(r['wall_s']) for r in runs)} |"
         )
     print("\n".join(lines))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(
-        json.dumps(
-            {
-                "benchmark": "a3c_vs_a2c",
-                "meta": provenance(load_before, ["stable-baselines3"]),
-                "env": "CartPole-v1",
-                "settings": {k: str(v) for k, v in vars(args).items()},
-                "runs": results,
-                "median": {
-                    name: {"steps": median(runs, "steps"), "wall_s": median(runs, "wall_s")}
-                    for name, runs in results.items()
-                },
+    write_json_atomic(
+        args.out,
+        {
+            "benchmark": "a3c_vs_a2c",
+            "meta": provenance(load_before, ["stable-baselines3"]),
+            "env": "CartPole-v1",
+            "settings": {k: str(v) for k, v in vars(args).items()},
+            "runs": results,
+            "median": {
+                name: {"steps": median(runs, "steps"), "wall_s": median(runs, "wall_s")}
+                for name, runs in results.items()
             },
-            indent=2,
-        )
-        + "\n"
+        },
     )
     print(f"\nwrote {args.out}")
 

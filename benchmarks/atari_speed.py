@@ -59,6 +59,7 @@ from typing import Any
 import torch
 from meta import scratch_path
 
+from acrl.core.files import write_json_atomic
 from acrl.core.provenance import load_average, provenance
 
 PARTS = ("ppo", "sb3", "raw", "roofline", "a3c", "threads")
@@ -374,8 +375,7 @@ def main() -> None:
         "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
         "results": results,
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(summary, indent=2, default=float) + "\n")
+    write_json_atomic(args.out, summary, default=float)
     print(f"wrote {args.out}")
 
 

@@ -60,6 +60,7 @@ import numpy as np
 import yaml
 from meta import scratch_path
 
+from acrl.core.files import write_json_atomic, write_text_atomic
 from acrl.core.plotting import read_curve
 from acrl.core.provenance import load_average, provenance, source
 from acrl.offline.experiments import experiment_meta
@@ -275,9 +276,8 @@ def markdown(result: dict[str, Any]) -> str:
 
 def write(result: dict[str, Any], out: Path) -> None:
     """The result as JSON at `out` and its tables as markdown beside it (.md); the tables on stdout."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2) + "\n")
-    out.with_suffix(".md").write_text(markdown(result))
+    write_json_atomic(out, result)
+    write_text_atomic(out.with_suffix(".md"), markdown(result))
     print(markdown(result))
     print(f"result: {out}; table: {out.with_suffix('.md')}")
 

@@ -164,7 +164,6 @@ def main() -> None:
         print(f"seed {seed}: sb3", flush=True)
         per_seed[str(seed)] = {"acrl": acrl_result, "sb3": run_sb3(seed, args)}
     results = {"seeds": per_seed, "median": summary(per_seed)}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
     write_json_atomic(
         args.out,
         {

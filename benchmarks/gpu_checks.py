@@ -30,6 +30,7 @@ import acrl
 from acrl.algos import get_algorithm
 from acrl.core.devices import resolve_device
 from acrl.core.errors import InputError
+from acrl.core.files import write_json_atomic
 from acrl.core.provenance import load_average, provenance
 from acrl.parts.buffers import ReplayBuffer
 from acrl.parts.datasets import collect_transitions, save_dataset
@@ -160,8 +161,7 @@ def main() -> None:
         "trained": trained,
         "updates_per_s": speed,
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2) + "\n")
+    write_json_atomic(args.out, report)
     print(json.dumps(report, indent=2))
 
 

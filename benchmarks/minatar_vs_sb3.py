@@ -69,6 +69,7 @@ import numpy as np
 import torch
 from meta import RESULTS, scratch_path
 
+from acrl.core.files import write_json_atomic
 from acrl.core.provenance import load_average, provenance
 
 ALGOS = ("acrl PPO", "SB3 PPO", "acrl A3C", "SB3 A2C")
@@ -252,8 +253,7 @@ def one_run(algo: str, game: str, seed: int, args: argparse.Namespace) -> dict[s
         **evaluate_final(predictor, env_id, seed, args.eval_episodes),
     }
     path = run_path(args, algo, game, seed)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(result, indent=2) + "\n")
+    write_json_atomic(path, result)
     print(f"  {game} {algo} seed {seed}: return {result['return_mean']:.2f} ({seconds:.0f} s)", flush=True)
     return result
 
@@ -330,7 +330,6 @@ def main() -> None:
                 f"{s['mean']:.2f} | {seeds} |"
             )
     print("\n".join(lines))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
     settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
     summary = {
         "benchmark": "minatar_vs_sb3",
@@ -339,7 +338,7 @@ def main() -> None:
         "runs": runs,
         "stats": stats,
     }
-    args.out.write_text(json.dumps(summary, indent=2) + "\n")
+    write_json_atomic(args.out, summary)
     print(f"\nwrote {args.out}")
 
 

@@ -491,7 +491,6 @@ def main() -> None:
     def save(name: str, result: Any) -> None:
         """Merge this part's result into --out (atomically), keeping earlier runs' other parts."""
         parts[name] = result
-        args.out.parent.mkdir(parents=True, exist_ok=True)
         previous = json.loads(args.out.read_text()) if args.out.exists() else {}
         meta["meta"] = provenance(load_before, ["stable-baselines3", "mujoco"])
         merged = {

@@ -24,6 +24,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from acrl.core.files import write_text_atomic
+
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
 PAGE = ROOT / "docs" / "benchmarks.md"
@@ -1882,9 +1884,8 @@ def main(argv: list[str] | None = None) -> int:
         if stale:
             print(f"{' and '.join(stale)} out of date: run ./run bench report", file=sys.stderr)
         return 1 if stale else 0
-    PAGE.parent.mkdir(parents=True, exist_ok=True)
-    PAGE.write_text(text)
-    README.write_text(readme)
+    write_text_atomic(PAGE, text)
+    write_text_atomic(README, readme)
     print(f"wrote {PAGE.relative_to(ROOT)} and the results block of {README.relative_to(ROOT)}")
     return 0
 

@@ -83,6 +83,7 @@ from typing import Any
 import numpy as np
 from meta import RESULTS, ROOT, scratch_path
 
+from acrl.core.files import write_json_atomic
 from acrl.core.plotting import read_curve
 from acrl.core.provenance import load_average, provenance
 from acrl.sweep.results import interval_estimates
@@ -430,8 +431,7 @@ def main(argv: list[str] | None = None) -> int:
             "rounds": [committed["rounds"][0], current],
         }
     meta["load_average_after"] = load_average()  # after the best.pt evaluations too, which the result holds
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2) + "\n")
+    write_json_atomic(out, result)
     print(f"wrote {out}")
     return 0
 

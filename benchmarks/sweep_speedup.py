@@ -28,7 +28,6 @@ Prints a table and writes --out (default benchmarks/results/tmp/sweep_speedup.js
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import tempfile
@@ -37,6 +36,7 @@ from pathlib import Path
 
 from meta import scratch_path
 
+from acrl.core.files import write_json_atomic
 from acrl.core.provenance import load_average, provenance
 
 
@@ -154,8 +154,7 @@ def main() -> None:
         "median": median,
         "repeats": [{k: round(v, 2) for k, v in r.items()} for r in repeats],
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    write_json_atomic(args.out, result)
     print(f"| {args.runs} PPO CartPole runs x {args.steps} steps, {cores} cores, median of {args.repeats} | |")
     print("| --- | ---: |")
     print(f"| one after another: `acrl train` in a shell loop | {median['shell_loop_wall_s']:.1f} s |")

@@ -329,6 +329,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import numpy as np
 
+    from acrl.core.files import write_json_atomic, write_text_atomic
     from acrl.core.provenance import load_average, provenance
 
     load_before = load_average()
@@ -402,10 +403,9 @@ def main(argv: list[str] | None = None) -> int:
                 file=sys.stderr,
             )
     summary = {"meta": provenance(load_before, ["mujoco"]), **summary}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.with_suffix(".json").write_text(json.dumps(summary, indent=2) + "\n")
+    write_json_atomic(args.out.with_suffix(".json"), summary)
     text = markdown(summary)
-    args.out.with_suffix(".md").write_text(text)
+    write_text_atomic(args.out.with_suffix(".md"), text)
     print(text)
     return 0
 

@@ -18,7 +18,6 @@ Prints a markdown table and writes --out (default benchmarks/results/tmp/vector_
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import time
 from pathlib import Path
@@ -29,6 +28,7 @@ from gymnasium.wrappers.vector import RecordEpisodeStatistics
 from meta import scratch_path
 
 from acrl.core.envs import CheckFinite, make_vec_env
+from acrl.core.files import write_json_atomic
 from acrl.core.provenance import load_average, provenance
 
 
@@ -85,19 +85,15 @@ def main() -> None:
         summary[env_id] = {"gymnasium_us": theirs, "acrl_us": ours, "ratio": theirs / ours}
         lines.append(f"| {env_id} | {theirs:.1f} | {ours:.1f} | {theirs - ours:.1f} | {theirs / ours:.2f} |")
     print("\n".join(lines))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(
-        json.dumps(
-            {
-                "benchmark": "vector_env",
-                "meta": provenance(load_before, ["mujoco"]),
-                "settings": {k: str(v) for k, v in vars(args).items()},
-                "summary": summary,
-                "runs": results,
-            },
-            indent=2,
-        )
-        + "\n"
+    write_json_atomic(
+        args.out,
+        {
+            "benchmark": "vector_env",
+            "meta": provenance(load_before, ["mujoco"]),
+            "settings": {k: str(v) for k, v in vars(args).items()},
+            "summary": summary,
+            "runs": results,
+        },
     )
     print(f"\nwrote {args.out}")
 

@@ -62,7 +62,7 @@ from acrl.core.checkpoint import load_checkpoint, set_rng_state  # noqa: E402
 from acrl.core.config import RunConfig, preset_values, update_config  # noqa: E402
 from acrl.core.envs import check_spaces, env_factory  # noqa: E402
 from acrl.core.errors import InputError  # noqa: E402
-from acrl.core.files import write_json_atomic  # noqa: E402
+from acrl.core.files import write_json_atomic, write_text_atomic  # noqa: E402
 from acrl.core.loop import Callback, Run, train  # noqa: E402
 from acrl.core.plotting import align_curves, read_curve, save_figure  # noqa: E402
 from acrl.core.provenance import load_average, provenance, source  # noqa: E402
@@ -168,8 +168,7 @@ def record_settings(out_dir: Path, settings: dict[str, Any], announce: str) -> C
 
     def write() -> None:
         print(announce, file=sys.stderr)
-        out_dir.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
+        write_text_atomic(path, text)
 
     return write
 
@@ -908,11 +907,10 @@ def write_datasets(
 
 
 def write_extrapolation(summary: dict[str, Any], out_dir: Path) -> None:
-    """Write a `run_extrapolation` summary as out_dir/extrapolation.json (atomically), its tables as
-    extrapolation.md and its figure as extrapolation.png."""
-    out_dir.mkdir(parents=True, exist_ok=True)
+    """Write a `run_extrapolation` summary as out_dir/extrapolation.json, its tables as extrapolation.md (both
+    atomically) and its figure as extrapolation.png."""
     write_json_atomic(out_dir / "extrapolation.json", summary)
-    (out_dir / "extrapolation.md").write_text(extrapolation_markdown(summary))
+    write_text_atomic(out_dir / "extrapolation.md", extrapolation_markdown(summary))
     plot_extrapolation(summary, out_dir / "extrapolation.png")
 
 
@@ -1320,7 +1318,7 @@ def run_concurrent_experiment(
     results = [done[f"s{seed}"] for seed in seeds]
     meta = experiment_meta(out_dir, "concurrent runs", load_before, origin, ("h5py", "mujoco"))
     write_json_atomic(out_dir / "concurrent.json", {"meta": meta, "acrl_version": __version__, "runs": results})
-    (out_dir / "concurrent.md").write_text(concurrent_markdown(results))
+    write_text_atomic(out_dir / "concurrent.md", concurrent_markdown(results))
     plot_concurrent(results, out_dir / "concurrent.png")
     return results
 

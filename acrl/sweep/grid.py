@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 
 from acrl.core.errors import InputError
+from acrl.core.files import write_text_atomic
 from acrl.sweep.executor import ClusterOptions, Job, run_jobs
 from acrl.sweep.results import summarize
 from acrl.sweep.spec import SweepSpec, configurations
@@ -129,8 +130,7 @@ def run_sweep(
 
     def write_record() -> None:  # once the grid is valid and Ray is up
         print(f"sweep of {spec.algo}: {len(runs)} runs -> {out}", file=sys.stderr)
-        out.mkdir(parents=True, exist_ok=True)
-        existing.write_text(yaml.safe_dump(record, sort_keys=False))
+        write_text_atomic(existing, yaml.safe_dump(record, sort_keys=False))
 
     jobs = [
         Job(

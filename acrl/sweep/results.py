@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from acrl.core.errors import InputError
-from acrl.core.files import write_json_atomic
+from acrl.core.files import write_json_atomic, write_text_atomic
 from acrl.core.plotting import align_curves, plt, read_curve, run_config, save_figure
 from acrl.sweep.executor import is_done
 from acrl.sweep.spec import sweep_runs
@@ -120,7 +120,7 @@ def summarize(sweep_dir: str | Path) -> dict[str, Any]:
         "table": rows,
     }
     write_json_atomic(sweep_dir / "results.json", summary)
-    (sweep_dir / "results.md").write_text(markdown(summary))
+    write_text_atomic(sweep_dir / "results.md", markdown(summary))
     plot_curves(curves, panels, sweep_dir / "curves.png")
     return summary
 

@@ -41,7 +41,7 @@ from typing import Any
 import yaml
 
 from acrl.core.errors import InputError
-from acrl.core.files import write_json_atomic
+from acrl.core.files import write_json_atomic, write_text_atomic
 from acrl.core.loop import Callback
 from acrl.sweep.executor import Cluster, ClusterOptions, Job, require, signals_interrupt
 
@@ -379,7 +379,7 @@ def run_tune(
     with one_driver(out), Cluster(out, options) as cluster, signals_interrupt():  # SIGTERM too, not Ray's handler
         if progress:
             print(f"search of {algo} on {env_id}: {trials} trials -> {out}", file=sys.stderr)
-        existing.write_text(yaml.safe_dump(record, sort_keys=False))
+        write_text_atomic(existing, yaml.safe_dump(record, sort_keys=False))
         pinned = NodeAffinitySchedulingStrategy(node_id=cluster.driver_node, soft=False)
         study = ray.remote(num_cpus=0, scheduling_strategy=pinned)(Study).remote(
             str((out / "study.journal").resolve()), seed, pruner, startup_trials, space
@@ -481,7 +481,7 @@ def write_study(out: Path, record: dict[str, Any], trials: list[dict[str, Any]])
         f"per trial), best trial {best['number']} with final evaluation {best['value']:.4g}, {date}"
     )
     preset = {record["env_id"]: {"tuned": {**record["set"], **best["params"], "source": source}}}
-    (out / "preset.yaml").write_text(yaml.safe_dump(preset, sort_keys=False))
+    write_text_atomic(out / "preset.yaml", yaml.safe_dump(preset, sort_keys=False))
     summary = {
         "out": str(out),
         "best": {k: best[k] for k in ("number", "value", "params")},
@@ -509,7 +509,7 @@ def write_study(out: Path, record: dict[str, Any], trials: list[dict[str, Any]])
             )
             + " |"
         )
-    (out / "trials.md").write_text("\n".join(lines) + "\n")
+    write_text_atomic(out / "trials.md", "\n".join(lines) + "\n")
     plot_study(trials, out / "study.png")
     return summary
 

@@ -1,10 +1,13 @@
 """acrl.core.files: a write that fails part-way leaves the previous file as it was, and no temporary file."""
 
+import ast
+
 import pytest
 import torch
 
 from acrl.core.checkpoint import save_checkpoint
 from acrl.core.files import atomic_path, write_json_atomic, write_text_atomic
+from tests.conftest import ROOT
 
 
 def test_a_write_interrupted_mid_way_leaves_the_old_file(tmp_path):
@@ -36,3 +39,19 @@ def test_writes_replace_the_file_and_create_its_directory(tmp_path):
     with pytest.raises(TypeError):
         write_json_atomic(tmp_path / "a" / "b.json", {"x": object()})
     assert (tmp_path / "a" / "b.json").read_text() == "new"
+
+
+def test_the_package_and_benchmarks_write_files_only_through_acrl_core_files():
+    """A `.write_text`/`.write_bytes` straight to its target leaves half a file when interrupted; the only ones
+    allowed write the temporary file of `atomic_path` (named `tmp`)."""
+    direct = []
+    for path in sorted([*(ROOT / "acrl").rglob("*.py"), *(ROOT / "benchmarks").glob("*.py")]):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("write_text", "write_bytes")
+                and not (isinstance(node.func.value, ast.Name) and node.func.value.id == "tmp")
+            ):
+                direct.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert direct == []
