@@ -385,6 +385,11 @@ def build_agent(args: Train):
 
 
 def train(args: Train) -> None:
+    """Train into RUN_DIR (default runs/ALGO-ENV-sSEED-TIME); print its best evaluation (`report`).
+
+    Raises:
+        InputError: a bad flag, preset, environment or dataset (`build_agent`), or a RUN_DIR that holds another run.
+    """
     from acrl.core.loop import ConsoleReport
 
     agent = build_agent(args)
@@ -406,6 +411,12 @@ def existing_run_dir(path: str) -> Path:
 
 
 def resume(args: Resume) -> None:
+    """Go on training RUN_DIR from checkpoints/latest.pt up to its budget or --total-steps; print its best
+    evaluation (`report`).
+
+    Raises:
+        InputError: no such run directory, a missing or corrupt checkpoint, or a budget the run has reached.
+    """
     from acrl.algos import load
     from acrl.core.loop import ConsoleReport
 
@@ -526,6 +537,11 @@ def _interrupt(signum: int, frame: object) -> None:
 
 
 def plot(args: Plot) -> None:
+    """Plot the learning curves of run directories (or print and plot a sweep's table and figure).
+
+    Raises:
+        InputError: no run directory given, or one that does not exist or holds no metrics.csv.
+    """
     from acrl.core.plotting import plot_runs
 
     if not args.run_dirs:
