@@ -121,13 +121,14 @@ def minatar_cnn_class() -> type:
     """SB3's features extractor that is acrl's MinAtar CNN (`CNNEncoder(CNNS["minatar"])`)."""
     from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 
-    from acrl.parts.encoders import CNNS, CNNEncoder, image_shape
+    from acrl.parts.encoders import CNNS, CNNEncoder
+    from acrl.parts.observations import image_layout
 
     class MinAtarCNN(BaseFeaturesExtractor):
         """obs (B, 10, 10, C) float (SB3's cast of the bool frames) -> (B, 128) float32: acrl's encoder."""
 
         def __init__(self, observation_space: Any):
-            channels, height, width, channels_last = image_shape(observation_space)
+            channels, height, width, channels_last = image_layout(observation_space, "last")
             encoder = CNNEncoder(CNNS["minatar"], channels, height, width, channels_last, 1.0)
             super().__init__(observation_space, encoder.features_dim)
             self.encoder = encoder

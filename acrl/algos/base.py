@@ -35,6 +35,7 @@ from acrl.core.evaluation import evaluate
 from acrl.core.files import write_text_atomic
 from acrl.core.loop import Callback, Run, train
 from acrl.parts.normalization import IdentityNormalizer, ObservationNormalizer
+from acrl.parts.observations import observation_layout
 from acrl.parts.recurrent import LSTMState, RecurrentActor
 
 EVAL_SEED_OFFSET = 10_000
@@ -93,6 +94,7 @@ class Agent:
         probe = factory()
         check_spaces(probe, type(self).__name__, self.action_kinds, self.action_space_hint, self.image_observations)
         self.observation_space, self.action_space = probe.observation_space, probe.action_space
+        self.config.channels = observation_layout(probe, self.config.channels)
         probe.close()
         self.obs_dim = int(self.observation_space.shape[0])
         self.discrete = isinstance(self.action_space, gym.spaces.Discrete)

@@ -51,6 +51,9 @@ class RunConfig:
         target_return: end the run early (normally, with its final evaluation) once an
             evaluation's mean return reaches this (None: train for the whole budget).
         preset: name of the preset the values came from, recorded for `config.yaml`.
+        channels: which axis of an image observation holds its channels: "last" (H, W, C), "first"
+            (C, H, W) or "auto" (the environment's declared layout, else the shape's where it is unambiguous;
+            `acrl.parts.observations.image_layout`); the agent records the one used. Vectors ignore it.
     """
 
     env_id: str = "CartPole-v1"
@@ -66,6 +69,7 @@ class RunConfig:
     video_length: int = 200
     target_return: float | None = None
     preset: str = ""
+    channels: str = "auto"
 
     retired_fields: ClassVar[dict[str, str]] = {}
     """Fields an earlier acrl wrote into configs of this class (config.yaml, checkpoints) and this

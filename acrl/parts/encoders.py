@@ -39,6 +39,7 @@ from torch import nn
 
 from acrl.core.errors import InputError
 from acrl.parts.nets import mlp_encoder
+from acrl.parts.observations import IMAGE_DTYPES, image_layout, is_image
 
 
 @dataclass(frozen=True)
@@ -69,15 +70,6 @@ position (a 3x3 frame is no image)."""
 
 ENCODERS = ("auto", "mlp", *CNNS)
 """The values of a config's `encoder` field."""
-
-IMAGE_DTYPES = (np.uint8, np.bool_)
-
-
-def image_shape(space: gym.spaces.Box) -> tuple[int, int, int, bool]:
-    """(C, H, W, channels_last) of a 3-D image space: channels-last unless the first dimension is
-    smaller than the last ((4, 84, 84) is channels-first; (84, 84, 4) and (10, 10, 10) channels-last)."""
-    a, b, c = space.shape
-    return (a, b, c, False) if a < c else (c, a, b, True)
 
 
 class CNNEncoder(nn.Module):
@@ -127,12 +119,6 @@ class CNNEncoder(nn.Module):
         return x.reshape(*obs.shape[:-3], self.features_dim)
 
 
-def is_image(space: gym.Space) -> bool:
-    """Whether `space` is an observation space for a CNN encoder's path (a Box of rank other than 1),
-    rather than a vector (a 1-D Box)."""
-    return isinstance(space, gym.spaces.Box) and len(space.shape) != 1
-
-
 def _takes() -> str:
     sides = ", ".join(f"{name} >= {spec.min_side}x{spec.min_side}" for name, spec in CNNS.items())
     return (
@@ -142,7 +128,7 @@ def _takes() -> str:
 
 
 def make_encoder(
-    space: gym.spaces.Box, name: str, hidden_sizes: tuple[int, ...], activation: str
+    space: gym.spaces.Box, name: str, hidden_sizes: tuple[int, ...], activation: str, channels: str = "auto"
 ) -> tuple[nn.Module, int, str]:
     """The encoder for observations of `space`: (module, features_dim, the encoder's name).
 
@@ -150,10 +136,14 @@ def make_encoder(
         space: the single observation space (a Box).
         name: "auto" (see the module docstring) or one of `ENCODERS`.
         hidden_sizes, activation: the MLP's layers (vector observations only).
+        channels: the frames' layout, "first", "last" or "auto" (`acrl.parts.observations.image_layout`).
     Raises:
-        InputError: a space no encoder takes (a 2-D or 4-D Box, float frames, sides too small for
-            the CNN) or an encoder that does not take it, naming the encoders and what they take.
+        InputError: a name not in `ENCODERS`; a space no encoder takes (a 2-D or 4-D Box, float frames,
+            sides too small for the CNN) or an encoder that does not take it, naming the encoders and
+            what they take; a frame shape whose channel axis "auto" cannot tell.
     """
+    if name not in ENCODERS:
+        raise InputError(f"encoder must be one of {', '.join(ENCODERS)}, got {name!r}.")
     if not is_image(space):
         if name not in ("auto", "mlp"):
             raise InputError(
@@ -166,7 +156,7 @@ def make_encoder(
         raise InputError(
             f"no encoder takes observations {space} (shape {space.shape}, dtype {space.dtype}): {_takes()}."
         )
-    channels, height, width, channels_last = image_shape(space)
+    channels, height, width, channels_last = image_layout(space, channels)
     if name == "auto":
         name = "nature" if min(height, width) >= CNNS["nature"].min_side else "minatar"
     if name == "mlp":

@@ -21,8 +21,9 @@ FRAME_SCALE = 32
 class MinAtarFrames(gym.Wrapper):
     """Renders MinAtar's grid as uint8 RGB, each cell FRAME_SCALE pixels wide; nothing else changes."""
 
-    metadata = {"render_modes": ["human", "array", "rgb_array"], "render_fps": 10}
-    """MinAtar's render modes; 10 frames a second for videos (MinAtar sets none)."""
+    metadata = {"render_modes": ["human", "array", "rgb_array"], "render_fps": 10, "channels": "last"}
+    """MinAtar's render modes; 10 frames a second for videos (MinAtar sets none); its (10, 10, C) frames are
+    channels-last, which a shape such as Seaquest's (10, 10, 10) does not say (`acrl.parts.observations`)."""
 
     def render(self) -> np.ndarray | None:
         """(10 * FRAME_SCALE, 10 * FRAME_SCALE, 3) uint8 in "rgb_array" mode (else MinAtar's own render)."""

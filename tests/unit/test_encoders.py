@@ -25,16 +25,16 @@ def n_params(module):
 # a3c, 4x84x84: sides 84 -> 20 -> 9; 4*16*64+16 + 16*32*16+32 + 2592*256+256 = 676_144.
 # minatar, 10x10x4: side 10 -> 8; 4*16*9+16 + 1024*128+128 = 131_792; Seaquest's 10 channels: 10*16*9+16 + 131_200.
 @pytest.mark.parametrize(
-    "shape, dtype, name, chosen, features, params",
+    "shape, dtype, name, channels, chosen, features, params",
     [
-        ((84, 84, 4), np.uint8, "auto", "nature", 512, 1_684_128),
-        ((4, 84, 84), np.uint8, "a3c", "a3c", 256, 676_144),
-        ((10, 10, 4), np.bool_, "auto", "minatar", 128, 131_792),
-        ((10, 10, 10), np.bool_, "auto", "minatar", 128, 1456 + 131_200),
+        ((84, 84, 4), np.uint8, "auto", "auto", "nature", 512, 1_684_128),
+        ((4, 84, 84), np.uint8, "a3c", "auto", "a3c", 256, 676_144),
+        ((10, 10, 4), np.bool_, "auto", "auto", "minatar", 128, 131_792),
+        ((10, 10, 10), np.bool_, "auto", "last", "minatar", 128, 1456 + 131_200),  # a cube: the layout is set
     ],
 )
-def test_cnn_sizes_are_the_papers(shape, dtype, name, chosen, features, params):
-    encoder, features_dim, used = make_encoder(frames(shape, dtype), name, (64, 64), "tanh")
+def test_cnn_sizes_are_the_papers(shape, dtype, name, channels, chosen, features, params):
+    encoder, features_dim, used = make_encoder(frames(shape, dtype), name, (64, 64), "tanh", channels)
     assert (used, features_dim, n_params(encoder)) == (chosen, features, params)
     torch_dtype = torch.bool if dtype is np.bool_ else torch.uint8
     out = encoder(torch.zeros((5, *shape), dtype=torch_dtype))
