@@ -1,0 +1,155 @@
+"""docs/benchmarks.md, the pixel sections: MinAtar against SB3 (minatar_vs_sb3.json), Atari speed
+(atari_speed.json) and Pong-v5 from pixels (ppo_pong.json, ppo_pong_no_sticky.json, a3c_pong.json)."""
+
+from __future__ import annotations
+
+from sections.formats import conditions, kilo, met, n, pct, signed, table, x
+
+
+def minatar_vs_sb3(results: dict[str, dict]) -> str:
+    """acrl PPO and A3C against SB3 PPO and A2C on MinAtar; empty until the result exists."""
+    d = results.get("minatar_vs_sb3")
+    if d is None:
+        return ""
+    st = d["settings"]
+    rows, short = [], []
+    for game, by_algo in d["stats"].items():
+        for algo, s in by_algo.items():
+            seeds = [r["return_mean"] for r in d["runs"] if r["game"] == game and r["algo"] == algo]
+            ci = f"[{n(s['iqm_ci'][0], 2)}, {n(s['iqm_ci'][1], 2)}]"
+            rows.append([game, algo, n(s["iqm"], 2), ci, n(s["mean"], 2), ", ".join(n(v, 1) for v in seeds)])
+        for ours, peer in (("acrl PPO", "SB3 PPO"), ("acrl A3C", "SB3 A2C")):
+            if ours in by_algo and peer in by_algo and by_algo[ours]["iqm"] < by_algo[peer]["iqm"]:
+                short.append(f"{ours} on {game}")
+    ok = not short
+    return f"""## MinAtar: acrl PPO and A3C against SB3 PPO and A2C
+
+`python benchmarks/minatar_vs_sb3.py` ({n(int(st["steps"]))} steps per run, {st["seeds"]} seeds; acrl's MinAtar
+presets, SB3 with the same hyperparameters, the same MinAtar CNN (acrl's encoder as SB3's features
+extractor) and the same budget; A3C with {st["a3c_workers"]} workers against A2C with as many envs and the
+same t_max). Final return: the mean of {st["eval_episodes"]} deterministic episodes after the last update,
+on an environment seeded apart; IQM and mean over seeds with 95% bootstrap CIs (rliable,
+{n(int(st["bootstrap_reps"]))} resamples, as `acrl sweep`).
+{conditions(d)}
+
+{table(["game", "algorithm", "IQM", "95% CI", "mean", "per seed"], "llrlrl", rows)}
+
+Target (acrl's IQM at or above SB3's on every row) {met(ok)}{"" if ok else ": below on " + ", ".join(short)}.
+For scale, the MinAtar paper (Young and Tian 2019, Fig. 2) plots DQN and actor-critic curves over
+5M frames; their numbers are not quoted here."""
+
+
+def atari_speed(results: dict[str, dict]) -> str:
+    """PPO and A3C speed on Atari frames against SB3, the raw env and the machine's rate; empty until it exists."""
+    d = results.get("atari_speed")
+    if d is None:
+        return ""
+    r = d["results"]
+    lines = []
+    if "ppo" in r and "sb3" in r:
+        ratio = r["ratios"]["acrl/sb3"]
+        lines.append(
+            f"- PPO training steps/s (8 envs, {int(d['settings']['rollouts'])} rollouts after a warm-up): acrl "
+            f"{n(r['ppo']['steps_per_s'])}, SB3 {n(r['sb3']['steps_per_s'])}: **{x(ratio)}** "
+            f"(goal ≥ 1.5×: {met(ratio >= 1.5)})."
+        )
+    if "threads" in r:
+        t = r["threads"]
+        lines.append(
+            f"- The same on {t['threads']} torch threads (the update has the machine's cores to itself between "
+            f"rollouts): acrl {n(t['acrl'])}, SB3 {n(t['sb3'])}: **{x(t['ratio'])}**."
+        )
+    if "ppo" in r and "raw" in r:
+        lines.append(
+            f"- The raw AtariVectorEnv, 8 envs, random actions: {n(r['raw']['steps_per_s'])} steps/s; acrl PPO runs at "
+            f"{pct(r['ratios']['acrl/raw'])} of it."
+        )
+    if "update_of_best" in r.get("roofline", {}):
+        f = r["roofline"]
+        lines.append(
+            f"- The update: {n(f['update_gflops'], 1)} GFLOP/s (forward and backward counted from the layer sizes, "
+            f"{n(f['update_flops_per_sample'] / 1e6, 1)} MFLOP a sample), **{pct(f['update_of_best'])}** of the best "
+            f"rate measured in the same run ({n(f['rates_gflops']['best'], 1)} GFLOP/s, the fastest of the CNN's "
+            f"convolutions and torch.mm); the rollout's forward passes {n(f['rollout_gflops'], 1)} GFLOP/s."
+        )
+    if "memory" in r:
+        peak = max(r["memory"]["self_mb"], r["memory"]["children_mb"])
+        lines.append(f"- Peak RSS of the acrl PPO process: {n(peak)} MB (goal ≤ 2,048 MB: {met(peak <= 2048)}).")
+    if "a3c" in r:
+        a = r["a3c"]
+        lines.append(
+            f"- A3C, {int(d['settings']['a3c_workers'])} workers, t_max 5: {n(a['acrl A3C']['steps_per_s'])} steps/s "
+            f"against SB3 A2C with as many envs, n_steps 5: {n(a['SB3 A2C']['steps_per_s'])}: **{x(a['ratio'])}** "
+            f"(goal ≥ 2×: {met(a['ratio'] >= 2)})."
+        )
+    body = "\n".join(lines)
+    return f"""## Atari speed: PPO and A3C against SB3, the raw env and the machine
+
+`python benchmarks/atari_speed.py` on {d["env"]} (one torch thread; acrl's Atari preset, SB3 with the same
+hyperparameters, its `make_atari_env` preprocessing and its NatureCNN, the same network; each PPO in a
+fresh process). {conditions(d)}
+
+{body}"""
+
+
+def pong(results: dict[str, dict]) -> str:
+    """PPO and A3C learning Pong-v5, and PPO on PongNoFrameskip-v4 (ppo_pong.json, ppo_pong_no_sticky.json,
+    a3c_pong.json from `seed_runs.py`); empty until one exists."""
+    rows, notes = [], []
+    for name, label, goal in (
+        ("ppo_pong", "PPO, 8 envs (the `ALE/*-v5` preset), 2 torch threads", 18),
+        ("ppo_pong_no_sticky", "PPO as above on PongNoFrameskip-v4 (no sticky actions)", "(sticky actions' cost)"),
+        ("a3c_pong", "A3C, 2 workers (the `original` preset: the paper's agent)", "(the curve)"),
+    ):
+        if name not in results:
+            continue
+        d = results[name]
+        for seed, r in d["runs"].items():
+            score = r["best_checkpoint_fresh_10_games"]
+            target = f"≥ +{goal}: {met(score >= goal)}" if isinstance(goal, int) else goal
+            rows.append(
+                [
+                    label,
+                    seed,
+                    kilo(r["eval_curve"][-1][0]) + (" (unfinished)" if r.get("finished") is False else ""),
+                    f"{r['training_hours']:.1f}" if "training_hours" in r else "not recorded",
+                    f"{signed(r['best_eval'], 1)} at {kilo(r['best_step'])}",
+                    signed(r["final_eval"], 1),
+                    signed(r["best_checkpoint_fresh_10_games"], 1),
+                    target,
+                ]
+            )
+        games = "; ".join(
+            f"seed {seed}, {signed(r['training_curve'][0][1], 1)} at {kilo(r['training_curve'][0][0])} and "
+            f"{signed(r['training_curve'][-1][1], 1)} at {kilo(r['training_curve'][-1][0])}"
+            for seed, r in d["runs"].items()
+        )
+        note = f" {d['note']}" if "note" in d else ""
+        notes.append(
+            f"{label.split(',')[0]}: training games (stochastic actions, the mean of the last 100): {games}.{note} "
+            f"{conditions(d)}"
+        )
+    if not rows:
+        return ""
+    header = [
+        "agent",
+        "seed",
+        "agent steps",
+        "hours",
+        "best evaluation (5 games)",
+        "last evaluation",
+        "best.pt, 10 games",
+        "goal",
+    ]
+    return f"""## Pong-v5 from pixels: PPO and A3C
+
+Whole games, raw scores (−21 to +21), deterministic actions; an agent step is 4 frames (ALE v5, sticky actions
+0.25; PongNoFrameskip-v4 is the same game and preprocessing without them, to tell what sticky actions cost from a
+fault in the learner). The evaluation curves and the training games' scores are in the JSON files. For scale: CleanRL's
+ppo_atari reports about +20 on PongNoFrameskip-v4 (no sticky actions) after 10M agent steps, 40M frames (Huang et
+al. 2022); PPO here has a quarter of that, 10M frames. The A3C paper trained on 16 CPU threads and plots Pong
+against hours of training (Mnih et al. 2016, Figure 1); A3C here has 2 workers.
+
+{table(header, "lrrrrrrl", rows)}
+
+{chr(10).join("- " + note for note in notes)}"""
