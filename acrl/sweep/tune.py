@@ -14,7 +14,7 @@ Search space, per key (`--space KEY=SPEC`, or a file's `space:` mapping of KEY: 
     batch_size=categorical:32,64,128     # one of the values (read as YAML)
 
 Each trial is an ordinary run directory `TUNE_DIR/trial-NNN` trained by the sweep's machinery
-(`acrl.sweep.executor`: any core or node, files shipped home, retries from checkpoints), so a
+(`acrl.sweep.cluster`: any core or node, files shipped home, retries from checkpoints), so a
 trial can be evaluated, resumed and plotted like any run. The study lives in
 `TUNE_DIR/study.journal` (Optuna's journal storage, written by an actor on the driver's node):
 rerunning the same command continues it, resuming trials that were running. One driver at a time:
@@ -43,7 +43,8 @@ import yaml
 from acrl.core.errors import InputError
 from acrl.core.files import write_json_atomic, write_text_atomic
 from acrl.core.loop import Callback
-from acrl.sweep.executor import Cluster, ClusterOptions, Job, require, signals_interrupt
+from acrl.sweep.cluster import Cluster
+from acrl.sweep.jobs import ClusterOptions, Job, require, signals_interrupt
 
 DISTRIBUTIONS = ("loguniform", "uniform", "int", "categorical")
 """The search space's distributions (a Dimension's kind), Optuna's float (log or not), int and categorical."""
