@@ -257,7 +257,7 @@ class Experiment:
 
 @dataclass(kw_only=True)
 class OnRay:
-    """Where the runs of a sweep or a search execute (`acrl.sweep.executor.ClusterOptions`)."""
+    """Where the runs of a sweep or a search execute (`acrl.sweep.jobs.ClusterOptions`)."""
 
     address: Annotated[str | None, tyro.conf.arg(metavar="auto|HOST:PORT")] = None
     """Ray cluster (the ray extra): auto (the one `ray start` runs here) or HOST:PORT (default: this machine, one run
@@ -271,7 +271,7 @@ class OnRay:
 
     def options(self):
         """These settings as `ClusterOptions`."""
-        from acrl.sweep.executor import ClusterOptions
+        from acrl.sweep.jobs import ClusterOptions
 
         return ClusterOptions(
             address=self.address, cpus_per_job=self.cpus_per_run, gpus_per_job=self.gpus_per_run, retries=self.retries
@@ -614,7 +614,7 @@ def experiment(args: Experiment) -> None:
         run_concurrent_experiment,
         run_extrapolation,
     )
-    from acrl.sweep.executor import ClusterOptions
+    from acrl.sweep.jobs import ClusterOptions
 
     if args.name not in ("extrapolation", "concurrent", "discrete"):
         raise InputError(f"unknown experiment {args.name!r}; choose extrapolation, concurrent or discrete.")

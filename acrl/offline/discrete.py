@@ -60,7 +60,8 @@ from acrl.offline.experiments import (
     results_markdown,
     results_table,
 )
-from acrl.sweep.executor import ClusterOptions, Job, run_jobs, wall_clock_s
+from acrl.sweep.executor import run_jobs, wall_clock_s
+from acrl.sweep.jobs import ClusterOptions, Job
 
 BUFFERS = ("final", "imperfect")
 """The discrete experiment's buffers: the behavioral DQN's whole replay, and its policy at epsilon 0.2."""

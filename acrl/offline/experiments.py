@@ -69,8 +69,9 @@ from acrl.core.provenance import load_average, provenance, source  # noqa: E402
 from acrl.core.version import __version__  # noqa: E402
 from acrl.offline.collect import behavioral_run_dir, buffer_dataset, collect_dataset  # noqa: E402
 from acrl.parts.datasets import OfflineDataset, save_dataset  # noqa: E402
-from acrl.sweep.executor import ClusterOptions, Job, run_jobs, sessions, wall_clock_s  # noqa: E402
+from acrl.sweep.executor import run_jobs, sessions, wall_clock_s  # noqa: E402
 from acrl.sweep.grid import train_run  # noqa: E402
+from acrl.sweep.jobs import ClusterOptions, Job  # noqa: E402
 
 BUFFERS = ("final", "concurrent", "imitation", "imperfect")
 """The buffers of the paper's Figure 2, in its order."""

@@ -21,7 +21,8 @@ import yaml
 
 from acrl.core.errors import InputError
 from acrl.core.files import write_text_atomic
-from acrl.sweep.executor import ClusterOptions, Job, run_jobs
+from acrl.sweep.executor import run_jobs
+from acrl.sweep.jobs import ClusterOptions, Job
 from acrl.sweep.results import summarize
 from acrl.sweep.spec import SweepSpec, configurations
 

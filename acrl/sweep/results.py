@@ -27,7 +27,7 @@ import numpy as np
 from acrl.core.errors import InputError
 from acrl.core.files import write_json_atomic, write_text_atomic
 from acrl.core.plotting import align_curves, plt, read_curve, run_config, save_figure
-from acrl.sweep.executor import is_done
+from acrl.sweep.jobs import is_done
 from acrl.sweep.spec import sweep_runs
 
 BOOTSTRAP_REPS = 2_000

@@ -14,15 +14,15 @@ Search space, per key (`--space KEY=SPEC`, or a file's `space:` mapping of KEY: 
     batch_size=categorical:32,64,128     # one of the values (read as YAML)
 
 Each trial is an ordinary run directory `TUNE_DIR/trial-NNN` trained by the sweep's machinery
-(`acrl.sweep.executor`: any core or node, files shipped home, retries from checkpoints), so a
+(`acrl.sweep.cluster`: any core or node, files shipped home, retries from checkpoints), so a
 trial can be evaluated, resumed and plotted like any run. The study lives in
 `TUNE_DIR/study.journal` (Optuna's journal storage, written by an actor on the driver's node):
 rerunning the same command continues it, resuming trials that were running. One driver at a time:
 it holds an OS lock on `TUNE_DIR/tune.lock` (released when it ends, a crash included), and a second
-`acrl tune` on the same directory stops with an error. At the end:
-trials.md / trials.json (every trial: state, value, parameters), study.png (objective per trial
-with the best so far, and every trial's evaluations with pruned ones dashed) and preset.yaml,
-the best configuration as a preset entry whose `source` names the study.
+`acrl tune` on the same directory stops with an error. At the end: trials.md / trials.json
+(every trial: state, value (a pruned one's: its last evaluation), parameters), study.png
+(objective per trial with the best so far, and every trial's evaluations with pruned ones
+dashed) and preset.yaml, the best configuration as a preset entry whose `source` names the study.
 """
 
 from __future__ import annotations
@@ -43,7 +43,8 @@ import yaml
 from acrl.core.errors import InputError
 from acrl.core.files import write_json_atomic, write_text_atomic
 from acrl.core.loop import Callback
-from acrl.sweep.executor import Cluster, ClusterOptions, Job, require, signals_interrupt
+from acrl.sweep.cluster import Cluster
+from acrl.sweep.jobs import ClusterOptions, Job, require, signals_interrupt
 
 DISTRIBUTIONS = ("loguniform", "uniform", "int", "categorical")
 """The search space's distributions (a Dimension's kind), Optuna's float (log or not), int and categorical."""
@@ -240,12 +241,17 @@ class Study:
         return out
 
     def trials(self) -> list[dict[str, Any]]:
-        """Every trial as JSON: number, state, value, params, intermediate {step: value} up to its last report."""
+        """Every trial as JSON: number, state, value, params, intermediate {step: value} up to its last report.
+
+        A pruned trial's value is its evaluation at its last report, the last of its current attempt.
+        Optuna's `tell` gives it the one at its highest step instead, which after a retry is the dead
+        attempt's (`report`), a value the trial as it ran to its end never reached.
+        """
         return [
             {
                 "number": t.number,
                 "state": t.state.name,
-                "value": t.value,
+                "value": t.intermediate_values[t.user_attrs["last_step"]] if t.state.name == "PRUNED" else t.value,
                 "params": t.params,
                 "intermediate": {
                     int(k): v for k, v in t.intermediate_values.items() if k <= t.user_attrs.get("last_step", k)

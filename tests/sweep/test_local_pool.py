@@ -1,4 +1,4 @@
-"""The local process pool (`acrl.sweep.executor.LocalPool`, what `acrl sweep` and `acrl experiment`
+"""The local process pool (`acrl.sweep.local.LocalPool`, what `acrl sweep` and `acrl experiment`
 use without --address): the contracts it shares with the Ray path, without Ray."""
 
 from __future__ import annotations
@@ -14,8 +14,10 @@ from pathlib import Path
 import pytest
 
 from acrl.core.errors import InputError, TrainingError
-from acrl.sweep.executor import SESSIONS, ClusterOptions, Job, LocalPool, run_jobs, wall_clock_s
+from acrl.sweep.executor import SESSIONS, run_jobs, wall_clock_s
 from acrl.sweep.grid import train_run
+from acrl.sweep.jobs import ClusterOptions, Job
+from acrl.sweep.local import LocalPool
 from tests.conftest import PPO_TINY as TINY
 from tests.conftest import ROOT, KillOnce, git_head, steps_of
 
@@ -232,3 +234,26 @@ def test_a_sweep_with_a_budget_counts_steps_across_its_runs(tmp_path, capsys):
     run_sweep(SweepSpec("ppo", ["CartPole-v1"], [0, 1], TINY, total_steps=256), tmp_path, progress=True)
     err = capsys.readouterr().err
     assert "runs: 100%" in err and "| 512/512 [" in err, err  # 2 runs x 256 steps, not "2/2" runs
+
+
+def test_a_sweep_on_this_machine_imports_ray_in_no_process(tmp_path):
+    # A `ray` package first on the path that leaves a mark when imported, by the driver or by a job's
+    # process (which inherits the path): the local path must not import Ray at all, installed or not.
+    fake = tmp_path / "path" / "ray"
+    fake.mkdir(parents=True)
+    marker = tmp_path / "ray-imported"
+    (fake / "__init__.py").write_text(
+        f"import os\nopen({str(marker)!r}, 'a').write(f'{{os.getpid()}}\\n')\nraise ImportError('ray')\n"
+    )
+    overrides = [f"{k}={v}" for k, v in TINY.items()]
+    result = subprocess.run(
+        [sys.executable, "-m", "acrl", "sweep", "ppo", "--env", "CartPole-v1", "--total-steps", "256"]
+        + ["--set", *overrides, "--out", str(tmp_path / "s"), "--no-progress"],
+        env={**os.environ, "PYTHONPATH": f"{fake.parent}{os.pathsep}{ROOT}"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads((tmp_path / "s" / "CartPole-v1-s0" / "job.json").read_text())["attempts"] == ["local"]
+    assert not marker.exists(), f"ray was imported by the processes {marker.read_text().split()}"

@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from acrl.sweep.executor import ClusterOptions, is_done
 from acrl.sweep.grid import run_sweep
+from acrl.sweep.jobs import ClusterOptions, is_done
 from acrl.sweep.spec import SweepSpec
 from tests.conftest import PPO_TINY as TINY
 from tests.conftest import steps_of

@@ -18,8 +18,10 @@ import numpy as np
 import pytest
 
 from acrl.core.errors import InputError
-from acrl.sweep.executor import ClusterOptions, Job, require, run_job_here, run_jobs
+from acrl.sweep.cluster import read_files, run_job_elsewhere, write_files
+from acrl.sweep.executor import run_jobs
 from acrl.sweep.grid import expand, run_sweep, train_run
+from acrl.sweep.jobs import ClusterOptions, Job, require, run_job_here
 from acrl.sweep.spec import SweepSpec
 from tests.conftest import PPO_TINY as TINY
 from tests.conftest import ROOT, KillOnce, run_cli, signal_when_ready, steps_of
@@ -120,8 +122,6 @@ class Collect:
         self.root, self.calls = root, 0
 
     def __call__(self, files):
-        from acrl.sweep.executor import write_files
-
         self.calls += 1
         write_files(self.root, files)
 
@@ -140,7 +140,7 @@ def test_a_job_on_another_machine_ships_its_run_directory_to_the_driver(tmp_path
             "flags": {"seed": 0, "total_steps": 512, "device": "cpu"},
         },
     )
-    outcome = run_job_here(job, node, files={}, sink=sink)
+    outcome = run_job_elsewhere(job, node, {}, sink)
 
     assert outcome["status"] == "done" and outcome["result"]["steps"] == 512
     shipped = sorted(str(p.relative_to(driver)) for p in driver.rglob("*") if p.is_file())
@@ -151,8 +151,6 @@ def test_a_job_on_another_machine_ships_its_run_directory_to_the_driver(tmp_path
 
 
 def test_resume_on_another_machine_starts_from_the_files_the_driver_sent(tmp_path):
-    from acrl.sweep.executor import read_files
-
     driver, node = tmp_path / "driver", tmp_path / "node"
     kwargs = {
         "algo": "ppo",
@@ -163,9 +161,8 @@ def test_resume_on_another_machine_starts_from_the_files_the_driver_sent(tmp_pat
     }
     run_job_here(Job("run", train_run, kwargs), driver)  # the driver holds a finished run
     events = sorted(p.name for p in (driver / "run").glob("events.out.tfevents.*"))
-    outcome = run_job_here(
-        Job("run", train_run, kwargs), node, files=read_files(driver, [driver / "run"]), sink=Collect(driver)
-    )
+    shipped = read_files(driver, [driver / "run"])
+    outcome = run_job_elsewhere(Job("run", train_run, kwargs), node, shipped, Collect(driver))
     assert outcome["result"]["steps"] == 256
     # Loaded from the shipped checkpoint and not trained again: a run trained on the node would have
     # written an event file of its own beside the driver's.
@@ -299,21 +296,21 @@ def test_a_signal_to_a_driver_on_ray_checkpoints_every_running_run_and_ends_it(t
 
 
 def test_a_port_that_is_not_a_ray_head_is_refused_in_one_line_within_the_connect_timeout(monkeypatch):
-    from acrl.sweep import executor
+    from acrl.sweep import cluster
 
-    monkeypatch.setattr(executor, "CONNECT_TIMEOUT_S", 3.0)
+    monkeypatch.setattr(cluster, "CONNECT_TIMEOUT_S", 3.0)
     server = socket.create_server(("127.0.0.1", 0))  # accepts connections, speaks no gRPC
     address = f"127.0.0.1:{server.getsockname()[1]}"
     started = time.monotonic()
     with server, pytest.raises(InputError, match=f"{address} answers, but not as the head of a Ray cluster within 3 s"):
-        executor.cluster_metadata(address)
+        cluster.cluster_metadata(address)
     assert time.monotonic() - started < 3.0 + 2.0  # before: Ray's client, 40 s and its C++ warnings
 
 
 def test_a_cluster_with_another_ray_or_python_is_refused_naming_what_was_found():
     import platform
 
-    from acrl.sweep.executor import check_versions, cluster_metadata
+    from acrl.sweep.cluster import check_versions, cluster_metadata
 
     ours = cluster_metadata(ray.get_runtime_context().gcs_address)  # this module's Ray: the same versions
     assert (ours["ray_version"], ours["python_version"]) == (ray.__version__, platform.python_version())
@@ -352,7 +349,7 @@ def test_a_sweep_joins_a_running_cluster_by_its_address(tmp_path):
 def test_address_auto_without_a_cluster_here_and_a_malformed_address_are_one_line_each(tmp_path, monkeypatch):
     import ray._private.services as services
 
-    from acrl.sweep.executor import Cluster
+    from acrl.sweep.cluster import Cluster
 
     cluster = Cluster(tmp_path, ClusterOptions(address="auto"))
     monkeypatch.setattr(services, "canonicalize_bootstrap_address", lambda address: None)  # no RAY_ADDRESS, no cluster

@@ -13,7 +13,7 @@ import yaml
 
 import acrl.core.plotting
 from acrl.core.errors import InputError
-from acrl.sweep.tune import Dimension, Study, one_driver, parse_space, plot_study, run_tune
+from acrl.sweep.tune import Dimension, Study, one_driver, parse_space, plot_study, run_tune, write_study
 from tests.conftest import PPO_TINY, ROOT, run_cli
 
 ray = pytest.importorskip("ray")
@@ -104,6 +104,33 @@ def test_a_retried_trial_replaces_its_earlier_evaluations_for_the_pruner_and_the
     study.tell(second, None, pruned=True)
     assert [t["intermediate"] for t in study.trials()] == [{100: 50.0, 200: 80.0}, {100: 40.0}]
     assert study.trials()[1]["state"] == "PRUNED"
+
+
+def test_a_retried_trial_that_is_pruned_is_valued_at_its_retrys_last_evaluation_not_its_dead_attempts(tmp_path):
+    study = Study(
+        str(tmp_path / "study.journal"),
+        seed=0,
+        pruner="median",
+        startup_trials=1,
+        space={"learning_rate": Dimension("loguniform", 1e-4, 1e-2)},
+    )
+    best, _ = study.ask()
+    for step, value in ((1, 10.0), (2, 20.0), (3, 30.0)):
+        study.report(best, step, value)
+    study.tell(best, 30.0, pruned=False)
+    retried, _ = study.ask()
+    for step, value in ((1, 12.0), (2, 25.0), (3, 90.0)):  # its first attempt, above trial 0 at each step
+        assert not study.report(retried, step, value)
+    # The worker dies before the run ends; the retry resumes from a checkpoint before step 1 and
+    # evaluates 5 there, below trial 0's 10: pruned. Its value is 5, not the dead attempt's 90 at step 3.
+    assert study.report(retried, 1, 5.0)
+    study.tell(retried, None, pruned=True)
+    assert [(t["state"], t["value"]) for t in study.trials()] == [("COMPLETE", 30.0), ("PRUNED", 5.0)]
+
+    record = {"algo": "ppo", "env_id": "CartPole-v1", "space": {"learning_rate": {}}, "set": {}}
+    write_study(tmp_path, {**record, "pruner": "median", "seed": 0, "total_steps": 3}, study.trials())
+    rows = [line for line in (tmp_path / "trials.md").read_text().splitlines() if line.startswith("| ")]
+    assert rows[2].startswith("| 0 | complete | 30 |") and rows[3].startswith("| 1 | pruned | 5 |")
 
 
 def test_a_second_driver_on_one_directory_is_refused_and_a_killed_one_leaves_no_lock(tmp_path):
