@@ -127,7 +127,7 @@ class Trainable(Protocol):
     total_steps: int
     best_eval: dict[str, Any] | None
     env: Any
-    """The agent's environment (an id, env or factory), which a `video_freq` run must be able to render."""
+    """The agent's environment (an id, EnvSpec, env or factory), which a `video_freq` run must be able to render."""
     nets: dict[str, nn.Module]
     step_unit: str
     """"step" (environment steps) or "update" (gradient updates, offline)."""
