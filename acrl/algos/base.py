@@ -29,7 +29,7 @@ from torch import nn
 from acrl.core.checkpoint import load_checkpoint, rng_state, save_checkpoint, set_rng_state
 from acrl.core.config import RunConfig, update_config
 from acrl.core.devices import resolve_device
-from acrl.core.envs import ActionAdapter, EnvSpec, check_spaces, env_factory, env_family
+from acrl.core.envs import ActionAdapter, EnvSpec, check_spaces, env_factory, env_family, with_sticky_actions
 from acrl.core.errors import InputError
 from acrl.core.evaluation import evaluate
 from acrl.core.files import write_text_atomic
@@ -90,7 +90,7 @@ class Agent:
         self.config.validate()
         self.device = self._device()
         self.config.device = str(self.device)  # what was used, for config.yaml: "cpu" or "cuda:0"
-        self.env = env
+        self.env, self.config.sticky_actions = with_sticky_actions(env, self.config.sticky_actions)
         probe = factory()
         check_spaces(probe, type(self).__name__, self.action_kinds, self.action_space_hint, self.image_observations)
         self.observation_space, self.action_space = probe.observation_space, probe.action_space

@@ -54,6 +54,11 @@ class RunConfig:
         channels: which axis of an image observation holds its channels: "last" (H, W, C), "first"
             (C, H, W) or "auto" (the environment's declared layout, else the shape's where it is unambiguous;
             `acrl.parts.observations.image_layout`); the agent records the one used. Vectors ignore it.
+        sticky_actions: Atari (ALE ids) only: the probability that the emulator repeats the previous action
+            instead of the agent's, at each frame (Machado et al. 2018, Sec. 5.2), the same in training and
+            evaluation; None: the id's registration (ALE/Pong-v5 0.25, PongNoFrameskip-v4 0). The agent
+            records the one used (`acrl.core.envs.with_sticky_actions`); setting it for another
+            environment is an error.
     """
 
     env_id: str = "CartPole-v1"
@@ -70,6 +75,7 @@ class RunConfig:
     target_return: float | None = None
     preset: str = ""
     channels: str = "auto"
+    sticky_actions: float | None = None
 
     retired_fields: ClassVar[dict[str, str]] = {}
     """Fields an earlier acrl wrote into configs of this class (config.yaml, checkpoints) and this
@@ -82,6 +88,10 @@ class RunConfig:
             raise InputError(f"eval_freq must be >= 0 (0 disables evaluation), got {self.eval_freq}.")
         if self.seed < 0:
             raise InputError(f"seed must be >= 0 (Gymnasium and numpy take non-negative seeds), got {self.seed}.")
+        if self.sticky_actions is not None and not 0.0 <= self.sticky_actions <= 1.0:
+            raise InputError(
+                f"sticky_actions is a probability in [0, 1] (ALE v5's 0.25, 0 for none), got {self.sticky_actions}."
+            )
         if self.video_freq < 0:
             raise InputError(f"video_freq must be >= 0 (0: no videos), got {self.video_freq}.")
         if self.video_freq and not self.eval_freq:

@@ -16,15 +16,18 @@ Environment families (`ENV_FAMILIES`, filled by `acrl.tasks`): an id namespace (
 namespace ("popgym-" of "popgym-RepeatPreviousEasy-v0"), or an id suffix after a "*"
 ("*NoFrameskip-v4" of "PongNoFrameskip-v4", ALE's older ids), whose ids acrl builds its own way, with
 the package that registers them imported only when one of its ids is first built, and what to
-install when it is missing. An id (or its Gymnasium `EnvSpec`) of such a family gets the family's
-single env from `env_factory` and its training vector env from `make_vec_env` (Atari:
-`acrl.tasks.atari`); an env instance is used as given.
+install when it is missing. An id (or its Gymnasium `EnvSpec`, whose keyword arguments it is built
+with) of such a family gets the family's single env from `env_factory` and its training vector env
+from `make_vec_env` (Atari: `acrl.tasks.atari`); an env instance is used as given. A run's
+`sticky_actions` setting becomes the `repeat_action_probability` of its ALE id's EnvSpec
+(`with_sticky_actions`), so that every env the run builds from that spec has the same probability.
 """
 
 from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import difflib
 import math
 from collections.abc import Callable
@@ -51,16 +54,20 @@ class EnvFamily:
         register: registers the namespace's ids with Gymnasium (imports its package), called when an
             id of the namespace is built and not registered yet; raises ImportError when the package
             is missing (None: the ids are registered when `acrl.tasks` is imported, if at all).
-        make_env: (env_id, render_mode) -> the single environment of an id (probe, evaluation,
-            videos; None: `gym.make`).
-        make_vec_env: (env_id, n_envs, num_threads) -> the training vector env, with
+        make_env: (env id or its EnvSpec, render_mode) -> the single environment (probe, evaluation,
+            videos; None: `gym.make`); an EnvSpec's keyword arguments are the ones it is built with.
+        make_vec_env: (env id or its EnvSpec, n_envs, num_threads) -> the training vector env, with
             `LeanSyncVectorEnv`'s protocol (None: a `LeanSyncVectorEnv` of single envs).
+        sticky_actions: whether the family's games have sticky actions (ALE; Machado et al. 2018): their
+            probability is the EnvSpec's `repeat_action_probability`, which a run's `sticky_actions`
+            setting sets (`with_sticky_actions`).
     """
 
     install: str
     register: Callable[[], None] | None = None
-    make_env: Callable[[str, str | None], gym.Env] | None = None
-    make_vec_env: Callable[[str, int, int | None], gym.vector.VectorEnv] | None = None
+    make_env: Callable[[str | gym.envs.registration.EnvSpec, str | None], gym.Env] | None = None
+    make_vec_env: Callable[[str | gym.envs.registration.EnvSpec, int, int | None], gym.vector.VectorEnv] | None = None
+    sticky_actions: bool = False
 
 
 ENV_FAMILIES: dict[str, EnvFamily] = {}
@@ -104,7 +111,8 @@ def env_factory(env: EnvSpec | gym.envs.registration.EnvSpec) -> tuple[Callable[
             namespace builds the family's env, e.g. "ALE/Pong-v5" the preprocessed game of
             `acrl.tasks.atari.make_atari_env`), a `gym.Env` (each call of the factory makes a fresh
             copy: `gym.make(env.spec)`, or a deep copy for an unregistered env), a Gymnasium `EnvSpec`
-            (what A3C's parent sends its workers: built as its id is), or a zero-argument callable
+            (what A3C's parent sends its workers, and what `with_sticky_actions` gives for an ALE id:
+            built as its id is, with the spec's keyword arguments), or a zero-argument callable
             returning one (custom environments need no registration).
     Returns:
         (factory, name): the name is the id, or the class name for custom environments.
@@ -142,7 +150,7 @@ def env_factory(env: EnvSpec | gym.envs.registration.EnvSpec) -> tuple[Callable[
     if isinstance(env, gym.envs.registration.EnvSpec):
         family = env_family(env.id)
         if family is not None and family.make_env is not None:
-            return env_factory(env.id)
+            return (lambda: family.make_env(env, None)), env.id
         return (lambda: gym.make(env)), env.id
     if isinstance(env, gym.Env):
         # A fresh copy per call, so training and evaluation never share one env's state.
@@ -152,6 +160,49 @@ def env_factory(env: EnvSpec | gym.envs.registration.EnvSpec) -> tuple[Callable[
     if callable(env):
         return env, getattr(env, "__name__", "custom")
     raise InputError(f"env must be a Gymnasium id, a gymnasium.Env or a factory, got {type(env).__name__}.")
+
+
+def with_sticky_actions(
+    env: EnvSpec | gym.envs.registration.EnvSpec, probability: float | None
+) -> tuple[EnvSpec | gym.envs.registration.EnvSpec, float | None]:
+    """The environment a run builds, and its sticky-action probability (`RunConfig.sticky_actions`).
+
+    Sticky actions (Machado et al. 2018, Sec. 5.2): at each emulator frame the previous action is
+    repeated instead of the agent's with this probability. An id or EnvSpec of a family that has them
+    (`EnvFamily.sticky_actions`: ALE's `ALE/...-v5` and `...NoFrameskip-v4` ids) becomes its EnvSpec with
+    `repeat_action_probability` = `probability` (None: the spec's own, ALE/Pong-v5 0.25,
+    PongNoFrameskip-v4 0), so that everything built from it through `env_factory` and `make_vec_env`
+    (the training vector env, A3C's workers, evaluation, videos, dataset collection) has that same
+    probability. Any other environment comes back as given, with None.
+
+    Args:
+        env: a registered id (`env_factory` has checked it), an EnvSpec, an env instance or a factory.
+        probability: in [0, 1] (`RunConfig.validate`), or None.
+    Returns:
+        (the environment to build, the probability it has or None).
+    Raises:
+        InputError: a probability for an environment without sticky actions to set: an id of
+            another kind, or an env instance or factory (whose probability is set where it is made).
+    """
+    env_id = env.id if isinstance(env, gym.envs.registration.EnvSpec) else env if isinstance(env, str) else None
+    family = env_family(env_id) if env_id is not None else None
+    if family is None or not family.sticky_actions:
+        if probability is not None:
+            what = (
+                f"{env_id} is not an Atari (ALE) game"
+                if env_id is not None
+                else "an env instance or factory has its own (set repeat_action_probability where it is made, "
+                "or pass the ALE id)"
+            )
+            raise InputError(
+                f"sticky_actions={probability} sets the sticky-action probability of an Atari game given by its "
+                f"id (ALE/Pong-v5, PongNoFrameskip-v4); {what}. Leave sticky_actions unset (None)."
+            )
+        return env, None
+    spec = gym.spec(env) if isinstance(env, str) else env
+    if probability is None:
+        probability = float(spec.kwargs["repeat_action_probability"])
+    return dataclasses.replace(spec, kwargs={**spec.kwargs, "repeat_action_probability": probability}), probability
 
 
 def check_spaces(env: gym.Env, algo: str, action_kinds: tuple[type, ...], hint: str = "", images: bool = False) -> None:
@@ -456,5 +507,5 @@ def make_vec_env(
     factory, name = env_factory(env)
     family = env_family(name) if isinstance(env, str | gym.envs.registration.EnvSpec) else None
     if family is not None and family.make_vec_env is not None:
-        return family.make_vec_env(name, n_envs, num_threads)
+        return family.make_vec_env(env, n_envs, num_threads)
     return LeanSyncVectorEnv([lambda i=i: CheckFinite(factory(), first_index + i) for i in range(n_envs)])

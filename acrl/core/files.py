@@ -53,12 +53,45 @@ def write_text_atomic(path: str | Path, text: str) -> None:
         tmp.write_text(text, encoding="utf-8")
 
 
+SIGNIFICANT_DIGITS = 10
+"""Floats in the JSON acrl writes keep this many significant digits: 0.7300000000000005 (0.1 + 0.63,
+float noise) is written 0.73, while a float32 statistic (7 digits) or a learning rate keeps all of its."""
+
+
+def rounded(data: Any) -> Any:
+    """`data` with every float (in dicts, lists and tuples, at any depth) rounded to `SIGNIFICANT_DIGITS`
+    significant digits, for people to read; ints, bools, strings and None as they are, tuples as lists.
+    NaN and infinities stay as they are. The numbers acrl computes with are never these copies."""
+    if isinstance(data, float):
+        return float(f"{data:.{SIGNIFICANT_DIGITS}g}")
+    if isinstance(data, dict):
+        return {key: rounded(value) for key, value in data.items()}
+    if isinstance(data, list | tuple):
+        return [rounded(value) for value in data]
+    return data
+
+
+def json_text(data: Any, **dumps: Any) -> str:
+    """`data` as indented JSON (2 spaces), its floats `rounded`.
+
+    `dumps` are further `json.dumps` options, e.g. `default=float` (whose results are rounded too).
+
+    Raises:
+        TypeError: `data` holds something JSON cannot encode.
+    """
+    default = dumps.pop("default", None)
+    if default is not None:
+        dumps["default"] = lambda value: rounded(default(value))
+    return json.dumps(rounded(data), indent=2, **dumps)
+
+
 def write_json_atomic(path: str | Path, data: Any, **dumps: Any) -> None:
-    """Write `data` as indented JSON (2 spaces, a final newline) to `path` atomically.
+    """Write `data` as `json_text` (indented, floats rounded to 10 significant digits) with a final
+    newline to `path` atomically: eval.json, a sweep's results.json, the experiments' JSON.
 
     `dumps` are further `json.dumps` options, e.g. `default=float`.
 
     Raises:
         TypeError: `data` holds something JSON cannot encode (nothing is written).
     """
-    write_text_atomic(path, json.dumps(data, indent=2, **dumps) + "\n")
+    write_text_atomic(path, json_text(data, **dumps) + "\n")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+import sys
 import threading
 from pathlib import Path
 
@@ -28,6 +29,12 @@ def format_return(value: float) -> str:
     return f"{value:.3f}" if abs(value) < 10 else f"{value:,.1f}"
 
 
+def console(line: str) -> None:
+    """Print `line` on stderr above the progress bar, never onto it: with a bar showing, tqdm clears it,
+    writes the line and draws the bar again below (`tqdm.write`); without one, a plain line."""
+    tqdm.write(line, file=sys.stderr)
+
+
 class Logger:
     """Write metrics rows to `run_dir/metrics.csv` and TensorBoard, and drive a progress bar.
 
@@ -39,6 +46,11 @@ class Logger:
         progress: show the progress bar (steps, fps and recent return).
         unit: what the bar counts, "step" (environment steps) or "update" (gradient updates).
         label: the bar's description, e.g. "bcq on imperfect" (default: none).
+
+    The bar reads "bcq on final:  40%|####      | 26,214/65,536 updates [00:10<00:15, updates/s=2,613,
+    return=12.3, eval=15.1]": the count and its unit apart, and the rate once, as the rows measure it
+    (`time/fps`), not again as tqdm's own; returns as `format_return` writes them. It shrinks to the
+    terminal's width.
     """
 
     def __init__(
@@ -73,10 +85,10 @@ class Logger:
             total=total_steps,
             initial=start_step,
             disable=not progress,
-            unit=unit,
             desc=label,
             dynamic_ncols=True,
             leave=True,
+            bar_format="{l_bar}{bar}| {n:,}/{total:,} " + unit + "s [{elapsed}<{remaining}{postfix}]",
         )
         self.step = start_step
         """The step of the last row (or where the run started)."""
@@ -102,12 +114,13 @@ class Logger:
             self.bar.total = step
         self.show_progress(step)
         self.step = step
-        shown = {
-            self.rate_label: metrics.get("time/fps"),
-            "return": metrics.get("rollout/ep_return_mean"),
-            "eval": metrics.get("eval/return_mean"),
-        }
-        self.bar.set_postfix({k: f"{v:.4g}" for k, v in shown.items() if v is not None}, refresh=False)
+        rate, shown = metrics.get("time/fps"), {}
+        if rate is not None:
+            shown[self.rate_label] = f"{rate:,.0f}"
+        for name, key in (("return", "rollout/ep_return_mean"), ("eval", "eval/return_mean")):
+            if metrics.get(key) is not None:
+                shown[name] = format_return(metrics[key])
+        self.bar.set_postfix(shown, refresh=False)
 
     def show_progress(self, step: int) -> None:
         """Move the progress bar forward to `step` without writing a row (also from the run

@@ -53,7 +53,7 @@ from torch import nn
 from acrl.core.config import RunConfig
 from acrl.core.errors import InputError, TrainingError
 from acrl.core.files import write_json_atomic
-from acrl.core.logging import Logger, format_return
+from acrl.core.logging import Logger, console, format_return
 
 
 class Callback:
@@ -107,16 +107,13 @@ class ConsoleReport(Callback):
 
     def on_training_start(self, step: int, run_dir: Path | None) -> None:
         if self.start:
-            print(self.start, file=sys.stderr, flush=True)
+            console(self.start)  # the bar is showing already: above it, not onto it
 
     def on_evaluation(self, step: int, result: Mapping[str, Any]) -> None:
         if self.evaluations:
-            print(
+            console(
                 f"step {step:,}: eval return {format_return(result['return_mean'])} +/- "
-                f"{format_return(result['return_std'])} "
-                f"({len(result['returns'])} episodes)",
-                file=sys.stderr,
-                flush=True,
+                f"{format_return(result['return_std'])} ({len(result['returns'])} episodes)"
             )
 
 
@@ -130,7 +127,7 @@ class Trainable(Protocol):
     total_steps: int
     best_eval: dict[str, Any] | None
     env: Any
-    """The agent's environment (an id, env or factory), which a `video_freq` run must be able to render."""
+    """The agent's environment (an id, EnvSpec, env or factory), which a `video_freq` run must be able to render."""
     nets: dict[str, nn.Module]
     step_unit: str
     """"step" (environment steps) or "update" (gradient updates, offline)."""

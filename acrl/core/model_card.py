@@ -1,5 +1,9 @@
 """A run's model card: run_dir/README.md, what the run is and how to repeat it, from its own files.
 
+It names the algorithm, environment, seed, budget and preset, an Atari game's sticky-action
+probability (`RunConfig.sticky_actions`), the evaluations, the learning curve, the videos and
+the command that repeats the run.
+
 Written by the run loop when a run finishes, and again by `acrl evaluate` (its table gains
 the evaluation's row) and `acrl record` (its video section lists the new file). Apart from
 the agent's algorithm and config, everything on it comes from the run directory: eval.json,
@@ -118,9 +122,14 @@ def model_card(run_dir: Path, algo: str, config: RunConfig, step_unit: str = "st
         f"Written by acrl {__version__} (commit {acrl_commit()}) on {time.strftime('%Y-%m-%d %H:%M')}; "
         f"budget {config.total_steps:,} {unit}{stopped}{', preset ' + config.preset if config.preset else ''}.",
         "",
-        "## Evaluation",
-        "",
     ]
+    if config.sticky_actions is not None:
+        lines += [
+            f"Sticky actions: {config.sticky_actions:g} (the probability that the emulator repeats the previous "
+            "action at each frame; Machado et al. 2018), in training and evaluation alike.",
+            "",
+        ]
+    lines += ["## Evaluation", ""]
     rows = []
     if best:
         at = f" at step {best['step']:,}" if "step" in best else ""

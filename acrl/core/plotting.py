@@ -6,6 +6,11 @@ runs that share fewer than two steps as points. Each curve's label is its algori
 environment and preset, followed by the settings in which its config differs from the other
 curves of that algorithm, environment and preset (`curve_labels`), e.g. "ppo CartPole-v1
 learning_rate=0.001".
+
+What every figure of runs shares is here, so that they read alike: axes named in words
+(`METRIC_NAMES`, `step_label`), one colour per configuration whatever figure draws it
+(`config_colors`: `acrl plot` and a sweep's curves.png colour the same runs the same), and legend
+entries that show a line (`legend_entry`), also for a configuration drawn as points.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import yaml  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
 
 from acrl.core.errors import InputError  # noqa: E402
 from acrl.core.files import atomic_path  # noqa: E402
@@ -59,6 +65,39 @@ def run_config(run_dir: Path) -> tuple[str, dict[str, Any]]:
     return str(config.get("algo", "?")), {
         k: v for k, v in config.get("config", {}).items() if k not in IGNORED_SETTINGS
     }
+
+
+METRIC_NAMES = {"eval/return_mean": "evaluation return"}
+"""Logged keys -> their name on a figure's axis (a key not here is shown as it is)."""
+
+
+def step_label(configs: list[dict[str, Any]]) -> str:
+    """The x axis's name for runs with these configs (`run_config`'s settings): "gradient updates" when
+    every run learned from a dataset (its `step` counts updates), else "environment steps"."""
+    offline = bool(configs) and all(settings.get("dataset") for settings in configs)
+    return "gradient updates" if offline else "environment steps"
+
+
+def config_key(algo: str, settings: dict[str, Any]) -> str:
+    """The identity of a configuration, (algorithm, `run_config`'s settings), as a string: the runs with
+    equal keys are the seeds of one curve."""
+    return f"{algo} {sorted(settings.items(), key=str)}"
+
+
+def config_colors(keys: list[str]) -> list[str]:
+    """A colour per configuration (`config_key`; equal keys, equal colours): matplotlib's default colours
+    (tab10, then again) given to the distinct keys in sorted order, not in the order a figure meets
+    them, so that `plot_runs` and a sweep's figure (`acrl.sweep.results.plot_curves`) colour the same
+    runs the same."""
+    palette = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    order = {key: i for i, key in enumerate(sorted(set(keys)))}
+    return [palette[order[key] % len(palette)] for key in keys]
+
+
+def legend_entry(color: str, label: str) -> Line2D:
+    """A legend entry for a configuration: a line with a dot, in its colour (its curve is a line, a
+    run's evaluation a dot), whatever the figure drew for it."""
+    return Line2D([], [], color=color, marker="o", markersize=4, label=label)
 
 
 def _value_text(value: Any) -> str:
@@ -110,9 +149,12 @@ def align_curves(curves: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarra
 
 
 def plot_runs(
-    run_dirs: list[str | Path], out: str | Path, key: str = "eval/return_mean", x_label: str = "environment steps"
+    run_dirs: list[str | Path], out: str | Path, key: str = "eval/return_mean", x_label: str | None = None
 ) -> Path:
     """Draw the curves of `run_dirs` into the PNG `out`, grouping seeds of one config.
+
+    The y axis is `key` in words (`METRIC_NAMES`), the x axis `x_label` (None: `step_label`); each
+    configuration has its colour (`config_colors`).
 
     Returns:
         the path written.
@@ -128,30 +170,33 @@ def plot_runs(
         steps, values = read_curve(run_dir, key)
         if len(steps):
             algo, settings = run_config(run_dir)
-            group = f"{algo} {sorted(settings.items(), key=str)}" if settings else str(run_dir)
+            group = config_key(algo, settings) if settings else str(run_dir)
             groups[group].append((steps, values))
             configs.setdefault(group, (algo, settings))
     if not groups:
         raise InputError(f"none of {', '.join(map(str, run_dirs))} has logged {key!r} yet.")
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    for curves, label in zip(groups.values(), curve_labels(list(configs.values()))):
+    labels, colors = curve_labels(list(configs.values())), config_colors(list(groups))
+    handles = []
+    for curves, label, color in zip(groups.values(), labels, colors):
         if len(curves) == 1:
-            ax.plot(*curves[0], marker="o", markersize=3, label=label)  # markers: one point still shows
-            continue
-        grid, stacked = align_curves(curves)
-        label = f"{label} ({len(curves)} seeds)"
-        if len(grid) < 2:  # no common stretch to draw a band on (e.g. one evaluation each): every evaluation
-            ax.scatter(
-                np.concatenate([s for s, _ in curves]), np.concatenate([v for _, v in curves]), s=12, label=label
-            )
-            continue
-        mean, std = stacked.mean(0), stacked.std(0)
-        (line,) = ax.plot(grid, mean, label=label)
-        ax.fill_between(grid, mean - std, mean + std, color=line.get_color(), alpha=0.25)
-    ax.set_xlabel(x_label)
-    ax.set_ylabel(key)
+            ax.plot(*curves[0], color=color, marker="o", markersize=3)  # markers: one point still shows
+        else:
+            grid, stacked = align_curves(curves)
+            label = f"{label} ({len(curves)} seeds)"
+            if len(grid) < 2:  # no common stretch to draw a band on (e.g. one evaluation each): every evaluation
+                ax.scatter(
+                    np.concatenate([s for s, _ in curves]), np.concatenate([v for _, v in curves]), s=12, color=color
+                )
+            else:
+                mean, std = stacked.mean(0), stacked.std(0)
+                ax.plot(grid, mean, color=color)
+                ax.fill_between(grid, mean - std, mean + std, color=color, alpha=0.25)
+        handles.append(legend_entry(color, label))
+    ax.set_xlabel(x_label or step_label([settings for _, settings in configs.values()]))
+    ax.set_ylabel(METRIC_NAMES.get(key, key))
     ax.grid(alpha=0.3)
-    ax.legend()
+    ax.legend(handles=handles)
     return save_figure(fig, out)
 
 

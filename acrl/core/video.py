@@ -99,19 +99,22 @@ def render_env(env: Any) -> gym.Env:
     """A fresh copy of `env` that renders rgb_array frames (MuJoCo: through its `track` camera).
 
     Args:
-        env: a registered Gymnasium id (one of an `acrl.core.envs.ENV_FAMILIES` namespace: the
-            family's env, e.g. an ALE game preprocessed, whose `render()` is the emulator's RGB screen),
-            or an env made by `gym.make` (its spec, keyword arguments included, is made again with
-            `render_mode="rgb_array"`).
+        env: a registered Gymnasium id or its EnvSpec (one of an `acrl.core.envs.ENV_FAMILIES` namespace:
+            the family's env, e.g. an ALE game preprocessed, whose `render()` is the emulator's RGB screen,
+            with the spec's sticky actions), or an env made by `gym.make` (its spec, keyword arguments
+            included, is made again with `render_mode="rgb_array"`).
     Raises:
         InputError: a custom environment factory or an unregistered env (it cannot be asked
             for frames), a MUJOCO_GL that cannot render (`check_mujoco_gl`), or an environment
             whose metadata lists no "rgb_array" render mode.
     """
-    family = env_family(env) if isinstance(env, str) else None  # registers its ids (ALE: imports ale_py)
-    if isinstance(env, str) and env in gym.registry:
-        spec = gym.spec(env)
+    if isinstance(env, gym.envs.registration.EnvSpec):
+        family, spec = env_family(env.id), env
+    elif isinstance(env, str):
+        family = env_family(env)  # registers its ids (ALE: imports ale_py)
+        spec = gym.spec(env) if env in gym.registry else None
     else:
+        family = None
         spec = env.spec if isinstance(env, gym.Env) else None
     if spec is None:
         raise InputError(
@@ -133,7 +136,7 @@ def render_env(env: Any) -> gym.Env:
             "'rgb_array' to its metadata['render_modes'] and return an (H, W, 3) uint8 array from render()."
         )
     if family is not None and family.make_env is not None:  # the env its id means (ALE: preprocessed)
-        env = family.make_env(spec.id, "rgb_array")
+        env = family.make_env(spec, "rgb_array")
     else:
         env = gym.make(spec, render_mode="rgb_array")
     renderer = getattr(env.unwrapped, "mujoco_renderer", None)

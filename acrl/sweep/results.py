@@ -9,7 +9,8 @@ resamples, a fixed random state so the table repeats). The figure has a panel pe
 (the runs' own, each dataset's for an offline sweep without `--env`) and per configuration the
 IQM learning curve with its 95% bootstrap band on the steps its seeds share
 (`acrl.core.plotting.align_curves`), and each run's final evaluation as a point: what the table
-summarises, and all there is to see when the runs evaluate once.
+summarises, and all there is to see when the runs evaluate once. Its colours, legend entries and
+axis names are `acrl.core.plotting`'s, so `acrl plot` of the same runs colours them alike.
 
 Written to SWEEP_DIR/results.json, results.md and curves.png; `acrl plot SWEEP_DIR` rewrites them.
 """
@@ -26,7 +27,17 @@ import numpy as np
 
 from acrl.core.errors import InputError
 from acrl.core.files import write_json_atomic, write_text_atomic
-from acrl.core.plotting import align_curves, plt, read_curve, run_config, save_figure
+from acrl.core.plotting import (
+    align_curves,
+    config_colors,
+    config_key,
+    legend_entry,
+    plt,
+    read_curve,
+    run_config,
+    save_figure,
+    step_label,
+)
 from acrl.sweep.jobs import is_done
 from acrl.sweep.spec import sweep_runs
 
@@ -84,6 +95,7 @@ def summarize(sweep_dir: str | Path) -> dict[str, Any]:
     finals: dict[str, dict[str, float]] = defaultdict(dict)
     curves: dict[str, list[tuple[np.ndarray, np.ndarray]]] = defaultdict(list)
     panels: dict[str, dict[str, str]] = defaultdict(dict)
+    configs: dict[str, tuple[str, dict[str, Any]]] = {}
     for name, group, env_id, label in runs:
         if not is_done(sweep_dir, name):
             continue
@@ -91,7 +103,8 @@ def summarize(sweep_dir: str | Path) -> dict[str, Any]:
         if len(values):
             finals[group][name] = float(values[-1])
             curves[group].append((steps, values))
-            panels[env_id or run_config(sweep_dir / name)[1]["env_id"]][group] = label
+            configs.setdefault(group, run_config(sweep_dir / name))
+            panels[env_id or configs[group][1]["env_id"]][group] = label
     if not finals:
         raise InputError(f"no run of the sweep in {sweep_dir} has finished yet; nothing to summarise.")
     stats = interval_estimates({group: np.array(list(v.values())) for group, v in finals.items()})
@@ -121,7 +134,7 @@ def summarize(sweep_dir: str | Path) -> dict[str, Any]:
     }
     write_json_atomic(sweep_dir / "results.json", summary)
     write_text_atomic(sweep_dir / "results.md", markdown(summary))
-    plot_curves(curves, panels, sweep_dir / "curves.png")
+    plot_curves(curves, panels, configs, sweep_dir / "curves.png")
     return summary
 
 
@@ -143,14 +156,19 @@ def markdown(summary: dict[str, Any]) -> str:
 
 
 def plot_curves(
-    curves: dict[str, list[tuple[np.ndarray, np.ndarray]]], panels: dict[str, dict[str, str]], out: Path
+    curves: dict[str, list[tuple[np.ndarray, np.ndarray]]],
+    panels: dict[str, dict[str, str]],
+    configs: dict[str, tuple[str, dict[str, Any]]],
+    out: Path,
 ) -> Path:
     """Per configuration, the IQM learning curve with a 95% bootstrap band and each run's final
-    evaluation as a point; a panel per environment.
+    evaluation as a point, in the configuration's colour (`acrl.core.plotting.config_colors`, as
+    `acrl plot` gives it); a panel per environment; a legend entry per configuration that shows its line.
 
     Args:
         curves: configuration -> [(steps, eval returns) per run].
         panels: panel title (the environment) -> {configuration: its legend label}.
+        configs: configuration -> (algorithm, settings) of its runs (`acrl.core.plotting.run_config`).
         out: the PNG to write (atomically).
     Each configuration's curve is on the steps its runs share (`align_curves`); with fewer than
     two such steps there is no curve, only the points.
@@ -158,20 +176,23 @@ def plot_curves(
     aligned = {group: align_curves(runs) for group, runs in curves.items()}
     banded = {group: values for group, (steps, values) in aligned.items() if len(steps) > 1}
     stats = interval_estimates(banded) if banded else {}
+    colors = dict(zip(configs, config_colors([config_key(*config) for config in configs.values()])))
     fig, axes = plt.subplots(1, len(panels), figsize=(6.5 * len(panels), 4.2), squeeze=False)
     for ax, (panel, groups) in zip(axes[0], panels.items()):
+        handles = []
         for group, label in groups.items():
             steps, _ = aligned[group]
             last = np.array([(s[-1], v[-1]) for s, v in curves[group]])
             seeds = f"{len(last)} seed{'s' if len(last) > 1 else ''}"
-            dots = ax.scatter(last[:, 0], last[:, 1], s=14, zorder=3, label=f"{label} ({seeds})")
+            ax.scatter(last[:, 0], last[:, 1], s=14, zorder=3, color=colors[group])
             if group in stats:
                 low, high = stats[group]["iqm_ci"]
-                ax.plot(steps, stats[group]["iqm"], color=dots.get_facecolor()[0])
-                ax.fill_between(steps, low, high, color=dots.get_facecolor()[0], alpha=0.2)
+                ax.plot(steps, stats[group]["iqm"], color=colors[group])
+                ax.fill_between(steps, low, high, color=colors[group], alpha=0.2)
+            handles.append(legend_entry(colors[group], f"{label} ({seeds})"))
         ax.set_title(panel)
-        ax.set_xlabel("steps")
+        ax.set_xlabel(step_label([configs[group][1] for group in groups]))
         ax.set_ylabel("evaluation return (IQM, 95% CI; points: final)")
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
+        ax.legend(handles=handles, fontsize=8)
     return save_figure(fig, out)

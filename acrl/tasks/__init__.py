@@ -16,9 +16,11 @@ Atari (the `atari` extra: ale-py, ROMs included, and opencv): every `ALE/...-v5`
 environment family of `acrl.core.envs.ENV_FAMILIES`, and ALE's `...NoFrameskip-v4` ids (the same
 family under the key "*NoFrameskip-v4": the same game without sticky actions): `env_factory` builds
 the preprocessed single game (`acrl.tasks.atari.make_atari_env`) and `make_vec_env` ALE's vector env
-with episodic life and clipped rewards for training (`acrl.tasks.atari.AtariVecEnv`). `ale_py` is
-imported (registering the ids) when an ALE id is first built, not at `import acrl`. Without the
-extra, either family's ids are unknown and the error names the extra to install.
+with episodic life and clipped rewards for training (`acrl.tasks.atari.AtariVecEnv`). Their sticky
+actions are a run's `sticky_actions` setting (`acrl.core.envs.with_sticky_actions`; unset: the id's
+registration). `ale_py` is imported (registering the ids) when an ALE id is first built, not at
+`import acrl`. Without the extra, either family's ids are unknown and the error names the extra to
+install.
 
 POPGym (Morad et al. 2023; the `popgym` extra): its partially observable tasks, ids
 `popgym-<Task><Difficulty>-v0` without a namespace, as the "popgym-" family: `popgym` is imported
@@ -59,6 +61,7 @@ ENV_FAMILIES["ALE"] = ENV_FAMILIES["*NoFrameskip-v4"] = EnvFamily(
     register=register_ale,
     make_env=make_atari_env,
     make_vec_env=make_atari_vec_env,
+    sticky_actions=True,
 )
 ENV_FAMILIES["popgym-"] = EnvFamily(
     install="install acrl's popgym extra (pip install 'acrl[popgym]')",

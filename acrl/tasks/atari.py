@@ -5,7 +5,10 @@ Data Table 1) and Machado et al. 2018 (sticky actions).
 Every `ALE/...-v5` id (ALE/Pong-v5, ALE/Breakout-v5, ...) means, in acrl, the game with `AtariSettings`;
 ALE's older `...NoFrameskip-v4` ids (PongNoFrameskip-v4: the ids CleanRL and SB3's zoo train on) mean
 the same game and preprocessing without sticky actions, as their registrations say
-(`AtariSettings.of`):
+(`AtariSettings.of`). A run's `sticky_actions` setting (`acrl.core.config.RunConfig`) overrides the
+registration's probability: the agent builds every env of the run from the id's EnvSpec with that
+`repeat_action_probability` (`acrl.core.envs.with_sticky_actions`), so training, A3C's workers,
+evaluation and videos have the same one, and config.yaml and the model card record it.
 
 - `make_atari_env`, the single environment (the agent's probe, evaluation, `acrl record`, and any
   env built by `acrl.core.envs.env_factory`): Gymnasium's `AtariPreprocessing` (up to 30 no-op
@@ -47,6 +50,7 @@ from dataclasses import dataclass
 
 import gymnasium as gym
 import numpy as np
+from gymnasium.envs.registration import EnvSpec
 from gymnasium.vector import AutoresetMode
 
 from acrl.core.errors import InputError
@@ -103,40 +107,44 @@ class AtariSettings:
             )
 
     @classmethod
-    def of(cls, env_id: str) -> AtariSettings:
-        """The settings of a registered ALE id: the defaults, with the sticky-action probability and the
-        frame limit its registration gives (`repeat_action_probability`, `max_num_frames_per_episode`:
-        ALE/Pong-v5 0.25 and 108,000, PongNoFrameskip-v4 0 and 108,000).
+    def of(cls, env: str | EnvSpec) -> AtariSettings:
+        """The settings of a registered ALE id, or of its EnvSpec: the defaults, with the sticky-action
+        probability and the frame limit its keyword arguments give (`repeat_action_probability`,
+        `max_num_frames_per_episode`: ALE/Pong-v5 0.25 and 108,000, PongNoFrameskip-v4 0 and 108,000; an
+        EnvSpec from `acrl.core.envs.with_sticky_actions`: the run's `sticky_actions`).
 
         Raises:
             gymnasium.error.NameNotFound / NamespaceNotFound: an id that is not registered.
+            InputError: a probability outside [0, 1] in the spec.
         """
-        kwargs = gym.spec(env_id).kwargs
+        kwargs = _spec(env).kwargs
         return cls(
             repeat_action_probability=kwargs.get("repeat_action_probability", cls.repeat_action_probability),
             max_frames=kwargs.get("max_num_frames_per_episode") or cls.max_frames,
         )
 
 
-def _game(env_id: str) -> tuple[gym.envs.registration.EnvSpec, str]:
-    """(the registered spec, ALE's ROM name such as "pong") of an ALE id; the id is registered (`env_factory`)."""
-    spec = gym.spec(env_id)
-    return spec, spec.kwargs["game"]
+def _spec(env: str | EnvSpec) -> EnvSpec:
+    """The EnvSpec of an ALE id (registered: `env_factory` checks it), or the EnvSpec itself."""
+    return gym.spec(env) if isinstance(env, str) else env
 
 
-def make_atari_env(env_id: str, render_mode: str | None = None, settings: AtariSettings | None = None) -> gym.Env:
+def make_atari_env(
+    env: str | EnvSpec, render_mode: str | None = None, settings: AtariSettings | None = None
+) -> gym.Env:
     """The single environment of an ALE id: whole games, the game's own score (see the module docstring).
 
-    `gym.make(env_id, frameskip=1, ...)` (the ALE env steps one frame at a time, with sticky actions)
+    `gym.make(spec, frameskip=1, ...)` (the ALE env steps one frame at a time, with sticky actions)
     -> `AtariPreprocessing` (no-ops, frame skip with max-pooling, resize, grayscale) ->
     `FrameStackObservation` (zero padding, as ALE's vector env). Its videos play at the game's speed:
     `metadata["render_fps"]` is 60 / frame_skip.
 
     Args:
-        env_id: an ALE id registered with Gymnasium ("ALE/Pong-v5"; `import ale_py` registers them).
+        env: an ALE id registered with Gymnasium ("ALE/Pong-v5"; `import ale_py` registers them), or
+            its EnvSpec (with the run's sticky actions: `acrl.core.envs.with_sticky_actions`).
         render_mode: None, or "rgb_array" for videos: `render()` gives the emulator's RGB screen,
             (210, 160, 3) uint8.
-        settings: the preprocessing (None: `AtariSettings.of(env_id)`).
+        settings: the preprocessing (None: `AtariSettings.of(env)`).
     Returns:
         the env: observations (frame_stack, screen_size, screen_size) uint8 (with grayscale=False,
         (frame_stack, screen_size, screen_size, 3)), Discrete actions (the minimal action set), rewards
@@ -147,9 +155,9 @@ def make_atari_env(env_id: str, render_mode: str | None = None, settings: AtariS
     """
     from gymnasium.wrappers import AtariPreprocessing, FrameStackObservation
 
-    settings = settings or AtariSettings.of(env_id)
+    settings = settings or AtariSettings.of(env)
     env = gym.make(
-        env_id,
+        _spec(env),
         frameskip=1,
         repeat_action_probability=settings.repeat_action_probability,
         max_num_frames_per_episode=settings.max_frames,
@@ -190,10 +198,12 @@ class AtariVecEnv(gym.vector.VectorEnv):
     (`acrl.parts.buffers.FrameReplayBuffer`).
     Observations and rewards are integers, so no NaN can occur (nothing like `CheckFinite` is needed).
 
+    `settings` is the preprocessing it was built with (the vector env cannot be asked for it).
+
     Args:
-        env_id: a registered ALE id ("ALE/Pong-v5").
+        env: a registered ALE id ("ALE/Pong-v5") or its EnvSpec (as `make_atari_env`).
         n_envs: sub-environments.
-        settings: the preprocessing.
+        settings: the preprocessing (None: `AtariSettings.of(env)`).
         num_threads: threads ALE steps the sub-environments in (None: one per sub-environment, up to
             the cores this process may run on; an A3C worker passes 1).
     Raises:
@@ -204,15 +214,16 @@ class AtariVecEnv(gym.vector.VectorEnv):
     metadata = {"autoreset_mode": AutoresetMode.SAME_STEP}
 
     def __init__(
-        self, env_id: str, n_envs: int, settings: AtariSettings = AtariSettings(), num_threads: int | None = None
+        self, env: str | EnvSpec, n_envs: int, settings: AtariSettings | None = None, num_threads: int | None = None
     ):
         from ale_py.vector_env import AtariVectorEnv
 
         if n_envs < 1 or (num_threads is not None and num_threads < 1):
             raise InputError(f"AtariVecEnv needs n_envs >= 1 and num_threads >= 1, got {n_envs} and {num_threads}.")
-        self.spec, game = _game(env_id)
+        self.spec = _spec(env)
+        self.settings = settings = settings or AtariSettings.of(self.spec)
         self.ale = AtariVectorEnv(
-            game,
+            self.spec.kwargs["game"],
             n_envs,
             num_threads=num_threads or min(n_envs, default_workers()),
             autoreset_mode=AutoresetMode.SAME_STEP,
@@ -286,10 +297,10 @@ class AtariVecEnv(gym.vector.VectorEnv):
         self.ale.close()
 
 
-def make_atari_vec_env(env_id: str, n_envs: int, num_threads: int | None = None) -> AtariVecEnv:
-    """`AtariVecEnv(env_id, n_envs, AtariSettings.of(env_id), num_threads)`: what
-    `acrl.core.envs.make_vec_env` builds for an ALE id (see `AtariVecEnv`)."""
-    return AtariVecEnv(env_id, n_envs, AtariSettings.of(env_id), num_threads)
+def make_atari_vec_env(env: str | EnvSpec, n_envs: int, num_threads: int | None = None) -> AtariVecEnv:
+    """`AtariVecEnv(env, n_envs, AtariSettings.of(env), num_threads)`: what `acrl.core.envs.make_vec_env`
+    builds for an ALE id or its EnvSpec (see `AtariVecEnv`)."""
+    return AtariVecEnv(env, n_envs, None, num_threads)
 
 
 def register_ale() -> None:

@@ -44,11 +44,11 @@ def register_popgym() -> None:
     import popgym  # noqa: F401  (registers its ids when imported)
 
 
-def make_popgym(env_id: str, render_mode: str | None = None) -> gym.Env:
+def make_popgym(env_id: str | gym.envs.registration.EnvSpec, render_mode: str | None = None) -> gym.Env:
     """The POPGym task of `env_id` (registered by `register_popgym`), Discrete observations one-hot.
 
     Args:
-        env_id: a POPGym id, "popgym-RepeatPreviousEasy-v0".
+        env_id: a POPGym id, "popgym-RepeatPreviousEasy-v0", or its EnvSpec.
         render_mode: None, or "rgb_array" for the tasks that render (the CartPole and Pendulum ones).
     """
     env = gym.make(env_id) if render_mode is None else gym.make(env_id, render_mode=render_mode)

@@ -212,3 +212,67 @@ def test_dqn_stores_each_atari_frame_once_and_samples_what_the_env_gave():
     ):
         want = given[int(k)]
         assert np.array_equal(o.numpy(), want[0]) and np.array_equal(n.numpy(), want[1]) and nd == 1 - want[2]
+
+
+def test_sticky_actions_reach_training_a3c_workers_evaluation_and_videos_and_are_recorded(tmp_path, monkeypatch):
+    """sticky_actions=0.1 on ALE/Pong-v5 (registered with 0.25): every env of the run has 0.1."""
+    import acrl.core.evaluation
+    from acrl.core.model_card import model_card
+    from acrl.core.video import render_env
+    from acrl.parts.workers import make_worker_envs, picklable_env
+
+    tiny = {"n_envs": 2, "n_steps": 16, "batch_size": 16, "eval_episodes": 1, "normalize_obs": False}
+    agent = PPO("ALE/Pong-v5", sticky_actions=0.1, **tiny)
+    assert agent.config.sticky_actions == 0.1
+    assert agent.envs.settings.repeat_action_probability == 0.1  # the training vector env (ALE's C++ one)
+    workers, _ = make_worker_envs(picklable_env(agent.env), seed=0, rank=1)  # what A3C's parent sends a worker
+    assert workers.settings.repeat_action_probability == 0.1
+    built = []
+    real_factory = acrl.core.evaluation.env_factory
+
+    def factory(env):
+        make, name = real_factory(env)
+        return (lambda: built.append(make()) or built[-1]), name
+
+    monkeypatch.setattr(acrl.core.evaluation, "env_factory", factory)
+    monkeypatch.setattr(PPO, "predict", lambda self, obs, *args, **kwargs: 1)  # FIRE: Pong plays on, a point lost
+    monkeypatch.setattr(acrl.core.evaluation.CheckFinite, "step", lambda self, action: (None, -21.0, True, False, {}))
+    agent.evaluate()
+    (evaluation,) = built
+    assert evaluation.unwrapped.ale.getFloat("repeat_action_probability") == pytest.approx(0.1)
+    assert render_env(agent.env).unwrapped.ale.getFloat("repeat_action_probability") == pytest.approx(0.1)
+    agent.write_config(tmp_path)
+    assert "sticky_actions: 0.1\n" in (tmp_path / "config.yaml").read_text()
+    card = model_card(tmp_path, "ppo", agent.config)
+    reproduce = next(line for line in card.splitlines() if line.startswith("acrl train"))
+    assert "Sticky actions: 0.1 (" in card and " sticky_actions=0.1 " in reproduce
+    # unset: the registration's probability, recorded as such
+    assert PPO("PongNoFrameskip-v4", **tiny).config.sticky_actions == 0.0
+    assert PPO("ALE/Pong-v5", **tiny).config.sticky_actions == 0.25
+
+
+def test_with_sticky_actions_one_the_emulator_never_takes_the_agents_action():
+    """ALE's vector env built from the run's spec: at probability 1 every frame repeats the previous
+    action (NOOP after the reset), so pressing UP gives NOOP's frames; at 0 the paddle moves."""
+    from acrl.core.envs import with_sticky_actions
+
+    def frames(sticky, action):
+        vec = make_vec_env(with_sticky_actions("ALE/Pong-v5", sticky)[0], 1)
+        obs = [vec.reset(seed=0)[0]] + [vec.step(np.array([action]))[0] for _ in range(40)]
+        vec.close()
+        return np.stack(obs)
+
+    assert np.array_equal(frames(1.0, 2), frames(1.0, 0))
+    assert not np.array_equal(frames(0.0, 2), frames(0.0, 0))
+
+
+def test_sticky_actions_are_refused_outside_atari_and_outside_0_1_before_anything_is_built():
+    from acrl.core.envs import with_sticky_actions
+
+    with pytest.raises(InputError, match=r"sticky_actions=0.1 .*; CartPole-v1 is not an Atari \(ALE\) game"):
+        PPO("CartPole-v1", sticky_actions=0.1)
+    with pytest.raises(InputError, match=r"sticky_actions is a probability in \[0, 1\] .* got 1.5"):
+        PPO("ALE/Pong-v5", sticky_actions=1.5)
+    with pytest.raises(InputError, match="an env instance or factory has its own"):
+        with_sticky_actions(lambda: gym.make("CartPole-v1"), 0.0)
+    assert with_sticky_actions("CartPole-v1", None) == ("CartPole-v1", None)

@@ -193,7 +193,27 @@ def test_progress_bar_keeps_a_total_past_the_budget(capsys):
     logger.log(16, {"time/fps": 1.0})
     logger.close()
     final = capsys.readouterr().err.split("\r")[-1]
-    assert final.startswith("bcq on final: 100%") and "16/16" in final and "update/s" in final
+    assert final.startswith("bcq on final: 100%") and "| 16/16 updates [" in final and "updates/s=1]" in final
+
+
+def test_the_bar_spaces_its_unit_from_the_count_and_shows_the_rate_once(capsys):
+    """65,536 steps, 12,000 of them taken at 12,345.6 steps a second, returns 162.04 and 0.0483: the count
+    with its unit apart ("65536step" ran them together), the loop's fps rounded, returns as the console's."""
+    logger = Logger(None, 65_536, progress=True)
+    logger.log(12_000, {"time/fps": 12_345.6, "rollout/ep_return_mean": 162.04, "eval/return_mean": 0.04834})
+    logger.bar.refresh()
+    line = capsys.readouterr().err.split("\r")[-1]
+    logger.close()
+    assert "| 12,000/65,536 steps [" in line, line
+    assert line.rstrip().endswith(", fps=12,346, return=162.0, eval=0.048]"), line
+    assert "step/s" not in line and "steps/s" not in line  # tqdm's own rate: fps says it
+
+
+def test_the_start_line_is_written_above_the_progress_bar_not_onto_it(tmp_path, capsys):
+    report = ConsoleReport("training scripted -> here")
+    train([Run(ScriptedAgent(total=20, eval_freq=10), tmp_path, callbacks=[report])])
+    lines = capsys.readouterr().err.replace("\r", "\n").splitlines()
+    assert "training scripted -> here" in lines, lines  # a line of its own: tqdm cleared the bar first
 
 
 def test_the_finite_check_never_reads_a_parameter_while_another_process_writes_it(monkeypatch):

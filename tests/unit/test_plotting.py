@@ -1,9 +1,11 @@
 """Learning-curve figures: labels by what differs, the band over seeds on a common grid of steps,
-and curves of a single evaluation drawn as points (checked on matplotlib's artists, not pixels)."""
+curves of a single evaluation drawn as points, axes named in words, a colour per configuration and
+legend entries that show lines (checked on matplotlib's artists, not pixels)."""
 
 import numpy as np
 import pytest
 import yaml
+from matplotlib.colors import to_hex
 
 import acrl.core.plotting
 from acrl.core.errors import InputError
@@ -109,3 +111,45 @@ def test_a_missing_output_folder_is_refused(tmp_path):
     a = _run(tmp_path / "a", 0, [(10_000, 100.0)])
     with pytest.raises(InputError, match="does not exist"):
         plot_runs([a], tmp_path / "missing" / "curves.png")
+
+
+def test_axes_are_named_in_words_and_offline_runs_count_gradient_updates(tmp_path, drawn):
+    a = _run(tmp_path / "a", 0, [(1000, 10.0), (2000, 20.0)])
+    plot_runs([a], tmp_path / "curves.png")
+    ax = drawn[-1].axes[0]
+    assert (ax.get_xlabel(), ax.get_ylabel()) == ("environment steps", "evaluation return")  # not eval/return_mean
+    b = _run(tmp_path / "b", 0, [(1000, 10.0)], dataset="final.h5")
+    plot_runs([b], tmp_path / "offline.png")
+    assert drawn[-1].axes[0].get_xlabel() == "gradient updates"
+    plot_runs([a, b], tmp_path / "both.png")  # not every run offline: their steps are not all updates
+    assert drawn[-1].axes[0].get_xlabel() == "environment steps"
+
+
+def test_legend_entries_show_lines_in_the_colour_of_what_they_name_also_for_points(tmp_path, drawn):
+    """Two seeds of one evaluation each are drawn as points; their legend entry is still a line."""
+    a = _run(tmp_path / "a", 0, [(10_000, 100.0)], learning_rate=0.001)
+    b = _run(tmp_path / "b", 1, [(10_240, 200.0)], learning_rate=0.001)
+    c = _run(tmp_path / "c", 0, [(1000, 50.0), (2000, 60.0)], learning_rate=0.0003)
+    plot_runs([a, b, c], tmp_path / "curves.png")
+    ax = drawn[-1].axes[0]
+    handles = ax.get_legend().legend_handles
+    assert [h.get_linestyle() for h in handles] == ["-", "-"]
+    (points,) = ax.collections
+    (line,) = ax.lines
+    assert to_hex(points.get_facecolor()[0]) == to_hex(handles[0].get_color())
+    assert to_hex(line.get_color()) == to_hex(handles[1].get_color())
+    assert handles[0].get_color() != handles[1].get_color()
+
+
+def test_a_configuration_has_its_colour_whatever_order_the_runs_come_in(tmp_path, drawn):
+    runs = [_run(tmp_path / f"r{lr}", 0, [(1000, lr), (2000, lr)], learning_rate=lr) for lr in (0.1, 0.2, 0.3)]
+
+    def colours(order):
+        plot_runs(order, tmp_path / "curves.png")
+        ax = drawn[-1].axes[0]
+        return {line.get_ydata()[0]: to_hex(line.get_color()) for line in ax.lines}
+
+    forward, backward = colours(runs), colours(runs[::-1])
+    assert forward == backward and len(set(forward.values())) == 3
+    # matplotlib's first three colours, in the configurations' sorted order (learning_rate 0.1, 0.2, 0.3)
+    assert [forward[lr] for lr in (0.1, 0.2, 0.3)] == ["#1f77b4", "#ff7f0e", "#2ca02c"]
