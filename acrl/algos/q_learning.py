@@ -57,6 +57,12 @@ class QLearningConfig(TDConfig):
         learning_rate: the optimizer's step size.
         hidden_sizes: hidden ReLU layers of the Q-network's MLP (vector observations).
         target_update_interval: gradient updates between target network updates (1: every update).
+            Gradient updates, not environment steps: Stable-Baselines3's (and rl-baselines3-zoo's,
+            CleanRL's) target update interval counts environment steps. S such steps with G gradient
+            steps every train_freq F steps hold S * G / F updates (CleanRL Atari: 1,000 steps, an
+            update every 4: 250); where S < F the copies fall between the bursts of G updates, one per
+            burst: G (zoo CartPole: S = 10, G = 128, F = 256: 128). The presets (acrl/presets/dqn.yaml)
+            hold the converted values, each source saying which it took.
         n_step: transitions summed into each target (1: one-step targets; `n_step_returns`).
         max_grad_norm: clip the gradient's global norm to this (None: no clipping).
         optimizer: "adam" or "rmsprop" (centered RMSProp, Graves 2013, as DQN's and MinAtar's DQN).

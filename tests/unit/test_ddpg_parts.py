@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 import torch
 
-from acrl import DDPG, TD3
-from acrl.algos.ddpg import td_target
+from acrl import DDPG, SAC, TD3
 from acrl.algos.td3 import smooth_target_actions
 from acrl.core.errors import InputError
 from acrl.parts.buffers import ReplayBuffer
 from acrl.parts.datasets import collect_transitions, save_dataset
+from acrl.parts.returns import td_target
 
 TINY = {"hidden_sizes": (1,), "buffer_size": 100, "batch_size": 2, "start_steps": 0}
 SMALL = {
@@ -243,10 +243,12 @@ def test_exploration_adds_seeded_gaussian_noise_to_the_actor_in_policy_units():
 
 
 def test_discrete_action_space_is_refused_with_alternatives():
-    with pytest.raises(InputError, match="PPO or A3C.*discrete BCQ"):
+    with pytest.raises(InputError, match="use DQN, PPO or A3C.*discrete BCQ"):
         DDPG("CartPole-v1")
-    with pytest.raises(InputError, match="PPO or A3C"):
+    with pytest.raises(InputError, match="use DQN, PPO or A3C"):
         TD3("CartPole-v1")
+    with pytest.raises(InputError, match="use DQN, PPO or A3C.*discrete BCQ"):
+        SAC("CartPole-v1")
 
 
 def test_bad_hyperparameters_are_refused():
