@@ -367,3 +367,18 @@ def test_offline_dqn_learns_from_a_continuous_dataset_without_an_epsilon_schedul
     agent.learn(progress=False)
     result = agent.evaluate(episodes=1)
     assert agent.updates == 100 and {"q_initial_mean", "q_data_mean", "q_policy_mean"} <= set(result)
+
+
+def test_a_discretised_dqn_learns_from_another_agents_buffer_as_it_is():
+    """The concurrent experiment's DQN: a buffer of a continuous agent's actions in policy units, read through
+    the nearest sub-actions; nothing explores, so no epsilon schedule is checked against the short budget."""
+    buffer = ReplayBuffer(4, 4, (2,))
+    obs = np.zeros((4, 4), np.float32)
+    actions = np.array([[-1.0, 1.0], [0.1, -0.2], [0.6, 0.9], [-0.3, 0.0]], np.float32)
+    buffer.add(obs, actions, np.ones(4), obs, np.zeros(4, bool), np.zeros(4, bool))
+    agent = DQN(TwoJoints, action_bins=3, buffer=buffer, **{**SMALL, "epsilon_decay_steps": 10_000})
+    assert agent.step_unit == "update" and agent.buffer is buffer
+    batch = agent.sample_batch()
+    assert {tuple(a) for a in batch["actions"].tolist()} <= {(0, 2), (1, 1), (2, 2), (1, 1)}
+    agent.learn(20, progress=False)
+    assert (agent.num_steps, agent.updates) == (20, 20) and buffer.actions[0].tolist() == [-1.0, 1.0]  # untouched
