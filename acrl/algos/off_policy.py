@@ -306,7 +306,7 @@ class ReplayAgent(Agent):
         """`Agent.state_dict`; collecting, the replay buffer too when `replay_buffer` and save_replay_buffer."""
         state = super().state_dict()
         source = self.source.state_dict(self, replay_buffer)
-        if "replay_buffer" in source:
+        if "replay_buffer" in source:  # at the checkpoint's top level, where it has always been
             state["replay_buffer"] = source.pop("replay_buffer")
         state["extra"] |= source
         return state
@@ -316,13 +316,20 @@ class ReplayAgent(Agent):
         checkpoint holds one, and fresh episodes).
 
         Raises:
-            InputError: as `Agent.load_state_dict`; a saved buffer larger than buffer_size.
+            InputError: as `Agent.load_state_dict`; a saved buffer larger than buffer_size; for an agent that
+                collects, a checkpoint without the collection's state (one that learnt from fixed data).
         """
         super().load_state_dict(state)
         extra = dict(state["extra"])
         if "replay_buffer" in state:
             extra["replay_buffer"] = state["replay_buffer"]
-        self.source.load_state_dict(self, extra)
+        try:
+            self.source.load_state_dict(self, extra)
+        except KeyError as missing:
+            raise InputError(
+                f"the checkpoint does not match this {type(self).__name__}, which collects its data: it holds no "
+                f"{missing} (a checkpoint of an agent that learnt from fixed data?)."
+            ) from None
 
     def _extra_state(self) -> dict[str, Any]:
         return {"updates": self.updates}
