@@ -25,6 +25,7 @@ ALGORITHMS = {
     "bcq": ("acrl.algos.bcq", "BCQ"),
     "discrete_bcq": ("acrl.algos.discrete_bcq", "DiscreteBCQ"),
     "bc": ("acrl.algos.bc", "BC"),
+    "discrete_bc": ("acrl.algos.discrete_bc", "DiscreteBC"),
     "vae_bc": ("acrl.algos.vae_bc", "VAEBC"),
 }
 """CLI name (also the checkpoint's `algo`) -> (module, class). Modules import lazily so `acrl --help` stays fast."""

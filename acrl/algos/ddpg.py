@@ -44,6 +44,7 @@ from acrl.core.envs import require_finite_bounds
 from acrl.core.errors import InputError
 from acrl.parts.nets import DeterministicActor, QNet
 from acrl.parts.optim import hard_update, polyak_update
+from acrl.parts.returns import td_target
 
 
 @dataclass
@@ -64,19 +65,6 @@ class DDPGConfig(OffPolicyConfig):
             raise InputError(f"expl_noise must be >= 0, got {self.expl_noise}.")
 
 
-def td_target(rewards: torch.Tensor, not_done: torch.Tensor, next_q: torch.Tensor, gamma: float) -> torch.Tensor:
-    """One-step TD target y = r + gamma * not_done * Q'(s', a') (Lillicrap et al. 2016, Alg. 1).
-
-    Args:
-        rewards, not_done, next_q: (B,) float32; not_done = 1 - terminated, so a transition cut
-            by a time limit still bootstraps (docs/correctness.md item 1).
-        gamma: discount in [0, 1].
-    Returns:
-        (B,) float32 targets.
-    """
-    return rewards + gamma * not_done * next_q
-
-
 class DDPG(OffPolicyAgent):
     """DDPG agent: `DDPG(env="Pendulum-v1", seed=0, **hyperparameters).learn(total_steps)`.
 
@@ -86,7 +74,7 @@ class DDPG(OffPolicyAgent):
 
     Raises:
         InputError: see `Agent` and `DDPGConfig.validate`; a Discrete or unbounded action space
-            (use PPO or A3C online, or discrete BCQ offline); at `learn`, a dataset that is
+            (use DQN, PPO or A3C online, or discrete BCQ offline); at `learn`, a dataset that is
             missing, corrupt or does not fit the environment's spaces.
     """
 
@@ -94,7 +82,7 @@ class DDPG(OffPolicyAgent):
     config_class: ClassVar[type[RunConfig]] = DDPGConfig
     action_kinds = (gym.spaces.Box,)
     action_space_hint = (
-        "It needs continuous actions: for a Discrete action space use PPO or A3C (online) or "
+        "It needs continuous actions: for a Discrete action space use DQN, PPO or A3C (online) or "
         "discrete BCQ (discrete_bcq, offline)."
     )
     config: DDPGConfig

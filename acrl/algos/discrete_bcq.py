@@ -35,8 +35,8 @@ from torch import nn
 from acrl.algos.q_learning import QLearningAgent, QLearningConfig
 from acrl.core.config import RunConfig
 from acrl.core.errors import InputError
-from acrl.parts.encoders import is_image, make_encoder
-from acrl.parts.nets import mlp, output_layer
+from acrl.parts.encoders import make_encoder
+from acrl.parts.nets import output_layer
 
 
 @dataclass
@@ -79,31 +79,30 @@ class DiscreteBCQNet(nn.Module):
     is log G(a|s).
 
     Args:
-        space: the observation space: vectors get two ReLU MLPs of `hidden_sizes` (`mlp`), frames two
-            trunks of the CNN `encoder` names (`acrl.parts.encoders.make_encoder`), each with its linear
-            output layer; encoder: "auto" or a name of `acrl.parts.encoders.ENCODERS`;
-        n_actions: the Discrete space's size.
+        space: the observation space; each trunk is the encoder `make_encoder` gives for it (vectors: a
+            ReLU MLP of `hidden_sizes`; frames: the CNN `encoder` names) with its linear output layer;
+        encoder: "auto" or a name of `acrl.parts.encoders.ENCODERS`; n_actions: the Discrete space's size;
+        channels: the frames' layout, "first", "last" or "auto" (a config's `channels`).
     Attributes:
         encoder_name: the encoder used ("mlp", "nature", "a3c" or "minatar").
     Raises:
-        InputError: an observation space no encoder takes, or an encoder that does not take it (a CNN for
-            vectors; for frames, `make_encoder`'s checks).
+        InputError: an observation space no encoder takes, or an encoder that does not take it (`make_encoder`).
     """
 
-    def __init__(self, space: gym.spaces.Box, encoder: str, n_actions: int, hidden_sizes: tuple[int, ...] = (256, 256)):
+    def __init__(
+        self,
+        space: gym.spaces.Box,
+        encoder: str,
+        n_actions: int,
+        hidden_sizes: tuple[int, ...] = (256, 256),
+        channels: str = "auto",
+    ):
         super().__init__()
-        if not is_image(space):
-            if encoder not in ("auto", "mlp"):
-                raise InputError(f"encoder {encoder!r} takes image frames; these observations are vectors {space}.")
-            obs_dim = int(space.shape[0])
-            self.q = mlp(obs_dim, hidden_sizes, n_actions, "relu")
-            self.imitation = mlp(obs_dim, hidden_sizes, n_actions, "relu", output_gain=0.01)
-            self.encoder_name = "mlp"
-            return
         trunks = []
         for gain in (1.0, 0.01):  # Q's output layer as DQN's, the imitation logits' as a policy head's
-            cnn, features_dim, self.encoder_name = make_encoder(space, encoder, hidden_sizes, "relu")
-            trunks.append(nn.Sequential(cnn, output_layer(features_dim, n_actions, gain)))
+            trunk, features_dim, self.encoder_name = make_encoder(space, encoder, hidden_sizes, "relu", channels)
+            layers = list(trunk) if isinstance(trunk, nn.Sequential) else [trunk]  # an MLP's layers as `mlp`'s
+            trunks.append(nn.Sequential(*layers, output_layer(features_dim, n_actions, gain)))
         self.q, self.imitation = trunks
 
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -150,7 +149,7 @@ class DiscreteBCQ(QLearningAgent):
     def _make_net(self) -> DiscreteBCQNet:
         """The Q-network and the imitation network G, two trunks (`DiscreteBCQNet`) for the observation space."""
         cfg = self.config
-        net = DiscreteBCQNet(self.observation_space, cfg.encoder, self.act_dim, cfg.hidden_sizes)
+        net = DiscreteBCQNet(self.observation_space, cfg.encoder, self.act_dim, cfg.hidden_sizes, cfg.channels)
         cfg.encoder = net.encoder_name
         return net
 

@@ -24,21 +24,23 @@ Atari's stacks of 4, the vector env's `frame_stack`). Correctness (docs/correctn
 observation; the target network starts as an exact copy; epsilon is a function of the environment
 steps taken (`num_steps`, in every checkpoint), so a resume continues the schedule where it was.
 
-A Box action space of J dimensions takes `action_bins` = K: each dimension is discretised on its
-own into K sub-actions evenly spaced from its low to its high bound (`bin_values`), the network has
-J * K outputs, Q_j(s, k) for output j * K + k, and Q(s, a) = (1/J) sum_j Q_j(s, a_j) (the Q-learning
-core's `action_value`): the DQN baseline of Fujimoto, Meger, Precup 2019 ("Off-Policy Deep
-Reinforcement Learning without Exploration", Supp. D: 10 sub-actions per dimension, 10 J outputs,
-each sub-action taken updated toward the target of the mean). The greedy action takes each
-dimension's best sub-action; an epsilon-greedy random action a random sub-action in every dimension.
-The replay buffer and datasets keep continuous actions in policy units; a batch's actions go to
-their nearest bins (`nearest_bins`) for the update, so the DQN learns from any continuous dataset
-(the extrapolation experiment's buffers) and reports value estimates at evaluation as the
-continuous agents do.
+A Box action space of J dimensions takes `action_bins` = K: the action adapter
+`acrl.core.envs.DiscretizedActions` discretises each dimension on its own into K sub-actions evenly
+spaced from its low to its high bound, so the agent acts with J indices and the network has J * K
+outputs, Q_j(s, k) for output j * K + k, and Q(s, a) = (1/J) sum_j Q_j(s, a_j) (the Q-learning core's
+`action_value`): the DQN baseline of Fujimoto, Meger, Precup 2019 ("Off-Policy Deep Reinforcement
+Learning without Exploration", Supp. D: 10 sub-actions per dimension, 10 J outputs, each sub-action
+taken updated toward the target of the mean). The greedy action takes each dimension's best
+sub-action; an epsilon-greedy random action a random sub-action in every dimension. The replay
+buffer and datasets keep continuous actions in the Box's policy units; a batch's actions go to their
+nearest sub-actions (`DiscretizedActions.from_buffer`) for the update, so the DQN learns from any
+continuous dataset (the extrapolation experiment's buffers) and reports value estimates at
+evaluation as the continuous agents do. Nothing below asks which kind of action space it has.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -50,10 +52,8 @@ from torch import nn
 from acrl.algos.off_policy import OffPolicyConfig
 from acrl.algos.q_learning import QLearningAgent, QLearningConfig, double_q_target
 from acrl.core.config import RunConfig, in_unit_interval
-from acrl.core.envs import require_finite_bounds
+from acrl.core.envs import DiscretizedActions
 from acrl.core.errors import InputError
-from acrl.parts.buffers import FrameReplayBuffer, ReplayBuffer
-from acrl.parts.encoders import is_image
 from acrl.parts.heads import DiscreteQ
 
 
@@ -66,10 +66,11 @@ class DQNConfig(QLearningConfig, OffPolicyConfig):
         epsilon_start, epsilon_end: the exploration rate at step 0 and from epsilon_decay_steps on, in [0, 1].
         epsilon_decay_steps: environment steps over which epsilon falls linearly (0: epsilon_end
             from the start); online, at most total_steps, so that the schedule ends within the budget
-            (offline, with a dataset, epsilon is not used).
+            (checked when learning starts, `check_epsilon_decay`; offline, with a dataset, epsilon is
+            not used).
         action_bins: Box action spaces only (required there, refused for a Discrete one): sub-actions
             per dimension, >= 2, evenly spaced from low to high with both bounds included; each
-            dimension is discretised independently (Fujimoto et al. 2019, Supp. D: 10).
+            dimension is discretised independently (`DiscretizedActions`; Fujimoto et al. 2019, Supp. D: 10).
         double_q: Double DQN targets, a' chosen by the online network and valued by the target network
             (van Hasselt et al. 2016, Eq. 4); false: the target network's max over a' (Mnih et al. 2015),
             one forward pass fewer per update.
@@ -98,17 +99,12 @@ class DQNConfig(QLearningConfig, OffPolicyConfig):
         """Raise `InputError` for values DQN cannot run with (see the attribute list)."""
         super().validate()
         in_unit_interval(self, "epsilon_start", "epsilon_end")
-        if self.dataset is None:
-            check_epsilon_decay(self.epsilon_decay_steps, self.total_steps)
+        if self.epsilon_decay_steps < 0:
+            raise InputError(f"epsilon_decay_steps must be >= 0, got {self.epsilon_decay_steps}.")
         if self.action_bins is not None and self.action_bins < 2:
             raise InputError(
                 f"action_bins must be >= 2 (sub-actions per action dimension, from its low to its high bound), "
                 f"got {self.action_bins}."
-            )
-        if self.buffer_size % self.n_envs:
-            raise InputError(
-                f"buffer_size ({self.buffer_size}) must be a multiple of n_envs ({self.n_envs}): each "
-                "environment gets an equal part of the replay buffer."
             )
 
 
@@ -124,20 +120,6 @@ def check_epsilon_decay(decay_steps: int, total_steps: int) -> None:
             f"epsilon_decay_steps={decay_steps} and total_steps={total_steps}. Lower it (--set "
             f"epsilon_decay_steps={total_steps // 10}) or train longer."
         )
-
-
-def bin_values(n_bins: int, device: torch.device | str | None = None) -> torch.Tensor:
-    """The sub-actions of a discretised dimension in policy units: (n_bins,) float32, -1 + 2k / (n_bins - 1)
-    for k = 0..n_bins - 1, both bounds included (`ActionAdapter.to_env` maps them to the environment's
-    low + k (high - low) / (n_bins - 1)); n_bins >= 2."""
-    return torch.linspace(-1.0, 1.0, n_bins, device=device)
-
-
-def nearest_bins(actions: torch.Tensor, n_bins: int) -> torch.Tensor:
-    """Policy-unit actions (..., J) float32 -> the index (..., J) int64 of each dimension's nearest
-    `bin_values` entry: floor((a + 1) (n_bins - 1) / 2 + 1/2), so a value halfway between two bins goes
-    to the upper one and a value outside [-1, 1] to the end bin."""
-    return torch.floor((actions + 1.0) * ((n_bins - 1) / 2.0) + 0.5).clamp(0, n_bins - 1).long()
 
 
 def linear_epsilon(step: int, start: float, end: float, decay_steps: int) -> float:
@@ -159,37 +141,27 @@ class DQN(QLearningAgent):
     Raises:
         InputError: see `Agent` and `DQNConfig.validate`; a Box action space without action_bins
             (naming it and the continuous algorithms), or with an infinite bound or image
-            observations; action_bins for a Discrete space; an observation space no encoder takes;
-            at `learn`, an online epsilon schedule that ends after the budget, or a frame replay
-            buffer larger than the memory available.
+            observations; action_bins for a Discrete space; an observation space no encoder takes; a
+            frame replay buffer larger than the memory available; at `learn`, an online epsilon
+            schedule that ends after the budget.
     """
 
     algo: ClassVar[str] = "dqn"
     config_class: ClassVar[type[RunConfig]] = DQNConfig
     action_kinds = (gym.spaces.Discrete, gym.spaces.Box)
     config: DQNConfig
-    n_bins: int | None = None
-    """Sub-actions per dimension of a discretised Box action space (action_bins), None for a Discrete one."""
 
     def _make_net(self) -> nn.Module:
-        """`DiscreteQ` for the observation space, one output per action (Discrete) or per sub-action
-        (J * action_bins, a discretised Box); frames stay uint8 / bool up to the network.
+        """`DiscreteQ` for the observation space, one output per entry of the action adapter's table: per
+        action (Discrete), per sub-action of each dimension (J * action_bins, a Box, whose adapter becomes
+        `DiscretizedActions`); frames stay uint8 / bool up to the network.
 
         Raises:
             InputError: a Box action space without action_bins (what to set, and the continuous
-                algorithms), with an infinite bound, or with image observations; action_bins for a
-                Discrete action space.
+                algorithms), or with an infinite bound; action_bins for a Discrete action space.
         """
         cfg = self.config
-        if self.discrete and cfg.action_bins is not None:
-            raise InputError(
-                f"action_bins discretises a Box action space; this environment's {self.action_space} is "
-                "already discrete: drop action_bins.",
-                cli=f"action_bins discretises a Box action space; this environment's {self.action_space} is "
-                "already discrete: drop --set action_bins.",
-            )
-        outputs = self.act_dim
-        if not self.discrete:
+        if isinstance(self.action_space, gym.spaces.Box):
             if cfg.action_bins is None:
                 what = (
                     "DQN needs discrete actions; this environment has the continuous {space}. Discretise it: "
@@ -201,24 +173,20 @@ class DQN(QLearningAgent):
                     what.format(space=self.action_space, option="action_bins=N"),
                     cli=what.format(space=self.action_space, option="--set action_bins=N"),
                 )
-            require_finite_bounds(self.action_space, "DQN's discretised actions (action_bins)")
-            if is_image(self.observation_space):
-                raise InputError(
-                    "action_bins takes vector observations: the frame replay buffer stores one Discrete "
-                    f"action per transition, and this environment has image observations {self.observation_space}."
-                )
-            self.n_bins = cfg.action_bins
-            self.bins = bin_values(self.n_bins, self.device)
-            outputs = self.act_dim * self.n_bins
-        net = DiscreteQ(self.observation_space, cfg.encoder, outputs, cfg.hidden_sizes)
+            self.action_adapter = DiscretizedActions(self.action_space, cfg.action_bins, "DQN's action_bins")
+        elif cfg.action_bins is not None:
+            raise InputError(
+                f"action_bins discretises a Box action space; this environment's {self.action_space} is "
+                "already discrete: drop action_bins.",
+                cli=f"action_bins discretises a Box action space; this environment's {self.action_space} is "
+                "already discrete: drop --set action_bins.",
+            )
+        adapter = self.action_adapter
+        net = DiscreteQ(
+            self.observation_space, cfg.encoder, adapter.n * math.prod(adapter.shape), cfg.hidden_sizes, cfg.channels
+        )
         cfg.encoder = net.encoder_name
         return net
-
-    def q_values(self, net: nn.Module, obs: torch.Tensor) -> torch.Tensor:
-        """Q(s, .) of `net` at obs (B, *obs_shape): (B, n_actions) float32, or for a discretised Box the
-        sub-action values (B, J, action_bins), output j * action_bins + k being Q_j(s, k)."""
-        q = net(obs)
-        return q if self.n_bins is None else q.view(len(obs), self.act_dim, self.n_bins)
 
     @torch.no_grad()
     def compute_target(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
@@ -236,90 +204,46 @@ class DQN(QLearningAgent):
             batch.get("discount", self.config.gamma),
         )
 
-    def to_actions(self, indices: torch.Tensor) -> torch.Tensor:
-        """Greedy or random indices -> policy actions: (B,) int64 as they are (Discrete), or (B, J) int64
-        sub-action indices -> (B, J) float32 `bin_values` (a discretised Box)."""
-        return indices if self.n_bins is None else self.bins[indices]
-
-    def sample_batch(self) -> dict[str, torch.Tensor]:
-        """The Q-learning core's minibatch; for a discretised Box, its continuous actions (B, J) mapped to
-        their nearest sub-actions (B, J) int64 (`nearest_bins`), what the update takes."""
-        batch = super().sample_batch()
-        if self.n_bins is not None:
-            batch["actions"] = nearest_bins(batch["actions"], self.n_bins)
-        return batch
-
-    def q_value(self, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
-        """Q(s, a) (B,) float32 of the online network at obs (B, *obs_shape): actions (B,) int64 of a
-        Discrete space, or policy-unit actions (B, J) float32 of a discretised Box, whose value is the mean
-        over dimensions of their nearest sub-actions' values (`nearest_bins`, `action_value`)."""
-        return super().q_value(obs, actions if self.n_bins is None else nearest_bins(actions, self.n_bins))
-
-    def _make_buffer(self) -> ReplayBuffer | FrameReplayBuffer:
-        """A `FrameReplayBuffer` for frames (stacks of the vector env's `frame_stack` frames, 1 if it
-        has none), else a `ReplayBuffer`; buffer_size transitions, n_envs rings or strides.
-
-        Raises:
-            InputError: a frame buffer larger than the memory available on the device.
-        """
-        cfg = self.config
-        space = self.observation_space
-        if is_image(space):
-            stack = getattr(self.envs, "frame_stack", 1)
-            return FrameReplayBuffer(cfg.buffer_size, space.shape, space.dtype, cfg.n_envs, stack, self.device)
-        return ReplayBuffer(cfg.buffer_size, self.obs_dim, self._action_shape, self.device, cfg.n_envs)
-
     # ----------------------------------------------------------------- acting
     def epsilon(self) -> float:
         """The exploration rate at the current step, `linear_epsilon(num_steps, ...)`."""
         cfg = self.config
         return linear_epsilon(self.num_steps, cfg.epsilon_start, cfg.epsilon_end, cfg.epsilon_decay_steps)
 
-    def random_actions(self, n: int) -> np.ndarray:
-        """n uniformly random actions from the agent's generator: (n,) int64 indices (Discrete), or for a
-        discretised Box (n, J) float32 sub-actions, each dimension's drawn uniformly from its bins."""
-        if self.n_bins is None:
-            return super().random_actions(n)
-        return self.bins.cpu().numpy()[self.rng.integers(0, self.n_bins, (n, self.act_dim))]
-
     def explore(self, obs: np.ndarray) -> np.ndarray:
-        """Epsilon-greedy actions for raw observations (n_envs, *obs_shape): (n_envs,) int64, or (n_envs, J)
-        float32 sub-actions of a discretised Box; the random choices and actions from the agent's generator."""
+        """Epsilon-greedy actions for raw observations (n_envs, *obs_shape), indices (n_envs, *shape) int64 of
+        the action adapter's table: (n_envs,), or (n_envs, J) sub-actions of a discretised Box; the random
+        choices and actions from the agent's generator."""
         random = self.rng.random(len(obs)) < self.epsilon()
         actions = self.random_actions(len(obs))
         if not random.all():
             with torch.no_grad():
-                greedy = self.greedy_actions(self.net, self.obs_normalizer(obs).to(self.device))
-                greedy = self.to_actions(greedy).cpu().numpy()
+                greedy = self.greedy_actions(self.net, self.obs_normalizer(obs).to(self.device)).cpu().numpy()
             actions = np.where(random.reshape(-1, *(1,) * (actions.ndim - 1)), actions, greedy)
         return actions
 
     def _policy_action(self, obs: torch.Tensor, deterministic: bool) -> torch.Tensor:
-        """Greedy actions (B,) int64 or, for a discretised Box, (B, J) float32 sub-actions; not deterministic:
-        epsilon-greedy at the current epsilon (torch's generator)."""
+        """Greedy actions, (B, *shape) int64 indices; not deterministic: epsilon-greedy at the current epsilon
+        (torch's generator)."""
         greedy = self.greedy_actions(self.net, obs)
         if not deterministic:
             random = torch.rand(len(obs), device=obs.device) < self.epsilon()
-            choices = self.act_dim if self.n_bins is None else self.n_bins
             greedy = torch.where(
-                random.view(-1, *(1,) * (greedy.ndim - 1)), torch.randint_like(greedy, choices), greedy
+                random.view(-1, *(1,) * (greedy.ndim - 1)), torch.randint_like(greedy, self.action_adapter.n), greedy
             )
-        return self.to_actions(greedy)
+        return greedy
 
     # ----------------------------------------------------------------- learning
-    def before_learning(self) -> None:
-        """The off-policy core's checks and, online, that the epsilon schedule ends within the (new) budget.
+    def check_exploration(self) -> None:
+        """Before collecting: the off-policy core's warning, and that the epsilon schedule ends within the
+        (new) budget.
 
         Raises:
-            InputError: online, epsilon_decay_steps > total_steps (`check_epsilon_decay`); see `OffPolicyAgent`.
+            InputError: epsilon_decay_steps > total_steps (`check_epsilon_decay`).
         """
-        if self.envs is not None:
-            check_epsilon_decay(self.config.epsilon_decay_steps, self.total_steps)
-        super().before_learning()
+        check_epsilon_decay(self.config.epsilon_decay_steps, self.total_steps)
+        super().check_exploration()
 
-    def iteration(self, max_steps: int) -> dict[str, float]:
-        """The off-policy core's iteration; online, with rollout/epsilon, the exploration rate it ended at."""
-        metrics = super().iteration(max_steps)
-        if self.envs is not None:
-            metrics["rollout/epsilon"] = self.epsilon()
-        return metrics
+    def exploration_metrics(self) -> dict[str, float]:
+        """rollout/epsilon, the exploration rate a collecting iteration ended at."""
+        return {"rollout/epsilon": self.epsilon()}

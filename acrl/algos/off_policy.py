@@ -1,28 +1,35 @@
-"""The off-policy core that DDPG, TD3, SAC, the BCQs and BC share: a replay buffer and its data source.
+"""The off-policy core that DDPG, TD3, SAC, DQN, the BCQs and the BCs share: a replay buffer and the
+data source that fills it.
 
-A `ReplayAgent` (BC) learns from minibatches of a `ReplayBuffer` that it does not fill itself: a
-dataset or another agent's buffer. An `OffPolicyAgent` (DDPG, TD3, SAC, the BCQs) extends it with
-temporal-difference settings (gamma, tau), value estimates at evaluation and online collection;
-its buffer is filled one of three ways:
+A `ReplayAgent` (BC, discrete BC, VAE-BC) learns from minibatches of a replay buffer that it does not
+fill itself. An `OffPolicyAgent` (DDPG, TD3, SAC, DQN, the BCQs) extends it with temporal-difference
+settings (gamma, tau), value estimates at evaluation and exploration. Every agent reads from one
+data source (`acrl.parts.sources`), an object chosen once when the agent is built, which the agent
+calls without asking what it is (`source`):
 
-- online (DDPG, TD3, SAC): `collect_step` steps the vector env with `explore` actions (uniformly
-  random for the first `start_steps` transitions) and stores the transitions, the true final
-  observation of an episode cut by its time limit included (docs/correctness.md item 1);
+- `EnvSource` (DDPG, TD3, SAC, DQN without data): an environment that the agent collects from,
+  stepping the vector env with its `explore` actions (uniformly random ones for the first
+  `start_steps` transitions) and storing the transitions in a replay buffer of `buffer_size`, the true
+  final observation of an episode cut by its time limit included (docs/correctness.md item 1);
   `utd_ratio` gradient updates follow per environment step once the buffer holds
-  `max(start_steps, batch_size)` transitions;
-- from a dataset (`dataset=PATH`, every algorithm here; BCQ and BC only): the HDF5 file of
-  `acrl.parts.datasets`, loaded once, actions mapped to policy units (vectors into a
-  `ReplayBuffer`, image frames into a `FrameReplayBuffer`, each observation stored once, never as
-  floats); `num_steps` counts gradient updates;
-- from a buffer that another agent fills (`buffer=`), as in the BCQ paper's concurrent
-  experiment; also counted in updates.
+  `max(start_steps, batch_size)` transitions; `num_steps` counts environment steps;
+- `DatasetSource` (`dataset=PATH`, every agent here; BCQ and BC only learn so): fixed data, the
+  HDF5 file of `acrl.parts.datasets` loaded once, actions mapped to policy units, or a buffer that
+  another agent fills (`buffer=`, the BCQ paper's concurrent experiment); `num_steps` counts
+  gradient updates.
+
+The observation space decides the buffer (`acrl.parts.buffers.make_replay_buffer`: vectors in a
+`ReplayBuffer`, image frames in a `FrameReplayBuffer`, each observation stored once, never as
+floats), and the normaliser: none (`make_normalizer(space, False)`: frames stay uint8 / bool up to
+the network). Buffers hold actions in the action space's policy units (`ActionAdapter.to_buffer`),
+so every agent on one space can learn from any buffer of it.
 
 A subclass provides `_build_networks`, `_update(batch)`, `_policy_action` and, to learn
 online, `explore(obs)`. An off-policy agent with a Q-function (`has_q_values`: a critic, `nets["critic"]`,
 whose `q1` is the estimate, or the Q-learners' Q(s, .)) also reports its value estimates at every
-evaluation (`evaluate`). Checkpoints add the update
-counter, the episode statistics and, with `save_replay_buffer`, the buffer (never in best.pt:
-the run loop saves that one without it).
+evaluation (`evaluate`). Checkpoints add the update counter, what the source keeps (collecting:
+the updates owed, the episode statistics and, with `save_replay_buffer`, the buffer, never in
+best.pt: the run loop saves that one without it).
 """
 
 from __future__ import annotations
@@ -37,13 +44,13 @@ import torch
 
 from acrl.algos.base import EVAL_SEED_OFFSET, Agent
 from acrl.core.config import RunConfig, in_unit_interval, layer_widths, positive
-from acrl.core.envs import EnvSpec, make_vec_env
+from acrl.core.envs import EnvSpec
 from acrl.core.errors import InputError
 from acrl.core.evaluation import evaluate
-from acrl.parts.buffers import FrameReplayBuffer, ReplayBuffer
-from acrl.parts.datasets import dataset_env_id, load_dataset
-from acrl.parts.encoders import is_image
-from acrl.parts.stats import EpisodeStats
+from acrl.parts.buffers import FrameReplayBuffer
+from acrl.parts.datasets import dataset_env_id
+from acrl.parts.observations import make_normalizer
+from acrl.parts.sources import Buffer, DatasetSource, DataSource, EnvSource
 
 
 @dataclass
@@ -129,6 +136,11 @@ class OffPolicyConfig(TDConfig):
                 f"buffer_size ({self.buffer_size}) must hold at least batch_size "
                 f"({self.batch_size}) and start_steps ({self.start_steps}) transitions."
             )
+        if self.dataset is None and self.buffer_size % self.n_envs:
+            raise InputError(
+                f"buffer_size ({self.buffer_size}) must be a multiple of n_envs ({self.n_envs}): each "
+                "environment gets an equal part of the replay buffer."
+            )
         layer_widths(self, "hidden_sizes")
 
 
@@ -146,10 +158,13 @@ def warn_if_all_random(total_steps: int, start_steps: int) -> None:
 
 
 class ReplayAgent(Agent):
-    """Base of the agents that learn from a replay buffer they do not fill (BC; see the module docstring).
+    """Base of the agents that learn from a replay buffer (see the module docstring): BC, discrete BC and
+    VAE-BC directly, learning from fixed data only; DDPG, TD3, SAC, DQN and the BCQs through `OffPolicyAgent`.
 
-    `num_steps` counts gradient updates, `iteration_steps` of them per iteration; evaluation is
-    `Agent.evaluate`'s. Checkpoints add the update counter.
+    The data source (`source`) is chosen once, when the agent is built: a `DatasetSource` of the given
+    buffer or of the config's dataset, else, for a class that does not `requires_data`, an `EnvSource`.
+    `num_steps` counts what the source's iterations count (`step_unit`). Checkpoints add the update
+    counter and the source's state.
 
     Args:
         env, config, **hyperparameters: as `Agent`; without `env`, a dataset's `env_id`
@@ -166,49 +181,51 @@ class ReplayAgent(Agent):
     config: ReplayConfig
     requires_data: ClassVar[bool] = True
     """True for algorithms that cannot collect their own data (BC, BCQ): they need a dataset or buffer."""
-    step_unit: ClassVar[str] = "update"
 
     def __init__(
         self,
         env: EnvSpec | None = None,
         config: RunConfig | None = None,
-        buffer: ReplayBuffer | FrameReplayBuffer | None = None,
+        buffer: Buffer | None = None,
         **hyperparameters: Any,
     ):
         dataset = hyperparameters.get("dataset", getattr(config, "dataset", None))
         if env is None and "env_id" not in hyperparameters and dataset is not None:
             env = dataset_env_id(dataset)
-        self.buffer = buffer
+        self._given_buffer = buffer
         super().__init__(env, config, **hyperparameters)
 
     def _build(self) -> None:
         cfg = self.config
+        self.obs_normalizer = make_normalizer(self.observation_space, False)  # frames stay uint8 / bool
         self._build_networks()
         self.updates = 0
         """Gradient updates so far, the running one included (TD3's policy delay counts these)."""
-        if self.buffer is not None:
-            self._check_buffer(self.buffer)
         if cfg.dataset is not None:
             cfg.dataset = str(Path(cfg.dataset).resolve())  # config.yaml stays valid from any directory
-        if self.buffer is None and cfg.dataset is None:
-            self._without_data()
-
-    def _without_data(self) -> None:
-        """What `_build` does when given neither a dataset nor a buffer: refuse (`OffPolicyAgent`
-        collects its own data instead, unless it `requires_data`).
-
-        Raises:
-            InputError: saying how to pass a dataset or a buffer.
-        """
-        raise InputError(
-            f"{type(self).__name__} learns from a fixed dataset: pass --dataset FILE (an HDF5 "
-            "file with the D4RL keys, e.g. from `acrl collect`), or buffer=ReplayBuffer from "
-            "Python."
-        )
+        buffer, self._given_buffer = self._given_buffer, None
+        if buffer is not None:
+            self._check_buffer(buffer)
+            self.source: DataSource = DatasetSource(cfg.dataset, buffer)
+        elif cfg.dataset is not None:
+            self.source = DatasetSource(cfg.dataset)
+        elif self.requires_data:
+            raise InputError(
+                f"{type(self).__name__} learns from a fixed dataset: pass --dataset FILE (an HDF5 file with the "
+                "D4RL keys, e.g. from `acrl collect`), or buffer=ReplayBuffer from Python."
+            )
+        else:
+            self.source = EnvSource(self)
 
     @property
-    def _action_shape(self) -> tuple[int, ...]:
-        return () if self.discrete else (self.act_dim,)
+    def step_unit(self) -> str:
+        """What num_steps counts: "step" (environment steps) when collecting, "update" from fixed data."""
+        return self.source.step_unit
+
+    @property
+    def buffer(self) -> Buffer | None:
+        """The replay buffer the agent learns from (None while a dataset is not loaded yet: `load_data`)."""
+        return self.source.buffer
 
     # ----------------------------------------------------------------- what a subclass provides
     def _build_networks(self) -> None:
@@ -220,65 +237,38 @@ class ReplayAgent(Agent):
         raise NotImplementedError
 
     # ----------------------------------------------------------------- data
-    def _check_buffer(self, buffer: ReplayBuffer | FrameReplayBuffer) -> None:
+    def _check_buffer(self, buffer: Buffer) -> None:
         if buffer.device != self.device:
             raise InputError(
                 f"the replay buffer lives on {buffer.device}, this agent on {self.device}; give both the same device."
             )
         if isinstance(buffer, FrameReplayBuffer):
-            shape, needed = buffer.obs_shape, self.observation_space.shape
-            actions = ()
+            shape, actions = buffer.obs_shape, ()
         else:
-            shape, needed = tuple(buffer.observations.shape[1:]), (self.obs_dim,)
-            actions = tuple(buffer.actions.shape[1:])
-        if shape != needed or actions != self._action_shape:
+            shape, actions = tuple(buffer.observations.shape[1:]), tuple(buffer.actions.shape[1:])
+        needed, needed_actions = self.observation_space.shape, self.action_space.shape
+        if shape != needed or actions != needed_actions:
             raise InputError(
                 f"the replay buffer holds observations of shape {shape} and actions of shape {actions}; "
-                f"this environment needs {needed} and {self._action_shape}."
+                f"this environment needs {needed} and {needed_actions}."
             )
 
-    def load_data(self) -> ReplayBuffer | FrameReplayBuffer:
-        """The replay buffer, with the offline dataset loaded into it on the first call: a `ReplayBuffer`
-        for vector observations, a `FrameReplayBuffer` holding each frame observation once, in its own
-        dtype (`FrameReplayBuffer.from_transitions`), for image frames.
-
-        Actions go from environment units to policy units (`ActionAdapter.to_policy`): Box
-        actions to [-1, 1] (clipped against float round-off at the bounds), Discrete ones to
-        int64 indices from 0. `terminals` become `terminated` and `timeouts` `truncated`, so only terminals
-        stop bootstrapping (docs/correctness.md item 1). A dataset whose `env_id` differs from
-        the environment only warns; the spaces are checked strictly.
+    def load_data(self) -> Buffer:
+        """The replay buffer, with an offline dataset loaded into it on the first call (`DatasetSource.replay`).
 
         Raises:
             InputError: a missing, corrupt, empty or mismatched dataset (`acrl.parts.datasets.load_dataset`).
         """
-        if self.buffer is None:
-            path = self.config.dataset
-            data = load_dataset(path, self.observation_space, self.action_space)
-            if len(data) == 0:
-                raise InputError(f"{path} holds no transitions.")
-            if data.attrs.get("env_id") not in (None, "unknown", self.config.env_id):
-                warnings.warn(
-                    f"{path} was collected on {data.attrs['env_id']}; this agent evaluates on {self.config.env_id}.",
-                    stacklevel=2,
-                )
-            actions = self.action_adapter.to_policy(data.actions)
-            if not self.discrete:
-                actions = np.clip(actions, -1.0, 1.0)  # float round-off at the bounds
-            arrays = (data.observations, actions, data.rewards, data.next_observations, data.terminals, data.timeouts)
-            if is_image(self.observation_space):
-                self.buffer = FrameReplayBuffer.from_transitions(*arrays, device=self.device)
-            else:
-                self.buffer = ReplayBuffer(len(data), self.obs_dim, self._action_shape, self.device)
-                self.buffer.add(*arrays)
-        return self.buffer
+        return self.source.replay(self)
 
     def before_learning(self) -> None:
-        """Load and check the dataset.
+        """The source's preparation: load and check a dataset; when collecting, `check_exploration` and the
+        warnings of `EnvSource.prepare`.
 
         Raises:
-            InputError: see `load_data`.
+            InputError: see `DatasetSource.replay` and `EnvSource.prepare`.
         """
-        self.load_data()
+        self.source.prepare(self)
 
     # ----------------------------------------------------------------- learning
     def update(self, batch: dict[str, torch.Tensor]) -> dict[str, float]:
@@ -288,33 +278,59 @@ class ReplayAgent(Agent):
         return self._update(batch)
 
     def sample_batch(self) -> dict[str, torch.Tensor]:
-        """A minibatch of `batch_size` transitions drawn from the buffer (`ReplayBuffer.sample`)."""
-        return self.buffer.sample(self.config.batch_size, self.rng)
+        """A minibatch of `batch_size` transitions drawn from the buffer (`ReplayBuffer.sample`), its actions
+        in policy units (`ActionAdapter.from_buffer`)."""
+        batch = self.buffer.sample(self.config.batch_size, self.rng)
+        batch["actions"] = self.action_adapter.from_buffer(batch["actions"])
+        return batch
 
-    def _sampled_update(self, totals: dict[str, list[float]]) -> None:
+    def sampled_update(self, totals: dict[str, list[float]]) -> None:
         """`update` on a minibatch from `sample_batch`; adds its metrics to `totals` (key -> [sum,
-        count]), which `_means` averages."""
+        count]), which the source's iteration averages."""
         for key, value in self.update(self.sample_batch()).items():
             total = totals.setdefault(key, [0.0, 0])
             total[0] += value
             total[1] += 1
 
     def iteration(self, max_steps: int) -> dict[str, float]:
-        """Up to `iteration_steps` (and `max_steps`) gradient updates from the buffer; their mean train/ metrics.
+        """The source's iteration: up to `iteration_steps` (and `max_steps`) environment steps with their
+        updates, or gradient updates from fixed data; their metrics.
 
         Raises:
-            InputError: the buffer is empty.
+            InputError: fixed data whose buffer is empty.
         """
-        budget = min(self.config.iteration_steps, max_steps)
-        if len(self.load_data()) == 0:
-            raise InputError(f"{type(self).__name__}'s replay buffer is empty; fill it before learning.")
-        totals: dict[str, list[float]] = {}
-        for _ in range(budget):
-            self._sampled_update(totals)
-            self.num_steps += 1  # as it goes: the progress bar follows inside the iteration
-        return _means(totals)
+        return self.source.iteration(self, max_steps)
 
     # ----------------------------------------------------------------- checkpoints
+    def state_dict(self, replay_buffer: bool = True) -> dict[str, Any]:
+        """`Agent.state_dict`; collecting, the replay buffer too when `replay_buffer` and save_replay_buffer."""
+        state = super().state_dict()
+        source = self.source.state_dict(self, replay_buffer)
+        if "replay_buffer" in source:  # at the checkpoint's top level, where it has always been
+            state["replay_buffer"] = source.pop("replay_buffer")
+        state["extra"] |= source
+        return state
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """`Agent.load_state_dict`, then the source's state (collecting: the replay buffer when the
+        checkpoint holds one, and fresh episodes).
+
+        Raises:
+            InputError: as `Agent.load_state_dict`; a saved buffer larger than buffer_size; for an agent that
+                collects, a checkpoint without the collection's state (one that learnt from fixed data).
+        """
+        super().load_state_dict(state)
+        extra = dict(state["extra"])
+        if "replay_buffer" in state:
+            extra["replay_buffer"] = state["replay_buffer"]
+        try:
+            self.source.load_state_dict(self, extra)
+        except KeyError as missing:
+            raise InputError(
+                f"the checkpoint does not match this {type(self).__name__}, which collects its data: it holds no "
+                f"{missing} (a checkpoint of an agent that learnt from fixed data?)."
+            ) from None
+
     def _extra_state(self) -> dict[str, Any]:
         return {"updates": self.updates}
 
@@ -322,49 +338,19 @@ class ReplayAgent(Agent):
         self.updates = int(state["updates"])
 
 
-def _means(totals: dict[str, list[float]]) -> dict[str, float]:
-    """key -> sum / count of `ReplayAgent._sampled_update`'s totals."""
-    return {key: total / count for key, (total, count) in totals.items()}
-
-
 class OffPolicyAgent(ReplayAgent):
     """Base of the agents that learn values by temporal differences from a replay buffer, which
-    they can fill themselves (DDPG, TD3, SAC) or take as `ReplayAgent` does (the BCQs); see the
-    module docstring.
+    they can fill themselves (DDPG, TD3, SAC, DQN: an `EnvSource`) or take as `ReplayAgent` does (the
+    BCQs, and the others with a dataset: a `DatasetSource`); see the module docstring.
 
     Args:
         as `ReplayAgent`; without a dataset or a buffer, the agent collects its own data.
     Raises:
-        InputError: as `ReplayAgent`; an online agent of a class that `requires_data`.
+        InputError: as `ReplayAgent`; without data, for a class that `requires_data`.
     """
 
     config: TDConfig
     requires_data: ClassVar[bool] = False
-
-    def _build(self) -> None:
-        self.episode_stats = EpisodeStats()
-        self._owed_updates = 0.0
-        self.envs = None
-        super()._build()
-
-    def _without_data(self) -> None:
-        """Online: collect our own data (a class that `requires_data` refuses, as `ReplayAgent`)."""
-        if self.requires_data:
-            super()._without_data()
-        cfg = self.config
-        self.envs = make_vec_env(self.env, cfg.n_envs)
-        self._obs, _ = self.envs.reset(seed=cfg.seed)
-        self.envs.action_space.seed(cfg.seed)
-        self.buffer = self._make_buffer()
-
-    def _make_buffer(self) -> ReplayBuffer:
-        """The empty replay buffer that online collection fills: buffer_size transitions of vectors."""
-        return ReplayBuffer(self.config.buffer_size, self.obs_dim, self._action_shape, self.device)
-
-    @property
-    def step_unit(self) -> str:
-        """ "step" online, "update" when learning from a dataset or a given buffer."""
-        return "step" if self.envs is not None else "update"
 
     def explore(self, obs: np.ndarray) -> np.ndarray:
         """Behaviour actions (n_envs, act_dim) float32 in policy units (Discrete: (n_envs,) int64 indices)
@@ -372,75 +358,22 @@ class OffPolicyAgent(ReplayAgent):
         raise NotImplementedError
 
     def random_actions(self, n: int) -> np.ndarray:
-        """n uniformly random actions in policy units from the agent's generator: (n, act_dim) float32
-        in [-1, 1] for a Box, (n,) int64 indices 0..n_actions - 1 for a Discrete space."""
-        if self.discrete:
-            return self.rng.integers(0, self.act_dim, n)
+        """n uniformly random actions in policy units from the agent's generator: (n, act_dim) float32 in
+        [-1, 1] (the Q-learners: indices, `QLearningAgent.random_actions`)."""
         return self.rng.uniform(-1.0, 1.0, (n, self.act_dim)).astype(np.float32)
 
-    def before_learning(self) -> None:
-        """Load and check the dataset (offline); online, warn when a resumed run starts from an empty
-        replay buffer (its random start steps come again) or the budget never leaves the random start steps."""
-        if self.envs is None:
-            super().before_learning()
-            return
-        cfg = self.config
-        if self.num_steps > 0 and len(self.buffer) == 0:  # resumed from a checkpoint without the buffer
-            random = (
-                f"the next {cfg.start_steps} steps act uniformly at random, as at the start, and "
-                if cfg.start_steps
-                else ""
-            )
-            warnings.warn(
-                f"resuming at step {self.num_steps} with an empty replay buffer (a checkpoint holds one "
-                f"only with save_replay_buffer=true, and best.pt never): {random}updates wait until it "
-                f"holds {max(cfg.start_steps, cfg.batch_size)} new transitions. Train with --set "
-                "save_replay_buffer=true to resume with the buffer.",
-                stacklevel=2,
-            )
-        warn_if_all_random(self.total_steps, cfg.start_steps)
+    def check_exploration(self) -> None:
+        """Before collecting: warn when the budget never leaves the random start steps (`warn_if_all_random`);
+        DQN also refuses an epsilon schedule that ends after the budget.
 
-    # ----------------------------------------------------------------- collecting
-    def collect_step(self) -> None:
-        """Step the vector env once with exploration actions and store the n_envs transitions.
-
-        Uniformly random actions while the buffer holds fewer than start_steps transitions,
-        then `explore`. Ended episodes store the true final observation (`info["final_obs"]`)
-        as next_observation, with terminated and truncated kept apart (docs/correctness.md item 1).
+        Raises:
+            InputError: exploration settings the budget cannot hold (DQN's epsilon schedule).
         """
-        if len(self.buffer) < self.config.start_steps:
-            actions = self.random_actions(len(self._obs))
-        else:
-            actions = self.explore(self._obs)
-        next_obs, rewards, terminated, truncated, info = self.envs.step(self.action_adapter.to_env(actions))
-        real_next = next_obs
-        ended = np.flatnonzero(terminated | truncated)
-        if ended.size:
-            real_next = next_obs.copy()
-            for i in ended:
-                real_next[i] = info["final_obs"][i]
-        self.buffer.add(self._obs, actions, rewards, real_next, terminated, truncated)
-        self._obs = next_obs
-        self.num_steps += len(actions)
-        self.episode_stats.add_from_info(info)
+        warn_if_all_random(self.total_steps, self.config.start_steps)
 
-    # ----------------------------------------------------------------- learning
-    def iteration(self, max_steps: int) -> dict[str, float]:
-        """Up to `iteration_steps` (and `max_steps`) environment steps with their updates, or updates offline."""
-        if self.envs is None:
-            return super().iteration(max_steps) | self.episode_stats.metrics()
-        cfg = self.config
-        end = self.num_steps + min(cfg.iteration_steps, max_steps)
-        totals: dict[str, list[float]] = {}
-        while self.num_steps < end:
-            before = self.num_steps
-            self.collect_step()
-            if len(self.buffer) >= max(cfg.start_steps, cfg.batch_size):
-                self._owed_updates += cfg.n_envs * cfg.utd_ratio
-                while self.num_steps // cfg.train_freq > before // cfg.train_freq and self._owed_updates >= 1.0:
-                    self._sampled_update(totals)
-                    self._owed_updates -= 1.0
-        return _means(totals) | self.episode_stats.metrics()
+    def exploration_metrics(self) -> dict[str, float]:
+        """rollout/ metrics of the exploration after a collecting iteration (default: none; DQN's epsilon)."""
+        return {}
 
     # ----------------------------------------------------------------- evaluation
     def evaluate(self, episodes: int | None = None, deterministic: bool = True) -> dict[str, Any]:
@@ -469,7 +402,7 @@ class OffPolicyAgent(ReplayAgent):
         firsts: list[tuple[np.ndarray, np.ndarray]] = []  # each episode's (s0, a0), where Q is read
 
         def first_step(obs: np.ndarray, action: Any) -> None:
-            firsts.append((_as_observation(self, obs), np.asarray(action)))
+            firsts.append((np.array(obs), np.asarray(action)))  # copies, in the dtype the environment gave
 
         result = evaluate(
             self,
@@ -484,13 +417,12 @@ class OffPolicyAgent(ReplayAgent):
             return result
         obs = self.obs_normalizer(np.stack([obs for obs, _ in firsts])).to(self.device)
         actions = self.action_adapter.to_policy(np.stack([action for _, action in firsts]))
-        if not self.discrete:
-            actions = np.clip(actions, -1.0, 1.0)  # float round-off at the bounds
         with torch.no_grad(), torch.random.fork_rng(devices=[self.device] if self.device.type == "cuda" else []):
             torch.manual_seed(seed)
             result["q_initial_mean"] = self.q_value(obs, torch.as_tensor(actions, device=self.device)).mean().item()
             if self.buffer is not None and len(self.buffer):
                 states, data_actions = self.buffer.evenly_spaced(1_000)
+                data_actions = self.action_adapter.from_buffer(data_actions)
                 result["q_data_mean"] = self.q_value(states, data_actions).mean().item()
                 result["q_policy_mean"] = self.q_value(states, self._policy_action(states, True)).mean().item()
         return result
@@ -505,39 +437,3 @@ class OffPolicyAgent(ReplayAgent):
         networks take them and actions in policy units (B, act_dim) float32 or (B,) int64: the critic's Q1
         (the estimate the BCQ paper plots, Fujimoto et al. 2019, Figure 2)."""
         return self.nets["critic"].q1(obs, actions)
-
-    # ----------------------------------------------------------------- checkpoints
-    def state_dict(self, replay_buffer: bool = True) -> dict[str, Any]:
-        """`Agent.state_dict`; the replay buffer too when `replay_buffer` and save_replay_buffer (online only)."""
-        state = super().state_dict()
-        if replay_buffer and self.envs is not None and self.config.save_replay_buffer:
-            state["replay_buffer"] = self.buffer.state_dict()
-        return state
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        """`Agent.load_state_dict`, and the replay buffer when the checkpoint holds one.
-
-        Raises:
-            InputError: as `Agent.load_state_dict`; a saved buffer larger than buffer_size.
-        """
-        super().load_state_dict(state)
-        if "replay_buffer" in state and self.envs is not None:
-            self.buffer.load_state_dict(state["replay_buffer"])
-
-    def _extra_state(self) -> dict[str, Any]:
-        return {**super()._extra_state(), "owed_updates": self._owed_updates, **self.episode_stats.state_dict()}
-
-    def _load_extra_state(self, state: dict[str, Any]) -> None:
-        super()._load_extra_state(state)
-        self._owed_updates = float(state["owed_updates"])
-        self.episode_stats.load_state_dict(state)
-        if self.envs is not None:
-            # The environments' state is not in the checkpoint: fresh episodes, seeded from the
-            # run's seed and step so that a resume repeats exactly.
-            self._obs, _ = self.envs.reset(seed=self.config.seed + self.num_steps)
-
-
-def _as_observation(agent: ReplayAgent, obs: np.ndarray) -> np.ndarray:
-    """A raw observation as `Agent.predict` reads it: float32 for vectors, image frames in their own dtype."""
-    space = agent.observation_space
-    return np.asarray(obs, dtype=np.float32 if len(space.shape) == 1 else space.dtype)

@@ -11,20 +11,21 @@ Both algorithms learn Q(s, a) for every action a of a Discrete space from replay
               (tau = 1: the periodic copy of Mnih et al. 2015; tau < 1 every update: a soft update)
 
 The same holds for a Box action space discretised independently per dimension (DQN's
-`action_bins`; the DQN baseline of Fujimoto, Meger, Precup 2019, Supp. D): Q(s, .) is then a table
-(B, J, K) of sub-action values Q_j(s, k) for J dimensions of K bins each, an action is J indices,
-the greedy action the argmax of each dimension, Q(s, a) = (1/J) sum_j Q_j(s, a_j), the target
-y = R + gamma^k * not_done * (1/J) sum_j Q'_j(s', a'_j), and the loss the mean over dimensions of
-Huber(Q_j(s, a_j) - y): every sub-action taken is moved toward the one target.
+`action_bins`, the action adapter `acrl.core.envs.DiscretizedActions`; the DQN baseline of Fujimoto,
+Meger, Precup 2019, Supp. D): Q(s, .) is then a table (B, J, K) of sub-action values Q_j(s, k) for J
+dimensions of K bins each, an action is J indices, the greedy action the argmax of each dimension,
+Q(s, a) = (1/J) sum_j Q_j(s, a_j), the target y = R + gamma^k * not_done * (1/J) sum_j Q'_j(s', a'_j),
+and the loss the mean over dimensions of Huber(Q_j(s, a_j) - y): every sub-action taken is moved
+toward the one target. The code reads the table's shape from the action adapter (`shape`, `n`): a
+Discrete space is the table (B, n) of actions with no dimension, so nothing here asks which it is.
 
 What each algorithm adds is which actions are greedy (`greedy_actions`: DQN's argmax of Q, discrete
 BCQ's argmax over the actions its imitation network allows), which network computes Q (`q_values`),
 any loss besides the TD loss (`auxiliary_loss`: discrete BCQ's imitation) and how it collects data
 (DQN: epsilon-greedy online; discrete BCQ: none, offline). The rest is here: the networks and their
 target copy (an exact copy at the start, docs/correctness.md items 9 and 13), the optimizer, the
-gradient step with optional norm clipping, the target schedule, n-step sampling and greedy acting,
-the observation encoder (an MLP for vectors, a CNN for image frames, which reach the network as the
-environment gives them, uint8 or bool) and the value estimates that evaluation reports (`q_value`:
+gradient step with optional norm clipping, the target schedule, n-step sampling, greedy and uniformly
+random actions, and the value estimates that evaluation reports (`q_value`:
 Q(s, a) of the online network, as `OffPolicyAgent.evaluate` reads a critic's).
 not_done is 1 - terminated only, so a transition cut by a time limit still bootstraps (item 1).
 """
@@ -36,6 +37,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import gymnasium as gym
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -43,9 +45,7 @@ from torch import nn
 from acrl.algos.off_policy import OffPolicyAgent, TDConfig
 from acrl.core.config import layer_widths, positive
 from acrl.core.errors import InputError
-from acrl.parts.encoders import ENCODERS, is_image
 from acrl.parts.nets import inplace_relu
-from acrl.parts.normalization import IdentityNormalizer
 from acrl.parts.optim import polyak_update
 
 
@@ -57,6 +57,12 @@ class QLearningConfig(TDConfig):
         learning_rate: the optimizer's step size.
         hidden_sizes: hidden ReLU layers of the Q-network's MLP (vector observations).
         target_update_interval: gradient updates between target network updates (1: every update).
+            Gradient updates, not environment steps: Stable-Baselines3's (and rl-baselines3-zoo's,
+            CleanRL's) target update interval counts environment steps. S such steps with G gradient
+            steps every train_freq F steps hold S * G / F updates (CleanRL Atari: 1,000 steps, an
+            update every 4: 250); where S < F the copies fall between the bursts of G updates, one per
+            burst: G (zoo CartPole: S = 10, G = 128, F = 256: 128). The presets (acrl/presets/dqn.yaml)
+            hold the converted values, each source saying which it took.
         n_step: transitions summed into each target (1: one-step targets; `n_step_returns`).
         max_grad_norm: clip the gradient's global norm to this (None: no clipping).
         optimizer: "adam" or "rmsprop" (centered RMSProp, Graves 2013, as DQN's and MinAtar's DQN).
@@ -64,7 +70,7 @@ class QLearningConfig(TDConfig):
             (torch's form, outside the square root).
         encoder: the observation encoder, "auto" ("mlp" for vectors, "nature" for frames of 36 x 36
             or more, else "minatar") or one of "mlp", "nature", "a3c", "minatar"
-            (`acrl.parts.encoders.make_encoder`); config.yaml records the one used.
+            (`acrl.parts.encoders.make_encoder`, which refuses another); config.yaml records the one used.
     """
 
     learning_rate: float = 1e-4
@@ -81,8 +87,6 @@ class QLearningConfig(TDConfig):
         """Raise `InputError` for values the Q-learning core cannot run with (see the attribute list)."""
         super().validate()
         positive(self, "learning_rate", "target_update_interval", "n_step", "max_grad_norm")
-        if self.encoder not in ENCODERS:
-            raise InputError(f"encoder must be one of {', '.join(ENCODERS)}, got {self.encoder!r}.")
         if self.optimizer not in ("adam", "rmsprop"):
             raise InputError(f"optimizer must be 'adam' or 'rmsprop', got {self.optimizer!r}.")
         if not 0 <= self.rmsprop_alpha < 1 or self.optimizer_eps < 0:
@@ -121,11 +125,12 @@ def double_q_target(
 
 
 def action_value(q: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
-    """Q(s, a) (B,) float32 read from a table of values: q (B, n_actions) and actions (B,) int64 give
-    q[b, a_b]; independently discretised dimensions, q (B, J, K) and actions (B, J) int64, give the
-    mean over dimensions (1/J) sum_j q[b, j, a_bj] (Fujimoto et al. 2019, Supp. D)."""
+    """Q(s, a) (B,) float32 read from a table of values, the mean over the action's dimensions of the
+    values of its sub-actions: q (B, n_actions) and actions (B,) int64 give q[b, a_b] (no dimension, a
+    mean of one); independently discretised dimensions, q (B, J, K) and actions (B, J) int64, give
+    (1/J) sum_j q[b, j, a_bj] (Fujimoto et al. 2019, Supp. D)."""
     taken = q.gather(-1, actions.unsqueeze(-1)).squeeze(-1)
-    return taken if taken.ndim == 1 else taken.mean(dim=1)
+    return taken.reshape(len(taken), -1).mean(dim=1)
 
 
 class QLearningAgent(OffPolicyAgent):
@@ -135,7 +140,8 @@ class QLearningAgent(OffPolicyAgent):
     A subclass provides `_make_net` and, where it differs from DQN's, `q_values`, `greedy_actions`
     and `auxiliary_loss`; to learn online, `explore`. `num_steps` counts environment steps online,
     gradient updates offline. Observations are vectors or image frames (uint8 / bool, kept so up to
-    the network: no normaliser).
+    the network). Actions are indices into the action adapter's table (`ActionAdapter.shape`, `n`):
+    (B,) int64 for a Discrete space, (B, J) int64 for a discretised Box (`DiscretizedActions`).
     """
 
     config: QLearningConfig
@@ -148,9 +154,11 @@ class QLearningAgent(OffPolicyAgent):
         raise NotImplementedError
 
     def q_values(self, net: nn.Module, obs: torch.Tensor) -> torch.Tensor:
-        """Q(s, .) (B, n_actions) float32 of `net` (the online or the target network) at obs (B, *obs_shape);
-        (B, J, K) sub-action values for independently discretised dimensions (DQN's action_bins)."""
-        return net(obs)
+        """Q(s, .) float32 of `net` (the online or the target network) at obs (B, *obs_shape), its outputs as
+        the action adapter's table (B, *shape, n): (B, n_actions) for a Discrete space, (B, J, K) sub-action
+        values for independently discretised dimensions (output j * K + k is Q_j(s, k))."""
+        adapter = self.action_adapter
+        return net(obs).view(len(obs), *adapter.shape, adapter.n)
 
     def greedy_actions(self, net: nn.Module, obs: torch.Tensor) -> torch.Tensor:
         """The greedy actions (B,) int64 of `net` at obs (B, *obs_shape): argmax_a Q(s, a); for discretised
@@ -169,14 +177,12 @@ class QLearningAgent(OffPolicyAgent):
 
     def q_value(self, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
         """Q(s, a) (B,) float32 of the online network (`q_values`) at obs (B, *obs_shape) and actions (B,) int64,
-        or (B, J) int64 sub-action indices of discretised dimensions (`action_value`)."""
+        or (B, J) int64 sub-action indices of discretised dimensions (`action_value`), in policy units."""
         return action_value(self.q_values(self.net, obs), actions.long())
 
     # ----------------------------------------------------------------- networks
     def _build_networks(self) -> None:
         cfg = self.config
-        if is_image(self.observation_space):
-            self.obs_normalizer = IdentityNormalizer(dtype=None)  # frames stay uint8 / bool up to the network
         self.net = self._make_net()
         self.net_target = copy.deepcopy(self.net).requires_grad_(False)  # an exact copy (items 9, 13)
         params = self.net.parameters()
@@ -193,11 +199,20 @@ class QLearningAgent(OffPolicyAgent):
     def _policy_action(self, obs: torch.Tensor, deterministic: bool) -> torch.Tensor:
         return self.greedy_actions(self.net, obs)
 
+    def random_actions(self, n: int) -> np.ndarray:
+        """n uniformly random actions from the agent's generator, (n, *shape) int64 indices of the action
+        adapter's table: (n,) for a Discrete space, (n, J) sub-actions for a discretised Box."""
+        adapter = self.action_adapter
+        return self.rng.integers(0, adapter.n, (n, *adapter.shape))
+
     # ----------------------------------------------------------------- learning
     def sample_batch(self) -> dict[str, torch.Tensor]:
-        """A minibatch with n_step-step returns and its discount gamma^k (`ReplayBuffer.sample`)."""
+        """A minibatch with n_step-step returns and its discount gamma^k (`ReplayBuffer.sample`), its actions
+        as indices (`ActionAdapter.from_buffer`: a discretised Box's nearest sub-actions)."""
         cfg = self.config
-        return self.buffer.sample(cfg.batch_size, self.rng, cfg.n_step, cfg.gamma)
+        batch = self.buffer.sample(cfg.batch_size, self.rng, cfg.n_step, cfg.gamma)
+        batch["actions"] = self.action_adapter.from_buffer(batch["actions"])
+        return batch
 
     @torch.no_grad()
     def compute_target(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:

@@ -32,13 +32,13 @@ import numpy as np
 import torch
 from torch import nn
 
-from acrl.algos.ddpg import td_target
 from acrl.algos.off_policy import OffPolicyAgent, OffPolicyConfig
 from acrl.core.config import RunConfig, positive
 from acrl.core.envs import require_finite_bounds
 from acrl.parts.heads import SquashedGaussianHead
 from acrl.parts.nets import TwinQ, mlp_encoder
 from acrl.parts.optim import hard_update, polyak_update
+from acrl.parts.returns import td_target
 
 LOG_STD_MIN, LOG_STD_MAX = -20.0, 2.0
 """log-std clamp of the authors' code (haarnoja/sac) and SB3: -20 is only a numerical floor (the
@@ -98,7 +98,7 @@ class SAC(OffPolicyAgent):
 
     Raises:
         InputError: see `Agent` and `SACConfig.validate`; a Discrete or unbounded action space
-            (use PPO or A3C online, or discrete BCQ offline); at `learn`, a dataset that is
+            (use DQN, PPO or A3C online, or discrete BCQ offline); at `learn`, a dataset that is
             missing, corrupt or does not fit the environment's spaces.
     """
 
@@ -106,7 +106,7 @@ class SAC(OffPolicyAgent):
     config_class: ClassVar[type[RunConfig]] = SACConfig
     action_kinds = (gym.spaces.Box,)
     action_space_hint = (
-        "It needs continuous actions: for a Discrete action space use PPO or A3C (online) or "
+        "It needs continuous actions: for a Discrete action space use DQN, PPO or A3C (online) or "
         "discrete BCQ (discrete_bcq, offline)."
     )
     config: SACConfig

@@ -18,10 +18,11 @@ from typing import ClassVar
 import torch
 from torch import nn
 
-from acrl.algos.ddpg import DDPG, DDPGConfig, td_target
+from acrl.algos.ddpg import DDPG, DDPGConfig
 from acrl.core.config import RunConfig, positive
 from acrl.core.errors import InputError
 from acrl.parts.nets import TwinQ
+from acrl.parts.returns import td_target
 
 
 @dataclass

@@ -5,7 +5,7 @@ Learning without Exploration", ICML, arXiv:1812.02900, Sec. 5 and Figure 2, "VAE
 generative model G_omega of BCQ, trained on the dataset's (s, a) pairs, used as the policy with no
 value function, no perturbation and no choice among samples:
 
-    VAE:     BCQ's conditional VAE (`acrl.algos.bcq.VAE`, 750-750, latent 2 x act_dim, log-std
+    VAE:     BCQ's conditional VAE (`acrl.parts.vae.VAE`, 750-750, latent 2 x act_dim, log-std
              clamped to [-4, 15]) minimising reconstruction + kl_weight * KL          (Sec. 4, Supp. D)
     acting:  a = D_omega(s, z),  z ~ N(0, 1) clamped to [-0.5, 0.5]        (BCQ's sampling, Supp. D)
 
@@ -27,12 +27,12 @@ from typing import ClassVar
 import gymnasium as gym
 import torch
 
-from acrl.algos.bcq import VAE
 from acrl.algos.off_policy import ReplayAgent, ReplayConfig
 from acrl.core.config import RunConfig, layer_widths, positive
 from acrl.core.envs import require_finite_bounds
 from acrl.core.errors import InputError
 from acrl.parts.nets import inplace_relu
+from acrl.parts.vae import VAE
 
 
 @dataclass

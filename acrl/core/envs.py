@@ -32,6 +32,7 @@ import difflib
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import gymnasium as gym
 import numpy as np
@@ -39,6 +40,9 @@ from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
 from acrl.core.errors import InputError, TrainingError
+
+if TYPE_CHECKING:
+    import torch
 
 EnvSpec = str | gym.Env | Callable[[], gym.Env]
 """What the API accepts as an environment: a registered id, an env instance, or a factory."""
@@ -262,6 +266,15 @@ class ActionAdapter:
     actions are indices 0..n-1 for the policy and start..start+n-1 for the environment
     (Gymnasium's `Discrete(n, start)`), int64 both.
 
+    Replay buffers and datasets hold actions in these policy units ([-1, 1] per Box dimension, indices
+    from 0), so that every agent on one action space can learn from any buffer of it; an adapter whose
+    policy acts otherwise (`DiscretizedActions`) maps its actions to and from them (`to_buffer`,
+    `from_buffer`, identities here).
+
+    Attributes:
+        shape: one policy action's shape, () for a Discrete space, (act_dim,) for a Box.
+        n: Discrete: the number of actions (indices 0..n - 1); Box: None.
+
     Args:
         space: the environment's single action space (`Box` or `Discrete`).
     Raises:
@@ -271,6 +284,8 @@ class ActionAdapter:
 
     def __init__(self, space: gym.Space):
         self.discrete = isinstance(space, gym.spaces.Discrete)
+        self.shape: tuple[int, ...] = tuple(space.shape)
+        self.n: int | None = int(space.n) if self.discrete else None
         if self.discrete:
             self.start = int(space.start)
             return
@@ -304,11 +319,72 @@ class ActionAdapter:
         return (self.center + self.half_range * clipped).astype(self.dtype)
 
     def to_policy(self, action: np.ndarray) -> np.ndarray:
-        """Env-unit actions (..., act_dim) -> the policy's [-1, 1] units float32, or Discrete actions
-        (...) -> indices from 0, int64 (the inverse of `to_env`)."""
+        """Env-unit actions (..., act_dim) -> the policy's [-1, 1] units float32, a bounded dimension
+        clipped to [-1, 1] (against float round-off at its bounds), or Discrete actions (...) -> indices
+        from 0, int64 (the inverse of `to_env`)."""
         if self.discrete:
             return action.astype(np.int64) - self.start
-        return ((action - self.center) / self.half_range).astype(np.float32)
+        raw = ((action - self.center) / self.half_range).astype(np.float32)
+        return np.where(self.bounded, np.clip(raw, -1.0, 1.0), raw).astype(np.float32)
+
+    def to_buffer(self, raw: np.ndarray) -> np.ndarray:
+        """Policy actions -> the units replay buffers and datasets hold: the same actions (see the class)."""
+        return raw
+
+    def from_buffer(self, actions: torch.Tensor) -> torch.Tensor:
+        """Actions as replay buffers hold them (B, ...) -> policy actions: the same tensor (see the class)."""
+        return actions
+
+
+class DiscretizedActions(ActionAdapter):
+    """A Box action space discretised independently per dimension: each of its J dimensions takes one of
+    n_bins sub-actions evenly spaced from its low to its high bound, both included, so a policy action is
+    J indices, (J,) int64 (the DQN baseline of Fujimoto, Meger, Precup 2019, Supp. D: 10 per dimension).
+
+    Sub-action k of a dimension is -1 + 2k / (n_bins - 1) in the Box's policy units (`bins`), which
+    `ActionAdapter` maps to low + k (high - low) / (n_bins - 1). Replay buffers and datasets hold the
+    Box's policy units (the sub-actions' values, or any other agent's continuous actions), so a DQN
+    learns from a DDPG's buffer: `from_buffer` takes each dimension's nearest sub-action.
+
+    Attributes:
+        shape: (J,); n: n_bins, the sub-actions per dimension; bins: (n_bins,) float32, their values.
+    Args:
+        space: the environment's Box action space, 1-D, with finite bounds; n_bins: >= 2.
+    Raises:
+        InputError: n_bins < 2; an infinite bound (`require_finite_bounds`); see `ActionAdapter`.
+    """
+
+    def __init__(self, space: gym.spaces.Box, n_bins: int, user: str = "discretised actions"):
+        import torch  # torch loads with the agents, not with the CLI's --help
+
+        if n_bins < 2:
+            raise InputError(
+                f"{user} need at least 2 sub-actions per dimension (from its low to its high bound), got {n_bins}."
+            )
+        require_finite_bounds(space, user)
+        super().__init__(space)
+        self.n = n_bins
+        self.bins = torch.linspace(-1.0, 1.0, n_bins).numpy()  # torch's values, as DQN has always used
+
+    def to_env(self, raw: np.ndarray) -> np.ndarray:
+        """Sub-action indices (..., J) int64 -> env actions (..., J) in the Box's dtype."""
+        return super().to_env(self.bins[raw])
+
+    def to_policy(self, action: np.ndarray) -> np.ndarray:
+        """Env-unit actions (..., J) -> the indices (..., J) int64 of each dimension's nearest sub-action."""
+        import torch
+
+        return self.from_buffer(torch.from_numpy(super().to_policy(action))).numpy()
+
+    def to_buffer(self, raw: np.ndarray) -> np.ndarray:
+        """Sub-action indices (..., J) int64 -> their values (..., J) float32 in the Box's policy units."""
+        return self.bins[raw]
+
+    def from_buffer(self, actions: torch.Tensor) -> torch.Tensor:
+        """Box policy-unit actions (..., J) float32 -> the index (..., J) int64 of each dimension's nearest
+        sub-action, floor((a + 1) (n_bins - 1) / 2 + 1/2): a value halfway between two goes to the upper
+        one, a value outside [-1, 1] to the end one; each sub-action's value gives its own index."""
+        return ((actions + 1.0) * ((self.n - 1) / 2.0) + 0.5).floor().clamp(0, self.n - 1).long()
 
 
 def _ordinal(n: int) -> str:

@@ -40,6 +40,7 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+import torch
 
 from acrl.algos import load
 from acrl.algos.base import Agent
@@ -48,7 +49,7 @@ from acrl.core.envs import CheckFinite, env_factory
 from acrl.core.errors import InputError, TrainingError
 from acrl.core.evaluation import EpisodeActor
 from acrl.core.version import __version__
-from acrl.parts.buffers import FrameReplayBuffer
+from acrl.parts.buffers import replay_capacity
 from acrl.parts.datasets import OfflineDataset, collect_transitions, save_dataset
 
 DATASET_KINDS = ("final", "imitation", "imperfect", "concurrent")
@@ -237,7 +238,6 @@ def _collect_final(
     """
     from acrl.algos import get_algorithm
     from acrl.core.config import preset_values, update_config
-    from acrl.parts.encoders import is_image
 
     if algo not in FINAL_ALGOS:
         raise InputError(f"the behavioral agent of --kind final is one of {', '.join(FINAL_ALGOS)}, got {algo!r}.")
@@ -261,10 +261,8 @@ def _collect_final(
         values["expl_noise"] = noise_std
     config = update_config(config, values, "collect")
     # Keep every transition: a buffer at least as large as the run (it never wraps).
-    size = max(steps, config.start_steps, config.batch_size)
     probe = env_factory(env_id)[0]()
-    if is_image(probe.observation_space):
-        size = 2 * -(-size // config.n_envs) * config.n_envs  # a frame buffer's episode starts take slots too
+    size = replay_capacity(probe.observation_space, max(steps, config.start_steps, config.batch_size), config.n_envs)
     probe.close()
     config = update_config(config, {"buffer_size": size}, "collect")
     agent = cls(env_id, config=config)
@@ -279,19 +277,17 @@ def _collect_final(
 
 
 def buffer_dataset(agent: OffPolicyAgent, kind: str, behavioral_policy: str, seed: int) -> OfflineDataset:
-    """The filled part of an online DDPG's, TD3's or DQN's replay buffer as an OfflineDataset.
+    """The filled part of an online DDPG's, TD3's or DQN's replay buffer as an OfflineDataset, oldest
+    transition first (`ReplayBuffer.transitions`, `FrameReplayBuffer.transitions`).
 
-    Actions go back to environment units; a frame buffer's observations come back as the environment
-    gave them (`FrameReplayBuffer.transitions`, uint8 / bool); attrs as `collect_dataset` documents them,
+    Actions go back to environment units (`ActionAdapter.from_buffer`, then `to_env`); a frame buffer's
+    observations come back as the environment gave them (uint8 / bool); attrs as `collect_dataset` documents them,
     with the agent's expl_noise as noise_std (a DQN: its epsilon schedule, epsilon_start, epsilon_end,
     epsilon_decay_steps, and noise_std 0).
     """
-    if isinstance(agent.buffer, FrameReplayBuffer):
-        data = agent.buffer.transitions()
-    else:
-        state = agent.buffer.state_dict()
-        data = {key: value.numpy() for key, value in state.items() if key not in ("position", "size")}
-    actions = agent.action_adapter.to_env(data["actions"])
+    data = agent.buffer.transitions()
+    adapter = agent.action_adapter
+    actions = adapter.to_env(adapter.from_buffer(torch.from_numpy(data["actions"])).numpy())
     cfg = agent.config
     attrs = {
         "env_id": cfg.env_id,

@@ -5,17 +5,22 @@ cuts the return; truncation bootstraps. The replay buffers sample one-step trans
 `n_step`, n-step returns over the transitions that follow them (`acrl.parts.returns.n_step_returns`).
 `ReplayBuffer` stores vectors, each transition's next observation with it; `FrameReplayBuffer`
 stores image frames (uint8 or bool) once each and rebuilds stacks and next observations from them.
+Which of the two an agent gets is the observation space's decision, made here once:
+`make_replay_buffer` (an empty one to fill), `replay_buffer_from` (one holding a dataset) and
+`replay_capacity` (the capacity that keeps a given number of transitions).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
+import gymnasium as gym
 import numpy as np
 import torch
 
 from acrl.core.devices import available_memory
 from acrl.core.errors import InputError
+from acrl.parts.observations import is_image
 from acrl.parts.returns import n_step_returns
 
 
@@ -300,6 +305,15 @@ class ReplayBuffer:
                 )
             target[:size] = saved.to(self.device)
         self.position, self.size = int(state["position"]) % self.capacity, size
+
+    def transitions(self) -> dict[str, np.ndarray]:
+        """Every stored transition as numpy arrays, oldest first (the order they were added): observations,
+        next_observations (N, obs_dim) float32, actions (N, ...), rewards (N,) float32, terminated, truncated
+        (N,) bool. What an online agent's replay becomes as an offline dataset
+        (`acrl.offline.collect.buffer_dataset`), as `FrameReplayBuffer.transitions`."""
+        oldest = self.position if self.size == self.capacity else 0
+        order = (oldest + torch.arange(self.size, device=self.device)) % self.capacity
+        return {key: getattr(self, key)[order].cpu().numpy() for key in self._KEYS}
 
     def evenly_spaced(self, n: int) -> tuple[torch.Tensor, torch.Tensor]:
         """The observations (m, obs_dim) and actions (m, ...) of m = min(n, len) stored transitions evenly
@@ -694,3 +708,73 @@ class FrameReplayBuffer:
         self.head[:], self.written[:] = state["head"].numpy(), state["written"].numpy()
         self.last_next[:] = state["last_next"].numpy()
         self.size = int(state["size"])
+
+
+def make_replay_buffer(
+    space: gym.spaces.Box,
+    capacity: int,
+    action_shape: tuple[int, ...],
+    device: torch.device | str = "cpu",
+    n_envs: int = 1,
+    frame_stack: int = 1,
+) -> ReplayBuffer | FrameReplayBuffer:
+    """The empty replay buffer for observations of `space`: a `FrameReplayBuffer` for image frames (each
+    frame stored once, in its own dtype; observations stacks of `frame_stack` frames on their first axis),
+    a `ReplayBuffer` for vectors.
+
+    Args:
+        space: the single observation space; capacity: transitions (frame slots) kept;
+        action_shape: one action's shape in the buffer, () for a Discrete index, (act_dim,) for a Box;
+        device: where the transitions live; n_envs: environments adding one transition each per `add`;
+        frame_stack: frames per observation (frames only: a vector env's `frame_stack`, 1 without).
+    Raises:
+        InputError: image frames with actions other than one Discrete index per transition (a frame
+            buffer stores one int64 per transition), before anything is allocated; see the buffers' own.
+    """
+    if not is_image(space):
+        return ReplayBuffer(capacity, int(space.shape[0]), action_shape, device, n_envs)
+    if action_shape != ():
+        raise InputError(
+            f"image observations {space} take one Discrete action per transition (the frame replay buffer "
+            f"stores one index each), not actions of shape {action_shape}: use a Discrete action space."
+        )
+    return FrameReplayBuffer(capacity, space.shape, space.dtype, n_envs, frame_stack, device)
+
+
+def replay_buffer_from(
+    space: gym.spaces.Box,
+    observations: np.ndarray,
+    actions: np.ndarray,
+    rewards: np.ndarray,
+    next_observations: np.ndarray,
+    terminated: np.ndarray,
+    truncated: np.ndarray,
+    device: torch.device | str = "cpu",
+) -> ReplayBuffer | FrameReplayBuffer:
+    """A replay buffer holding exactly these N recorded transitions (an offline dataset), for observations
+    of `space`: image frames in a `FrameReplayBuffer` (`FrameReplayBuffer.from_transitions`, each
+    observation stored once, in its own dtype, never as floats), vectors in a `ReplayBuffer` of capacity N.
+
+    Args:
+        observations, next_observations: (N, *obs_shape); actions: (N,) int64 indices or (N, act_dim)
+            float32 in policy units; rewards (N,) float; terminated, truncated (N,) bool.
+    Raises:
+        InputError: no transitions; see `FrameReplayBuffer.from_transitions`.
+    """
+    if len(rewards) == 0:
+        raise InputError("a replay buffer from transitions needs at least one transition.")
+    arrays = (observations, actions, rewards, next_observations, terminated, truncated)
+    if is_image(space):
+        return FrameReplayBuffer.from_transitions(*arrays, device=device)
+    buffer = ReplayBuffer(len(rewards), int(space.shape[0]), tuple(actions.shape[1:]), device)
+    buffer.add(*arrays)
+    return buffer
+
+
+def replay_capacity(space: gym.spaces.Box, transitions: int, n_envs: int = 1) -> int:
+    """A capacity with which `make_replay_buffer(space, ...)` keeps `transitions` transitions from `n_envs`
+    environments, a multiple of n_envs: that many rounded up for vectors; twice as many frame slots for
+    image frames (a frame buffer takes one slot per transition and frame_stack more at each episode's
+    start: enough for episodes of frame_stack steps or more on average)."""
+    capacity = -(-transitions // n_envs) * n_envs
+    return 2 * capacity if is_image(space) else capacity

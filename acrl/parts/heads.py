@@ -399,16 +399,19 @@ class DiscreteQ(nn.Module):
 
     Args:
         space: the observation space; encoder: "auto" or a name of `acrl.parts.encoders.ENCODERS`;
-        n_actions: the Discrete space's size; hidden_sizes: the MLP's hidden layers (vectors only).
+        n_actions: the Discrete space's size; hidden_sizes: the MLP's hidden layers (vectors only);
+        channels: the frames' layout, "first", "last" or "auto" (a config's `channels`).
     Attributes:
         encoder_name: the encoder used ("mlp", "nature", "a3c" or "minatar").
     Raises:
         InputError: an observation space no encoder takes, or an encoder that does not take it (`make_encoder`).
     """
 
-    def __init__(self, space: gym.spaces.Box, encoder: str, n_actions: int, hidden_sizes: tuple[int, ...]):
+    def __init__(
+        self, space: gym.spaces.Box, encoder: str, n_actions: int, hidden_sizes: tuple[int, ...], channels: str = "auto"
+    ):
         super().__init__()
-        self.encoder, features_dim, self.encoder_name = make_encoder(space, encoder, hidden_sizes, "relu")
+        self.encoder, features_dim, self.encoder_name = make_encoder(space, encoder, hidden_sizes, "relu", channels)
         self.head = output_layer(features_dim, n_actions, 1.0)
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:

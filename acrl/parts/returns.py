@@ -1,7 +1,8 @@
 """Pure functions for returns and advantages, with termination and truncation kept apart.
 
 Arrays are float32 numpy of shape (T, N): T time steps of N environments (N may be 1); the
-replay buffers' n-step returns (`n_step_returns`) are torch tensors of sampled windows (B, n).
+replay buffers' n-step returns (`n_step_returns`) are torch tensors of sampled windows (B, n),
+and the off-policy critics' one-step targets (`td_target`) torch tensors of sampled batches (B,).
 A step that ends by *termination* has no future: nothing is bootstrapped. A step that ends
 by *truncation* (a time limit) had a future the rollout did not see: it bootstraps from
 V(final observation) (Pardo et al. 2018, "Time Limits in Reinforcement Learning").
@@ -109,3 +110,17 @@ def n_step_returns(
     powers = gamma ** torch.arange(n, dtype=rewards.dtype, device=rewards.device)
     k = included.sum(dim=1)
     return (rewards * powers * included).sum(dim=1), gamma**k, k.long() - 1
+
+
+def td_target(rewards: torch.Tensor, not_done: torch.Tensor, next_q: torch.Tensor, gamma: float) -> torch.Tensor:
+    """One-step TD target y = r + gamma * not_done * Q'(s', a') (Lillicrap et al. 2016, Alg. 1): the
+    critics' target of DDPG, TD3 (next_q the min of the twin target critics) and SAC (the soft value).
+
+    Args:
+        rewards, not_done, next_q: (B,) float32; not_done = 1 - terminated, so a transition cut
+            by a time limit still bootstraps (docs/correctness.md item 1).
+        gamma: discount in [0, 1].
+    Returns:
+        (B,) float32 targets.
+    """
+    return rewards + gamma * not_done * next_q

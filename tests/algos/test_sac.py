@@ -13,6 +13,7 @@ import yaml
 import acrl
 from acrl.cli import main
 from acrl.parts.datasets import collect_transitions, save_dataset
+from acrl.parts.sources import DatasetSource
 
 TINY = [
     "start_steps=200",
@@ -110,6 +111,6 @@ def test_offline_training_from_a_dataset(tmp_path, capsys):
     agent = acrl.load(run_dir / "checkpoints" / "latest.pt")
     assert agent.config.env_id == "Pendulum-v1" and agent.step_unit == "update"
     assert (agent.num_steps, agent.updates) == (60, 60) and metric_steps(run_dir)[-1] == 60  # updates, offline
-    assert agent.envs is None and len(agent.load_data()) == 300
+    assert isinstance(agent.source, DatasetSource) and len(agent.load_data()) == 300
     assert agent.temperature().item() != 1.0  # alpha moved: updates happened
     assert math.isfinite(json.loads((run_dir / "eval.json").read_text())["return_mean"])

@@ -1,5 +1,5 @@
-"""Behavioral cloning: the losses by hand (squared error for Box actions, cross-entropy for Discrete
-ones), a known policy recovered from its data, and the CLI."""
+"""Behavioral cloning, BC and discrete BC: the losses by hand (squared error for Box actions,
+cross-entropy for Discrete ones), a known policy recovered from its data, and the CLI."""
 
 import math
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from acrl import BC, load
+from acrl import BC, DiscreteBC, load
 from acrl.cli import main
 from acrl.core.errors import InputError
 from acrl.parts.buffers import FrameReplayBuffer
@@ -53,7 +53,7 @@ def test_bc_recovers_the_policy_that_labelled_the_data(pendulum_data):
     assert np.sqrt(np.mean((predicted - expected) ** 2)) < 0.1  # torque units, out of a range of 4 (measured: 0.017)
 
 
-def test_the_cli_trains_bc_from_box_and_discrete_datasets(pendulum_data, tmp_path, capsys):
+def test_the_cli_trains_bc_from_box_and_discrete_bc_from_discrete_datasets(pendulum_data, tmp_path, capsys):
     run = tmp_path / "bc"
     assert (
         main(
@@ -79,16 +79,22 @@ def test_the_cli_trains_bc_from_box_and_discrete_datasets(pendulum_data, tmp_pat
     cartpole = tmp_path / "cartpole.h5"
     env = gym.make("CartPole-v1")
     save_dataset(cartpole, collect_transitions(env, lambda obs: 0, 50, seed=0))
-    argv = ["train", "bc", "--dataset", str(cartpole), "--total-steps", "20", "--no-progress"]
-    assert main([*argv, "--set", "eval_episodes=1", "hidden_sizes=[8]", "--run-dir", str(tmp_path / "x")]) == 0
-    assert load(tmp_path / "x" / "checkpoints" / "best.pt").predict(np.zeros(4, np.float32)) in (0, 1)
+    argv = ["--dataset", str(cartpole), "--total-steps", "20", "--no-progress"]
+    capsys.readouterr()
+    assert main(["train", "bc", *argv]) == 2  # BC regresses continuous actions: one line names discrete_bc
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "use discrete BC (DiscreteBC, `acrl train discrete_bc`)" in err
+    run = ["--set", "eval_episodes=1", "hidden_sizes=[8]", "--run-dir", str(tmp_path / "x")]
+    assert main(["train", "discrete_bc", *argv, *run]) == 0
+    agent = load(tmp_path / "x" / "checkpoints" / "best.pt")
+    assert isinstance(agent, DiscreteBC) and agent.predict(np.zeros(4, np.float32)) in (0, 1)
 
 
 def test_discrete_bc_minimises_the_cross_entropy_of_the_logged_actions(tmp_path):
     """Logits (0, ln 3) everywhere: pi = (1/4, 3/4). The logged actions 0, 1, 1 cost
     (ln 4 + 2 ln 4/3) / 3 = 0.6539; the greedy action is 1, and a sample is 1 three times in four."""
     write_dataset(tmp_path / "c.h5", "CartPole-v1")
-    agent = BC(dataset=str(tmp_path / "c.h5"), hidden_sizes=[8], seed=0)
+    agent = DiscreteBC(dataset=str(tmp_path / "c.h5"), hidden_sizes=[8], seed=0)
     assert agent.config.encoder == "mlp" and isinstance(agent.actor, CategoricalHead)
     set_linear(agent.actor.linear, [[0.0] * 8, [0.0] * 8], [0.0, math.log(3.0)])
     batch = {"observations": torch.randn(3, 4), "actions": torch.tensor([0, 1, 1])}
@@ -100,10 +106,16 @@ def test_discrete_bc_minimises_the_cross_entropy_of_the_logged_actions(tmp_path)
     assert sampled.mean() == pytest.approx(0.75, abs=0.03)
 
 
-def test_bc_takes_frames_with_discrete_actions_only():
-    assert BC(Frames, buffer=FrameReplayBuffer(4, (12, 12, 3), np.uint8)).config.encoder == "minatar"
-    with pytest.raises(InputError, match="BC's tanh policy for a Box action space is an MLP on vector"):
-        BC("Pendulum-v1", dataset="unused.h5", encoder="nature")
+def test_discrete_bc_takes_frames_and_each_bc_its_own_action_space():
+    assert DiscreteBC(Frames, buffer=FrameReplayBuffer(4, (12, 12, 3), np.uint8)).config.encoder == "minatar"
+    with pytest.raises(InputError, match=r"BC supports a 1-D Box action space.*use discrete BC"):
+        BC("CartPole-v1", dataset="unused.h5")
+    with pytest.raises(InputError, match=r"BC needs a flat Box observation space"):
+        BC(Frames, buffer=FrameReplayBuffer(4, (12, 12, 3), np.uint8))
+    with pytest.raises(InputError, match=r"DiscreteBC supports a Discrete action space.*use BC"):
+        DiscreteBC("Pendulum-v1", dataset="unused.h5")
+    with pytest.raises(InputError, match="encoder 'nature' takes image frames"):
+        DiscreteBC("CartPole-v1", dataset="unused.h5", encoder="nature")
 
 
 def test_bc_is_a_replay_agent_without_gamma_or_tau(pendulum_data):

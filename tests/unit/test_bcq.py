@@ -10,10 +10,6 @@ import torch
 
 from acrl import BCQ
 from acrl.algos.bcq import (
-    LATENT_CLIP,
-    LOG_STD_MAX,
-    LOG_STD_MIN,
-    VAE,
     BCQConfig,
     PerturbationActor,
     continuous_target,
@@ -24,6 +20,7 @@ from acrl.core import torch_fast
 from acrl.core.errors import InputError
 from acrl.parts.buffers import ReplayBuffer
 from acrl.parts.nets import TwinQ
+from acrl.parts.vae import LATENT_CLIP, LOG_STD_MAX, LOG_STD_MIN, VAE
 from tests.conftest import BCQ_SMALL as SMALL
 from tests.conftest import set_linear, write_dataset
 

@@ -8,12 +8,13 @@ import numpy as np
 import pytest
 import torch
 
-from acrl import DDPG, TD3
-from acrl.algos.ddpg import td_target
+from acrl import DDPG, SAC, TD3
 from acrl.algos.td3 import smooth_target_actions
 from acrl.core.errors import InputError
 from acrl.parts.buffers import ReplayBuffer
 from acrl.parts.datasets import collect_transitions, save_dataset
+from acrl.parts.returns import td_target
+from acrl.parts.sources import DatasetSource
 
 TINY = {"hidden_sizes": (1,), "buffer_size": 100, "batch_size": 2, "start_steps": 0}
 SMALL = {
@@ -127,7 +128,7 @@ def test_targets_start_as_exact_copies_not_shared(cls):
 def test_polyak_update_moves_targets_by_tau_in_place():
     agent = DDPG("Pendulum-v1", seed=0, hidden_sizes=(8, 8), tau=0.1, start_steps=0, batch_size=16)
     for _ in range(20):
-        agent.collect_step()
+        agent.source.collect_step(agent)
     old = [p.detach().clone() for p in agent.critic.parameters()]
     target_tensors = list(agent.critic_target.parameters())
     agent.update(agent.buffer.sample(16, agent.rng))
@@ -179,7 +180,7 @@ def test_replay_buffer_wraps_around_and_round_trips():
 def test_truncated_step_stores_the_true_final_observation():
     agent = DDPG("Pendulum-v1", seed=3, hidden_sizes=(8, 8), start_steps=1_000)
     for _ in range(201):  # one 200-step episode, truncated, then the first step of the next
-        agent.collect_step()
+        agent.source.collect_step(agent)
     buf = agent.buffer
     assert not buf.terminated[:201].any()
     assert np.flatnonzero(buf.truncated[:201]).tolist() == [199]
@@ -196,7 +197,7 @@ def test_truncated_step_stores_the_true_final_observation():
 def test_td3_delays_actor_and_target_updates():
     agent = TD3("Pendulum-v1", seed=0, hidden_sizes=(8, 8), start_steps=0, batch_size=16, policy_delay=2)
     for _ in range(20):
-        agent.collect_step()
+        agent.source.collect_step(agent)
 
     def snapshot():
         return {name: [p.detach().clone() for p in net.parameters()] for name, net in agent.nets.items()}
@@ -218,7 +219,7 @@ def test_td3_delays_actor_and_target_updates():
 def test_ddpg_updates_actor_every_step():
     agent = DDPG("Pendulum-v1", seed=0, hidden_sizes=(8, 8), start_steps=0, batch_size=16)
     for _ in range(20):
-        agent.collect_step()
+        agent.source.collect_step(agent)
     before = [p.detach().clone() for p in agent.actor.parameters()]
     assert "train/policy_loss" in agent.update(agent.buffer.sample(16, agent.rng))
     assert not all(torch.equal(a, b) for a, b in zip(before, agent.actor.parameters()))
@@ -230,7 +231,7 @@ def test_exploration_adds_seeded_gaussian_noise_to_the_actor_in_policy_units():
     set_linear(agent.actor.net[2], [[0.0]], [math.atanh(0.5)])  # mu(s) = 0.5 everywhere
     agent.rng = np.random.default_rng(7)
     for _ in range(5):
-        agent.collect_step()
+        agent.source.collect_step(agent)
     # a_t = clip(mu(s) + 0.2 z_t, -1, 1), z_t the generator's standard normals; Pendulum gets 2 a_t
     z = np.random.default_rng(7).standard_normal((5, 1))
     np.testing.assert_allclose(agent.buffer.actions[:5].numpy(), np.clip(0.5 + 0.2 * z, -1.0, 1.0), rtol=1e-5)
@@ -243,10 +244,12 @@ def test_exploration_adds_seeded_gaussian_noise_to_the_actor_in_policy_units():
 
 
 def test_discrete_action_space_is_refused_with_alternatives():
-    with pytest.raises(InputError, match="PPO or A3C.*discrete BCQ"):
+    with pytest.raises(InputError, match="use DQN, PPO or A3C.*discrete BCQ"):
         DDPG("CartPole-v1")
-    with pytest.raises(InputError, match="PPO or A3C"):
+    with pytest.raises(InputError, match="use DQN, PPO or A3C"):
         TD3("CartPole-v1")
+    with pytest.raises(InputError, match="use DQN, PPO or A3C.*discrete BCQ"):
+        SAC("CartPole-v1")
 
 
 def test_bad_hyperparameters_are_refused():
@@ -303,7 +306,9 @@ def test_offline_learns_from_dataset_only(tmp_path):
     path = tmp_path / "random.hdf5"
     save_dataset(path, data)
     agent = DDPG(dataset=str(path), seed=0, hidden_sizes=(8, 8), iteration_steps=20, eval_freq=0)
-    assert agent.config.env_id == "Pendulum-v1" and agent.envs is None  # env from the dataset's attrs
+    assert agent.config.env_id == "Pendulum-v1" and isinstance(
+        agent.source, DatasetSource
+    )  # env from the dataset's attrs
     agent.learn(50, progress=False)
     assert (agent.num_steps, agent.updates) == (50, 50)
     buf = agent.buffer

@@ -25,6 +25,22 @@ def test_module_shapes(batch):
     assert allowed_actions(logits, 0.3).shape == (batch, n_actions)
 
 
+def test_vector_trunks_keep_the_keys_of_two_mlps_and_frames_layout_is_the_channels_setting():
+    """The vector net is the authors' FC_Q, two MLPs: its checkpoint keys are those of `mlp`, layers 0, 2, 4 (with
+    ReLUs between), so discrete BCQ checkpoints written before the trunks came from make_encoder still load; a
+    (10, 10, 10) frame, ambiguous, takes its layout from `channels`."""
+    net = DiscreteBCQNet(gym.spaces.Box(-1.0, 1.0, (5,)), "auto", 4, (32, 16))
+    assert list(net.state_dict()) == [
+        f"{trunk}.{layer}.{p}" for trunk in ("q", "imitation") for layer in (0, 2, 4) for p in ("weight", "bias")
+    ]
+    assert net.q[4].weight.shape == (4, 16) and net.encoder_name == "mlp"
+    cube = gym.spaces.Box(0, 1, (10, 10, 10), bool)
+    with pytest.raises(InputError, match="do not say which axis holds the channels"):
+        DiscreteBCQNet(cube, "auto", 4)
+    net = DiscreteBCQNet(cube, "auto", 4, channels="last")
+    assert net.q(torch.zeros(2, 10, 10, 10, dtype=torch.bool)).shape == (2, 4)
+
+
 def test_frames_get_a_cnn_trunk_each_and_stay_uint8_up_to_the_network(tmp_path):
     data = collect_transitions(Frames(), lambda obs: int(obs[0, 0, 0] > 127), 30, seed=0)
     save_dataset(tmp_path / "frames.h5", data)

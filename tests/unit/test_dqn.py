@@ -13,7 +13,8 @@ import torch
 
 import acrl
 from acrl import DQN
-from acrl.algos.dqn import bin_values, linear_epsilon, nearest_bins
+from acrl.algos.dqn import linear_epsilon
+from acrl.core.envs import DiscretizedActions
 from acrl.core.errors import InputError
 from acrl.parts.buffers import FrameReplayBuffer, ReplayBuffer
 from tests.conftest import Frames, set_linear, write_dataset
@@ -73,7 +74,7 @@ def test_without_double_q_the_target_is_the_target_networks_max():
 def test_terminated_cuts_and_truncated_bootstraps():
     agent = DQN("CartPole-v1", gamma=0.99, **SMALL)
     constant_q(agent, online=[0.0, 1.0], target=[7.0, 10.0])
-    agent.buffer = ReplayBuffer(2, 4, ())
+    agent.source.buffer = ReplayBuffer(2, 4, ())
     obs = np.array([[1, 0, 0, 0], [2, 0, 0, 0]], np.float32)
     agent.buffer.add(obs, np.array([0, 1]), np.ones(2), obs + 1, np.array([True, False]), np.array([False, True]))
     batch = agent.sample_batch()
@@ -183,7 +184,7 @@ def test_target_network_starts_as_a_copy_and_is_copied_every_interval():
         else:
             assert all(torch.equal(t, o) for t, o in pairs)  # an exact copy at the third update
     soft = DQN("CartPole-v1", seed=0, target_update_interval=1, tau=0.1, **SMALL)
-    soft.buffer = agent.buffer
+    soft.source.buffer = agent.buffer
     old_t, old_o = [p.clone() for p in soft.net_target.parameters()], [p.clone() for p in soft.net.parameters()]
     soft.update(soft.sample_batch())
     for t, o_before, o_old, o in zip(soft.net_target.parameters(), old_t, old_o, soft.net.parameters(), strict=True):
@@ -221,14 +222,17 @@ def test_bad_input():
         DQN("Pendulum-v1", action_bins=1)
     with pytest.raises(InputError, match=r"Discrete\(2\) is already discrete: drop action_bins"):
         DQN("CartPole-v1", action_bins=5)
-    with pytest.raises(InputError, match=r"action_bins takes vector observations"):
+    with pytest.raises(InputError, match=r"image observations .* take one Discrete action per transition"):
         DQN(BoxFrames, action_bins=5)
     with pytest.raises(InputError, match=r"epsilon_start must lie in \[0, 1\]"):
         DQN("CartPole-v1", epsilon_start=1.5)
     with pytest.raises(InputError, match=r"epsilon_end must lie in \[0, 1\]"):
         DQN("CartPole-v1", epsilon_end=-0.1)
     with pytest.raises(InputError, match="the epsilon schedule must end within the budget"):
-        DQN("CartPole-v1", total_steps=1_000, epsilon_decay_steps=2_000)
+        DQN("CartPole-v1", total_steps=1_000, epsilon_decay_steps=2_000).learn(progress=False)
+    # the spaces first: a Box action space is refused for what it is, whatever the schedule says
+    with pytest.raises(InputError, match=r"DQN needs discrete actions"):
+        DQN("MountainCarContinuous-v0", total_steps=1_000, epsilon_decay_steps=2_000)
     agent = DQN("CartPole-v1", **SMALL)
     with pytest.raises(InputError, match="epsilon_decay_steps=100 and total_steps=60"):
         agent.learn(60, progress=False)  # a budget cut below the schedule at learn
@@ -265,11 +269,23 @@ class BoxFrames(Frames):
 
 def test_bins_and_the_nearest_bin_by_hand():
     """5 bins over [-1, 1]: -1, -0.5, 0, 0.5, 1; -0.75, halfway between the first two, goes to the upper one;
-    values past the bounds to the end bins."""
-    torch.testing.assert_close(bin_values(5), torch.tensor([-1.0, -0.5, 0.0, 0.5, 1.0]))
+    values past the bounds to the end bins. TwoJoints' bounds [-2, 2] x [0, 1]: index k of 5 is -2 + k and
+    k / 4 in the environment."""
+    adapter = DiscretizedActions(gym.spaces.Box(-1.0, 1.0, (4,), np.float32), 5)
+    np.testing.assert_array_equal(adapter.bins, [-1.0, -0.5, 0.0, 0.5, 1.0])
     actions = torch.tensor([[-1.0, -0.74, -0.75, 0.2], [1.3, -1.2, 0.5, 0.76]])
-    assert nearest_bins(actions, 5).tolist() == [[0, 1, 1, 2], [4, 0, 3, 4]]
-    assert nearest_bins(bin_values(10), 10).tolist() == list(range(10))  # each bin maps to itself
+    assert adapter.from_buffer(actions).tolist() == [[0, 1, 1, 2], [4, 0, 3, 4]]
+    ten = DiscretizedActions(gym.spaces.Box(-1.0, 1.0, (10,), np.float32), 10)
+    assert ten.from_buffer(torch.from_numpy(ten.bins)).tolist() == list(range(10))  # each bin maps to itself
+    joints = DiscretizedActions(TwoJoints.action_space, 5)
+    assert (joints.shape, joints.n) == ((2,), 5)
+    np.testing.assert_array_equal(joints.to_env(np.array([[0, 4], [3, 1]])), [[-2.0, 1.0], [1.0, 0.25]])
+    np.testing.assert_array_equal(joints.to_buffer(np.array([3, 1])), [0.5, -0.5])
+    assert joints.to_policy(np.array([[0.9, 0.3], [-2.0, 1.0]], np.float32)).tolist() == [[3, 1], [0, 4]]
+    with pytest.raises(InputError, match="at least 2 sub-actions"):
+        DiscretizedActions(TwoJoints.action_space, 1)
+    with pytest.raises(InputError, match="needs finite action bounds"):
+        DiscretizedActions(gym.spaces.Box(-np.inf, np.inf, (2,), np.float32), 3)
 
 
 def test_discretised_greedy_action_and_q_by_hand():
@@ -282,7 +298,8 @@ def test_discretised_greedy_action_and_q_by_hand():
     constant_q(agent, online=q, target=q)
     np.testing.assert_array_equal(agent.predict(np.zeros(4, np.float32)), [1.0, 0.0])
     obs = torch.zeros(1, 4)
-    assert agent.q_value(obs, torch.tensor([[0.0, 0.5]])).item() == pytest.approx(21.5)
+    assert agent.q_value(obs, torch.tensor([[2, 3]])).item() == pytest.approx(21.5)
+    assert agent.q_value(obs, agent.action_adapter.from_buffer(torch.tensor([[0.0, 0.5]]))).item() == 21.5
     result = agent.evaluate(episodes=1)  # the critic's estimate at the first state, as DDPG's and BCQ's
     assert result["q_initial_mean"] == pytest.approx(29.5)
 
@@ -308,7 +325,7 @@ def test_discretised_double_dqn_target_and_loss_by_hand():
 
 def test_discretised_batches_take_the_nearest_bins_and_exploration_only_sub_actions():
     agent = DQN(TwoJoints, action_bins=5, **SMALL)
-    agent.buffer = ReplayBuffer(2, 4, (2,))
+    agent.source.buffer = ReplayBuffer(2, 4, (2,))
     obs = np.array([[1, 0, 0, 0], [2, 0, 0, 0]], np.float32)
     actions = np.array([[-0.8, 0.3], [0.74, 1.0]], np.float32)  # policy units
     agent.buffer.add(obs, actions, np.zeros(2), obs, np.zeros(2, bool), np.zeros(2, bool))
@@ -316,7 +333,8 @@ def test_discretised_batches_take_the_nearest_bins_and_exploration_only_sub_acti
     expected = {1: [0, 3], 2: [3, 4]}
     assert all(expected[int(o)] == a for o, a in zip(batch["observations"][:, 0], batch["actions"].tolist()))
     bins = {-1.0, -0.5, 0.0, 0.5, 1.0}
-    assert set(agent.random_actions(50).ravel().tolist()) == bins
+    assert set(agent.random_actions(50).ravel().tolist()) == {0, 1, 2, 3, 4}  # sub-action indices
+    assert set(agent.action_adapter.to_buffer(agent.random_actions(50)).ravel().tolist()) == bins
     agent = DQN(TwoJoints, action_bins=5, **SMALL).learn(200, progress=False)  # epsilon-greedy, then greedy
     assert agent.updates > 0 and set(agent.buffer.actions[: len(agent.buffer)].ravel().tolist()) <= bins
     assert set(np.unique(agent.predict(np.zeros((3, 4), np.float32), deterministic=False))) <= {
@@ -349,3 +367,18 @@ def test_offline_dqn_learns_from_a_continuous_dataset_without_an_epsilon_schedul
     agent.learn(progress=False)
     result = agent.evaluate(episodes=1)
     assert agent.updates == 100 and {"q_initial_mean", "q_data_mean", "q_policy_mean"} <= set(result)
+
+
+def test_a_discretised_dqn_learns_from_another_agents_buffer_as_it_is():
+    """The concurrent experiment's DQN: a buffer of a continuous agent's actions in policy units, read through
+    the nearest sub-actions; nothing explores, so no epsilon schedule is checked against the short budget."""
+    buffer = ReplayBuffer(4, 4, (2,))
+    obs = np.zeros((4, 4), np.float32)
+    actions = np.array([[-1.0, 1.0], [0.1, -0.2], [0.6, 0.9], [-0.3, 0.0]], np.float32)
+    buffer.add(obs, actions, np.ones(4), obs, np.zeros(4, bool), np.zeros(4, bool))
+    agent = DQN(TwoJoints, action_bins=3, buffer=buffer, **{**SMALL, "epsilon_decay_steps": 10_000})
+    assert agent.step_unit == "update" and agent.buffer is buffer
+    batch = agent.sample_batch()
+    assert {tuple(a) for a in batch["actions"].tolist()} <= {(0, 2), (1, 1), (2, 2), (1, 1)}
+    agent.learn(20, progress=False)
+    assert (agent.num_steps, agent.updates) == (20, 20) and buffer.actions[0].tolist() == [-1.0, 1.0]  # untouched

@@ -1,15 +1,23 @@
 """The frame replay buffer: each frame stored once, stacks rebuilt exactly as the environment gave them
 (zero-padded after a reset, never reaching into another episode), next observations, n-step windows,
-its checkpoint and its memory check (docs/correctness.md item 14)."""
+its checkpoint and its memory check (docs/correctness.md item 14); and which replay buffer the
+observation space gets (`make_replay_buffer`, `replay_buffer_from`, `replay_capacity`)."""
 
 import itertools
 
+import gymnasium as gym
 import numpy as np
 import pytest
 import torch
 
 from acrl.core.errors import InputError
-from acrl.parts.buffers import FrameReplayBuffer
+from acrl.parts.buffers import (
+    FrameReplayBuffer,
+    ReplayBuffer,
+    make_replay_buffer,
+    replay_buffer_from,
+    replay_capacity,
+)
 
 
 def frame(i: int) -> np.ndarray:
@@ -243,3 +251,39 @@ def test_bad_input_and_the_memory_check():
     with pytest.raises(InputError, match="needs at least one transition"):
         empty, none = np.zeros((0, 2, 2), np.uint8), np.zeros(0)
         FrameReplayBuffer.from_transitions(empty, none, none, empty, none.astype(bool), none.astype(bool))
+
+
+def test_the_observation_space_chooses_the_replay_buffer():
+    vectors, frames = gym.spaces.Box(-1.0, 1.0, (3,)), gym.spaces.Box(0, 255, (4, 6, 6), np.uint8)
+    buffer = make_replay_buffer(vectors, 8, (2,), n_envs=2)
+    assert isinstance(buffer, ReplayBuffer) and buffer.observations.shape == (8, 3) and buffer.actions.shape == (8, 2)
+    assert buffer.n_envs == 2 and buffer.actions.dtype == torch.float32
+    buffer = make_replay_buffer(frames, 12, (), n_envs=2, frame_stack=4)
+    assert isinstance(buffer, FrameReplayBuffer) and buffer.frames.shape == (2, 6, 6, 6)  # one 6x6 frame per slot
+    with pytest.raises(InputError, match=r"take one Discrete action per transition .*, not actions of shape \(2,\)"):
+        make_replay_buffer(frames, 12, (2,))
+    # a dataset: vectors whole in a ReplayBuffer of its size, frames each observation once
+    obs = np.arange(6, dtype=np.float32).reshape(2, 3)
+    flags = np.zeros(2, bool)
+    buffer = replay_buffer_from(vectors, obs, np.array([[0.5], [-0.5]], np.float32), np.ones(2), obs + 1, flags, flags)
+    assert isinstance(buffer, ReplayBuffer) and buffer.capacity == len(buffer) == 2
+    stacks = np.zeros((2, 4, 6, 6), np.uint8)
+    buffer = replay_buffer_from(frames, stacks, np.array([0, 1]), np.ones(2), stacks, flags, flags)
+    assert isinstance(buffer, FrameReplayBuffer) and len(buffer) == 2
+    with pytest.raises(InputError, match="at least one transition"):
+        replay_buffer_from(vectors, obs[:0], obs[:0], np.ones(0), obs[:0], flags[:0], flags[:0])
+    # capacities that keep 10 transitions of 4 environments: 12 (a multiple of 4); frames twice that
+    assert (replay_capacity(vectors, 10, 4), replay_capacity(frames, 10, 4), replay_capacity(vectors, 10)) == (
+        12,
+        24,
+        10,
+    )
+
+
+def test_a_vector_buffers_transitions_come_oldest_first_after_a_wrap():
+    buffer = ReplayBuffer(3, 1, ())
+    for i in range(5):  # transitions 0..4 into 3 slots: 2, 3, 4 remain, in slots 2, 0, 1
+        buffer.add(np.array([[i]]), np.array([i]), np.array([i]), np.array([[i + 1]]), [i == 4], [False])
+    data = buffer.transitions()
+    assert data["observations"][:, 0].tolist() == [2, 3, 4] and data["actions"].tolist() == [2, 3, 4]
+    assert data["next_observations"][:, 0].tolist() == [3, 4, 5] and data["terminated"].tolist() == [False, False, True]

@@ -147,7 +147,7 @@ def test_target_critic_starts_as_exact_copy_then_moves_by_tau():
         assert torch.equal(target, source) and target.data_ptr() != source.data_ptr()
         assert not target.requires_grad
     for _ in range(20):
-        agent.collect_step()
+        agent.source.collect_step(agent)
     before = [t.detach().clone() for t, _ in pairs]
     agent.update(agent.buffer.sample(16, agent.rng))
     assert agent.updates == 1
