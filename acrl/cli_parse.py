@@ -105,6 +105,14 @@ def _reject(argv: list[str], commands: dict[str, type], event: Any) -> None:
             f"unknown command {argv[0]!r}{f' (did you mean {close[0]}?)' if close else ''}; the "
             f"commands are {', '.join(tops)}."
         )
+    subs = [name.split()[1] for name in commands if command and name.startswith(f"{command} ")]
+    chosen = argv[argv.index(command) + 1 :][:1] if command else []
+    if subs and chosen and not chosen[0].startswith("-") and chosen[0] not in subs:
+        close = difflib.get_close_matches(chosen[0], subs, n=1)
+        raise InputError(
+            f"unknown {command} {chosen[0]!r}{f' (did you mean {close[0]}?)' if close else ''}; choose "
+            f"{', '.join(subs)}."
+        )
     if isinstance(event, _errors.UnrecognizedArgs):
         raise InputError(
             f"unrecognized argument{'s' * (len(event.tokens) > 1)} {' '.join(event.tokens)}; {see} lists the options."
@@ -146,7 +154,6 @@ def _reject(argv: list[str], commands: dict[str, type], event: Any) -> None:
     if isinstance(event, _errors.MissingSubcommand):
         if command is None:
             raise InputError(f"acrl needs a command: {', '.join(tops)} (`acrl --help` describes them).")
-        subs = [name.split()[1] for name in commands if name.startswith(f"{command} ")]
         raise InputError(f"acrl {command} needs one of {', '.join(subs)} (`acrl {command} --help` describes them).")
     raise InputError(f"cannot parse the arguments {' '.join(argv)}; {see} lists the options.")
 

@@ -293,10 +293,12 @@ class ExperimentSpec:
         )
         size = max(steps, behavioral.start_steps, behavioral.batch_size)
         configs = {"behavioral": update_config(behavioral, {"buffer_size": size}, "experiment")}
-        for learner in self.learners:  # the first one's gamma is known before the others need it
-            values = self.learner_values(learner, overrides, configs.get(self.learners[0].name, behavioral).gamma)
+        gamma = None  # the first learner's, once built: the one the `same_gamma` learners take
+        for learner in self.learners:
+            values = self.learner_values(learner, overrides, gamma)
             fixed = {"seed": seed + learner.seed_offset, "total_steps": steps, "dataset": final_dataset, **common}
             configs[learner.name] = self.learner_config(learner, env_id, values, **fixed)
+            gamma = configs[learner.name].gamma if gamma is None else gamma
         return configs
 
     def check_env(self, env_id: str) -> None:

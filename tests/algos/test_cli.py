@@ -198,6 +198,11 @@ def test_each_experiment_command_has_its_specs_settings_and_an_option_per_agent(
             "(`acrl experiment --help` describes them).",
         ),
         (
+            ["experiment", "extrapolaton"],
+            "unknown experiment 'extrapolaton' (did you mean extrapolation?); choose "
+            "extrapolation, concurrent, discrete.",
+        ),
+        (
             ["experiment", "discrete"],
             "acrl experiment discrete needs --env; `acrl experiment discrete --help` describes it.",
         ),
