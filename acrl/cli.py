@@ -1,29 +1,25 @@
 """`acrl` command line: a thin layer that parses into configs and calls the library.
 
-Each command is a dataclass below (`Train`, `Resume`, ..., collected in `Command`), parsed by tyro;
+Each command is a dataclass (`Train`, `Resume`, ... below; the experiments, one subcommand each, in
+`acrl.cli_experiment`; sweep and tune in `acrl.cli_sweep`), collected in `Command` and parsed by tyro;
 its fields and their docstrings are the options and their help (`acrl COMMAND --help`), and
-`synopsis()` renders all commands with their options from those dataclasses, the block that the
-README's "Command line" section shows (tests/algos/test_cli.py checks that they agree). ALGO is
-one of `acrl.algos.ALGORITHMS`; `acrl --version` prints the version.
+`synopsis()` renders every command line with its options from those dataclasses, the block that the
+README's "Command line" section shows (tests/algos/test_cli.py checks that they agree). ALGO is one
+of `acrl.algos.ALGORITHMS`; `acrl --version` prints the version.
 
 Errors: bad input, tyro's own argument errors included, is one line `acrl: error: MESSAGE` on
-stderr (no traceback, no box); warnings print once each, as one line `acrl: warning: MESSAGE`.
+stderr (no traceback, no box; `acrl.cli_parse.parse`); warnings print once each, as one line
+`acrl: warning: MESSAGE`.
 Exit codes: 0 success, 2 bad input, 1 failure during the run, 130 interrupted.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import difflib
-import functools
-import itertools
 import json
-import os
 import signal
 import sys
+import tempfile
 import time
-import types
-import typing
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -32,17 +28,15 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import tyro
-import tyro._errors  # tyro's parse-error hook (private: pinned in pyproject.toml), for one-line errors
 
 from acrl.algos import ALGORITHMS
+from acrl.cli_experiment import Experiment, ExperimentCommand, experiment
+from acrl.cli_parse import parse, subcommands, values
+from acrl.cli_parse import synopsis as render_synopsis
+from acrl.cli_sweep import Sweep, Tune, sweep, tune
 from acrl.core.errors import InputError, TrainingError
 from acrl.core.logging import format_return
 from acrl.core.version import __version__
-
-
-def values(metavar: str) -> object:
-    """tyro's settings of a list option: the metavar "METAVAR ...", and no "(default: )" (an empty list)."""
-    return tyro.conf.arg(metavar=f"{metavar} ...", help_behavior_hint="")
 
 
 @dataclass
@@ -183,160 +177,6 @@ class Collect:
     """Hyperparameters of the behavioral agent (final) as key=value, e.g. --set start_steps=1000."""
     progress: bool = True
     """Show the progress bar."""
-
-
-EXTRAPOLATION_LEARNERS = ("bcq", "ddpg", "bc", "vae_bc", "dqn")
-"""The extrapolation experiment's learners, acrl.offline.experiments.LEARNERS' keys (not imported here: the CLI
-starts without torch); `--learners`' choices repeat them for tyro, and a test checks all three agree."""
-
-
-@dataclass
-class Experiment:
-    """Run a BCQ paper experiment (Fujimoto et al. 2019, Figure 2; discrete: Fujimoto et al. 2019b); prints its
-    table, writes JSON and a figure."""
-
-    name: tyro.conf.Positional[Literal["extrapolation", "concurrent", "discrete"]]
-    """extrapolation (final, concurrent, imitation and imperfect buffers: behavioral policy, BCQ, off-policy
-    DDPG, BC, VAE-BC and DQN on discretised actions), concurrent (the same learners learning from a behavioral
-    DDPG's growing buffer) or discrete (a behavioral DQN's final and imperfect buffers: discrete BCQ, offline DQN
-    and BC)."""
-    env: Annotated[str, tyro.conf.arg(metavar="ENV_ID")]
-    """Environment id: with a bounded Box action space, e.g. Pendulum-v1, Hopper-v5; discrete: with a Discrete one,
-    e.g. MinAtar/Breakout-v1."""
-    steps_behavioral: int | None = None
-    """Environment steps of the behavioral DDPG (discrete: DQN) (default: its preset's total_steps)."""
-    updates: int | None = None
-    """Gradient updates of each offline agent, extrapolation and discrete (default: the BCQ preset's total_steps)."""
-    seeds: Annotated[list[int], tyro.conf.arg(metavar="N ...")] = field(default_factory=lambda: [0])
-    """One full experiment per seed; the table and figure show mean and std."""
-    dataset_size: int | None = None
-    """Transitions of the imitation and imperfect datasets (default: --steps-behavioral)."""
-    final_noise: Annotated[float, tyro.conf.arg(metavar="STD")] = 0.5
-    """Exploration noise std (fraction of max_action) of the final buffer's behavioral DDPG (paper: 0.5);
-    extrapolation only (the behavioral DQN explores by its epsilon schedule, --behavioral-set)."""
-    eval_freq: int | None = None
-    """Updates (concurrent: steps; discrete: also the behavioral DQN's steps) between evaluations (default: the BCQ
-    preset's eval_freq; discrete: the discrete BCQ preset's)."""
-    eval_episodes: int = 10
-    """Episodes per evaluation (deterministic; the paper uses 10)."""
-    out: Annotated[str | None, tyro.conf.arg(metavar="DIR")] = None
-    """Output directory (default: runs/experiment-NAME-ENV-TIME); the same command with the same --out resumes it."""
-    behavioral_set: Annotated[list[str], values("KEY=VALUE")] = field(default_factory=list)
-    """Behavioral DDPG (discrete: DQN) hyperparameters as key=value."""
-    bcq_set: Annotated[list[str], values("KEY=VALUE")] = field(default_factory=list)
-    """BCQ (discrete: discrete BCQ) hyperparameters as key=value, e.g. --bcq-set vae_hidden_sizes=[64,64]."""
-    ddpg_set: Annotated[list[str], values("KEY=VALUE")] = field(default_factory=list)
-    """Hyperparameters of the DDPG that learns from the data (offline / concurrent) as key=value."""
-    bc_set: Annotated[list[str], values("KEY=VALUE")] = field(default_factory=list)
-    """Behavioral cloning hyperparameters as key=value, e.g. --bc-set hidden_sizes=[64,64]."""
-    vae_bc_set: Annotated[list[str], values("KEY=VALUE")] = field(default_factory=list)
-    """VAE-BC hyperparameters as key=value, e.g. --vae-bc-set hidden_sizes=[64,64]."""
-    dqn_set: Annotated[list[str], values("KEY=VALUE")] = field(default_factory=list)
-    """Hyperparameters of the DQN that learns from the data as key=value: discrete, on the Discrete actions;
-    extrapolation and concurrent, on independently discretised ones (default 10 sub-actions per dimension, the BCQ
-    paper's; e.g. --dqn-set action_bins=5)."""
-    address: Annotated[str | None, tyro.conf.arg(metavar="auto|HOST:PORT")] = None
-    """Ray cluster for the runs (the ray extra): auto (the one `ray start` runs here) or HOST:PORT (default: a
-    process pool on this machine, one run per core)."""
-    datasets_only: bool = False
-    """extrapolation only: write the final, imitation and imperfect datasets of each seed and stop (each behavioral
-    DDPG trains alone, the same run as beside its concurrent learners: the full experiment's data, an hour sooner on
-    Hopper); datasets.json lists them."""
-    learners: Annotated[list[Literal["bcq", "ddpg", "bc", "vae_bc", "dqn"]], tyro.conf.arg(metavar="ALGO ...")] = field(
-        default_factory=lambda: list(EXTRAPOLATION_LEARNERS)
-    )
-    """extrapolation only: the learners that train (default all), e.g. --learners vae_bc dqn for the columns a table
-    made before they existed lacks, on its datasets redone (the same runs as --datasets-only); --merge joins the two."""
-    merge: Annotated[list[str], values("JSON")] = field(default_factory=list)
-    """extrapolation only: instead of running, combine the extrapolation.json of runs of one experiment over
-    disjoint seeds (e.g. --seeds 0 1 in one session, --seeds 2 in another) or of other --learners on the same seeds
-    into --out; takes no other settings."""
-    progress: bool = True
-    """Show the progress bars."""
-
-
-@dataclass(kw_only=True)
-class OnRay:
-    """Where the runs of a sweep or a search execute (`acrl.sweep.jobs.ClusterOptions`)."""
-
-    address: Annotated[str | None, tyro.conf.arg(metavar="auto|HOST:PORT")] = None
-    """Ray cluster (the ray extra): auto (the one `ray start` runs here) or HOST:PORT (default: this machine, one run
-    per core)."""
-    cpus_per_run: Annotated[float, tyro.conf.arg(metavar="C")] = 1.0
-    """CPUs reserved per run (also its torch threads)."""
-    gpus_per_run: Annotated[float, tyro.conf.arg(metavar="G")] = 0.0
-    """GPUs reserved per run (> 0: runs train on CUDA)."""
-    retries: int = 3
-    """Times a run whose worker or node died is restarted from its latest checkpoint."""
-
-    def options(self):
-        """These settings as `ClusterOptions`."""
-        from acrl.sweep.jobs import ClusterOptions
-
-        return ClusterOptions(
-            address=self.address, cpus_per_job=self.cpus_per_run, gpus_per_job=self.gpus_per_run, retries=self.retries
-        )
-
-
-@dataclass
-class Sweep(OnRay):
-    """Run a grid of ordinary runs (processes on this machine, or a Ray cluster) and write its table and figure."""
-
-    algo: Annotated[str | None, tyro.conf.Positional, tyro.conf.arg(metavar="[ALGO]")] = None
-    """Algorithm (or the sweep file's `algo`)."""
-    file: Annotated[str | None, tyro.conf.arg(metavar="SWEEP.yaml")] = None
-    """Sweep file (YAML: algo, env, seeds, total_steps, preset, dataset, set; see the README); flags win."""
-    env: Annotated[list[str], values("ENV")] = field(default_factory=list)
-    """Environment ids, an axis of the grid."""
-    seeds: Annotated[list[int], values("N")] = field(default_factory=list)
-    """Seeds (default: the file's, else 0)."""
-    total_steps: int | None = None
-    """Each run's budget."""
-    preset: Annotated[str | None, tyro.conf.arg(metavar="NAME")] = None
-    """Preset name of acrl/presets/ALGO.yaml."""
-    dataset: Annotated[list[str], values("FILE")] = field(default_factory=list)
-    """Offline datasets, an axis of the grid."""
-    set: Annotated[list[str], values("KEY=VALUE|KEY=[V1,V2]")] = field(default_factory=list)
-    """key=value (the same in every run) or key=[v1, v2] (an axis); a list-valued field's axis is a list of
-    lists, e.g. hidden_sizes=[[64,64],[256,256]]."""
-    out: Annotated[str | None, tyro.conf.arg(metavar="DIR")] = None
-    """Sweep directory (default: runs/sweep-ALGO-ENVS-HASH, env ids joined by +; rerunning the command resumes it)."""
-    progress: bool = True
-    """Show the progress bar over runs."""
-
-
-@dataclass
-class Tune(OnRay):
-    """Search hyperparameters with Optuna (TPE, pruning on evaluations); trials run in parallel on Ray."""
-
-    algo: Annotated[str, tyro.conf.Positional, tyro.conf.arg(metavar="ALGO")]
-    """Algorithm whose config the space samples."""
-    env: Annotated[str, tyro.conf.arg(metavar="ENV_ID")]
-    """Environment id of every trial."""
-    trials: int
-    """Trials to finish (complete, pruned or failed)."""
-    space: Annotated[list[str], values("KEY=SPEC")] = field(default_factory=list)
-    """KEY=SPEC with SPEC loguniform:LOW:HIGH, uniform:LOW:HIGH, int:LOW:HIGH or categorical:A,B,C."""
-    file: Annotated[str | None, tyro.conf.arg(metavar="SPACE.yaml")] = None
-    """YAML with `space:` (KEY: SPEC) and optionally `set:` (KEY: value); flags add to it."""
-    total_steps: int | None = None
-    """Each trial's budget."""
-    seed: int = 0
-    """Each trial's seed, and the sampler's."""
-    preset: Annotated[str | None, tyro.conf.arg(metavar="NAME")] = None
-    """Preset the trials start from."""
-    set: Annotated[list[str], values("KEY=VALUE")] = field(default_factory=list)
-    """Fixed key=value of every trial."""
-    pruner: Literal["median", "asha", "none"] = "median"
-    """median, asha (successive halving) or none."""
-    startup_trials: int = 5
-    """Random trials before TPE starts (the median pruner waits for as many)."""
-    parallel: int | None = None
-    """Trials at once (default: as many as the cluster's CPUs allow)."""
-    out: Annotated[str | None, tyro.conf.arg(metavar="DIR")] = None
-    """Tune directory (default: runs/tune-ALGO-ENV-HASH; rerunning the command continues the study)."""
-    progress: bool = True
-    """A line per finished trial."""
 
 
 Command = (
@@ -506,6 +346,7 @@ def record(args: Record) -> None:
     """Write the video; print a JSON summary (path, returns, lengths, frames, fps, size) on stdout."""
     from acrl.algos import load
     from acrl.algos.base import EVAL_SEED_OFFSET
+    from acrl.core.files import write_bytes_atomic
     from acrl.core.model_card import write_model_card
     from acrl.core.video import check_mujoco_gl
 
@@ -519,15 +360,16 @@ def record(args: Record) -> None:
     seed = args.seed if args.seed is not None else agent.config.seed + EVAL_SEED_OFFSET
     name = f"{path.stem}-seed{seed}{'-stochastic' if args.stochastic else ''}"
     name += f"-max{args.max_steps}" if args.max_steps else ""
-    out = Path(args.out) if args.out else run_dir / "videos" / f"{name}.mp4"
     signal.signal(signal.SIGTERM, _interrupt)  # like Ctrl-C: the partial video is removed, exit 130
-    result = agent.record_video(
-        out, args.episodes, deterministic=not args.stochastic, seed=seed, max_steps=args.max_steps
-    )
-    if args.out is None:  # the return goes into the default name
-        named = out.with_name(f"{out.stem}-return{sum(result['returns']) / len(result['returns']):.1f}.mp4")
-        os.replace(out, named)
-        result["path"] = str(named)
+    with tempfile.TemporaryDirectory() as scratch:  # the default name holds the return: recorded here first
+        out = Path(args.out) if args.out else Path(scratch, f"{name}.mp4")
+        result = agent.record_video(
+            out, args.episodes, deterministic=not args.stochastic, seed=seed, max_steps=args.max_steps
+        )
+        if args.out is None:
+            named = run_dir / "videos" / f"{name}-return{sum(result['returns']) / len(result['returns']):.1f}.mp4"
+            write_bytes_atomic(named, out.read_bytes())
+            result["path"] = str(named)
     write_model_card(run_dir, agent)
     print(json.dumps(result))
 
@@ -604,204 +446,6 @@ def collect(args: Collect) -> None:
     )
 
 
-def experiment(args: Experiment) -> None:
-    """Print the experiment's markdown table on stdout; the output directory's path on stderr."""
-    from acrl.core.config import parse_set_options
-    from acrl.offline.discrete import discrete_markdown, run_discrete
-    from acrl.offline.experiments import (
-        concurrent_markdown,
-        extrapolation_markdown,
-        run_concurrent_experiment,
-        run_extrapolation,
-    )
-    from acrl.sweep.jobs import ClusterOptions
-
-    if args.name not in ("extrapolation", "concurrent", "discrete"):
-        raise InputError(f"unknown experiment {args.name!r}; choose extrapolation, concurrent or discrete.")
-    if args.name == "concurrent" and (
-        args.updates is not None or args.dataset_size is not None or args.final_noise != 0.5
-    ):
-        raise InputError(
-            "--updates, --dataset-size and --final-noise are for extrapolation; the concurrent learners "
-            "get one update per behavioral step (--steps-behavioral)."
-        )
-    if args.name == "discrete" and (args.final_noise != 0.5 or args.ddpg_set or args.vae_bc_set):
-        raise InputError(
-            "--final-noise, --ddpg-set and --vae-bc-set are for the continuous experiments; the discrete "
-            "experiment's behavioral DQN explores by its epsilon schedule (--behavioral-set epsilon_end=...) and "
-            "its offline DQN takes --dqn-set."
-        )
-    if args.merge:
-        merge_parts(args)
-        return
-    if args.datasets_only and args.name != "extrapolation":
-        raise InputError(
-            f"--datasets-only writes the extrapolation experiment's datasets; {args.name} has no such stage."
-        )
-    if args.name != "extrapolation" and set(args.learners) != set(EXTRAPOLATION_LEARNERS):
-        raise InputError(f"--learners picks the extrapolation experiment's learners; {args.name} runs all of its own.")
-    out = Path(args.out or f"runs/experiment-{args.name}-{args.env.replace('/', '_')}-{time.strftime('%Y%m%d-%H%M%S')}")
-    overrides = {
-        "behavioral_overrides": parse_set_options(args.behavioral_set),
-        "bcq_overrides": parse_set_options(args.bcq_set),
-        "ddpg_overrides": parse_set_options(args.ddpg_set),
-        "bc_overrides": parse_set_options(args.bc_set),
-        "vae_bc_overrides": parse_set_options(args.vae_bc_set),
-        "dqn_overrides": parse_set_options(args.dqn_set),
-    }
-    options = ClusterOptions(address=args.address)
-    if args.name == "discrete":
-        del overrides["ddpg_overrides"], overrides["vae_bc_overrides"]
-        summary = run_discrete(
-            args.env,
-            out,
-            args.steps_behavioral,
-            args.updates,
-            args.seeds,
-            args.dataset_size,
-            args.eval_freq,
-            args.eval_episodes,
-            progress=args.progress,
-            options=options,
-            **overrides,
-        )
-        print(discrete_markdown(summary))
-        print(f"table: {out / 'discrete.json'}; figure: {out / 'discrete.png'}", file=sys.stderr)
-    elif args.name == "extrapolation":
-        summary = run_extrapolation(
-            args.env,
-            out,
-            args.steps_behavioral,
-            args.updates,
-            args.seeds,
-            args.dataset_size,
-            args.eval_freq,
-            args.eval_episodes,
-            final_noise=args.final_noise,
-            progress=args.progress,
-            options=options,
-            datasets_only=args.datasets_only,
-            learners=args.learners,
-            **overrides,
-        )
-        if args.datasets_only:
-            print(json.dumps(summary["datasets"], indent=2))
-            print(f"datasets: {out / 'datasets.json'}", file=sys.stderr)
-            return
-        print(extrapolation_markdown(summary))
-        print(f"table: {out / 'extrapolation.json'}; figure: {out / 'extrapolation.png'}", file=sys.stderr)
-    else:
-        results = run_concurrent_experiment(
-            args.env,
-            out,
-            args.steps_behavioral,
-            args.seeds,
-            eval_freq=args.eval_freq,
-            eval_episodes=args.eval_episodes,
-            options=options,
-            progress=args.progress,
-            **overrides,
-        )
-        print(concurrent_markdown(results))
-        print(f"table: {out / 'concurrent.json'}; figure: {out / 'concurrent.png'}", file=sys.stderr)
-
-
-def merge_parts(args: Experiment) -> None:
-    """`acrl experiment extrapolation --merge PART.json ... --out DIR`: print the merged table
-    (`acrl.offline.experiments.merge_extrapolation`).
-
-    Raises:
-        InputError: another experiment than extrapolation, no --out, a setting besides --env, a part that
-            cannot be read or is of another environment, or what `merge_extrapolation` refuses.
-    """
-    from acrl.offline.experiments import extrapolation_markdown, merge_extrapolation
-
-    if args.name != "extrapolation":
-        raise InputError(f"--merge combines extrapolation experiments, not {args.name}.")
-    given = [
-        f"--{f.name.replace('_', '-')}"
-        for f in dataclasses.fields(Experiment)
-        if f.name not in ("name", "env", "out", "merge", "progress")
-        and getattr(args, f.name) != (f.default_factory() if f.default is dataclasses.MISSING else f.default)
-    ]
-    if given or args.out is None:
-        raise InputError(
-            "--merge takes the settings from the parts it combines: give only --env and --out"
-            + (f" (got {', '.join(given)})." if given else " (no --out given).")
-        )
-    parts = []
-    for path in args.merge:
-        try:
-            parts.append(json.loads(Path(path).read_text()))
-        except (OSError, json.JSONDecodeError) as exc:
-            raise InputError(f"cannot read {path} as an extrapolation.json: {exc}") from None
-        if parts[-1].get("env_id") != args.env:
-            raise InputError(f"{path} is an experiment on {parts[-1].get('env_id')!r}, not on --env {args.env!r}.")
-    summary = merge_extrapolation(parts, args.out)
-    print(extrapolation_markdown(summary))
-    print(
-        f"table: {Path(args.out) / 'extrapolation.json'}; figure: {Path(args.out) / 'extrapolation.png'}",
-        file=sys.stderr,
-    )
-
-
-def sweep(args: Sweep) -> None:
-    """Print the sweep's Markdown table on stdout; where the files are on stderr."""
-    from acrl.core.config import parse_set_options
-    from acrl.sweep.grid import run_sweep
-    from acrl.sweep.results import markdown
-    from acrl.sweep.spec import SweepSpec
-
-    spec = SweepSpec.from_command(
-        args.file,
-        args.algo,
-        args.env,
-        args.seeds,
-        args.dataset,
-        parse_set_options(args.set),
-        args.total_steps,
-        args.preset,
-    )
-    out = Path(args.out) if args.out else spec.default_dir()
-    summary = run_sweep(spec, out, args.options(), progress=args.progress)
-    print(markdown(summary))
-    print(f"table: {out / 'results.md'} ({out / 'results.json'}); figure: {out / 'curves.png'}", file=sys.stderr)
-
-
-def tune(args: Tune) -> None:
-    """Print the best trial and the preset entry on stdout; where the files are on stderr."""
-    import yaml
-
-    from acrl.core.config import parse_set_options
-    from acrl.sweep.tune import read_space, run_tune
-
-    space, fixed = read_space(args.file, args.space)
-    summary = run_tune(
-        args.algo,
-        args.env,
-        args.trials,
-        space,
-        args.out,
-        args.total_steps,
-        args.seed,
-        args.preset,
-        {**fixed, **parse_set_options(args.set)},
-        args.pruner,
-        args.startup_trials,
-        args.parallel,
-        args.options(),
-        args.progress,
-    )
-    print(json.dumps(summary["best"]))
-    print(yaml.safe_dump(summary["preset"], sort_keys=False), end="")
-    out = Path(summary["out"])
-    print(
-        f"study: {out / 'trials.md'} ({out / 'trials.json'}); figure: {out / 'study.png'}; preset entry: "
-        f"{out / 'preset.yaml'} (add it to acrl/presets/{args.algo}.yaml and train with --preset tuned)",
-        file=sys.stderr,
-    )
-
-
 HANDLERS = {
     Train: train,
     Resume: resume,
@@ -814,8 +458,17 @@ HANDLERS = {
     Tune: tune,
 }
 
-COMMANDS = {typing.get_args(option)[1].name: typing.get_args(option)[0] for option in typing.get_args(Command)}
+COMMANDS = subcommands(Command)
 """Command name -> its dataclass, in `Command`'s order."""
+
+COMMAND_LINES = {
+    line: cls
+    for name, top in COMMANDS.items()
+    for line, cls in (
+        {f"{name} {sub}": c for sub, c in subcommands(ExperimentCommand).items()} if top is Experiment else {name: top}
+    ).items()
+}
+"""Each command line's name and dataclass: `COMMANDS` with `acrl experiment NAME` one each."""
 
 DESCRIPTION = (
     "Deep reinforcement learning on Gymnasium: train, resume, evaluate, record, plot; offline datasets "
@@ -825,50 +478,9 @@ DESCRIPTION = (
 
 
 def synopsis(width: int = 110) -> str:
-    """The commands and their options, one paragraph each, from `Command`'s dataclasses (the README's CLI block).
-
-    Positional arguments come first, then the command's own options, then those it inherits
-    (`OnRay`'s). A placeholder is the field's metavar where it sets one, else Literal choices as
-    a|b, N for an int, X for a float and the field's name in capitals for a string; options with a
-    default are in brackets, a bool that defaults to true is `--no-FLAG`. Lines wrap at `width`.
-    """
-    paragraphs = []
-    for command, cls in COMMANDS.items():
-        hints = typing.get_type_hints(cls, include_extras=True)
-        positional, own, inherited = [], [], []
-        for f in dataclasses.fields(cls):
-            hint = hints[f.name]
-            extras = typing.get_args(hint)[1:] if typing.get_origin(hint) is Annotated else ()
-            base = typing.get_args(hint)[0] if extras else hint
-            base = (
-                next((t for t in typing.get_args(base) if t is not type(None)), base)
-                if typing.get_origin(base) in (types.UnionType, typing.Union)
-                else base
-            )
-            metavar = next((m.metavar for m in extras if getattr(m, "metavar", None)), None)
-            if metavar is None:
-                metavar = (
-                    "|".join(typing.get_args(base))
-                    if typing.get_origin(base) is Literal
-                    else {int: "N", float: "X"}.get(base, f.name.upper())
-                )
-            optional = f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
-            flag = f"--{f.name.replace('_', '-')}"
-            words = own if f.name in vars(cls).get("__annotations__", {}) else inherited
-            if any(m is typing.get_args(tyro.conf.Positional[int])[1] for m in extras):
-                positional.append(metavar)
-            elif base is bool:
-                words.append(f"[--no-{flag[2:]}]" if f.default else f"[{flag}]")
-            else:
-                words.append(f"[{flag} {metavar}]" if optional else f"{flag} {metavar}")
-        lines, indent = [f"acrl {command}"], " " * len(f"acrl {command} ")
-        for word in positional + own + inherited:
-            if len(lines[-1]) + 1 + len(word) > width:
-                lines.append(indent + word)
-            else:
-                lines[-1] += " " + word
-        paragraphs.append("\n".join(lines))
-    return "\n".join([*paragraphs, "acrl --version"])
+    """The command lines and their options, one paragraph each (`acrl.cli_parse.synopsis` of `COMMAND_LINES`):
+    the README's CLI block."""
+    return render_synopsis(COMMAND_LINES, width)
 
 
 @contextmanager
@@ -896,8 +508,14 @@ def _run(argv: list[str]) -> int:
         print(f"acrl {__version__}")
         return 0
     try:
-        with tyro._errors.on_parse_error(functools.partial(_reject_arguments, argv)):
-            args = tyro.cli(Command, args=argv, prog="acrl", description=DESCRIPTION, config=(tyro.conf.DisallowNone,))
+        args = parse(
+            Command,
+            argv,
+            {**COMMANDS, **COMMAND_LINES},
+            prog="acrl",
+            description=DESCRIPTION,
+            config=(tyro.conf.DisallowNone,),
+        )
         HANDLERS[type(args)](args)
     except InputError as exc:
         print(f"acrl: error: {exc.cli or exc}", file=sys.stderr)
@@ -909,69 +527,6 @@ def _run(argv: list[str]) -> int:
         print("acrl: interrupted", file=sys.stderr)
         return 130
     return 0
-
-
-def _reject_arguments(argv: list[str], event: tyro._errors.ParseErrorEvent) -> None:
-    """tyro's parse-error hook: raise the `InputError` that says, in one line, which argument was wrong.
-
-    Raises:
-        InputError: always (an unknown command or option, a bad value or choice, a missing argument).
-    """
-    command = next((word for word in argv if word in COMMANDS), None)
-    see = f"`acrl {command} --help`" if command else "`acrl --help`"
-
-    def name(arg) -> str:  # an option's flag, a positional's field name in capitals
-        return arg.field.intern_name.upper() if arg.is_positional() else arg.display_name()
-
-    def and_(words: list[str]) -> str:
-        return " and ".join([", ".join(words[:-1]), words[-1]] if len(words) > 1 else words)
-
-    if command is None and argv and not argv[0].startswith("-"):
-        close = difflib.get_close_matches(argv[0], COMMANDS, n=1)
-        raise InputError(
-            f"unknown command {argv[0]!r}{f' (did you mean {close[0]}?)' if close else ''}; the "
-            f"commands are {', '.join(COMMANDS)}."
-        )
-    if isinstance(event, tyro._errors.UnrecognizedArgs):
-        raise InputError(
-            f"unrecognized argument{'s' * (len(event.tokens) > 1)} {' '.join(event.tokens)}; {see} lists the options."
-        )
-    if isinstance(event, tyro._errors.InvalidChoice):
-        raise InputError(
-            f"{name(event.argument)} must be {and_(list(event.choices)).replace(' and ', ' or ')}, got {event.value!r}."
-        )
-    if isinstance(event, tyro._errors.InstantiationFailure) and event.argument is not None:
-        arg = event.argument
-        flag, single = arg.display_name(), arg.lowered.nargs == 1
-        given = []
-        for i, word in enumerate(argv):
-            option, equals, value = word.partition("=")
-            if option.replace("_", "-") == flag:
-                following = (
-                    argv[i + 1 : i + 2]
-                    if single
-                    else list(itertools.takewhile(lambda w: not w.startswith("-"), argv[i + 1 :]))
-                )
-                given = [value] if equals else following
-        base = next(
-            (t for t in typing.get_args(arg.field.type_stripped) if t is not type(None)), arg.field.type_stripped
-        )
-        kind = (
-            {int: "an integer", float: "a number"}.get(base, arg.lowered.metavar)
-            if single
-            else {int: "integers", float: "numbers"}.get(base, arg.lowered.metavar)
-        )
-        raise InputError(f"{flag} takes {kind}, got {' '.join(map(repr, given)) or 'nothing'}.")
-    if isinstance(event, tyro._errors.BadValue):
-        raise InputError(
-            f"{name(event.argument)} needs a value ({event.argument.lowered.metavar}); {see} describes it."
-        )
-    if isinstance(event, tyro._errors.MissingArgs):
-        missing = [name(arg.arg) for arg in event.missing_arguments]
-        raise InputError(f"acrl {command} needs {and_(missing)}; {see} describes {'them' if missing[1:] else 'it'}.")
-    if isinstance(event, tyro._errors.MissingSubcommand):
-        raise InputError(f"acrl needs a command: {', '.join(COMMANDS)} (`acrl --help` describes them).")
-    raise InputError(f"cannot parse the arguments {' '.join(argv)}; {see} lists the options.")
 
 
 if __name__ == "__main__":

@@ -1,1 +1,3 @@
-"""The BCQ paper's application layer: collecting its datasets (`collect`) and its experiments (`experiments`)."""
+"""The BCQ papers' application layer: collecting their datasets (`collect`) and their experiments, each an
+`ExperimentSpec` (`spec`) that one job builder runs (`jobs`, driven by `experiments.run_experiment`) and one
+report draws (`report`)."""

@@ -18,8 +18,11 @@ from acrl import load
 from acrl.cli import main
 from acrl.core.errors import InputError
 from acrl.core.loop import Callback
-from acrl.offline.experiments import BUFFERS, episode_returns, run_concurrent, run_extrapolation
+from acrl.offline.experiments import run_experiment
+from acrl.offline.jobs import VALUE_KEYS, episode_returns, run_concurrent
+from acrl.offline.spec import CONCURRENT, EXTRAPOLATION
 from acrl.parts.datasets import OfflineDataset, load_dataset
+from acrl.parts.sources import DatasetSource
 from tests.conftest import ROOT, git_head
 
 TINY_FLAGS = [
@@ -92,7 +95,7 @@ def test_extrapolation_without_ray_writes_table_figure_and_runs(tiny_experiment)
     assert meta["command"] == shlex.join(["python", "-m", "acrl", *TINY_EXPERIMENT, "--out", str(out)])
     assert meta["sessions"] == ran and len(ran) == 1 and ran[0]["commit"] == meta["commit"] == git_head()
     assert list(summary["table"]) == ["behavioral", "bcq", "ddpg", "bc", "vae_bc", "dqn"]  # the paper's agents
-    assert all(list(row) == list(BUFFERS) for row in summary["table"].values())
+    assert all(list(row) == list(EXTRAPOLATION.buffers) for row in summary["table"].values())
     final = load_dataset(out / "s0" / "final" / "final.h5")  # every transition of its own behavioral run
     assert len(final) == 300 and final.attrs["noise_std"] == 0.5
     assert len(load_dataset(out / "s0" / "data-imperfect" / "imperfect.h5")) == 250
@@ -163,7 +166,7 @@ def test_learners_added_later_train_on_the_same_datasets_and_merge_into_the_tabl
     expected = json.loads((full / "extrapolation.json").read_text())
     assert list(part["table"]) == ["behavioral", "bc"]
     assert sorted(p.name for p in (out / "s0" / "concurrent").iterdir()) == ["bc", "behavioral", "final.h5", "job.json"]
-    for kind in BUFFERS:
+    for kind in EXTRAPOLATION.buffers:
         assert part["results"][kind]["behavioral"] == expected["results"][kind]["behavioral"], kind
         assert part["results"][kind]["bc"][0]["curve"] == expected["results"][kind]["bc"][0]["curve"], kind
     before_bc = {
@@ -179,9 +182,9 @@ def test_learners_added_later_train_on_the_same_datasets_and_merge_into_the_tabl
     assert merged["meta"]["parts"] == [expected["meta"], part["meta"]]  # each part's command, commit, sessions
     assert merged["meta"]["load_average_before"] is None  # a merge measures nothing
     with pytest.raises(InputError, match="--datasets-only trains none of them"):
-        run_extrapolation("Pendulum-v1", tmp_path / "x", learners=["bc"], datasets_only=True)
+        run_experiment(EXTRAPOLATION, "Pendulum-v1", tmp_path / "x", learners=["bc"], datasets_only=True)
     with pytest.raises(InputError, match="learners must be one or more of bcq, ddpg, bc, vae_bc, dqn, each once"):
-        run_extrapolation("Pendulum-v1", tmp_path / "x", learners=["bc", "bc"])
+        run_experiment(EXTRAPOLATION, "Pendulum-v1", tmp_path / "x", learners=["bc", "bc"])
     assert not (tmp_path / "x").exists()
 
 
@@ -206,7 +209,7 @@ def test_concurrent_learners_learn_from_the_behavioral_buffer_without_acting(tmp
         *TINY_FLAGS,
     ]
     assert main(argv) == 0
-    assert "| BCQ (same buffer) |" in capsys.readouterr().out
+    assert "| BCQ |" in capsys.readouterr().out
     assert {p.name for p in out.iterdir()} == {
         "concurrent.json",
         "concurrent.md",
@@ -216,17 +219,19 @@ def test_concurrent_learners_learn_from_the_behavioral_buffer_without_acting(tmp
         "sessions.json",
     }
     concurrent = json.loads((out / "concurrent.json").read_text())
-    assert concurrent["meta"]["sessions"] == json.loads((out / "sessions.json").read_text())["concurrent runs"]
-    result = concurrent["runs"][0]
-    bcq = load(f"{result['run_dirs']['bcq']}/checkpoints/latest.pt")
-    ddpg = load(f"{result['run_dirs']['ddpg']}/checkpoints/latest.pt")
+    assert concurrent["meta"]["sessions"] == json.loads((out / "sessions.json").read_text())["experiment jobs"]
+    assert list(concurrent["table"]) == ["behavioral", *CONCURRENT.names]
+    results = concurrent["results"]["concurrent"]
+    bcq = load(f"{results['bcq'][0]['run_dir']}/checkpoints/latest.pt")
+    ddpg = load(f"{results['ddpg'][0]['run_dir']}/checkpoints/latest.pt")
     # One update per behavioral step, from the first one on: 250 updates, evaluated at the same steps.
     assert bcq.num_steps == ddpg.num_steps == 250
-    assert bcq.config.dataset == result["final_dataset"] and len(load_dataset(result["final_dataset"])) == 250
-    assert not ddpg.episode_stats.returns  # it never acted
-    assert set(result["final"]) == {"behavioral", "ddpg", "bcq", "bc", "vae_bc", "dqn"}
-    dqn = load(f"{result['run_dirs']['dqn']}/checkpoints/latest.pt")
-    assert dqn.num_steps == 250 and dqn.config.dataset == result["final_dataset"]
+    final = out / "s1" / "concurrent" / "final.h5"  # the behavioral agent's buffer, which every learner records
+    assert bcq.config.dataset == ddpg.config.dataset == str(final) and len(load_dataset(final)) == 250
+    assert isinstance(ddpg.source, DatasetSource)  # it learns from the data, never acting
+    assert all([step for step, _ in results[name][0]["curve"]] == [250] for name in CONCURRENT.names)
+    dqn = load(f"{results['dqn'][0]['run_dir']}/checkpoints/latest.pt")
+    assert dqn.num_steps == 250 and dqn.config.action_bins == 5
 
 
 TINY = {
@@ -237,7 +242,7 @@ TINY = {
     "vae_bc_overrides": {"hidden_sizes": [16]},
     "dqn_overrides": {"hidden_sizes": [16], "action_bins": 5},
 }
-"""TINY_FLAGS as `run_concurrent`'s arguments."""
+"""TINY_FLAGS as `run_concurrent`'s overrides."""
 
 
 class KilledAfterCheckpoints(Callback):
@@ -257,7 +262,8 @@ def test_an_interrupted_concurrent_run_resumes_from_its_last_round(tmp_path):
     2,000 transitions (the behavioral agent's checkpoint brought back the buffer the learners share). Other
     settings in that directory are refused."""
     out = tmp_path / "c"
-    args = {"env_id": "Pendulum-v1", "out_dir": out, "steps": 2000, "eval_freq": 1000, "eval_episodes": 1, **TINY}
+    settings = {"steps_behavioral": 2000, "eval_freq": 1000, "eval_episodes": 1}
+    args = {"spec": CONCURRENT, "env_id": "Pendulum-v1", "out_dir": out, "settings": settings, "overrides": TINY}
     with pytest.raises(RuntimeError, match="killed"):
         run_concurrent(**args, progress=False, callbacks=[KilledAfterCheckpoints(1000)])
     assert not (out / "final.h5").exists()
@@ -268,7 +274,7 @@ def test_an_interrupted_concurrent_run_resumes_from_its_last_round(tmp_path):
         assert [int(float(row["step"])) for row in rows] == [1000, 2000], name
         assert json.loads((Path(run_dir) / "eval.json").read_text())["resumed_at"] == 1000, name
     with pytest.raises(InputError, match="not a concurrent run to resume with these settings"):
-        run_concurrent(**{**args, "eval_episodes": 2}, progress=False)
+        run_concurrent(**{**args, "settings": {**settings, "eval_episodes": 2}}, progress=False)
 
 
 def test_episode_returns_skip_the_unfinished_episode():
@@ -288,7 +294,8 @@ def test_episode_returns_skip_the_unfinished_episode():
 @pytest.mark.parametrize(
     "argv, message",
     [
-        (["experiment", "concurrent", "--env", "Pendulum-v1", "--updates", "5"], "--updates, --dataset-size"),
+        (["experiment", "concurrent", "--env", "Pendulum-v1", "--updates", "5"], "unrecognized arguments --updates 5"),
+        (["experiment", "concurrent", "--env", "Pendulum-v1", "--merge", "a.json"], "unrecognized arguments --merge"),
         (["experiment", "extrapolation", "--env", "CartPole-v1", "--steps-behavioral", "10"], "Discrete"),
         (["experiment", "extrapolation", "--env", "Pendulum-v9"], "unknown environment id"),
         (["experiment", "extrapolation", "--env", "Pendulum-v1", "--bcq-set", "lmbda=2"], "--bcq-set (bcq): lmbda"),
@@ -355,14 +362,12 @@ def test_a_behavioral_budget_of_only_random_steps_warns_once_on_one_line_before_
 
 
 def old_results(value: float) -> dict:
-    """results[kind][agent] as `run_extrapolation` assembles them, one seed, every learner scoring `value`,
+    """results[kind][agent] as `run_experiment` assembles them, one seed, every learner scoring `value`,
     but the concurrent runs without VAE-BC and DQN: an experiment from before they were added."""
-    from acrl.offline.experiments import LEARNERS, VALUE_KEYS
-
     run = {"curve": [[10, value]], "final": value, "best": value, "values": {key: [] for key in VALUE_KEYS}}
-    results = {kind: {"behavioral": [{"return": 5.0, "data_episode_return": 4.0}]} for kind in BUFFERS}
-    for kind in BUFFERS:
-        for algo in LEARNERS:
+    results = {kind: {"behavioral": [{"return": 5.0, "data_episode_return": 4.0}]} for kind in EXTRAPOLATION.buffers}
+    for kind in EXTRAPOLATION.buffers:
+        for algo in EXTRAPOLATION.names:
             results[kind][algo] = [] if kind == "concurrent" and algo in ("vae_bc", "dqn") else [dict(run)]
     return results
 
@@ -371,7 +376,8 @@ def test_an_experiment_from_before_vae_bc_and_dqn_resumes_with_their_concurrent_
     """Its experiment.yaml lacks the new agents' (empty) overrides: the same experiment, resumed; given
     overrides make it another. Its concurrent runs lack the new learners: their cells are None and '-'."""
     from acrl.core.errors import InputError
-    from acrl.offline.experiments import extrapolation_markdown, record_settings, results_table
+    from acrl.offline.experiments import record_settings
+    from acrl.offline.report import experiment_markdown, results_table
 
     monkeypatch.setattr("acrl.sweep.results.BOOTSTRAP_REPS", 50)  # one seed: the CI is the value whatever the reps
 
@@ -380,7 +386,7 @@ def test_an_experiment_from_before_vae_bc_and_dqn_resumes_with_their_concurrent_
     record_settings(tmp_path, {**settings, "vae_bc_overrides": {}, "dqn_overrides": {}}, "resume")  # no error
     with pytest.raises(InputError, match="holds another experiment"):
         record_settings(tmp_path, {**settings, "vae_bc_overrides": {}, "dqn_overrides": {"action_bins": 5}}, "x")
-    table = results_table(old_results(-150.0))
+    table = results_table(EXTRAPOLATION, old_results(-150.0))
     assert table["dqn"]["concurrent"] == {
         "final": None,
         "iqm": None,
@@ -403,10 +409,10 @@ def test_an_experiment_from_before_vae_bc_and_dqn_resumes_with_their_concurrent_
         "eval_freq": 10,
         "table": table,
     }
-    md = extrapolation_markdown(summary)
+    md = experiment_markdown(EXTRAPOLATION, summary)
     assert "| VAE-BC | -150.0 ± 0.0 (-150.0 [-150.0, -150.0]) | - | -150.0 ± 0.0 (-150.0 [-150.0, -150.0]) |" in md
     assert "-: no runs" in md and "DQN: each action dimension" in md
-    bcq_only = extrapolation_markdown({**summary, "table": {k: table[k] for k in ("behavioral", "bcq")}})
+    bcq_only = experiment_markdown(EXTRAPOLATION, {**summary, "table": {k: table[k] for k in ("behavioral", "bcq")}})
     assert "### BCQ on Pendulum-v1" in bcq_only and "-: no runs" not in bcq_only and "DQN:" not in bcq_only
 
 
@@ -417,7 +423,6 @@ def experiment_part(
     is bcq_finals[i], the behavioral return 100 + seed), written to tmp_path/part-SEEDS[-LEARNERS].json;
     `settings` replace the defaults."""
     from acrl.core.version import __version__
-    from acrl.offline.experiments import LEARNERS, OVERRIDES, VALUE_KEYS
 
     def run(value: float) -> dict:
         return {"curve": [[10, value]], "final": value, "best": value, "values": {key: [] for key in VALUE_KEYS}}
@@ -425,9 +430,9 @@ def experiment_part(
     results = {
         kind: {
             "behavioral": [{"return": 100.0 + seed, "data_episode_return": 4.0} for seed in seeds],
-            **{algo: [run(v) for v in bcq_finals] for algo in learners or LEARNERS},
+            **{algo: [run(v) for v in bcq_finals] for algo in learners or EXTRAPOLATION.names},
         }
-        for kind in BUFFERS
+        for kind in EXTRAPOLATION.buffers
     }
     summary = {
         "env_id": "Pendulum-v1",
@@ -438,7 +443,7 @@ def experiment_part(
         "final_noise": 0.5,
         "eval_freq": 10,
         "eval_episodes": 1,
-        "overrides": {key: {} for key in OVERRIDES},
+        "overrides": {key: {} for key in EXTRAPOLATION.options},
         "wall_clock_s": 10.0 * len(seeds),
         "acrl_version": __version__,
         "results": results,
@@ -530,14 +535,3 @@ def test_merging_refuses_parts_of_other_experiments_before_writing(second, flags
     assert main([*argv, "--out", str(tmp_path / "out")]) == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
-
-
-def test_the_clis_learner_choices_are_the_experiments_learners():
-    import typing
-
-    from acrl import cli
-    from acrl.offline.experiments import LEARNERS
-
-    annotated = typing.get_type_hints(cli.Experiment, include_extras=True)["learners"]  # Annotated[list[Literal]]
-    choices = typing.get_args(typing.get_args(typing.get_args(annotated)[0])[0])
-    assert list(choices) == list(cli.EXTRAPOLATION_LEARNERS) == list(LEARNERS)

@@ -26,11 +26,12 @@ from acrl.cli import (
     one_line_warnings,
     synopsis,
 )
+from acrl.cli_experiment import Concurrent, Discrete, Extrapolation
 from acrl.core.errors import InputError
 from acrl.sweep.grid import SweepSpec
 from tests.conftest import ROOT, run_cli
 
-SUBCOMMANDS = {
+COMMANDS = {
     "train": Train,
     "resume": Resume,
     "evaluate": Evaluate,
@@ -42,12 +43,20 @@ SUBCOMMANDS = {
     "tune": Tune,
 }
 
+SUBCOMMANDS = {
+    **{name: cls for name, cls in COMMANDS.items() if cls is not Experiment},
+    "experiment extrapolation": Extrapolation,
+    "experiment concurrent": Concurrent,
+    "experiment discrete": Discrete,
+}
+"""Each command line and its dataclass (`acrl experiment` only chooses one of its three)."""
+
 TINY_BCQ = ["actor_hidden_sizes=[8]", "critic_hidden_sizes=[8]", "vae_hidden_sizes=[8]"]
 
 
 def help_text(capsys, sub: str) -> str:
     with pytest.raises(SystemExit) as exit_info:
-        main([sub, "--help"])
+        main([*sub.split(), "--help"])
     assert exit_info.value.code == 0
     return capsys.readouterr().out
 
@@ -165,7 +174,65 @@ def test_train_help_lists_every_registered_algorithm(capsys):
 
 
 def test_handlers_cover_every_subcommand():
-    assert set(HANDLERS) == set(SUBCOMMANDS.values())
+    assert set(HANDLERS) == set(COMMANDS.values())
+
+
+@pytest.mark.parametrize("command", [Extrapolation, Concurrent, Discrete])
+def test_each_experiment_command_has_its_specs_settings_and_an_option_per_agent(command):
+    """The command takes exactly the settings its spec resolves, and a --NAME-set for the behavioral agent and for
+    each learner of its spec, so a learner added to a spec without its option fails here."""
+    fields = {f.name for f in dataclasses.fields(command)}
+    spec = command.spec
+    sets = {name for name in fields if name.endswith("_set")}
+    assert sets == {"behavioral_set", *(f"{learner.option}_set" for learner in spec.learners)}
+    budgets = {"steps_behavioral", "updates", "dataset_size", "final_noise", "eval_freq", "eval_episodes"}
+    assert fields & budgets == set(spec.settings)
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (
+            ["experiment"],
+            "acrl experiment needs one of extrapolation, concurrent, discrete "
+            "(`acrl experiment --help` describes them).",
+        ),
+        (
+            ["experiment", "extrapolaton"],
+            "unknown experiment 'extrapolaton' (did you mean extrapolation?); choose "
+            "extrapolation, concurrent, discrete.",
+        ),
+        (
+            ["experiment", "discrete"],
+            "acrl experiment discrete needs --env; `acrl experiment discrete --help` describes it.",
+        ),
+        (
+            ["experiment", "discrete", "--env", "CartPole-v1", "--final-noise", "0.3"],
+            "unrecognized arguments --final-noise 0.3; `acrl experiment discrete --help` lists the options.",
+        ),
+        (
+            ["experiment", "extrapolation", "--env", "Pendulum-v1", "--learners", "discrete_bcq"],
+            "--learners must be bcq, ddpg, bc, vae_bc or dqn, got 'discrete_bcq'.",
+        ),
+    ],
+)
+def test_an_experiment_option_of_another_experiment_is_refused_in_one_line(capsys, argv, message):
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    assert captured.err == f"acrl: error: {message}\n" and captured.out == ""
+
+
+def test_without_tyros_private_hook_an_argument_error_is_still_one_line(capsys, monkeypatch):
+    """The public fallback of `acrl.cli_parse.parse`: tyro's box is swallowed, the line names the command's help;
+    --help still prints."""
+    monkeypatch.setattr("acrl.cli_parse.parse_error_hook", lambda: None)
+    assert main(["train", "ppo", "--seed", "abc"]) == 2
+    captured = capsys.readouterr()
+    assert captured.err == (
+        "acrl: error: cannot parse the arguments train ppo --seed abc; `acrl train --help` lists the options.\n"
+    )
+    assert captured.out == ""
+    assert "--total-steps" in help_text(capsys, "train")
 
 
 def test_one_line_warnings_and_restored(capsys):

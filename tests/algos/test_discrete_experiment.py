@@ -11,8 +11,10 @@ import torch
 
 from acrl import load
 from acrl.cli import main
-from acrl.offline.discrete import BUFFERS, LEARNERS
+from acrl.offline.spec import DISCRETE
 from acrl.parts.datasets import load_dataset
+
+BUFFERS, LEARNERS = DISCRETE.buffers, DISCRETE.names
 
 TINY_DQN = ["start_steps=50", "epsilon_decay_steps=100", "batch_size=8", "target_update_interval=20"]
 """A behavioral DQN that learns after 50 random steps and ends its epsilon schedule at step 100."""
@@ -108,8 +110,14 @@ def test_on_minatar_frames_stay_bool_from_the_replay_to_the_offline_agents(tmp_p
     [
         (["discrete", "--env", "Pendulum-v1"], "For continuous actions run `acrl experiment extrapolation`"),
         (["extrapolation", "--env", "CartPole-v1"], "For a Discrete action space run `acrl experiment discrete`"),
-        (["discrete", "--env", "MinAtar/Breakout-v1", "--final-noise", "0.3"], "--final-noise, --ddpg-set and"),
-        (["discrete", "--env", "MinAtar/Breakout-v1", "--vae-bc-set", "kl_weight=1"], "--vae-bc-set are for the"),
+        (
+            ["discrete", "--env", "MinAtar/Breakout-v1", "--final-noise", "0.3"],
+            "unrecognized arguments --final-noise 0.3",
+        ),
+        (
+            ["discrete", "--env", "MinAtar/Breakout-v1", "--vae-bc-set", "kl_weight=1"],
+            "unrecognized arguments --vae-bc-set kl_weight=1",
+        ),
         (["discrete", "--env", "MinAtar/Breakout-v1", "--bcq-set", "threshold=1.5"], "(discrete_bcq): threshold"),
         (["discrete", "--env", "MinAtar/Breakout-v1", "--steps-behavioral", "1000"], "epsilon_decay_steps=100000"),
     ],

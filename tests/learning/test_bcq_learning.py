@@ -1,6 +1,6 @@
 """Extrapolation error on Pendulum-v1 (Fujimoto et al. 2019, Sec. 3 and Figure 2), over 3 seeds.
 
-The paper's whole pipeline through `run_extrapolation`, as the README's Pendulum table runs it:
+The paper's whole pipeline through `run_experiment(EXTRAPOLATION, ...)`, as the README's Pendulum table runs it:
 per seed a behavioral DDPG (acrl's preset, 20k steps; the final buffer's with N(0, 0.5)
 exploration), imitation and imperfect buffers of 100,000 transitions from the concurrent run's
 best policy, and BCQ (the paper's settings with smaller networks: 64-64 actor and critics, a
@@ -19,7 +19,8 @@ the action space and off-policy learning can do well, so no claim is made there.
 import numpy as np
 import pytest
 
-from acrl.offline.experiments import run_extrapolation
+from acrl.offline.experiments import run_experiment
+from acrl.offline.spec import EXTRAPOLATION
 
 SMALL = {
     "bcq_overrides": {"actor_hidden_sizes": [64, 64], "critic_hidden_sizes": [64, 64], "vae_hidden_sizes": [128, 128]},
@@ -32,8 +33,15 @@ SMALL = {
 
 @pytest.mark.slow
 def test_on_imitation_data_bcq_stays_near_the_behavioral_policy_and_offline_ddpg_fails(tmp_path):
-    summary = run_extrapolation(
-        "Pendulum-v1", tmp_path / "exp", updates=30_000, seeds=[0, 1, 2], dataset_size=100_000, progress=False, **SMALL
+    summary = run_experiment(
+        EXTRAPOLATION,
+        "Pendulum-v1",
+        tmp_path / "exp",
+        [0, 1, 2],
+        SMALL,
+        progress=False,
+        updates=30_000,
+        dataset_size=100_000,
     )
     imitation = summary["results"]["imitation"]
     behavioral = np.mean([b["return"] for b in imitation["behavioral"]])

@@ -1,7 +1,7 @@
 """The package's layers: a module imports only from its own layer or lower ones.
 
 core (0) < parts, tasks (1) < algos (2) < sweep (3) < offline (4) < the top: acrl/__init__.py,
-acrl/__main__.py, acrl/cli.py (5). Every import counts: `import x` and `from x import y`, at
+acrl/__main__.py, acrl/cli*.py (5). Every import counts: `import x` and `from x import y`, at
 module level or inside a function, absolute or relative. Below the top, no module imports the
 package root (`import acrl`, `from acrl import ...`), which would pull in every layer.
 """
@@ -12,7 +12,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = "acrl"
 SUBPACKAGE_LAYERS = {"core": 0, "parts": 1, "tasks": 1, "algos": 2, "sweep": 3, "offline": 4}
-TOP_MODULES = {"__init__", "__main__", "cli"}
+TOP_MODULES = {"__init__", "__main__", "cli", "cli_experiment", "cli_parse", "cli_sweep"}
 TOP = 5
 
 

@@ -1,0 +1,229 @@
+"""`acrl experiment extrapolation|concurrent|discrete`: one subcommand per experiment of `acrl.offline.spec`.
+
+Each subcommand is a dataclass whose fields are the options that experiment takes, and no other, so
+that a flag of one experiment given to another is an unrecognized argument (tyro's parse). Its
+`spec` says which experiment it runs; `experiment` runs any of them through
+`acrl.offline.experiments.run_experiment`, taking the spec's settings and each agent's --OPTION-set
+from the command's fields, and prints the table.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, ClassVar, Literal
+
+import tyro
+
+from acrl.cli_parse import values
+from acrl.core.errors import InputError
+from acrl.offline.spec import CONCURRENT, DEFAULTS, DISCRETE, EXTRAPOLATION, ExperimentSpec
+
+
+@dataclass(kw_only=True)
+class ExperimentRun:
+    """The options of every experiment: where and how its jobs run."""
+
+    seeds: Annotated[list[int], tyro.conf.arg(metavar="N ...")] = field(default_factory=lambda: [0])
+    """One full experiment per seed; the table and figure show mean and std."""
+    eval_episodes: int = DEFAULTS["eval_episodes"]
+    """Episodes per evaluation (deterministic; the paper uses 10)."""
+    out: Annotated[str | None, tyro.conf.arg(metavar="DIR")] = None
+    """Output directory (default: runs/experiment-NAME-ENV-TIME); the same command with the same --out resumes it."""
+    address: Annotated[str | None, tyro.conf.arg(metavar="auto|HOST:PORT")] = None
+    """Ray cluster for the runs (the ray extra): auto (the one `ray start` runs here) or HOST:PORT (default: a
+    process pool on this machine, one run per core)."""
+    progress: bool = True
+    """Show the progress bars."""
+
+
+@dataclass(kw_only=True)
+class ContinuousLearners:
+    """The --OPTION-set of the continuous experiments' behavioral DDPG and learners (`acrl.offline.spec.CONTINUOUS`)."""
+
+    behavioral_set: Annotated[list[str], values("KEY=VALUE")] = field(default_factory=list)
+    """Behavioral DDPG hyperparameters as key=value, e.g. --behavioral-set start_steps=1000."""
+    bcq_set: Annotated[list[str], values("KEY=VALUE")] = field(default_factory=list)
+    """BCQ hyperparameters as key=value, e.g. --bcq-set vae_hidden_sizes=[64,64]."""
+    ddpg_set: Annotated[list[str], values("KEY=VALUE")] = field(default_factory=list)
+    """Hyperparameters of the DDPG that learns from the data (offline / concurrent) as key=value."""
+    bc_set: Annotated[list[str], values("KEY=VALUE")] = field(default_factory=list)
+    """Behavioral cloning hyperparameters as key=value, e.g. --bc-set hidden_sizes=[64,64]."""
+    vae_bc_set: Annotated[list[str], values("KEY=VALUE")] = field(default_factory=list)
+    """VAE-BC hyperparameters as key=value, e.g. --vae-bc-set hidden_sizes=[64,64]."""
+    dqn_set: Annotated[list[str], values("KEY=VALUE")] = field(default_factory=list)
+    """Hyperparameters of the DQN that learns from the data on independently discretised actions as key=value
+    (default 10 sub-actions per dimension, the BCQ paper's; e.g. --dqn-set action_bins=5)."""
+
+
+@dataclass(kw_only=True)
+class Extrapolation(ExperimentRun, ContinuousLearners):
+    """The BCQ paper's Figure 2 (Fujimoto et al. 2019): the behavioral policy, BCQ, off-policy DDPG, BC, VAE-BC
+    and DQN on discretised actions on the final, concurrent, imitation and imperfect buffers of one behavioral
+    DDPG; prints its table, writes JSON and a figure."""
+
+    spec: ClassVar[ExperimentSpec] = EXTRAPOLATION
+    env: Annotated[str, tyro.conf.arg(metavar="ENV_ID")]
+    """Environment id with a bounded Box action space, e.g. Pendulum-v1, Hopper-v5."""
+    steps_behavioral: int | None = None
+    """Environment steps of the behavioral DDPG (default: its preset's total_steps)."""
+    updates: int | None = None
+    """Gradient updates of each offline agent (default: the BCQ preset's total_steps)."""
+    dataset_size: int | None = None
+    """Transitions of the imitation and imperfect datasets (default: --steps-behavioral)."""
+    final_noise: Annotated[float, tyro.conf.arg(metavar="STD")] = DEFAULTS["final_noise"]
+    """Exploration noise std (fraction of max_action) of the final buffer's behavioral DDPG (paper: 0.5)."""
+    eval_freq: int | None = None
+    """Updates (concurrent: steps) between evaluations (default: the BCQ preset's eval_freq)."""
+    datasets_only: bool = False
+    """Write the final, imitation and imperfect datasets of each seed and stop (each behavioral DDPG trains alone,
+    the same run as beside its concurrent learners: the full experiment's data, an hour sooner on Hopper);
+    datasets.json lists them."""
+    learners: Annotated[list[Literal[EXTRAPOLATION.names]], tyro.conf.arg(metavar="NAME ...")] = field(
+        default_factory=lambda: list(EXTRAPOLATION.names)
+    )
+    """The learners that train (default all), e.g. --learners vae_bc dqn for the columns a table made before they
+    existed lacks, on its datasets redone (the same runs as --datasets-only); --merge joins the two."""
+    merge: Annotated[list[str], values("JSON")] = field(default_factory=list)
+    """Instead of running, combine the extrapolation.json of runs of one experiment over disjoint seeds (e.g.
+    --seeds 0 1 in one session, --seeds 2 in another) or of other --learners on the same seeds into --out; takes
+    no other settings."""
+
+
+@dataclass(kw_only=True)
+class Concurrent(ExperimentRun, ContinuousLearners):
+    """The concurrent buffer of the BCQ paper's Figure 2 alone: its learners learn from a behavioral DDPG's growing
+    buffer, one update per behavioral step, never acting; prints the table, writes JSON and a figure."""
+
+    spec: ClassVar[ExperimentSpec] = CONCURRENT
+    env: Annotated[str, tyro.conf.arg(metavar="ENV_ID")]
+    """Environment id with a bounded Box action space, e.g. Pendulum-v1, Hopper-v5."""
+    steps_behavioral: int | None = None
+    """Environment steps of the behavioral DDPG, and updates of each learner (default: its preset's total_steps)."""
+    eval_freq: int | None = None
+    """Steps between evaluations (default: the BCQ preset's eval_freq)."""
+
+
+@dataclass(kw_only=True)
+class Discrete(ExperimentRun):
+    """Discrete BCQ, offline DQN and BC on a behavioral DQN's final and imperfect buffers (Fujimoto et al. 2019b,
+    Sec. 5); prints the table, writes JSON and a figure."""
+
+    spec: ClassVar[ExperimentSpec] = DISCRETE
+    env: Annotated[str, tyro.conf.arg(metavar="ENV_ID")]
+    """Environment id with a Discrete action space, e.g. MinAtar/Breakout-v1, CartPole-v1."""
+    steps_behavioral: int | None = None
+    """Environment steps of the behavioral DQN (default: its preset's total_steps)."""
+    updates: int | None = None
+    """Gradient updates of each offline agent (default: the discrete BCQ preset's total_steps)."""
+    dataset_size: int | None = None
+    """Transitions of the imperfect dataset (default: --steps-behavioral)."""
+    eval_freq: int | None = None
+    """Steps of the behavioral DQN and updates of the offline agents between evaluations (default: the discrete BCQ
+    preset's eval_freq)."""
+    behavioral_set: Annotated[list[str], values("KEY=VALUE")] = field(default_factory=list)
+    """Behavioral DQN hyperparameters as key=value; it explores by its epsilon schedule, e.g. epsilon_end=0.1."""
+    bcq_set: Annotated[list[str], values("KEY=VALUE")] = field(default_factory=list)
+    """Discrete BCQ hyperparameters as key=value, e.g. --bcq-set threshold=0.3."""
+    dqn_set: Annotated[list[str], values("KEY=VALUE")] = field(default_factory=list)
+    """Hyperparameters of the offline DQN as key=value."""
+    bc_set: Annotated[list[str], values("KEY=VALUE")] = field(default_factory=list)
+    """Behavioral cloning hyperparameters as key=value, e.g. --bc-set hidden_sizes=[64,64]."""
+
+
+ExperimentCommand = (
+    Annotated[Extrapolation, tyro.conf.subcommand("extrapolation")]
+    | Annotated[Concurrent, tyro.conf.subcommand("concurrent")]
+    | Annotated[Discrete, tyro.conf.subcommand("discrete")]
+)
+"""The experiments, one subcommand each."""
+
+
+@dataclass
+class Experiment:
+    """Run a BCQ paper experiment (Fujimoto et al. 2019, Figure 2; discrete: Fujimoto et al. 2019b): extrapolation,
+    concurrent or discrete; prints its table, writes JSON and a figure."""
+
+    experiment: Annotated[ExperimentCommand, tyro.conf.arg(name="")]
+    """The experiment and its options."""
+
+
+def experiment(args: Experiment) -> None:
+    """Run the experiment (`run_experiment` of the command's spec); print its markdown table on stdout, where
+    the files are on stderr. With --merge, merge parts instead (`merge`); with --datasets-only, print the
+    datasets' JSON.
+
+    Raises:
+        InputError: as `run_experiment`, or a --OPTION-set that is not key=value.
+    """
+    from acrl.core.config import parse_set_options
+    from acrl.offline.experiments import run_experiment
+    from acrl.offline.report import experiment_markdown
+    from acrl.sweep.jobs import ClusterOptions
+
+    command = args.experiment
+    spec = command.spec
+    if getattr(command, "merge", None):
+        merge(command)
+        return
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    agents = ("behavioral", *(learner.option for learner in spec.learners))  # their --NAME-set
+    out = Path(command.out or f"runs/experiment-{spec.name}-{command.env.replace('/', '_')}-{stamp}")
+    summary = run_experiment(
+        spec,
+        command.env,
+        out,
+        command.seeds,
+        {f"{name}_overrides": parse_set_options(getattr(command, f"{name}_set")) for name in agents},
+        learners=getattr(command, "learners", None),
+        datasets_only=getattr(command, "datasets_only", False),
+        progress=command.progress,
+        options=ClusterOptions(address=command.address),
+        **{key: getattr(command, key) for key in spec.settings},
+    )
+    if "datasets" in summary:
+        print(json.dumps(summary["datasets"], indent=2))
+        print(f"datasets: {out / 'datasets.json'}", file=sys.stderr)
+        return
+    print(experiment_markdown(spec, summary))
+    print(f"table: {out / f'{spec.name}.json'}; figure: {out / f'{spec.name}.png'}", file=sys.stderr)
+
+
+def merge(command: Extrapolation) -> None:
+    """`acrl experiment extrapolation --merge PART.json ... --out DIR`: print the merged table
+    (`acrl.offline.report.merge_experiment`).
+
+    Raises:
+        InputError: no --out, a setting besides --env, a part that cannot be read or is of another
+            environment, or what `merge_experiment` refuses.
+    """
+    from acrl.offline.report import experiment_markdown, merge_experiment
+
+    spec = command.spec
+    given = [
+        f"--{f.name.replace('_', '-')}"
+        for f in dataclasses.fields(command)
+        if f.name not in ("env", "out", "merge", "progress")
+        and getattr(command, f.name) != (f.default_factory() if f.default is dataclasses.MISSING else f.default)
+    ]
+    if given or command.out is None:
+        raise InputError(
+            "--merge takes the settings from the parts it combines: give only --env and --out"
+            + (f" (got {', '.join(given)})." if given else " (no --out given).")
+        )
+    parts = []
+    for path in command.merge:
+        try:
+            parts.append(json.loads(Path(path).read_text()))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise InputError(f"cannot read {path} as an {spec.name}.json: {exc}") from None
+        if parts[-1].get("env_id") != command.env:
+            raise InputError(f"{path} is an experiment on {parts[-1].get('env_id')!r}, not on --env {command.env!r}.")
+    summary = merge_experiment(spec, parts, command.out)
+    out = Path(command.out)
+    print(experiment_markdown(spec, summary))
+    print(f"table: {out / f'{spec.name}.json'}; figure: {out / f'{spec.name}.png'}", file=sys.stderr)
