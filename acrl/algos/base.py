@@ -239,7 +239,7 @@ class Agent:
         fresh = self.initial_state(n)
         if not fresh and (state is not None or episode_start is not None):
             raise InputError(
-                f"this {type(self).__name__} has a policy without state: predict takes no state or episode_start "
+                f"this {type(self).__name__} has a feed-forward policy: predict takes no state or episode_start "
                 f"(got state={state!r:.40}, episode_start={episode_start!r:.40}); pass deterministic by keyword, "
                 "predict(obs, deterministic=False)."
             )
