@@ -46,7 +46,7 @@ def run_scripted_worker(monkeypatch, lengths: list[int], n_steps: int, total: in
     one-cell LSTM (`script_ramp_lstm`) and no gradient step (the weights stay scripted); returns the
     rollouts it collected and the bootstrap values it computed, in order."""
     agent = A3C(RampEnv, seed=0, workers=1, n_envs=len(lengths), n_steps=n_steps, lstm_hidden_size=1,
-                hidden_sizes=(1,), eval_freq=0)  # fmt: skip
+                hidden_sizes=(1,), normalize_obs=False, eval_freq=0)  # fmt: skip
     script_ramp_lstm(agent.model.actor, agent.model.critic)
     rollouts, bootstraps = [], []
     collect, bootstrap = a3c.collect_rollout, a3c.bootstrap_value
