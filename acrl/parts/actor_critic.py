@@ -182,7 +182,9 @@ class ActorCritic(nn.Module):
             obs_dim = int(observation_space.shape[0])
             critic = ObservationCritic(obs_dim, critic_hidden_sizes or hidden_sizes, activation)
         self.actor, self.critic = Actor(trunk, core, head), critic
-        self._chain = self._encoder_chain()
+        # Acting's plain references: each attribute of a submodule costs an nn.Module.__getattr__, which
+        # at batch 1 adds up to more than a step's arithmetic.
+        self._chain, self._step, self._sample = self._encoder_chain(), core.step, head.sample
         self.register_load_state_dict_post_hook(self._rebuild_chain)
 
     @staticmethod
@@ -194,9 +196,11 @@ class ActorCritic(nn.Module):
         encoder = self.actor.encoder
         return layer_chain(encoder) if isinstance(encoder, nn.Sequential) else None
 
-    def _encode(self, obs: torch.Tensor) -> torch.Tensor:
-        """The encoder's features (N, features_dim) at obs (N, ...), through the layer chain where there is one."""
-        return forward_chain(self._chain, obs) if self._chain is not None else self.actor.encoder(obs)
+    def _features(self, obs: torch.Tensor, state: State, episode_start: torch.Tensor) -> tuple[torch.Tensor, State]:
+        """One step of the trunk: the core's outputs (N, output_dim) and its new state, the encoder run through
+        its layer chain where there is one."""
+        features = forward_chain(self._chain, obs) if self._chain is not None else self.actor.encoder(obs)
+        return self._step(features, state, episode_start)
 
     def initial_state(self, n: int, device: torch.device | str = "cpu") -> State:
         """The state of n fresh episodes on `device`: zeros, each (layers, n, hidden); () feed-forward."""
@@ -214,8 +218,8 @@ class ActorCritic(nn.Module):
         (reset there before the step) -> `Action`: actions sampled (the mode / mean if deterministic; Gumbel-max
         for a Categorical, mean + std z for a Gaussian), their log-probabilities unless `with_log_prob` is
         False (None then: A3C's workers and `predict` need none), and the state after the step."""
-        features, state = self.actor.core.step(self._encode(obs), state, episode_start)
-        actions, log_probs = self.actor.head.sample(features, deterministic, with_log_prob)
+        features, state = self._features(obs, state, episode_start)
+        actions, log_probs = self._sample(features, deterministic, with_log_prob)
         return Action(actions, log_probs, state)
 
     def evaluate(
@@ -240,5 +244,5 @@ class ActorCritic(nn.Module):
         the step continues those episodes (the bootstrap at a rollout's last observation, or at a truncated
         episode's final observation with the state its last step left)."""
         carried = torch.zeros(len(obs), dtype=torch.bool, device=obs.device)
-        features, _ = self.actor.core.step(self._encode(obs), state, carried)
+        features, _ = self._features(obs, state, carried)
         return self.critic(obs, features)
