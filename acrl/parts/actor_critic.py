@@ -120,9 +120,10 @@ class ValueHead(Linear):
 
 
 class ObservationCritic(ValueNet):
-    """V(s) as a separate MLP on the observations (`acrl.parts.nets.ValueNet`): (obs (B, obs_dim), features) -> (B,)."""
+    """V(s) as a separate MLP on the observations (`acrl.parts.nets.ValueNet`): (obs (B, obs_dim), features or
+    None, unread) -> (B,)."""
 
-    def forward(self, obs: torch.Tensor, features: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
+    def forward(self, obs: torch.Tensor, features: torch.Tensor | None) -> torch.Tensor:  # type: ignore[override]
         return self.net(obs).squeeze(-1)
 
 
@@ -242,7 +243,10 @@ class ActorCritic(nn.Module):
     def value(self, obs: torch.Tensor, state: State) -> torch.Tensor:
         """V(s) (N,) float32 at obs (N, ...) one step on from `state` (each (layers, N, hidden)), without a reset:
         the step continues those episodes (the bootstrap at a rollout's last observation, or at a truncated
-        episode's final observation with the state its last step left)."""
+        episode's final observation with the state its last step left). The trunk runs only where the value
+        reads it (a separate critic reads the observations alone: A3C bootstraps every few steps)."""
+        if not self.shared_trunk:
+            return self.critic(obs, None)
         carried = torch.zeros(len(obs), dtype=torch.bool, device=obs.device)
         features, _ = self._features(obs, state, carried)
         return self.critic(obs, features)
