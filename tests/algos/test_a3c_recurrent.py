@@ -129,7 +129,7 @@ def test_the_loss_reruns_each_rollout_as_it_was_acted_and_backpropagates_through
         acted.append(out[0])
         return out
 
-    model.actor.core.step = recording_step
+    model._step = recording_step  # what `act` calls for the core's step
     envs, obs = make_worker_envs("CartPole-v1", 0, 0, 2)
     adapter, normalizer = ActionAdapter(envs.single_action_space), IdentityNormalizer()
     state, starts, kinds = model.initial_state(2), torch.ones(2, dtype=torch.bool), set()
