@@ -83,7 +83,7 @@ class RecurrentSB3Predictor:
     """A RecurrentPPO (and its frozen VecNormalize) behind acrl's recurrent `predict(obs, state,
     episode_start, deterministic=...) -> (action, state)`, so `evaluate` carries its LSTM state."""
 
-    recurrent = True
+    stateful = True
 
     def __init__(self, model: Any, vecnorm: Any = None):
         self.model, self.vecnorm = model, vecnorm

@@ -335,7 +335,7 @@ def hand_lstm(x: float, h: float, c: float) -> tuple[float, float]:
 
 
 def script_ramp_lstm(actor: torch.nn.Module, value_layer: torch.nn.Linear) -> None:
-    """A `RecurrentActor` with hidden_sizes (1,) and one LSTM cell, and its value layer, set so that V is
+    """An `ActorCritic`'s actor with hidden_sizes (1,) and one LSTM cell, and its value layer, set so that V is
     hand-computable from the observations and the state (`hand_lstm`): encoder tanh(obs) (one unit,
     weight 1), LSTM input weights 1 and recurrent weights 0.5, biases 0, value = h (weight 1, bias 0)."""
     with torch.no_grad():

@@ -25,26 +25,25 @@ The parent trains through the run loop (`acrl.core.loop`) like every agent (`A3C
 sync and gradient hand-over, and the stop on any failure or signal (docs/correctness.md item 7)
 are `acrl.parts.workers`', held by `A3C.training`.
 
-Image observations (uint8 or bool frames, e.g. MinAtar, Atari) get a CNN (`acrl.parts.encoders`; the
-A3C paper's own is `encoder="a3c"`, Sec. 8) shared by the policy and the value, with two heads, as in
-the paper's Atari nets: `shared_trunk` is then always on. Frames stay uint8 / bool in the rollouts
-and are scaled by the network's first operation; observation normalisation does not apply to them.
+The model is the one actor-critic of `acrl.parts.actor_critic` (PPO's): pi(a|s) and V(s) from an encoder (an
+MLP for vectors; for frames, e.g. MinAtar and Atari, a CNN: the A3C paper's own is `encoder="a3c"`, Sec. 8)
+and a core, with a policy head and a value. Frames stay uint8 / bool in the rollouts and are scaled by the
+network's first operation; their trunk is shared by the policy and the value, as in the paper's Atari nets,
+and observation normalisation does not apply to them.
 
-With `lstm_hidden_size` > 0 (the paper's A3C LSTM, Sec. 5.1 and 8: 256 LSTM cells after the final
-hidden layer) the model is encoder (MLP or CNN) -> one LSTM layer (`acrl.parts.recurrent`, PPO's
-LSTM) -> a policy head and a value layer: actor and critic share the trunk and the LSTM, as in the
-paper, so one state per environment serves acting and bootstrapping, and both losses train the
-memory. Each worker carries each of its environments' state (h, c) from step to step and across
-rollouts within an episode, and resets it to zeros at every episode's first step, terminated or
-truncated (docs/correctness.md item 12); syncing the weights from the global model leaves the
-state alone. A rollout keeps the state at its first step, before that step's reset
-(`Rollout.initial_state`), and the state after its last step (`Rollout.final_state`, before any
-reset): V(last observation), at a rollout cut or a truncation, is one more LSTM step from the
-latter, and the next rollout of a continuing episode starts from it. The loss reruns the
-rollout's T <= t_max steps from the former (`ActorCritic.evaluate_sequence`), so the gradients
-flow through the rollout's LSTM steps and stop at its start: truncated backpropagation through
-time over t_max steps, as in the paper. With n_envs > 1 each environment has its own state;
-as a rollout stops where any episode ends, an episode can start only at a rollout's first step.
+With `lstm_hidden_size` > 0 (the paper's A3C LSTM, Sec. 5.1 and 8: 256 LSTM cells after the final hidden
+layer) the core is an LSTM that the policy and the value share, so one state per environment serves acting
+and bootstrapping, and both losses train the memory. Whatever the core, each worker carries each of its
+environments' state (empty without an LSTM) from step to step and across rollouts within an episode, and
+resets it at every episode's first step, terminated or truncated (docs/correctness.md item 12); syncing the
+weights from the global model leaves the state alone. A rollout keeps the state at its first step, before
+that step's reset (`Rollout.initial_state`), and the state after its last step (`Rollout.final_state`,
+before any reset): V(last observation), at a rollout cut or a truncation, is one more step from the
+latter, and the next rollout of a continuing episode starts from it. The loss reruns the rollout's
+T <= t_max steps from the former (`ActorCritic.evaluate`), so the gradients flow through the rollout's
+steps and stop at its start: truncated backpropagation through time over t_max steps, as in the paper.
+As a rollout stops where any of its environments' episodes ends, an episode can start only at a
+rollout's first step.
 """
 
 from __future__ import annotations
@@ -57,23 +56,19 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
 import torch
 import torch.multiprocessing as mp
-from torch import nn
-from torch.distributions import Distribution
 
 from acrl.algos.base import Agent
 from acrl.core.config import RunConfig, in_unit_interval, layer_widths, positive
 from acrl.core.envs import ActionAdapter, LeanSyncVectorEnv
 from acrl.core.errors import InputError, TrainingError
-from acrl.parts.encoders import ENCODERS, is_image
-from acrl.parts.heads import actor_critic, rename_shared_trunk_keys
+from acrl.parts.actor_critic import Action, ActorCritic, State
 from acrl.parts.nets import ACTIVATIONS
 from acrl.parts.normalization import IdentityNormalizer, ObservationNormalizer
+from acrl.parts.observations import make_normalizer
 from acrl.parts.optim import SharedAdam, SharedRMSprop, anneal_learning_rate, flatten_parameters
-from acrl.parts.recurrent import LSTMState, RecurrentActor, recurrent_actor_critic
 from acrl.parts.returns import segment_advantages
 from acrl.parts.stats import EpisodeStats
 from acrl.parts.workers import (
@@ -125,7 +120,9 @@ class A3CConfig(RunConfig):
         lstm_hidden_size: cells of an LSTM after the encoder, shared by the policy and the value (0: a
             feed-forward model; the paper's A3C LSTM has 256); shared_trunk is then on (config.yaml
             records true) and critic_hidden_sizes unused. Any n_envs (a state per environment).
-        normalize_obs / obs_clip: running observation normalization shared by all workers, its bound.
+        normalize_obs / obs_clip: running observation normalization shared by all workers (None: from the
+            observation space, on for vectors and off for image frames; true is refused for frames; a
+            run's config.yaml records the value used), its bound.
         log_freq: a metrics row every this many global steps.
     """
 
@@ -150,7 +147,7 @@ class A3CConfig(RunConfig):
     log_std_init: float = 0.0
     log_std_min: float = -5.0
     lstm_hidden_size: int = 0
-    normalize_obs: bool = False
+    normalize_obs: bool | None = None
     obs_clip: float = 10.0
     start_method: str = field(default_factory=default_start_method)
     log_freq: int = 1000
@@ -168,134 +165,12 @@ class A3CConfig(RunConfig):
             raise InputError("ent_coef and vf_coef must be >= 0.")
         if self.activation not in ACTIVATIONS:
             raise InputError(f"activation must be one of {', '.join(ACTIVATIONS)}, got {self.activation!r}.")
-        if self.encoder not in ENCODERS:
-            raise InputError(f"encoder must be one of {', '.join(ENCODERS)}, got {self.encoder!r}.")
         layer_widths(self, "hidden_sizes", "critic_hidden_sizes")
         if self.lstm_hidden_size < 0:
             raise InputError(f"lstm_hidden_size must be >= 0 (0: no LSTM), got {self.lstm_hidden_size}.")
         methods = mp.get_all_start_methods()
         if self.start_method not in methods:
             raise InputError(f"start_method must be one of {', '.join(methods)} here, got {self.start_method!r}.")
-
-
-# ------------------------------------------------------------------------------------ model
-class ActorCritic(nn.Module):
-    """pi(a|s) and V(s) for A3C: separate actor and critic nets, or one trunk with two heads, optionally
-    with an LSTM after the trunk.
-
-    Built by `acrl.parts.heads.actor_critic`, as PPO's: the policy is a Categorical, or a diagonal
-    Gaussian with a bounded state-independent log-std, in policy units, on the observation space's
-    encoder (an MLP for vectors, a CNN for frames). With a shared trunk (always for frames) the value
-    is one linear layer on the policy encoder's features, as in the paper's nets (Sec. 5.2, 8);
-    otherwise a `ValueNet`. Parameters come in the flat layout of earlier checkpoints (log-std,
-    encoder, output layer, value), and state dicts with the keys of before the heads load
-    (`rename_shared_trunk_keys`). Observations below are (B, obs_dim) float32 vectors or (B, *obs_shape)
-    uint8 / bool frames.
-
-    With lstm_hidden_size > 0 (`recurrent`) the actor is PPO's `RecurrentActor` (encoder -> LSTM ->
-    policy head) and the value one linear layer on the LSTM's output (`recurrent_actor_critic`): the
-    trunk is shared. A state is (h, c), each (1, N, lstm_hidden_size) float32; the model then acts with
-    `act`, values with `value(obs, state)` and recomputes a rollout with `evaluate_sequence` (`sample`,
-    `distribution` and `evaluate_actions` are for the feed-forward model, whose policy needs no state).
-
-    Args:
-        observation: the observation space, or for vectors their size obs_dim; act_dim: number of
-            discrete actions or action dimensions; discrete: Categorical (True) or Gaussian (False)
-            policy; the rest: see `A3CConfig`.
-    Attributes:
-        encoder_name: the encoder used ("mlp", "nature", "a3c" or "minatar"); recurrent: whether the
-            model has an LSTM; shared_trunk: whether the value reads the actor's features.
-    Raises:
-        InputError: an observation space no encoder takes (`acrl.parts.encoders.make_encoder`).
-    """
-
-    def __init__(
-        self,
-        observation: int | gym.spaces.Box,
-        act_dim: int,
-        discrete: bool,
-        hidden_sizes: tuple[int, ...] = (64, 64),
-        critic_hidden_sizes: tuple[int, ...] | None = None,
-        activation: str = "tanh",
-        shared_trunk: bool = False,
-        log_std_init: float = 0.0,
-        log_std_min: float = -5.0,
-        encoder: str = "auto",
-        lstm_hidden_size: int = 0,
-    ):
-        super().__init__()
-        space = (
-            gym.spaces.Box(-np.inf, np.inf, (observation,), np.float32) if isinstance(observation, int) else observation
-        )
-        self.discrete, self.recurrent = discrete, lstm_hidden_size > 0
-        self.shared_trunk = shared_trunk or is_image(space) or self.recurrent
-        spec = (space, encoder, discrete, act_dim, hidden_sizes, activation)
-        heads = dict(log_std_init=log_std_init, log_std_min=log_std_min)
-        if self.recurrent:
-            self.actor, critic, self.encoder_name = recurrent_actor_critic(*spec, lstm_hidden_size, **heads)
-        else:
-            self.actor, critic, self.encoder_name = actor_critic(*spec, critic_hidden_sizes, self.shared_trunk, **heads)
-        if self.shared_trunk:
-            self.value_head = critic
-        else:
-            self.critic = critic
-        self.register_load_state_dict_pre_hook(rename_shared_trunk_keys)
-
-    def distribution(self, obs: torch.Tensor) -> Distribution:
-        """The policy at obs (B, ...): Categorical or Normal with batch shape (B, act_dim)."""
-        return self.actor.distribution(self.actor.encoder(obs))
-
-    def value(self, obs: torch.Tensor, state: LSTMState | None = None) -> torch.Tensor:
-        """V(s): obs (B, obs_dim) float32 or frames (B, *obs_shape) uint8 / bool -> (B,) float32. Recurrent:
-        from the LSTM's output one step on from `state` (h, c), each (1, B, lstm_hidden_size), without a
-        reset (the step continues those episodes): the bootstrap at a rollout's last observation."""
-        if self.recurrent:
-            memory, _ = self.actor.memory(obs, state, torch.zeros(len(obs), dtype=torch.bool))
-            return self.value_head(memory).squeeze(-1)
-        if not self.shared_trunk:
-            return self.critic(obs)
-        return self.value_head(self.actor.encoder(obs)).squeeze(-1)
-
-    def sample(self, obs: torch.Tensor, deterministic: bool = False) -> torch.Tensor:
-        """Raw actions for obs (B, ...): (B,) int64 (mode if deterministic) or (B, act_dim) (mean), without
-        gradients or log-probabilities (the head's lean acting path, once per step in every worker)."""
-        return self.actor.sample(obs, deterministic, with_log_prob=False)[0]
-
-    def evaluate_actions(
-        self, obs: torch.Tensor, actions: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """log pi(a|s), entropy of pi(.|s) (both summed over action dims) and V(s), each (B,), differentiable,
-        for obs (B, ...) (see the class) and raw actions (B,) int64 or (B, act_dim) float32; one trunk pass."""
-        features = self.actor.encoder(obs)
-        log_probs, entropy = self.actor.log_prob_entropy(features, actions)
-        values = self.value_head(features).squeeze(-1) if self.shared_trunk else self.critic(obs)
-        return log_probs, entropy, values
-
-    # ---------------------------------------------------------------- recurrent (lstm_hidden_size > 0)
-    def initial_state(self, n: int) -> LSTMState:
-        """The state of n fresh episodes: (h, c) zeros, each (1, n, lstm_hidden_size) float32."""
-        return self.actor.initial_state(n)
-
-    def act(self, obs: torch.Tensor, state: LSTMState, episode_start: torch.Tensor) -> tuple[torch.Tensor, LSTMState]:
-        """A worker's step (`RecurrentActor.act`, sampled): obs (N, ...), state (h, c) each (1, N,
-        lstm_hidden_size), episode_start (N,) bool (reset there first) -> (raw actions (N,) int64 or
-        (N, act_dim) float32, the state after the step)."""
-        return self.actor.act(obs, state, episode_start)
-
-    def evaluate_sequence(
-        self, obs: torch.Tensor, actions: torch.Tensor, state: LSTMState, episode_start: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """`evaluate_actions` over a rollout of T steps of N environments, rerun from `state` (h, c), each
-        (1, N, lstm_hidden_size), at its first step, reset there where episode_start (N,) bool (an episode
-        starts only at a rollout's first step: `collect_rollout`): obs (T, N, ...), raw actions (T, N)
-        int64 or (T, N, act_dim) float32 -> log pi(a|s), entropies and V(s), each (T * N,) time-major,
-        differentiable through the T LSTM steps back to `state` (truncated backpropagation through time)."""
-        starts = torch.zeros(obs.shape[:2], dtype=torch.bool)
-        starts[0] = episode_start
-        memory, _ = self.actor.memory_sequence(obs, state, starts)
-        memory = memory.flatten(0, 1)
-        log_probs, entropy = self.actor.log_prob_entropy(memory, actions.flatten(0, 1))
-        return log_probs, entropy, self.value_head(memory).squeeze(-1)
 
 
 # ------------------------------------------------------------------------------------ one worker's pieces
@@ -315,10 +190,12 @@ class Rollout:
         episode_returns / episode_lengths: (E,) float64 / int64, of the E episodes that ended (as the
             vector env reports them in `info["episode"]`, which may be fewer than the segments that
             ended: an Atari life loss terminates a segment, only a game's end is an episode).
-        initial_state / episode_start / final_state: a recurrent model's (else None): the state (h, c),
-            each (1, N, lstm_hidden_size) float32, at the first step, before its reset where
-            episode_start (N,) bool; and the state after the last step, before any reset (the
-            bootstrap's, and a continuing episode's next rollout's). Computed without gradients.
+        initial_state / final_state: the model's state (`acrl.parts.actor_critic.State`: with an LSTM
+            (h, c), each (1, N, lstm_hidden_size) float32; () without) at the first step, before its reset,
+            and after the last step, before any reset (the bootstrap's, and a continuing episode's next
+            rollout's). Computed without gradients.
+        episode_starts: (T, N) bool, the steps that begin an episode (the first step's only: the rollout
+            stops where an episode ends).
     """
 
     observations: torch.Tensor
@@ -331,9 +208,9 @@ class Rollout:
     next_obs: np.ndarray
     episode_returns: np.ndarray
     episode_lengths: np.ndarray
-    initial_state: LSTMState | None = None
-    episode_start: torch.Tensor | None = None
-    final_state: LSTMState | None = None
+    initial_state: State
+    episode_starts: torch.Tensor
+    final_state: State
 
     def __len__(self) -> int:
         """T, the steps per environment (the rollout holds T * N transitions)."""
@@ -347,15 +224,15 @@ def collect_rollout(
     n_steps: int,
     adapter: ActionAdapter,
     normalizer: ObservationNormalizer | IdentityNormalizer,
-    state: LSTMState | None = None,
-    episode_start: torch.Tensor | None = None,
+    state: State,
+    episode_start: torch.Tensor,
 ) -> Rollout:
     """Act with `model` (no gradients) from `obs` (N, *obs_shape) in the worker's N environments
     (`make_worker_envs`) for n_steps (t_max, or the claimed part of the budget if smaller) steps, storing the
     raw samples and sending `adapter`'s env-unit actions; `normalizer` (not updated here) is applied to
-    observations (`IdentityNormalizer(dtype=None)` keeps frames uint8 / bool). A recurrent model acts from
-    `state` (h, c), each (1, N, lstm_hidden_size), reset before the first step where `episode_start` (N,)
-    bool, and carries it from step to step (None: a feed-forward model, which needs neither).
+    observations (`IdentityNormalizer(dtype=None)` keeps frames uint8 / bool). The model acts from `state`
+    (`ActorCritic.initial_state`'s shapes), reset before the first step where `episode_start` (N,) bool, and
+    carries it from step to step.
 
     `envs` follows Gymnasium's same-step autoreset protocol: where an environment's episode ended,
     `info["final_obs"]` (mask `info["_final_obs"]`) holds its last observation, to bootstrap from, and
@@ -369,14 +246,14 @@ def collect_rollout(
     observations, raw, actions, rewards = [], [], [], []
     keep_raw = isinstance(normalizer, ObservationNormalizer)
     initial_state, starts = state, episode_start
+    continuing = torch.zeros_like(
+        episode_start
+    )  # episodes start only at the first step: the rollout stops where one ends
     with torch.no_grad():
         for _ in range(n_steps):
             x = normalizer(obs)
-            if state is None:
-                action = model.sample(x)
-            else:  # episodes start only at the first step: the rollout stops where one ends
-                action, state = model.act(x, state, starts)
-                starts = torch.zeros_like(episode_start)
+            action, _, state = model.act(x, state, starts, with_log_prob=False)
+            starts = continuing
             observations.append(x)
             if keep_raw:
                 raw.append(obs)
@@ -393,6 +270,8 @@ def collect_rollout(
     if "_episode" in info:
         finished = info["_episode"]
         returns, lengths = info["episode"]["r"][finished], info["episode"]["l"][finished]
+    episode_starts = torch.zeros((len(rewards), len(episode_start)), dtype=torch.bool)
+    episode_starts[0] = episode_start
     return Rollout(
         observations=torch.stack(observations),
         raw_observations=np.asarray(raw, dtype=np.float64).reshape(-1, obs.shape[-1]) if keep_raw else None,
@@ -405,7 +284,7 @@ def collect_rollout(
         episode_returns=returns,
         episode_lengths=lengths,
         initial_state=initial_state,
-        episode_start=episode_start,
+        episode_starts=episode_starts,
         final_state=state,
     )
 
@@ -414,15 +293,14 @@ def bootstrap_value(
     rollout: Rollout, model: ActorCritic, normalizer: ObservationNormalizer | IdentityNormalizer
 ) -> np.ndarray:
     """The value after each environment's last step, (N,) float32: 0 where its episode terminated, else
-    V(last obs) (vectors or frames, see `Rollout`). A time-limit truncation and a rollout stopped
-    mid-episode both had a future the rollout did not see, so both bootstrap (Pardo et al. 2018;
-    docs/correctness.md item 1). A recurrent model's V(last obs) is one more LSTM step from the state
-    after the last step, before the reset a new episode makes (`Rollout.final_state`; item 12)."""
+    V(last obs) (vectors or frames, see `Rollout`), one step on from the state after the last step, before
+    the reset a new episode makes (`Rollout.final_state`; docs/correctness.md item 12). A time-limit
+    truncation and a rollout stopped mid-episode both had a future the rollout did not see, so both
+    bootstrap (Pardo et al. 2018; docs/correctness.md item 1)."""
     if rollout.terminated.all():
         return np.zeros(len(rollout.terminated), dtype=np.float32)
     with torch.no_grad():
-        x = normalizer(rollout.last_obs)
-        values = (model.value(x) if rollout.final_state is None else model.value(x, rollout.final_state)).numpy()
+        values = model.value(normalizer(rollout.last_obs), rollout.final_state).numpy()
     return np.where(rollout.terminated, np.float32(0.0), values)
 
 
@@ -442,8 +320,8 @@ def a3c_loss(
     (config.n_steps * config.n_envs), not T N: Algorithm S3 sums a rollout's gradients, so a
     rollout cut short by an episode's end weighs each transition as a full one does (a mean would
     weigh a 1-step rollout's t_max times as much), at the learning-rate scale of a full rollout's mean.
-    A recurrent model's terms come from rerunning the rollout from its first state
-    (`ActorCritic.evaluate_sequence`): gradients through its LSTM steps, none before them.
+    The terms come from rerunning the rollout from its first state (`ActorCritic.evaluate`): with an
+    LSTM, gradients through its steps, none before them.
 
     Args:
         rewards: (T, N) float32, scaled by reward_scale; bootstrap: (N,) float32 (`bootstrap_value`).
@@ -452,19 +330,14 @@ def a3c_loss(
         (scalar loss with gradients to `model`, {"policy_loss", "value_loss", "entropy"}: the three
         terms' unweighted means over the T N steps).
     """
-    if rollout.initial_state is None:
-        log_probs, entropy, values = model.evaluate_actions(
-            rollout.observations.flatten(0, 1), rollout.actions.flatten(0, 1)
-        )
-    else:
-        log_probs, entropy, values = model.evaluate_sequence(
-            rollout.observations, rollout.actions, rollout.initial_state, rollout.episode_start
-        )
-    advantages, targets = segment_advantages(
-        rewards, values.detach().numpy().reshape(rewards.shape), bootstrap, config.gamma, config.gae_lambda
+    log_probs, entropy, values = model.evaluate(
+        rollout.observations, rollout.actions, rollout.initial_state, rollout.episode_starts
     )
-    policy_loss = -(log_probs * torch.from_numpy(advantages).flatten()).mean()
-    value_loss = (torch.from_numpy(targets).flatten() - values).square().mean()
+    advantages, targets = segment_advantages(
+        rewards, values.detach().numpy(), bootstrap, config.gamma, config.gae_lambda
+    )
+    policy_loss = -(log_probs * torch.from_numpy(advantages)).mean()
+    value_loss = (torch.from_numpy(targets) - values).square().mean()
     entropy_mean = entropy.mean()
     mean_loss = policy_loss + config.vf_coef * value_loss - config.ent_coef * entropy_mean
     loss = mean_loss * (len(rewards) / config.n_steps)  # the sum over the T N steps over t_max N
@@ -494,8 +367,8 @@ def run_worker(rank: int, budget: StepBudget, config: A3CConfig, env: Any, share
         rank: in [0, workers); with seed = config.seed + budget.start (a resumed run sees new episodes),
             its envs are seeded as `make_worker_envs` says and torch/numpy with seed + rank.
         budget: the global step budget; env: what `make_worker_envs` accepts; shared: the `SharedState`.
-    A recurrent model's state (one per environment) starts at zeros, carries on from rollout to rollout
-    (the sync copies weights only) and is reset at each episode's first step (see the module docstring).
+    The model's state (one per environment) starts fresh, carries on from rollout to rollout (the sync
+    copies weights only) and is reset at each episode's first step (see the module docstring).
     Raises:
         TrainingError: a non-finite loss.
     """
@@ -508,8 +381,8 @@ def run_worker(rank: int, budget: StepBudget, config: A3CConfig, env: Any, share
     local = copy.deepcopy(shared.model)  # private memory: deepcopy does not keep the sharing
     local_parameters = flatten_parameters(local, gradients=True)
     normalizer = shared.normalizer
-    state = local.initial_state(config.n_envs) if local.recurrent else None
-    episode_start = torch.ones(config.n_envs, dtype=torch.bool) if local.recurrent else None
+    state = local.initial_state(config.n_envs)
+    episode_start = torch.ones(config.n_envs, dtype=torch.bool)
     while granted := budget.claim(config.n_steps, config.n_envs):
         sync_parameters(local_parameters, shared.parameters)
         rollout = collect_rollout(envs, local, obs, granted, adapter, normalizer, state, episode_start)
@@ -533,8 +406,7 @@ def run_worker(rank: int, budget: StepBudget, config: A3CConfig, env: Any, share
         shared.stats.add_update(rank, stats)
         shared.stats.add_episodes(rank, rollout.episode_returns.tolist(), rollout.episode_lengths.tolist())
         obs = rollout.next_obs
-        if local.recurrent:
-            state, episode_start = rollout.final_state, torch.from_numpy(rollout.terminated | rollout.truncated)
+        state, episode_start = rollout.final_state, torch.from_numpy(rollout.terminated | rollout.truncated)
     envs.close()
 
 
@@ -547,14 +419,14 @@ class A3C(Agent):
     counters) resumes with `acrl resume`. Image observations (uint8 / bool frames) get a CNN with a shared
     trunk (see the module docstring).
 
-    With lstm_hidden_size > 0 (`recurrent`) the model has an LSTM, and `predict(obs, state,
-    episode_start)` returns `(action, state)` as PPO's does (`Agent.predict`); evaluation, `acrl record`
-    and `acrl collect` start each episode from a fresh state. The workers' states are not checkpointed:
-    a resumed run's workers start fresh episodes (their environments restart) from zeros.
+    With lstm_hidden_size > 0 the model has an LSTM, and `predict(obs, state, episode_start)` returns
+    `(action, state)` as PPO's does (`Agent.predict`); evaluation, `acrl record` and `acrl collect` start
+    each episode from a fresh state. The workers' states are not checkpointed: a resumed run's workers
+    start fresh episodes (their environments restart) from fresh states.
 
     Raises:
         InputError: see `Agent` and `A3CConfig.validate`; an observation space no encoder takes
-            (`acrl.parts.encoders.make_encoder`); normalize_obs with image observations; all before any
+            (`acrl.parts.encoders.make_encoder`); normalize_obs true with image observations; all before any
             worker starts.
         TrainingError (from `learn`): a worker raised (with its traceback), was killed, or the
             parameters became non-finite.
@@ -569,27 +441,20 @@ class A3C(Agent):
 
     def _build(self) -> None:
         cfg = self.config
-        image = is_image(self.observation_space)
-        if image and cfg.normalize_obs:
-            raise InputError(
-                f"normalize_obs does not apply to image observations ({self.observation_space}): frames are "
-                "scaled to [0, 1] inside the network. Set normalize_obs to false (--set normalize_obs=false)."
-            )
         self.model = ActorCritic(
             self.observation_space,
-            self.act_dim,
-            self.discrete,
+            self.action_space,
             cfg.hidden_sizes,
-            cfg.critic_hidden_sizes,
             cfg.activation,
+            cfg.encoder,
+            cfg.channels,
+            cfg.lstm_hidden_size,
             cfg.shared_trunk,
+            cfg.critic_hidden_sizes,
             cfg.log_std_init,
             cfg.log_std_min,
-            cfg.encoder,
-            cfg.lstm_hidden_size,
         )
         cfg.encoder, cfg.shared_trunk = self.model.encoder_name, self.model.shared_trunk  # for config.yaml
-        self.recurrent = self.model.recurrent
         self.parameters = flatten_parameters(self.model)
         self.model.share_memory()
         if cfg.optimizer == "adam":
@@ -602,19 +467,18 @@ class A3C(Agent):
             )
         self.nets = {"model": self.model}
         self.optimizers = {"optimizer": self.optimizer}
-        if image:
-            self.obs_normalizer = IdentityNormalizer(dtype=None)  # frames stay uint8 / bool
+        self.obs_normalizer = make_normalizer(self.observation_space, cfg.normalize_obs, cfg.obs_clip)
+        cfg.normalize_obs = isinstance(self.obs_normalizer, ObservationNormalizer)  # the value used, for config.yaml
         if cfg.normalize_obs:
-            self.obs_normalizer = ObservationNormalizer(self.obs_dim, cfg.obs_clip)
             self.obs_normalizer.stats.share_memory()
         self.episode_stats = EpisodeStats(EPISODE_WINDOW)
         self.updates = 0
 
-    def _policy_action(self, obs: torch.Tensor, deterministic: bool) -> torch.Tensor:
-        return self.model.sample(obs, deterministic)
+    def initial_state(self, n: int) -> State:
+        return self.model.initial_state(n, self.device)
 
-    def _recurrent_policy(self) -> RecurrentActor:
-        return self.model.actor
+    def _act(self, obs: torch.Tensor, state: State, episode_start: torch.Tensor, deterministic: bool) -> Action:
+        return self.model.act(obs, state, episode_start, deterministic, with_log_prob=False)
 
     def snapshot(self) -> A3C:
         """A frozen copy (global model and normaliser deep-copied) for evaluation and best.pt: the workers keep

@@ -3,8 +3,9 @@
 An algorithm subclasses `Agent` and provides `_build()` (networks in `self.nets`, optimizers in
 `self.optimizers`, and `self.obs_normalizer` when it normalises observations; the default is
 the identity), `iteration(max_steps)` (collect and/or update, advance `self.num_steps`, return
-metrics) and `_policy_action()` (raw actions for predict; a recurrent agent, `recurrent` True,
-`_recurrent_policy()` instead, its `acrl.parts.recurrent.RecurrentActor`); `_extra_state` and
+metrics) and the policy `predict` acts through: `_policy_action()` (raw actions; a policy without
+state), or, for an actor-critic (`acrl.parts.actor_critic.ActorCritic`: PPO, A3C), `initial_state()`
+and `_act()` from its model, whose state may be empty or not; `_extra_state` and
 `_load_extra_state` add what else its checkpoints need. Training itself (evaluation, the best
 and latest checkpoints, NaN checks, logging, signals, callbacks) is the run loop's,
 `acrl.core.loop`, which `learn` calls.
@@ -34,9 +35,9 @@ from acrl.core.errors import InputError
 from acrl.core.evaluation import evaluate
 from acrl.core.files import write_text_atomic
 from acrl.core.loop import Callback, Run, train
+from acrl.parts.actor_critic import Action, State
 from acrl.parts.normalization import IdentityNormalizer, ObservationNormalizer
 from acrl.parts.observations import observation_layout
-from acrl.parts.recurrent import LSTMState, RecurrentActor
 
 EVAL_SEED_OFFSET = 10_000
 """Evaluation environments are seeded with seed + 10_000, apart from training (docs/correctness.md item 11)."""
@@ -75,9 +76,6 @@ class Agent:
     """Whether the run loop may write latest.pt after an exception (see `acrl.core.loop.Trainable`)."""
     cpu_only_reason: ClassVar[str | None] = None
     """Why the algorithm runs on the CPU whatever `device` says (A3C), or None: it trains on any device."""
-    recurrent: bool = False
-    """Whether the policy has a state (an LSTM, PPO's and A3C's lstm_hidden_size): `predict` then takes
-    and returns it. Set by `_build`."""
 
     def __init__(self, env: EnvSpec | None = None, config: RunConfig | None = None, **hyperparameters: Any):
         if env is None:
@@ -167,18 +165,26 @@ class Agent:
 
     def _policy_action(self, obs: torch.Tensor, deterministic: bool) -> torch.Tensor:
         """Normalised obs (B, obs_dim) float32 on the agent's device -> raw policy actions (B, act_dim)
-        float32 or (B,) int64, on the same device."""
+        float32 or (B,) int64, on the same device (the policy of an agent that keeps the default `_act`)."""
         raise NotImplementedError
 
-    def _recurrent_policy(self) -> RecurrentActor:
-        """Recurrent agents: the policy `predict` and `initial_state` act through, a `RecurrentActor`
-        (encoder -> LSTM -> policy head) on the agent's device (PPO's `actor`, A3C's `model.actor`)."""
-        raise NotImplementedError
+    def initial_state(self, n: int) -> State:
+        """The policy's state for n fresh episodes on the agent's device (what `predict` starts from): tensors
+        (layers, n, hidden), e.g. an LSTM's (h, c) zeros; () for a policy without state (the default)."""
+        return ()
 
-    def initial_state(self, n: int) -> LSTMState:
-        """Recurrent agents: the state of n fresh episodes (what `predict` starts from without a state),
-        (h, c) zeros, each (1, n, lstm_hidden_size) float32 on the agent's device."""
-        return self._recurrent_policy().initial_state(n, self.device)
+    def _act(self, obs: torch.Tensor, state: State, episode_start: torch.Tensor, deterministic: bool) -> Action:
+        """The policy's step for `predict`, without gradients: normalised obs (B, ...) on the agent's device,
+        `state` (`initial_state`'s shapes for B), episode_start (B,) bool (reset there first) -> `Action`
+        (raw actions, log-probabilities or None, the state after the step). Default: `_policy_action`,
+        the state left as it is."""
+        return Action(self._policy_action(obs, deterministic), None, state)
+
+    @property
+    def stateful(self) -> bool:
+        """Whether the policy carries a state from step to step (an LSTM: PPO's and A3C's lstm_hidden_size):
+        `predict` then takes and returns it."""
+        return bool(self.initial_state(1))
 
     def _extra_state(self) -> dict[str, Any]:
         """Algorithm-specific state for checkpoints beyond nets, optimizers and normaliser."""
@@ -198,26 +204,28 @@ class Agent:
         """Actions in the environment's own units for one observation or a batch (Stable-Baselines3's
         signature; pass `deterministic` by keyword).
 
-        A feed-forward agent returns the actions alone and takes no state. A recurrent one
-        (`recurrent`: PPO or A3C with lstm_hidden_size > 0) returns `(actions, state)`: pass that state
-        back with the next observation of the same episodes, and `episode_start` True where an
-        episode begins (its state is then reset). Without a state, predict starts fresh episodes
-        (zero state): it never reuses the state of an earlier call on its own.
+        The agent acts through its policy's `_act` from a state: one passed, or a fresh one
+        (`initial_state`). An agent whose policy has no state (`stateful` False: the state is empty)
+        returns the actions alone and takes no state. One with a state (PPO or A3C with
+        lstm_hidden_size > 0) returns `(actions, state)`: pass that state back with the next observation
+        of the same episodes, and `episode_start` True where an episode begins (its state is then reset).
+        Without a state, predict starts fresh episodes: it never reuses the state of an earlier call on
+        its own.
 
         Args:
             obs: (obs_dim,) or (B, obs_dim) raw observations; image frames (*obs_shape) or (B, *obs_shape),
                 kept in the space's dtype.
-            state: recurrent agents: the state the previous call returned, a tuple of tensors
-                (layers, B, hidden) (None: fresh episodes).
-            episode_start: recurrent agents: a bool, or (B,) bools, True where obs is an episode's first
-                observation (None: all False; with no state, all are fresh anyway).
+            state: the state the previous call returned, a tuple of tensors (layers, B, hidden) (None:
+                fresh episodes).
+            episode_start: a bool, or (B,) bools, True where obs is an episode's first observation
+                (None: all False; with no state, all are fresh anyway).
             deterministic: the mode (Categorical) or mean (Gaussian) instead of a sample.
         Returns:
             (act_dim,) / (B, act_dim) in the env's dtype for Box, an int / (B,) int64 for
-            Discrete; a recurrent agent returns (that, state). Observation statistics are not updated.
+            Discrete; an agent with a state returns (that, state). Observation statistics are not updated.
         Raises:
-            InputError: observations of the wrong size; a state or episode_start for a feed-forward
-                agent (a positional `deterministic` lands there); a state of the wrong shape.
+            InputError: observations of the wrong size; a state or episode_start for an agent without
+                state (a positional `deterministic` lands there); a state of the wrong shape.
         """
         shape = self.observation_space.shape
         obs = np.asarray(obs, dtype=np.float32 if len(shape) == 1 else self.observation_space.dtype)
@@ -227,41 +235,37 @@ class Agent:
             raise InputError(
                 f"predict expects observations of shape {shape} or (B, {', '.join(map(str, shape))}), got {obs.shape}."
             )
-        x = self.obs_normalizer(batch).to(self.device)
-        if not self.recurrent:
-            if state is not None or episode_start is not None:
-                raise InputError(
-                    f"this {type(self).__name__} has a feed-forward policy: predict takes no state or episode_start "
-                    f"(got state={state!r:.40}, episode_start={episode_start!r:.40}); pass deterministic by keyword, "
-                    "predict(obs, deterministic=False)."
-                )
-            with torch.no_grad():
-                raw = self._policy_action(x, deterministic).cpu().numpy()
-            action = self.action_adapter.to_env(raw)
-            return action[0] if single else action
         n = len(batch)
+        fresh = self.initial_state(n)
+        if not fresh and (state is not None or episode_start is not None):
+            raise InputError(
+                f"this {type(self).__name__} has a feed-forward policy: predict takes no state or episode_start "
+                f"(got state={state!r:.40}, episode_start={episode_start!r:.40}); pass deterministic by keyword, "
+                "predict(obs, deterministic=False)."
+            )
         if state is None:
-            state = self.initial_state(n)
+            state = fresh
+        elif (
+            not isinstance(state, tuple | list)
+            or len(state) != len(fresh)
+            or any(tuple(getattr(s, "shape", ())) != tuple(f.shape) for s, f in zip(state, fresh))
+        ):
+            raise InputError(
+                f"state must be the tuple of {len(fresh)} tensors of shape {tuple(fresh[0].shape)} that predict "
+                f"returned for {n} observation(s); got {type(state).__name__} "
+                f"{[tuple(getattr(s, 'shape', ())) for s in state] if isinstance(state, tuple | list) else ''}."
+            )
         else:
-            fresh = self.initial_state(n)
-            if (
-                not isinstance(state, tuple | list)
-                or len(state) != len(fresh)
-                or any(tuple(getattr(s, "shape", ())) != tuple(f.shape) for s, f in zip(state, fresh))
-            ):
-                raise InputError(
-                    f"state must be the tuple of {len(fresh)} tensors of shape {tuple(fresh[0].shape)} that predict "
-                    f"returned for {n} observation(s); got {type(state).__name__} "
-                    f"{[tuple(getattr(s, 'shape', ())) for s in state] if isinstance(state, tuple | list) else ''}."
-                )
             state = tuple(torch.as_tensor(s, dtype=torch.float32, device=self.device) for s in state)
         starts = np.zeros(n, dtype=bool) if episode_start is None else np.asarray(episode_start, dtype=bool).reshape(-1)
         if starts.shape != (n,):
             raise InputError(f"episode_start must be a bool or {n} bools, one per observation; got {episode_start!r}.")
+        x = self.obs_normalizer(batch).to(self.device)
         with torch.no_grad():
-            raw, state = self._recurrent_policy().act(x, state, torch.from_numpy(starts).to(self.device), deterministic)
+            raw, _, state = self._act(x, state, torch.from_numpy(starts).to(self.device), deterministic)
         action = self.action_adapter.to_env(raw.cpu().numpy())
-        return (action[0] if single else action), state
+        action = action[0] if single else action
+        return (action, state) if fresh else action
 
     def evaluate(self, episodes: int | None = None, deterministic: bool = True) -> dict[str, Any]:
         """Evaluate `episodes` episodes (default: the config's eval_episodes) on a fresh env seeded with

@@ -12,21 +12,21 @@ orthogonal init, Adam eps 1e-5, gradient-norm clipping, optional value clipping,
 linear learning-rate annealing, approximate KL with optional early stop, running observation
 normalisation and optional reward scaling.
 
-Vector observations get an MLP actor and a separate MLP critic. Image observations (uint8 or bool
-frames) get a CNN (`acrl.parts.encoders`) shared by the policy and the value, with two heads (the
-value head: one linear layer, gain 1), as in Mnih et al. 2016 and CleanRL's ppo_atari; the frames
-stay uint8/bool in the rollout buffer and are scaled inside the network.
+The policy and the value are one `acrl.parts.actor_critic.ActorCritic` (encoder -> core -> policy head and
+value), built from the observation space: vectors get an MLP actor and a separate MLP critic; image frames
+(uint8 or bool) a CNN shared by the policy and the value, as in Mnih et al. 2016 and CleanRL's ppo_atari
+(frames stay uint8/bool in the rollout buffer and are scaled inside the network). With `lstm_hidden_size`
+> 0 the core is an LSTM shared by both, as CleanRL's ppo_atari_lstm (Huang et al. 2022) and the A3C
+paper's LSTM agent (Mnih et al. 2016, Sec. 8).
 
-With `lstm_hidden_size` > 0 the policy is recurrent (`acrl.parts.recurrent`): encoder -> LSTM ->
-a policy head and a value layer, actor and critic sharing the encoder and the LSTM, as CleanRL's
-ppo_atari_lstm (Huang et al. 2022) and the A3C paper's LSTM agent (Mnih et al. 2016, Sec. 8).
-Each environment's state is carried from step to step and reset at each episode's first step,
-terminated or truncated; a truncated episode bootstraps from V(final observation) computed with
-the state its last step left, before the reset. The rollout is cut into per-environment sequences
-of `seq_len` steps, which are the minibatches' units: each minibatch reruns its sequences from the
-states stored at their first steps, resetting at the episode starts inside them, so the first
-epoch recomputes the rollout's own states and every later one the current network's
-(docs/correctness.md item 12). Advantages and losses are those of the feed-forward PPO.
+One rollout loop serves every policy. The policy's state for each environment (empty without an LSTM) is
+carried from step to step and reset at each episode's first step, terminated or truncated; a truncated
+episode bootstraps from V(final observation) computed with the state its last step left, before the
+reset. The buffer keeps the episode starts and the state at the first step of each sequence of `seq_len`
+steps (1 without an LSTM: each step is a sequence), which are the minibatches' units: each minibatch
+reruns its sequences from their stored states, resetting at the episode starts inside them, so the first
+epoch recomputes the rollout's own states and every later one the current network's (docs/correctness.md
+item 12). V(s_t) for the rollout comes from one such pass over the whole rollout after it.
 """
 
 from __future__ import annotations
@@ -41,13 +41,12 @@ from acrl.algos.base import Agent
 from acrl.core.config import RunConfig, in_unit_interval, layer_widths, positive
 from acrl.core.envs import make_vec_env
 from acrl.core.errors import InputError
-from acrl.parts.buffers import RolloutBuffer, SequenceRolloutBuffer
-from acrl.parts.encoders import ENCODERS, is_image
-from acrl.parts.heads import actor_critic
-from acrl.parts.normalization import IdentityNormalizer, ObservationNormalizer, RewardScaler
+from acrl.parts.actor_critic import Action, ActorCritic, State
+from acrl.parts.normalization import ObservationNormalizer, RewardScaler
+from acrl.parts.observations import make_normalizer
 from acrl.parts.optim import anneal_learning_rate, clip_grad_norm, flatten_parameters
-from acrl.parts.recurrent import LSTMState, RecurrentActor, recurrent_actor_critic
 from acrl.parts.returns import gae
+from acrl.parts.rollouts import RolloutBuffer
 from acrl.parts.stats import EpisodeStats
 
 
@@ -67,7 +66,9 @@ class PPOConfig(RunConfig):
         max_grad_norm: clip the global gradient norm to this.
         target_kl: stop the epochs of an iteration once approx KL > 1.5 * target_kl (None: off).
         normalize_advantage: normalise advantages per minibatch.
-        normalize_obs: running observation normalisation; obs_clip: bound after normalising.
+        normalize_obs: running observation normalisation (None: from the observation space, on for
+            vectors and off for image frames, which the network scales; true is refused for frames; a
+            run's config.yaml records the value used); obs_clip: bound after normalising.
         normalize_reward: scale rewards by the running std of the discounted return.
         hidden_sizes: hidden layers of the actor and of the critic (separate networks; vector observations).
         activation: "tanh" or "relu" (vector observations).
@@ -96,7 +97,7 @@ class PPOConfig(RunConfig):
     max_grad_norm: float = 0.5
     target_kl: float | None = None
     normalize_advantage: bool = True
-    normalize_obs: bool = True
+    normalize_obs: bool | None = None
     obs_clip: float = 10.0
     normalize_reward: bool = False
     hidden_sizes: tuple[int, ...] = (64, 64)
@@ -133,23 +134,28 @@ class PPOConfig(RunConfig):
             )
         if self.activation not in ("tanh", "relu"):
             raise InputError(f"activation must be 'tanh' or 'relu', got {self.activation!r}.")
-        if self.encoder not in ENCODERS:
-            raise InputError(f"encoder must be one of {', '.join(ENCODERS)}, got {self.encoder!r}.")
         layer_widths(self, "hidden_sizes")
         if self.ent_coef < 0 or self.vf_coef < 0 or self.critic_weight_decay < 0:
             raise InputError("ent_coef, vf_coef and critic_weight_decay must be >= 0.")
         if self.lstm_hidden_size < 0:
             raise InputError(f"lstm_hidden_size must be >= 0 (0: no LSTM), got {self.lstm_hidden_size}.")
         if self.seq_len is not None and not self.lstm_hidden_size:
-            raise InputError("seq_len applies to a recurrent policy only: set lstm_hidden_size > 0 or drop seq_len.")
-        if self.lstm_hidden_size:
-            length = self.n_steps if self.seq_len is None else self.seq_len
-            if length < 1 or self.n_steps % length or self.batch_size % length:
-                raise InputError(
-                    f"seq_len must divide n_steps = {self.n_steps} and batch_size = {self.batch_size} (a minibatch "
-                    f"is whole sequences); got {length}{' (n_steps, its default)' if self.seq_len is None else ''}. "
-                    "Set seq_len to a common divisor, or batch_size to a multiple of it."
-                )
+            raise InputError("seq_len applies to a policy with an LSTM only: set lstm_hidden_size > 0 or drop seq_len.")
+        length = self.sequence_length
+        if length < 1 or self.n_steps % length or self.batch_size % length:
+            raise InputError(
+                f"seq_len must divide n_steps = {self.n_steps} and batch_size = {self.batch_size} (a minibatch "
+                f"is whole sequences); got {length}{' (n_steps, its default)' if self.seq_len is None else ''}. "
+                "Set seq_len to a common divisor, or batch_size to a multiple of it."
+            )
+
+    @property
+    def sequence_length(self) -> int:
+        """The steps of a training sequence: seq_len (None: n_steps) with an LSTM; 1 without, as a step
+        needs no state from the steps before it."""
+        if not self.lstm_hidden_size:
+            return 1
+        return self.n_steps if self.seq_len is None else self.seq_len
 
 
 def approx_kl(log_ratio: torch.Tensor) -> torch.Tensor:
@@ -162,23 +168,19 @@ def approx_kl(log_ratio: torch.Tensor) -> torch.Tensor:
 class PPO(Agent):
     """PPO agent: `PPO(env="CartPole-v1", seed=0, **hyperparameters).learn(total_steps)`.
 
-    Discrete actions use a Categorical policy, Box actions a Gaussian with a state-independent
-    log-std (raw samples stored; clipping and rescaling only on the copy sent to the env).
-    Observation normalisation statistics are saved in every checkpoint and frozen in
-    `predict` and evaluation.
+    `model` is the `acrl.parts.actor_critic.ActorCritic`: a Categorical policy for Discrete actions, a
+    Gaussian with a state-independent log-std for Box actions (raw samples stored; clipping and
+    rescaling only on the copy sent to the env). Observation normalisation statistics are saved in
+    every checkpoint and frozen in `predict` and evaluation. critic_weight_decay applies to the
+    critic's parameters: with a shared trunk (frames, an LSTM) the value head's only.
 
-    With image observations, critic_weight_decay applies to the value head only (the trunk is the
-    policy's too); so it does with an LSTM, whose value layer reads the LSTM's output.
-
-    With lstm_hidden_size > 0 (`recurrent`), `actor` is an `acrl.parts.recurrent.RecurrentActor`
-    (encoder -> LSTM -> policy head), `critic` the value layer on the LSTM's output, the buffer a
-    `SequenceRolloutBuffer`, and `predict(obs, state, episode_start)` returns `(action, state)`
-    (`Agent.predict`). The training envs' state (`_state`, `_episode_start`) is not checkpointed: a
-    loaded agent starts fresh episodes from a zero state, as the envs restart.
+    With an LSTM (lstm_hidden_size > 0), `predict(obs, state, episode_start)` returns `(action, state)`
+    (`Agent.predict`). The training envs' policy state (`_state`, `_episode_start`) is not checkpointed:
+    a loaded agent starts fresh episodes, from a fresh state, as the envs restart.
 
     Raises:
         InputError: see `Agent` and `PPOConfig.validate`; an observation space no encoder takes
-            (`acrl.parts.encoders.make_encoder`); normalize_obs with image observations.
+            (`acrl.parts.encoders.make_encoder`); normalize_obs true with image observations.
     """
 
     algo = "ppo"
@@ -188,80 +190,60 @@ class PPO(Agent):
 
     def _build(self) -> None:
         cfg = self.config
-        images = is_image(self.observation_space)
-        self.recurrent = cfg.lstm_hidden_size > 0
-        # Frames, and any observations with an LSTM: one trunk, two heads (the value head reads the
-        # actor's features: the encoder's, or the LSTM's output).
-        self.shared_trunk = images or self.recurrent
-        if images and cfg.normalize_obs:
-            raise InputError(
-                f"normalize_obs does not apply to image observations ({self.observation_space}): frames are "
-                "scaled to [0, 1] inside the network. Set normalize_obs to false (--set normalize_obs=false)."
-            )
-        heads = dict(log_std_init=cfg.log_std_init, log_std_min=cfg.log_std_min)
         space = self.observation_space
-        spec = (cfg.encoder, self.discrete, self.act_dim, cfg.hidden_sizes, cfg.activation)
-        if self.recurrent:
-            self.actor, self.critic, cfg.encoder = recurrent_actor_critic(space, *spec, cfg.lstm_hidden_size, **heads)
-        else:
-            self.actor, self.critic, cfg.encoder = actor_critic(space, *spec, **heads)
-        if images:
-            self.obs_normalizer = IdentityNormalizer(dtype=None)  # frames stay uint8 / bool
-        self.nets = {"actor": self.actor, "critic": self.critic}
-        # Each net's parameters and gradients are one flat tensor (`flatten_parameters`, on the
-        # agent's device): zeroing the gradients, clipping their norm and Adam's step each take
-        # one or two tensor operations instead of one per layer. One fused Adam for both nets;
-        # the critic gets a group of its own only when it has weight decay. With a shared trunk
-        # the actor's tensor holds the trunk (and the LSTM) and the critic's the value head.
-        self.params = [flatten_parameters(net.to(self.device), gradients=True) for net in (self.actor, self.critic)]
+        self.model = ActorCritic(
+            space,
+            self.action_space,
+            cfg.hidden_sizes,
+            cfg.activation,
+            cfg.encoder,
+            cfg.channels,
+            cfg.lstm_hidden_size,
+            log_std_init=cfg.log_std_init,
+            log_std_min=cfg.log_std_min,
+        )
+        cfg.encoder = self.model.encoder_name  # for config.yaml
+        self.nets = {"model": self.model}
+        # The actor's parameters and gradients are one flat tensor and the critic's another
+        # (`flatten_parameters`, on the agent's device): zeroing the gradients, clipping their norm
+        # and Adam's step each take one or two tensor operations instead of one per layer. One fused
+        # Adam for both; the critic gets a group of its own only when it has weight decay.
+        parts = (self.model.actor, self.model.critic)
+        self.params = [flatten_parameters(part.to(self.device), gradients=True) for part in parts]
         groups: list[dict[str, Any]] = [{"params": self.params}]
         if cfg.critic_weight_decay:
             groups = [{"params": self.params[:1]}, {"params": self.params[1:], "weight_decay": cfg.critic_weight_decay}]
         self.optimizer = torch.optim.Adam(groups, lr=cfg.learning_rate, eps=1e-5, fused=True)
         self.optimizers = {"optimizer": self.optimizer}
-        if cfg.normalize_obs:
-            self.obs_normalizer = ObservationNormalizer(self.obs_dim, cfg.obs_clip)
+        self.obs_normalizer = make_normalizer(space, cfg.normalize_obs, cfg.obs_clip)
+        cfg.normalize_obs = isinstance(self.obs_normalizer, ObservationNormalizer)  # the value used, for config.yaml
         self.reward_scaler = RewardScaler(cfg.n_envs, cfg.gamma) if cfg.normalize_reward else None
         self.envs = make_vec_env(self.env, cfg.n_envs)
         self._obs, _ = self.envs.reset(seed=cfg.seed)
         self.envs.action_space.seed(cfg.seed)
-        shapes = (cfg.n_steps, cfg.n_envs, space.shape, () if self.discrete else (self.act_dim,))
-        obs_dtype = space.dtype if images else np.float32
-        if self.recurrent:
-            seq_len = cfg.n_steps if cfg.seq_len is None else cfg.seq_len
-            self.buffer = SequenceRolloutBuffer(*shapes, seq_len, cfg.lstm_hidden_size, obs_dtype)
-            self._start_episodes()
-        else:
-            self.buffer = RolloutBuffer(*shapes, obs_dtype)
+        self._start_episodes()
+        seen = self.obs_normalizer(self._obs)  # the observations as the policy sees them: their dtype is stored
+        self.buffer = RolloutBuffer(
+            cfg.n_steps,
+            cfg.n_envs,
+            space.shape,
+            seen.numpy().dtype,
+            () if self.discrete else (self.act_dim,),
+            self._state,
+            cfg.sequence_length,
+        )
         self.episode_stats = EpisodeStats()
 
     def _start_episodes(self) -> None:
-        """Recurrent: every environment's next step begins an episode, from a zero state."""
-        self._state: LSTMState = self.actor.initial_state(self.config.n_envs, self.device)
-        self._episode_start = torch.ones(self.config.n_envs, dtype=torch.bool, device=self.device)
+        """Every environment's next step begins an episode, from a fresh state."""
+        self._state: State = self.model.initial_state(self.config.n_envs, self.device)
+        self._episode_start = np.ones(self.config.n_envs, dtype=bool)
 
-    def _policy_action(self, obs: torch.Tensor, deterministic: bool) -> torch.Tensor:
-        return self.actor.sample(obs, deterministic)[0]
+    def initial_state(self, n: int) -> State:
+        return self.model.initial_state(n, self.device)
 
-    def _recurrent_policy(self) -> RecurrentActor:
-        return self.actor
-
-    def values(self, obs: torch.Tensor, features: torch.Tensor | None = None) -> torch.Tensor:
-        """V(s) (B,) float32 at obs (B, obs_dim) float32 or frames (B, *obs_shape) uint8/bool: the critic,
-        or with a shared trunk the value head on the actor's features (B, features_dim), computed from
-        obs unless given (with an LSTM they must be given: the LSTM's outputs, which need the state)."""
-        if not self.shared_trunk:
-            return self.critic(obs)
-        return self.critic(self.actor.encoder(obs) if features is None else features).squeeze(-1)
-
-    def _features(self, batch: dict[str, Any]) -> torch.Tensor:
-        """The actor's features (B, features_dim) of a minibatch: the encoder's at its observations, or
-        with an LSTM its outputs over the minibatch's sequences from their stored states, flattened
-        time-major as the minibatch's other fields (`SequenceRolloutBuffer.sequences`)."""
-        if not self.recurrent:
-            return self.actor.encoder(batch["observations"])
-        memory, _ = self.actor.memory_sequence(batch["observations"], batch["states"], batch["episode_starts"])
-        return memory.flatten(0, 1)
+    def _act(self, obs: torch.Tensor, state: State, episode_start: torch.Tensor, deterministic: bool) -> Action:
+        return self.model.act(obs, state, episode_start, deterministic, with_log_prob=False)
 
     def _step_envs(
         self, t: int, obs: torch.Tensor, raw: np.ndarray, log_probs: torch.Tensor
@@ -281,10 +263,45 @@ class PPO(Agent):
         self.episode_stats.add_from_info(info)
         return terminated, truncated, info
 
-    def _advantages(self, last_values: np.ndarray, truncation_values: np.ndarray) -> None:
-        """next_values from the stored values, V after the last step (N,) and V(final observation) where
-        truncated (T, N); then GAE (docs/correctness.md items 1 and 2)."""
-        cfg, buf = self.config, self.buffer
+    @torch.no_grad()
+    def collect(self) -> None:
+        """Fill the rollout buffer with n_steps steps of each env and compute GAE advantages.
+
+        Each env's policy state (`self._state`, empty without an LSTM) is carried from step to step
+        and reset before the first step of each episode (`self._episode_start`), terminated or
+        truncated. Truncated steps bootstrap from V(final observation) (`info["final_obs"]`) one step
+        on from the state the last step left, terminated ones from nothing (docs/correctness.md
+        items 1, 2 and 12).
+        """
+        cfg, buf, model, device = self.config, self.buffer, self.model, self.device
+        truncation_values = np.zeros_like(buf.next_values)
+        first_state, first_starts = self._state, self._episode_start
+        state, starts = first_state, torch.from_numpy(first_starts).to(device)
+        for t in range(cfg.n_steps):
+            obs = self.obs_normalizer(self._obs, update=True)
+            buf.add_state(t, state)
+            actions, log_probs, state = model.act(obs.to(device), state, starts)
+            terminated, truncated, info = self._step_envs(t, obs, actions.cpu().numpy(), log_probs)
+            if truncated.any():
+                ended = np.flatnonzero(truncated)
+                final = self.obs_normalizer(np.stack([info["final_obs"][i] for i in ended])).to(device)
+                index = torch.from_numpy(ended).to(device)
+                truncation_values[t, truncated] = model.value(final, tuple(s[:, index] for s in state)).cpu().numpy()
+            starts = torch.from_numpy(terminated | truncated).to(device)
+        buf.episode_starts[0] = first_starts
+        buf.episode_starts[1:] = buf.terminated[:-1] | buf.truncated[:-1]
+        self._state, self._episode_start = state, buf.terminated[-1] | buf.truncated[-1]
+        # V(s_t) for the whole rollout in one pass from its first state (the critic does not change
+        # while collecting; these are the observations exactly as the policy saw them).
+        values = model.evaluate(
+            torch.from_numpy(buf.observations).to(device),
+            torch.from_numpy(buf.actions).to(device),
+            first_state,
+            torch.from_numpy(buf.episode_starts).to(device),
+        )[2]
+        buf.values[:] = values.cpu().numpy()
+        # V after the last step (envs whose episode ended there do not bootstrap from it)
+        last_values = model.value(self.obs_normalizer(self._obs).to(device), state).cpu().numpy()
         buf.next_values[:-1] = buf.values[1:]
         buf.next_values[-1] = last_values
         buf.next_values[buf.truncated] = truncation_values[buf.truncated]
@@ -292,68 +309,6 @@ class PPO(Agent):
             buf.rewards, buf.values, buf.next_values, buf.terminated, buf.truncated, cfg.gamma, cfg.gae_lambda
         )
         self.num_steps += cfg.n_steps * cfg.n_envs
-
-    @torch.no_grad()
-    def collect(self) -> None:
-        """Fill the rollout buffer with n_steps steps of each env and compute GAE advantages.
-
-        Truncated steps bootstrap from V(final observation) (`info["final_obs"]`),
-        terminated ones from nothing (docs/correctness.md items 1 and 2). With an LSTM see
-        `collect_sequences`.
-        """
-        if self.recurrent:
-            return self.collect_sequences()
-        cfg, buf, device = self.config, self.buffer, self.device
-        truncation_values = np.zeros_like(buf.next_values)
-        for t in range(cfg.n_steps):
-            obs = self.obs_normalizer(self._obs, update=True)
-            actions, log_probs = self.actor.sample(obs.to(device))
-            _, truncated, info = self._step_envs(t, obs, actions.cpu().numpy(), log_probs)
-            if truncated.any():
-                final = np.stack([info["final_obs"][i] for i in np.flatnonzero(truncated)])
-                truncation_values[t, truncated] = self.values(self.obs_normalizer(final).to(device)).cpu().numpy()
-        # V(s_t) for the whole rollout in one batched forward pass (the critic does not change
-        # while collecting; these are the observations exactly as the policy saw them).
-        buf.values[:] = self.values(torch.from_numpy(buf.observations).to(device)).cpu().numpy()
-        last_values = self.values(self.obs_normalizer(self._obs).to(device)).cpu().numpy()
-        self._advantages(last_values, truncation_values)
-
-    @torch.no_grad()
-    def collect_sequences(self) -> None:
-        """`collect` with an LSTM: each env's state is carried from step to step (`self._state`, (h, c)
-        each (1, n_envs, lstm_hidden_size)) and reset before the first step of each episode
-        (`self._episode_start`), terminated or truncated.
-
-        The buffer keeps the episode starts and the state at each sequence's first step (before
-        its reset). V(s_t) comes with the action, from the same LSTM output. A truncated episode
-        bootstraps from V(final observation) with one more LSTM step from the state its last step
-        left, before the reset that the next step does (docs/correctness.md item 12).
-        """
-        cfg, buf, device = self.config, self.buffer, self.device
-        truncation_values = np.zeros_like(buf.next_values)
-        state, starts = self._state, self._episode_start
-        for t in range(cfg.n_steps):
-            obs = self.obs_normalizer(self._obs, update=True)
-            if t % buf.seq_len == 0:
-                buf.hidden_states[t // buf.seq_len] = state[0][0].cpu().numpy()
-                buf.cell_states[t // buf.seq_len] = state[1][0].cpu().numpy()
-            buf.episode_starts[t] = starts.cpu().numpy()
-            memory, state = self.actor.memory(obs.to(device), state, starts)
-            actions, log_probs = self.actor.head.sample(memory)
-            buf.values[t] = self.values(obs, memory).cpu().numpy()
-            terminated, truncated, info = self._step_envs(t, obs, actions.cpu().numpy(), log_probs)
-            if truncated.any():
-                ended = np.flatnonzero(truncated)
-                final = self.obs_normalizer(np.stack([info["final_obs"][i] for i in ended])).to(device)
-                index = torch.from_numpy(ended).to(device)
-                carried = torch.zeros(len(ended), dtype=torch.bool, device=device)
-                final_memory, _ = self.actor.memory(final, (state[0][:, index], state[1][:, index]), carried)
-                truncation_values[t, truncated] = self.values(final, final_memory).cpu().numpy()
-            starts = torch.from_numpy(terminated | truncated).to(device)
-        # V after the last step: one LSTM step that the next rollout repeats from the same state.
-        last_memory, _ = self.actor.memory(self.obs_normalizer(self._obs).to(device), state, starts)
-        self._state, self._episode_start = state, starts
-        self._advantages(self.values(None, last_memory).cpu().numpy(), truncation_values)
 
     def update(self) -> dict[str, float]:
         """n_epochs of minibatch gradient steps on the clipped surrogate; returns train/ metrics."""
@@ -366,10 +321,11 @@ class PPO(Agent):
         # computed from them once at the end.
         losses: list[torch.Tensor] = []
         log_ratios: list[torch.Tensor] = []
-        batches = self.buffer.sequences if self.recurrent else self.buffer.minibatches
-        for batch in batches(cfg.batch_size, self.rng, cfg.n_epochs, self.device, cfg.normalize_advantage):
-            features = self._features(batch)
-            log_probs, entropy = self.actor.log_prob_entropy(features, batch["actions"])
+        batches = self.buffer.minibatches(cfg.batch_size, self.rng, cfg.n_epochs, self.device, cfg.normalize_advantage)
+        for batch in batches:  # each (L, M): M sequences of L steps, from their stored states
+            log_probs, entropy, values = self.model.evaluate(
+                batch["observations"], batch["actions"], batch["states"], batch["episode_starts"]
+            )
             log_ratio = log_probs - batch["log_probs"]
             if cfg.target_kl is not None and approx_kl(log_ratio.detach()).item() > 1.5 * cfg.target_kl:
                 break
@@ -377,7 +333,6 @@ class PPO(Agent):
             policy_loss = -torch.min(
                 ratio * advantages, ratio.clamp(1 - cfg.clip_range, 1 + cfg.clip_range) * advantages
             ).mean()
-            values = self.values(batch["observations"], features)
             if cfg.clip_range_vf is None:
                 value_loss = (values - batch["returns"]).square().mean()
             else:
@@ -396,7 +351,7 @@ class PPO(Agent):
             self.optimizer.step()
             with torch.no_grad():
                 losses.append(torch.stack([policy_loss, value_loss, entropy_mean]))
-            log_ratios.append(log_ratio.detach())
+            log_ratios.append(log_ratio.detach().flatten())
         metrics: dict[str, float] = {}
         if losses:
             # Minibatches have batch_size samples each (validate), so the means over all the
@@ -411,7 +366,7 @@ class PPO(Agent):
         metrics["train/learning_rate"] = self.optimizer.param_groups[0]["lr"]
         if not self.discrete:
             with torch.no_grad():
-                metrics["train/std"] = float(self.actor.bounded_log_std().exp().mean())
+                metrics["train/std"] = float(self.model.actor.head.bounded_log_std().exp().mean())
         return metrics
 
     def iteration(self, max_steps: int) -> dict[str, float]:
@@ -430,8 +385,7 @@ class PPO(Agent):
         if self.reward_scaler is not None:
             self.reward_scaler.load_state_dict(state["reward_scaler"])
         # The environments' internal state is not in the checkpoint: a loaded agent starts
-        # fresh episodes, seeded from the run's seed and step so that a resume repeats exactly
-        # (with an LSTM, from a zero state).
+        # fresh episodes, seeded from the run's seed and step so that a resume repeats exactly,
+        # from a fresh policy state.
         self._obs, _ = self.envs.reset(seed=self.config.seed + self.num_steps)
-        if self.recurrent:
-            self._start_episodes()
+        self._start_episodes()

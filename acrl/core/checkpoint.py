@@ -4,7 +4,7 @@ A checkpoint is a `torch.save`d dict of tensors and plain data only, so it loads
 `torch.load(weights_only=True)`: opening a checkpoint someone sent you never executes code
 from it. Layout:
 
-    format: "acrl-checkpoint", format_version: 2, acrl_version: str,
+    format: "acrl-checkpoint", format_version: 3, acrl_version: str,
     algo: "ppo" | "a3c" | ..., config: dict (the algorithm's config as plain data),
     state: dict (module and optimizer state dicts, normaliser statistics, counters),
     rng: dict (python, numpy and torch generator states)
@@ -12,11 +12,13 @@ from it. Layout:
 A change of layout bumps `FORMAT_VERSION` and adds to `MIGRATIONS` the function that turns a
 payload of the version before into the new layout; `load_checkpoint` applies them in turn, so
 every algorithm reads only the current layout and a checkpoint of any earlier version loads.
+Renamed state-dict keys are migrated here too, never by a module's load hooks.
 """
 
 from __future__ import annotations
 
 import random
+import re
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -30,10 +32,13 @@ from acrl.core.files import atomic_path
 from acrl.core.version import __version__
 
 FORMAT = "acrl-checkpoint"
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 """The layout's version. 1: the first. 2: PPO's and A3C's optimizer state is over one flat
 parameter tensor per network (`acrl.parts.optim.flatten_parameters`); version 1 could hold it
-per layer."""
+per layer. 3: PPO's and A3C's networks are one `acrl.parts.actor_critic.ActorCritic` (PPO's
+`nets["model"]`, not `actor` and `critic`), whose keys and parameter order are its own; the keys of
+before the policy heads (acrl 0.1: an actor's whole MLP under `mean`, `logits` or SAC's `net`, A3C's
+`trunk`) are renamed as well."""
 
 
 def rng_state(generator: np.random.Generator) -> dict[str, Any]:
@@ -139,7 +144,98 @@ def _flat_optimizer_state(payload: dict[str, Any]) -> dict[str, Any]:
     return {**payload, "state": {**state, "optimizers": {**state["optimizers"], "optimizer": optimizer}}}
 
 
-MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _flat_optimizer_state}
+def _mlp_keys(state: dict[str, Any], old: str, hidden: str, output: str) -> dict[str, Any]:
+    """The state dict with the keys of one MLP `{old}.{i}.*` (Linear layers at even i, the last one the
+    output layer) renamed: `{hidden}{i}.*` for the hidden layers, `{output}*` for the last; order kept."""
+    pattern = re.compile(re.escape(old) + r"\.(\d+)\.(.+)")
+    layers = {key: match for key in state if (match := pattern.fullmatch(key))}
+    last = max((int(match.group(1)) for match in layers.values()), default=-1)
+
+    def renamed(key: str) -> str:
+        match = layers.get(key)
+        if match is None:
+            return key
+        index, name = int(match.group(1)), match.group(2)
+        return f"{output}{name}" if index == last else f"{hidden}{index}.{name}"
+
+    return {renamed(key): value for key, value in state.items()}
+
+
+_ACTOR_CRITIC_RENAMES = (
+    ("trunk.0.", "actor.encoder."),  # A3C's shared trunk before the heads
+    ("policy_head.0.", "actor.linear."),
+    ("value_head.0.", "value_head."),
+    ("log_std", "actor.log_std"),  # the whole key
+    ("actor.log_std", "actor.head.log_std"),  # the heads' layout (PPO's and A3C's actors) -> the actor-critic's
+    ("actor.linear.", "actor.head.linear."),
+    ("value_head.", "critic."),
+)
+"""(old, new) key prefixes of PPO's and A3C's models, applied in turn (a key `log_std` only whole)."""
+_ACTOR_CRITIC_ORDER = ("actor.encoder.", "actor.core.", "actor.head.log_std", "actor.head.linear.", "critic.")
+"""The order of an `ActorCritic`'s parameters (`module.parameters()`, the flat optimizer's layout)."""
+
+
+def _actor_critic_key(key: str) -> str:
+    """A key of PPO's or A3C's model in any earlier layout -> its `ActorCritic` key."""
+    for old, new in _ACTOR_CRITIC_RENAMES:
+        if key.startswith(old) and (old != "log_std" or key == old):
+            key = new + key[len(old) :]
+    return key
+
+
+def _rank(key: str) -> int:
+    """Where a key of an `ActorCritic` comes in its parameter order (`_ACTOR_CRITIC_ORDER`)."""
+    return next(i for i, prefix in enumerate(_ACTOR_CRITIC_ORDER) if key.startswith(prefix))
+
+
+def _reordered(flat: dict[str, Any], segments: list[tuple[int, int]]) -> dict[str, Any]:
+    """One flat tensor's optimizer state with every per-element tensor (moments) permuted: the new layout is
+    the old one's (offset, size) `segments`, in order; scalars (the step) as they are."""
+    size = sum(n for _, n in segments)
+    return {
+        key: torch.cat([value[o : o + n] for o, n in segments])
+        if torch.is_tensor(value) and value.dim() == 1 and len(value) == size
+        else value
+        for key, value in flat.items()
+    }
+
+
+def _one_actor_critic(payload: dict[str, Any]) -> dict[str, Any]:
+    """Format 2 -> 3: PPO's and A3C's state dicts in the keys of `acrl.parts.actor_critic.ActorCritic` (PPO's
+    two nets `actor` and `critic` become `model`, A3C's `model` stays), from the layout of the heads or from
+    the one before them; their flat optimizer tensors (PPO: the actor's and the critic's; A3C: one) permuted
+    into the new parameter order (a Gaussian's log-std now follows the encoder). SAC's actor of before the
+    heads (`net.*`) gets the heads' keys (`encoder.*`, `linear.*`)."""
+    algo, state = payload["algo"], payload["state"]
+    if algo == "sac":
+        nets = {**state["nets"], "actor": _mlp_keys(state["nets"]["actor"], "net", "encoder.", "linear.")}
+        return {**payload, "state": {**state, "nets": nets}}
+    if algo not in ("ppo", "a3c"):
+        return payload
+    nets = state["nets"]
+    # The parameters of each flat tensor in their old order: PPO's actor's and critic's, A3C's model's.
+    if algo == "ppo":
+        parts = [{f"{name}.{key}": value for key, value in nets[name].items()} for name in ("actor", "critic")]
+    else:
+        parts = [nets["model"]]
+    model: dict[str, Any] = {}
+    optimizer = state["optimizers"]["optimizer"]
+    moments = dict(optimizer["state"])
+    for index, part in enumerate(parts):
+        for old in ("actor.mean", "actor.logits"):
+            part = _mlp_keys(part, old, "actor.encoder.", "actor.linear.")
+        keys = [_actor_critic_key(key) for key in part]
+        sizes = [value.numel() for value in part.values()]
+        offsets = np.cumsum([0, *sizes])
+        order = sorted(range(len(keys)), key=lambda i: _rank(keys[i]))
+        model.update((keys[i], list(part.values())[i]) for i in order)
+        if index in moments:
+            moments[index] = _reordered(moments[index], [(int(offsets[i]), sizes[i]) for i in order])
+    optimizers = {**state["optimizers"], "optimizer": {**optimizer, "state": moments}}
+    return {**payload, "state": {**state, "nets": {"model": model}, "optimizers": optimizers}}
+
+
+MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _flat_optimizer_state, 2: _one_actor_critic}
 """Format version N -> the function that turns a format-N payload into format N + 1."""
 
 

@@ -15,7 +15,7 @@ from acrl.core.errors import InputError
 
 class Predictor(Protocol):
     """Anything with SB3-style `predict(obs, deterministic=...) -> action in env units`; one with a
-    true `recurrent` attribute (an acrl agent with an LSTM) has `predict(obs, state, episode_start,
+    true `stateful` attribute (an acrl agent with an LSTM) has `predict(obs, state, episode_start,
     deterministic=...) -> (action, state)` (see `EpisodeActor`)."""
 
     def predict(self, obs: np.ndarray, deterministic: bool = True) -> np.ndarray: ...
@@ -24,7 +24,7 @@ class Predictor(Protocol):
 class EpisodeActor:
     """Acts for a `Predictor` in one environment, step after step: `actor(obs)` -> the action in env units.
 
-    For a recurrent agent (`agent.recurrent` true) it carries the policy's state from each call to
+    For an agent whose policy has a state (`agent.stateful` true) it carries the policy's state from each call to
     the next and starts it fresh (zeros) at the first call after `reset()`, which the caller makes
     at every episode start (evaluation, videos, dataset collection); other agents are called as
     `agent.predict(obs, deterministic=...)`.
@@ -35,15 +35,15 @@ class EpisodeActor:
 
     def __init__(self, agent: Predictor, deterministic: bool = True):
         self.agent, self.deterministic = agent, deterministic
-        self.recurrent = bool(getattr(agent, "recurrent", False))
+        self.stateful = bool(getattr(agent, "stateful", False))
         self.state: Any = None
 
     def reset(self) -> None:
-        """The next observation begins an episode: a recurrent state starts from zeros."""
+        """The next observation begins an episode: the policy's state starts fresh."""
         self.state = None
 
     def __call__(self, obs: np.ndarray) -> Any:
-        if not self.recurrent:
+        if not self.stateful:
             return self.agent.predict(obs, deterministic=self.deterministic)
         action, self.state = self.agent.predict(obs, self.state, self.state is None, deterministic=self.deterministic)
         return action

@@ -9,34 +9,25 @@ head samples, scores and measures the entropy of actions in policy units: action
 Discrete spaces, [-1, 1] per bounded Box dimension (`acrl.core.envs.ActionAdapter` maps them to
 the environment's Box).
 
-Each head owns its encoder, registered between the head's own parameter (a state-independent
-log-std) and its output layer, so a policy's parameters come in the order the flat-parameter
-optimizers of PPO and A3C (and their checkpoints) lay out: log-std, encoder, output layer. An
-actor-critic with a shared trunk runs the trunk once through `head.encoder` and passes the
-features to the head's feature-level methods (`forward`, `distribution`, `log_prob_entropy`) and
-to its value layer.
+Each head owns its encoder (an empty `nn.Sequential` for a head on features), registered between the
+head's own parameter (a state-independent log-std) and its output layer: a head's parameters come
+as log-std, encoder, output layer. The feature-level methods (`forward`, `distribution`,
+`log_prob_entropy`) take the encoder's output, so a trunk shared with a value layer runs once.
 
-Acting (once per environment step) runs an MLP encoder and the output layer as plain functions
+Acting (once per environment step, `sample`) runs an MLP encoder and the output layer as plain functions
 (`acrl.parts.nets.layer_chain`) and samples without `torch.distributions` objects: at batch 1
 their Python overhead costs more than the arithmetic. Another encoder (a CNN,
 `acrl.parts.encoders.CNNEncoder`, whose convolutions dwarf that overhead) is called as a module.
 The chain is rebuilt whenever the head or a module holding it loads a state dict
 (`load_state_dict(..., assign=True)` replaces the parameter tensors).
 
-`actor_critic` assembles PPO's and A3C's policy and value from the observation space: the encoder
-of `acrl.parts.encoders.make_encoder` under a policy head, and either a separate MLP critic or, for
-image frames (and A3C's `shared_trunk` on vectors), one value layer on the policy's encoder. A recurrent
-policy puts an LSTM between the encoder and a head (`acrl.parts.recurrent.recurrent_actor_critic`).
-
-Checkpoints written before this module existed (keys `logits.*`, `mean.*`, `net.*`; a shared-trunk
-actor-critic's `trunk.*`, `policy_head.*`, `value_head.0.*`) load through state-dict pre-hooks that rename
-their keys (`_legacy_keys`, `rename_shared_trunk_keys`).
+PPO's and A3C's actor-critic (`acrl.parts.actor_critic.ActorCritic`) puts a head on the output of its
+encoder and core, as features (the head's own encoder is then empty); BC and SAC give a head their encoder.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from typing import Any
 
 import gymnasium as gym
@@ -45,8 +36,8 @@ import torch.nn.functional as F
 from torch import nn
 from torch.distributions import Categorical, Normal
 
-from acrl.parts.encoders import is_image, make_encoder
-from acrl.parts.nets import LayerChain, ValueNet, forward_chain, layer_chain, mlp_encoder, output_layer
+from acrl.parts.encoders import make_encoder
+from acrl.parts.nets import LayerChain, forward_chain, layer_chain, output_layer
 
 _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 
@@ -84,40 +75,8 @@ def bounded_log_std(log_std: torch.Tensor, low: float, high: float) -> torch.Ten
     return detached.clamp(low, high) + (log_std - detached)
 
 
-def _legacy_keys(prefix: str, state_dict: dict[str, Any], old: str, n_hidden: int) -> None:
-    """Rename, in place, the keys of a checkpoint whose policy was one `mlp` named `old`:
-    `{old}.{2i}.*` (i < n_hidden) -> `encoder.{2i}.*`, `{old}.{2 n_hidden}.*` -> `linear.*`."""
-    pattern = re.compile(re.escape(prefix + old) + r"\.(\d+)\.(.+)")
-    for key in [k for k in state_dict if k.startswith(prefix + old + ".")]:
-        match = pattern.fullmatch(key)
-        if match is None:
-            continue
-        index, name = int(match.group(1)), match.group(2)
-        new = f"linear.{name}" if index == 2 * n_hidden else f"encoder.{index}.{name}"
-        state_dict[prefix + new] = state_dict.pop(key)
-
-
-def rename_shared_trunk_keys(module: nn.Module, state_dict: dict[str, Any], prefix: str, *args: Any) -> None:
-    """State-dict pre-hook of an actor-critic with a shared trunk (A3C's `ActorCritic`): the keys of its
-    checkpoints from before the heads, renamed in place (`trunk.0.*` -> `actor.encoder.*`, `policy_head.0.*` ->
-    `actor.linear.*`, `value_head.0.*` -> `value_head.*`, `log_std` -> `actor.log_std`)."""
-    renames = {
-        "trunk.0.": "actor.encoder.",
-        "policy_head.0.": "actor.linear.",
-        "value_head.0.": "value_head.",
-        "log_std": "actor.log_std",
-    }
-    for key in list(state_dict):
-        for old, new in renames.items():
-            if key.startswith(prefix + old):
-                state_dict[prefix + new + key[len(prefix + old) :]] = state_dict.pop(key)
-
-
 class _Head(nn.Module):
     """What the heads share: the encoder, the output layer, the acting chain and its upkeep."""
-
-    legacy_name = ""
-    """The attribute that held the whole policy MLP before the heads existed (for old checkpoints)."""
 
     def __init__(self, encoder: nn.Module, features_dim: int, out_dim: int, log_std: nn.Parameter | None = None):
         super().__init__()
@@ -126,13 +85,7 @@ class _Head(nn.Module):
         self.encoder = encoder
         self.linear = output_layer(features_dim, out_dim, 0.01)
         self._chain = self._layer_chain()
-        self.register_load_state_dict_pre_hook(self._rename_legacy_keys)
         self.register_load_state_dict_post_hook(self._rebuild_chain)
-
-    @staticmethod
-    def _rename_legacy_keys(module: nn.Module, state_dict: dict[str, Any], prefix: str, *args: Any) -> None:
-        n_hidden = sum(isinstance(m, nn.Linear) for m in module.encoder.modules())
-        _legacy_keys(prefix, state_dict, module.legacy_name, n_hidden)
 
     @staticmethod
     def _rebuild_chain(module: nn.Module, incompatible_keys: Any) -> None:
@@ -164,8 +117,6 @@ class CategoricalHead(_Head):
             them as a `layer_chain`) or any module (a CNN, called as a module).
         features_dim: the encoder's output width; n_actions: the number of actions.
     """
-
-    legacy_name = "logits"
 
     def __init__(self, encoder: nn.Module, features_dim: int, n_actions: int):
         super().__init__(encoder, features_dim, n_actions)
@@ -206,8 +157,6 @@ class GaussianHead(_Head):
         encoder, features_dim: as `CategoricalHead`; act_dim: action dimensions.
         log_std_init: the log-std's initial value; log_std_min, log_std_max: its bounds.
     """
-
-    legacy_name = "mean"
 
     def __init__(
         self,
@@ -296,8 +245,6 @@ class SquashedGaussianHead(_Head):
         log_std_min, log_std_max: the clamp of the log-std.
     """
 
-    legacy_name = "net"
-
     def __init__(
         self, encoder: nn.Module, features_dim: int, act_dim: int, log_std_min: float = -20.0, log_std_max: float = 2.0
     ):
@@ -320,27 +267,6 @@ class SquashedGaussianHead(_Head):
         return torch.tanh(u), squashed_log_prob(u, mean, log_std)
 
 
-def policy_head(
-    discrete: bool,
-    obs_dim: int,
-    act_dim: int,
-    hidden_sizes: tuple[int, ...],
-    activation: str = "tanh",
-    log_std_init: float = 0.0,
-    log_std_min: float = -5.0,
-) -> CategoricalHead | GaussianHead:
-    """The policy of PPO and A3C for an action space: an `mlp_encoder` (obs_dim -> hidden_sizes,
-    `activation`) and a `CategoricalHead` over act_dim actions (discrete) or a `GaussianHead` of
-    act_dim dimensions with a state-independent log-std starting at `log_std_init`, floor
-    `log_std_min`, ceiling 2.
-
-    Raises:
-        KeyError: an activation other than "tanh" or "relu".
-    """
-    encoder = mlp_encoder(obs_dim, hidden_sizes, activation)
-    return head_on(encoder, (obs_dim, *hidden_sizes)[-1], discrete, act_dim, log_std_init, log_std_min)
-
-
 def head_on(
     encoder: nn.Module,
     features_dim: int,
@@ -351,43 +277,11 @@ def head_on(
 ) -> CategoricalHead | GaussianHead:
     """A `CategoricalHead` over act_dim actions (discrete) or a `GaussianHead` of act_dim dimensions
     (log-std from `log_std_init`, floor `log_std_min`, ceiling 2) on `encoder`, whose features are
-    (B, features_dim): an MLP (`policy_head`) or a CNN (`acrl.parts.encoders.make_encoder`)."""
+    (B, features_dim): an MLP or a CNN (`acrl.parts.encoders.make_encoder`), or an empty `nn.Sequential`
+    for a head on features (`acrl.parts.actor_critic.ActorCritic`'s)."""
     if discrete:
         return CategoricalHead(encoder, features_dim, act_dim)
     return GaussianHead(encoder, features_dim, act_dim, log_std_init, log_std_min)
-
-
-def actor_critic(
-    space: gym.spaces.Box,
-    encoder: str,
-    discrete: bool,
-    act_dim: int,
-    hidden_sizes: tuple[int, ...],
-    activation: str = "tanh",
-    critic_hidden_sizes: tuple[int, ...] | None = None,
-    shared_trunk: bool = False,
-    log_std_init: float = 0.0,
-    log_std_min: float = -5.0,
-) -> tuple[CategoricalHead | GaussianHead, nn.Module, str]:
-    """The policy and the value of PPO and A3C for observations of `space`: (actor, critic, encoder name).
-
-    The actor is `head_on` the encoder `make_encoder(space, encoder, hidden_sizes, activation)` gives.
-    Image frames always share that trunk: the critic is one linear layer of gain 1 on the actor's
-    features, (B, features_dim) -> (B, 1), as in Mnih et al. 2016 (Sec. 8, one softmax and one linear
-    output on the same network) and CleanRL's ppo_atari; so is it with `shared_trunk` on vectors.
-    Otherwise the critic is a separate `ValueNet` on the observations, (B, obs_dim) -> (B,), of
-    `critic_hidden_sizes` (None: hidden_sizes). Built in this order (encoder, policy layer, critic), so
-    the parameters and the random draws of their initialisation come as they always have.
-
-    Raises:
-        InputError: an observation space no encoder takes, or an encoder that does not take it
-            (`make_encoder`).
-    """
-    trunk, features_dim, name = make_encoder(space, encoder, hidden_sizes, activation)
-    actor = head_on(trunk, features_dim, discrete, act_dim, log_std_init, log_std_min)
-    if shared_trunk or is_image(space):
-        return actor, output_layer(features_dim, 1, 1.0), name
-    return actor, ValueNet(int(space.shape[0]), critic_hidden_sizes or hidden_sizes, activation), name
 
 
 class DiscreteQ(nn.Module):

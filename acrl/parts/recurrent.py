@@ -1,16 +1,16 @@
 """The recurrent core of a policy: one LSTM layer between the encoder and the heads.
 
-A recurrent policy is encoder -> `LSTMCore` -> heads (`RecurrentActor`, built with its value layer
-by `recurrent_actor_critic`). Its state is a tuple (h, c) of (1, N, hidden_size) float32 tensors
-(layers, environments, cells), as `torch.nn.LSTM` and Stable-Baselines3's RecurrentPPO keep it;
-`episode_start` (N,) bool marks the environments whose step begins an episode, and the state of
-those is reset to zeros before that step (docs/correctness.md item 12), whether the previous
-episode terminated or was truncated.
+A policy with memory is encoder -> `LSTMCore` -> heads (`acrl.parts.actor_critic.ActorCritic`, whose
+feed-forward core has the same interface and an empty state). Its state is a tuple (h, c) of (1, N,
+hidden_size) float32 tensors (layers, environments, cells), as `torch.nn.LSTM` and Stable-Baselines3's
+RecurrentPPO keep it; `episode_start` (N,) bool marks the environments whose step begins an episode, and the
+state of those is reset to zeros before that step (docs/correctness.md item 12), whether the previous episode
+terminated or was truncated.
 
 `step` advances one time step of N environments (acting); `sequence` runs T steps of rollout
 chunks from given states, resetting at the episode starts inside them (PPO's sequence
-minibatches, A3C's rollouts). `sequence` runs the same equations as `step`, so the states a rollout
-saw are the states its minibatches recompute, to float32 round-off.
+minibatches, A3C's rollouts, an IMPALA learner's unrolls). `sequence` runs the same equations as
+`step`, so the states a rollout saw are the states its minibatches recompute, to float32 round-off.
 
 Actor and critic share the one core (and the encoder), with a policy head and a value head on
 its output: as CleanRL's ppo_atari_lstm (Huang et al. 2022) and the A3C paper's LSTM agent
@@ -28,14 +28,10 @@ tensor; the cell keeps plain parameters. `sequence` hands them to `torch.lstm`, 
 
 from __future__ import annotations
 
-import gymnasium as gym
 import torch
 from torch import nn
 
 from acrl.core import torch_fast
-from acrl.parts.encoders import make_encoder
-from acrl.parts.heads import CategoricalHead, GaussianHead, head_on
-from acrl.parts.nets import output_layer
 
 LSTMState = tuple[torch.Tensor, torch.Tensor]
 """(h, c), each (1, N, hidden_size) float32."""
@@ -54,6 +50,8 @@ class LSTMCore(nn.Module):
 
     Args:
         input_size: the encoder's features_dim; hidden_size: the LSTM's cells (> 0).
+    Attributes:
+        output_dim: the width of its outputs, hidden_size (what the heads read).
     """
 
     def __init__(self, input_size: int, hidden_size: int):
@@ -64,7 +62,7 @@ class LSTMCore(nn.Module):
                 nn.init.zeros_(param)
             else:
                 nn.init.orthogonal_(param, 1.0)
-        self.hidden_size = hidden_size
+        self.hidden_size = self.output_dim = hidden_size
 
     def initial_state(self, n: int, device: torch.device | str = "cpu") -> LSTMState:
         """The state of N fresh episodes: (h, c) zeros, each (1, n, hidden_size) float32 on `device`."""
@@ -101,92 +99,3 @@ class LSTMCore(nn.Module):
             out, state = torch_fast.lstm(self.cell, features[begin:end], (state[0] * keep, state[1] * keep))
             outputs.append(out)
         return torch.cat(outputs), state
-
-
-class RecurrentActor(nn.Module):
-    """The recurrent policy of PPO and A3C: encoder -> `LSTMCore` -> a policy head.
-
-    `memory` (one step of N environments) and `memory_sequence` (T steps) give the core's output,
-    the features (N, hidden_size) or (T, N, hidden_size) float32 that the policy head (`head`, a
-    `CategoricalHead` or `GaussianHead` on those features: its own encoder is the identity) and the
-    critic's value layer (`recurrent_actor_critic`) both read. The encoder runs once on all the
-    observations of a sequence, then the core step by step.
-
-    Args:
-        encoder: obs (B, ...) -> features (B, features_dim) (`acrl.parts.encoders.make_encoder`).
-        features_dim: the encoder's output width; hidden_size: the LSTM's cells.
-        head: the policy head on (B, hidden_size) features.
-    """
-
-    def __init__(self, encoder: nn.Module, features_dim: int, hidden_size: int, head: CategoricalHead | GaussianHead):
-        super().__init__()
-        self.encoder = encoder
-        self.core = LSTMCore(features_dim, hidden_size)
-        self.head = head
-
-    def initial_state(self, n: int, device: torch.device | str = "cpu") -> LSTMState:
-        """(h, c) zeros, each (1, n, hidden_size) float32: the state of n fresh episodes."""
-        return self.core.initial_state(n, device)
-
-    def memory(
-        self, obs: torch.Tensor, state: LSTMState, episode_start: torch.Tensor
-    ) -> tuple[torch.Tensor, LSTMState]:
-        """One step: obs (N, *obs_shape), state (h, c) each (1, N, hidden_size), episode_start (N,)
-        bool (reset before the step) -> (features (N, hidden_size) float32, the new state)."""
-        return self.core.step(self.encoder(obs), state, episode_start)
-
-    def act(
-        self, obs: torch.Tensor, state: LSTMState, episode_start: torch.Tensor, deterministic: bool = False
-    ) -> tuple[torch.Tensor, LSTMState]:
-        """Acting, one step without log-probabilities: obs (N, *obs_shape), state (h, c) each (1, N,
-        hidden_size), episode_start (N,) bool (reset before the step) -> (raw actions (N,) int64 or (N,
-        act_dim) float32, sampled or the mode / mean if deterministic; the new state). `Agent.predict`'s
-        and A3C's workers' step."""
-        memory, state = self.memory(obs, state, episode_start)
-        return self.head.sample(memory, deterministic, with_log_prob=False)[0], state
-
-    def memory_sequence(
-        self, obs: torch.Tensor, state: LSTMState, episode_starts: torch.Tensor
-    ) -> tuple[torch.Tensor, LSTMState]:
-        """T steps of N sequences: obs (T, N, *obs_shape), state (h, c) each (1, N, hidden_size) at
-        the first step, episode_starts (T, N) bool -> (features (T, N, hidden_size), the last state)."""
-        features = self.encoder(obs.flatten(0, 1)).unflatten(0, obs.shape[:2])
-        return self.core.sequence(features, state, episode_starts)
-
-    def log_prob_entropy(self, features: torch.Tensor, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """The head's log-probabilities (B,) and entropies (B,) of actions at LSTM outputs (B, hidden_size)."""
-        return self.head.log_prob_entropy(features, actions)
-
-    def bounded_log_std(self) -> torch.Tensor:
-        """The Gaussian head's bounded log-std (act_dim,) (`GaussianHead.bounded_log_std`)."""
-        return self.head.bounded_log_std()
-
-
-def recurrent_actor_critic(
-    space: gym.spaces.Box,
-    encoder: str,
-    discrete: bool,
-    act_dim: int,
-    hidden_sizes: tuple[int, ...],
-    activation: str,
-    lstm_hidden_size: int,
-    log_std_init: float = 0.0,
-    log_std_min: float = -5.0,
-) -> tuple[RecurrentActor, nn.Module, str]:
-    """The recurrent policy and value of PPO and A3C: (actor, critic, encoder name).
-
-    The actor is a `RecurrentActor`: the encoder `make_encoder(space, encoder, hidden_sizes,
-    activation)` gives, an `LSTMCore` of `lstm_hidden_size` cells and `head_on` its output (as
-    `acrl.parts.heads.actor_critic`'s heads: Categorical for discrete, Gaussian of act_dim with a
-    state-independent log-std from `log_std_init`, floor `log_std_min`). The critic is one linear
-    layer of gain 1 on the same LSTM output, (B, lstm_hidden_size) -> (B, 1): actor and critic share
-    the encoder and the core (see the module docstring).
-
-    Raises:
-        InputError: an observation space no encoder takes, or an encoder that does not take it
-            (`make_encoder`).
-    """
-    trunk, features_dim, name = make_encoder(space, encoder, hidden_sizes, activation)
-    head = head_on(nn.Identity(), lstm_hidden_size, discrete, act_dim, log_std_init, log_std_min)
-    actor = RecurrentActor(trunk, features_dim, lstm_hidden_size, head)
-    return actor, output_layer(lstm_hidden_size, 1, 1.0), name

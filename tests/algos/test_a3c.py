@@ -214,7 +214,7 @@ def test_box_actions_reach_any_bounds():
 
     agent = A3C(Shifted, workers=1, log_std_init=2.0)
     with torch.no_grad():
-        raw = agent.model.sample(torch.zeros(500, 2)).numpy()
+        raw = agent.model.act(torch.zeros(500, 2), (), torch.zeros(500, dtype=torch.bool)).actions.numpy()
     actions = agent.action_adapter.to_env(raw)
     assert actions.shape == (500, 2)
     assert (actions >= Shifted.action_space.low).all() and (actions <= Shifted.action_space.high).all()

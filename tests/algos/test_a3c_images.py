@@ -9,15 +9,30 @@ import yaml
 
 import acrl
 from acrl import A3C, A3CConfig
-from acrl.algos.a3c import ActorCritic, collect_rollout
+from acrl.algos.a3c import collect_rollout
 from acrl.core.config import load_presets, preset_values, update_config
 from acrl.core.envs import ActionAdapter
 from acrl.core.errors import InputError
+from acrl.parts.actor_critic import ActorCritic, ObservationCritic, ValueHead
 from acrl.parts.normalization import IdentityNormalizer, ObservationNormalizer
 from acrl.parts.workers import make_worker_envs
 from tests.conftest import Frames
 
 TINY = {"workers": 1, "seed": 0, "eval_freq": 0}
+
+
+def rollout_of(envs, model, obs, n_steps, normalizer):
+    """`collect_rollout` from fresh states (every environment's first step starts an episode)."""
+    adapter, starts = ActionAdapter(envs.single_action_space), np.ones(len(obs), bool)
+    return collect_rollout(
+        envs, model, obs, n_steps, adapter, normalizer, model.initial_state(len(obs)), torch.from_numpy(starts)
+    )
+
+
+def vector_model(obs_dim: int, hidden_sizes: tuple[int, ...]) -> ActorCritic:
+    """A3C's model for obs_dim vectors and 2 discrete actions."""
+    space = gym.spaces.Box(-np.inf, np.inf, (obs_dim,), np.float32)
+    return ActorCritic(space, gym.spaces.Discrete(2), hidden_sizes)
 
 
 class AtariSizedFrames(Frames):
@@ -48,16 +63,16 @@ def n_parameters(module: torch.nn.Module) -> int:
 def test_the_papers_cnns_with_one_trunk_and_two_heads_have_their_parameter_counts(env, encoder, expected):
     agent = A3C(env, encoder=encoder, **TINY)
     assert n_parameters(agent.model) == expected
-    assert agent.config.encoder == encoder and agent.model.shared_trunk and not hasattr(agent.model, "critic")
-    features = agent.model.actor.linear.in_features
-    assert [tuple(p.shape) for p in agent.model.value_head.parameters()] == [(1, features), (1,)]
+    assert agent.config.encoder == encoder and agent.model.shared_trunk and isinstance(agent.model.critic, ValueHead)
+    head, value = agent.model.actor.head.linear, agent.model.critic
+    assert [tuple(p.shape) for p in value.parameters()] == [(1, head.in_features), (1,)]
     # CleanRL's ppo_atari init: orthogonal trunk of gain sqrt(2) (W W^T = 2 I for the first conv's
     # 16 or 32 rows of 4 x k x k), policy rows of norm 0.01, a value row of norm 1.
     conv = agent.model.actor.encoder.net[0].weight.flatten(1)
     torch.testing.assert_close(conv @ conv.T, 2.0 * torch.eye(len(conv)), atol=1e-5, rtol=0)
-    torch.testing.assert_close(agent.model.actor.linear.weight.norm(dim=1), torch.full((agent.act_dim,), 0.01))
-    assert torch.isclose(agent.model.value_head.weight.norm(), torch.tensor(1.0))
-    assert agent.model.actor.linear.bias.abs().sum() == 0 and agent.model.value_head.bias.abs().sum() == 0
+    torch.testing.assert_close(head.weight.norm(dim=1), torch.full((agent.act_dim,), 0.01))
+    assert torch.isclose(value.weight.norm(), torch.tensor(1.0))
+    assert head.bias.abs().sum() == 0 and value.bias.abs().sum() == 0
 
 
 def minatar_frame(seed: int) -> np.ndarray:
@@ -71,10 +86,10 @@ def test_the_value_is_one_linear_layer_on_the_policy_trunk():
     model = A3C("MinAtar/Breakout-v1", **TINY).model
     obs = torch.from_numpy(np.stack([minatar_frame(i) for i in range(3)]))
     features = model.actor.encoder(obs)
-    expected = features @ model.value_head.weight[0] + model.value_head.bias[0]
-    torch.testing.assert_close(model.value(obs), expected)
-    _, _, values = model.evaluate_actions(obs, torch.tensor([0, 1, 2]))
-    torch.testing.assert_close(values, expected)
+    expected = features @ model.critic.weight[0] + model.critic.bias[0]
+    torch.testing.assert_close(model.value(obs, ()), expected)
+    _, _, values = model.evaluate(obs[None], torch.tensor([[0, 1, 2]]), (), torch.zeros(1, 3, dtype=torch.bool))
+    torch.testing.assert_close(values[0], expected)
 
 
 @pytest.mark.parametrize("env, dtype", [(Frames, np.uint8), ("MinAtar/Breakout-v1", np.bool_)])
@@ -82,9 +97,7 @@ def test_frames_stay_in_their_dtype_in_the_rollout_without_a_float_copy(env, dty
     agent = A3C(env, **TINY)
     assert isinstance(agent.obs_normalizer, IdentityNormalizer) and agent.obs_normalizer.dtype is None
     envs, first = make_worker_envs(env, 0, 0, 2)
-    rollout = collect_rollout(
-        envs, agent.model, first, 5, ActionAdapter(envs.single_action_space), agent.obs_normalizer
-    )
+    rollout = rollout_of(envs, agent.model, first, 5, agent.obs_normalizer)
     shape = agent.observation_space.shape
     steps = len(rollout)
     assert rollout.observations.dtype == torch.from_numpy(np.zeros(1, dtype)).dtype
@@ -98,12 +111,11 @@ def test_frames_stay_in_their_dtype_in_the_rollout_without_a_float_copy(env, dty
 
 def test_vectors_keep_the_float64_copy_only_for_the_normaliser():
     envs, first = make_worker_envs("CartPole-v1", 0, 0, 2)
-    model = ActorCritic(4, 2, True, (8,))
-    adapter = ActionAdapter(envs.single_action_space)
-    plain = collect_rollout(envs, model, first, 3, adapter, IdentityNormalizer())
+    model = vector_model(4, (8,))
+    plain = rollout_of(envs, model, first, 3, IdentityNormalizer())
     assert plain.raw_observations is None and plain.observations.dtype == torch.float32
     normalizer = ObservationNormalizer(4)
-    normalized = collect_rollout(envs, model, plain.next_obs, 3, adapter, normalizer)
+    normalized = rollout_of(envs, model, plain.next_obs, 3, normalizer)
     assert normalized.raw_observations.dtype == np.float64
     assert normalized.raw_observations.shape == (len(normalized) * 2, 4)
     np.testing.assert_array_equal(normalized.raw_observations[:2], plain.next_obs)
@@ -135,15 +147,14 @@ class LifeLossVectorEnv:
 
 def test_episode_statistics_come_from_the_episode_mask_and_bootstrapping_from_the_final_obs_mask():
     envs = LifeLossVectorEnv()
-    model = ActorCritic(2, 2, True, (4,))
-    adapter = ActionAdapter(envs.single_action_space)
+    model = vector_model(2, (4,))
     obs = np.zeros((2, 2), np.float32)
-    life_lost = collect_rollout(envs, model, obs, 5, adapter, IdentityNormalizer())
+    life_lost = rollout_of(envs, model, obs, 5, IdentityNormalizer())
     assert len(life_lost) == 2 and life_lost.terminated.tolist() == [True, False]
     assert life_lost.last_obs.tolist() == [[-2.0, -2.0], [2.0, 2.0]]  # env 0's final observation, env 1's current
     assert life_lost.next_obs.tolist() == [[2.0, 2.0], [2.0, 2.0]]
     assert life_lost.episode_returns.size == 0 and life_lost.episode_lengths.size == 0  # no game ended
-    game_over = collect_rollout(envs, model, life_lost.next_obs, 5, adapter, IdentityNormalizer())
+    game_over = rollout_of(envs, model, life_lost.next_obs, 5, IdentityNormalizer())
     assert len(game_over) == 2 and game_over.last_obs[0].tolist() == [-4.0, -4.0]
     assert game_over.episode_returns.tolist() == [21.0] and game_over.episode_lengths.tolist() == [4]
 
@@ -170,7 +181,8 @@ def test_a_cnn_run_records_its_encoder_and_its_checkpoint_round_trips(tmp_path):
 
 def test_a_vector_run_records_the_mlp_encoder_and_keeps_its_separate_critic():
     agent = A3C("CartPole-v1", **TINY)
-    assert (agent.config.encoder, agent.config.shared_trunk) == ("mlp", False) and hasattr(agent.model, "critic")
+    assert (agent.config.encoder, agent.config.shared_trunk) == ("mlp", False)
+    assert isinstance(agent.model.critic, ObservationCritic)
 
 
 def test_shared_trunk_false_with_frames_is_recorded_as_the_shared_trunk_it_gets():

@@ -8,6 +8,7 @@ import dataclasses
 import math
 import os
 
+import gymnasium as gym
 import numpy as np
 import pytest
 import torch
@@ -21,6 +22,7 @@ from acrl.core.config import RECURRENT_ALGORITHMS
 from acrl.core.envs import ActionAdapter
 from acrl.core.evaluation import EpisodeActor
 from acrl.offline.collect import collect_dataset
+from acrl.parts.actor_critic import ActorCritic
 from acrl.parts.normalization import IdentityNormalizer
 from acrl.parts.workers import StepBudget, WorkerStats, make_worker_envs
 from tests.conftest import CueEnv, RampEnv, hand_lstm, recurrent_returns_by_hand, script_ramp_lstm
@@ -44,8 +46,8 @@ def run_scripted_worker(monkeypatch, lengths: list[int], n_steps: int, total: in
     one-cell LSTM (`script_ramp_lstm`) and no gradient step (the weights stay scripted); returns the
     rollouts it collected and the bootstrap values it computed, in order."""
     agent = A3C(RampEnv, seed=0, workers=1, n_envs=len(lengths), n_steps=n_steps, lstm_hidden_size=1,
-                hidden_sizes=(1,), eval_freq=0)  # fmt: skip
-    script_ramp_lstm(agent.model.actor, agent.model.value_head)
+                hidden_sizes=(1,), normalize_obs=False, eval_freq=0)  # fmt: skip
+    script_ramp_lstm(agent.model.actor, agent.model.critic)
     rollouts, bootstraps = [], []
     collect, bootstrap = a3c.collect_rollout, a3c.bootstrap_value
     monkeypatch.setattr(a3c, "collect_rollout", lambda *args: rollouts.append(collect(*args)) or rollouts[-1])
@@ -81,7 +83,7 @@ def test_the_state_carries_across_rollouts_resets_at_each_episode_start_and_boot
     assert s["s4"][0] != pytest.approx(hand_lstm(math.tanh(0.4), 0.0, 0.0)[0], abs=1e-3)  # a reset state differs
     for episode in range(3):
         cut, end = rollouts[2 * episode], rollouts[2 * episode + 1]
-        assert cut.episode_start.tolist() == [True] and end.episode_start.tolist() == [False]
+        assert cut.episode_starts.tolist() == [[True], [False]] and end.episode_starts.tolist() == [[False]]
         assert state_of(cut.initial_state) == pytest.approx((0.0, 0.0) if episode == 0 else s["s3"], abs=1e-6)
         assert state_of(cut.final_state) == pytest.approx(s["s2"], abs=1e-6)  # from zeros: reset
         assert bootstraps[2 * episode].tolist() == pytest.approx([s["s3"][0]], abs=1e-6)
@@ -102,10 +104,10 @@ def test_each_env_of_a_worker_has_its_own_state(monkeypatch):
     s = ramp_states()
     (first, second), bootstraps = run_scripted_worker(monkeypatch, [3, 2], n_steps=5, total=6)
     assert len(first) == 2 and first.truncated.tolist() == [False, True]
-    assert first.episode_start.tolist() == [True, True]
+    assert first.episode_starts.tolist() == [[True, True], [False, False]]
     assert bootstraps[0].tolist() == pytest.approx([s["s3"][0]] * 2, abs=1e-6)
     assert len(second) == 1 and second.truncated.tolist() == [True, False]
-    assert second.episode_start.tolist() == [False, True]
+    assert second.episode_starts.tolist() == [[False, True]]
     assert [state_of(second.initial_state, i) for i in (0, 1)] == [pytest.approx(s["s2"], abs=1e-6)] * 2
     assert [state_of(second.final_state, i) for i in (0, 1)] == [
         pytest.approx(s["s3"], abs=1e-6),
@@ -116,18 +118,18 @@ def test_each_env_of_a_worker_has_its_own_state(monkeypatch):
 
 def test_the_loss_reruns_each_rollout_as_it_was_acted_and_backpropagates_through_its_lstm_steps():
     """Rollouts of CartPole (t_max 5, 2 envs) chained as a worker chains them: the LSTM outputs recorded
-    while acting give log pi and V that `evaluate_sequence`'s rerun from the rollout's first state equals
+    while acting give log pi and V that `evaluate`'s rerun from the rollout's first state equals
     to 1e-6, for rollouts that continue an episode from a non-zero state and rollouts that start one."""
     torch.manual_seed(0)
-    model = a3c.ActorCritic(4, 2, True, (16,), lstm_hidden_size=8)
-    acted, memory = [], model.actor.memory
+    model = ActorCritic(gym.spaces.Box(-np.inf, np.inf, (4,)), gym.spaces.Discrete(2), (16,), lstm_hidden_size=8)
+    acted, step = [], model.actor.core.step
 
-    def recording_memory(*args):  # the acting step's LSTM outputs
-        out = memory(*args)
+    def recording_step(*args):  # the acting step's LSTM outputs
+        out = step(*args)
         acted.append(out[0])
         return out
 
-    model.actor.memory = recording_memory
+    model._step = recording_step  # what `act` calls for the core's step
     envs, obs = make_worker_envs("CartPole-v1", 0, 0, 2)
     adapter, normalizer = ActionAdapter(envs.single_action_space), IdentityNormalizer()
     state, starts, kinds = model.initial_state(2), torch.ones(2, dtype=torch.bool), set()
@@ -136,14 +138,14 @@ def test_the_loss_reruns_each_rollout_as_it_was_acted_and_backpropagates_through
         rollout = a3c.collect_rollout(envs, model, obs, 5, adapter, normalizer, state, starts)
         with torch.no_grad():
             memory_at_acting = torch.cat(acted)  # (T * N, 8), time-major
-            log_probs, _ = model.actor.log_prob_entropy(memory_at_acting, rollout.actions.flatten())
-            values = model.value_head(memory_at_acting).squeeze(-1)
-            rerun = model.evaluate_sequence(rollout.observations, rollout.actions, rollout.initial_state,
-                                            rollout.episode_start)  # fmt: skip
-        torch.testing.assert_close(rerun[0], log_probs, atol=1e-6, rtol=0)
-        torch.testing.assert_close(rerun[2], values, atol=1e-6, rtol=0)
+            log_probs, _ = model.actor.head.log_prob_entropy(memory_at_acting, rollout.actions.flatten())
+            values = model.critic(None, memory_at_acting)
+            rerun = model.evaluate(rollout.observations, rollout.actions, rollout.initial_state,
+                                   rollout.episode_starts)  # fmt: skip
+        torch.testing.assert_close(rerun[0].flatten(), log_probs, atol=1e-6, rtol=0)
+        torch.testing.assert_close(rerun[2].flatten(), values, atol=1e-6, rtol=0)
         nonzero = rollout.initial_state[0].abs().sum(-1)[0] > 0
-        kinds |= {("start" if s else "continue") for s in rollout.episode_start[nonzero].tolist()}
+        kinds |= {("start" if s else "continue") for s in rollout.episode_starts[0][nonzero].tolist()}
         obs, state = rollout.next_obs, rollout.final_state
         starts = torch.from_numpy(rollout.terminated | rollout.truncated)
     assert kinds == {"start", "continue"}
@@ -156,7 +158,7 @@ def test_the_loss_reruns_each_rollout_as_it_was_acted_and_backpropagates_through
 
 def test_predict_with_and_without_a_state():
     agent = A3C("CartPole-v1", seed=0, workers=1, **RECURRENT)
-    assert agent.recurrent and agent.config.shared_trunk
+    assert agent.stateful and agent.config.shared_trunk
     first, second = np.array([0.1, 0.2, -0.1, 0.3]), np.array([0.0, -0.5, 0.2, 0.1])
     action, state = agent.predict(first)
     assert action in (0, 1) and [tuple(s.shape) for s in state] == [(1, 1, 8), (1, 1, 8)]
@@ -181,7 +183,7 @@ def test_a_run_checkpoints_resumes_evaluates_records_and_collects_with_the_state
     agent.learn(200, run_dir=run, progress=False)
     assert (run / "README.md").exists() and "lstm_hidden_size=8" in (run / "README.md").read_text()
     loaded = acrl.load(run / "checkpoints/latest.pt")
-    assert isinstance(loaded, A3C) and loaded.recurrent and loaded.num_steps == 200
+    assert isinstance(loaded, A3C) and loaded.stateful and loaded.num_steps == 200
     torch.testing.assert_close(loaded.parameters, agent.parameters, atol=0, rtol=0)
     p, q = agent.parameters, loaded.parameters
     assert loaded.optimizer.state[q]["step"].item() == agent.optimizer.state[p]["step"].item() > 0

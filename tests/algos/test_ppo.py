@@ -39,7 +39,7 @@ def test_truncation_learns_the_infinite_horizon_value(constant_reward_env):
         eval_freq=0,
     )
     agent.learn(total_steps=12_000, progress=False)
-    value = agent.critic(torch.zeros(1, 1)).item()
+    value = agent.model.value(torch.zeros(1, 1), ()).item()
     assert 90 < value < 110, value
 
 
@@ -50,8 +50,8 @@ def test_stored_actions_are_raw_samples_with_ratio_one():
     actions = torch.from_numpy(agent.buffer.actions.reshape(-1, 1))
     assert (actions.abs() > 1).float().mean() > 0.3
     with torch.no_grad():
-        features = agent.actor.encoder(torch.from_numpy(agent.buffer.observations.reshape(-1, 3)))
-        log_probs, _ = agent.actor.log_prob_entropy(features, actions)
+        features = agent.model.actor.encoder(torch.from_numpy(agent.buffer.observations.reshape(-1, 3)))
+        log_probs, _ = agent.model.actor.head.log_prob_entropy(features, actions)
     ratio = torch.exp(log_probs - torch.from_numpy(agent.buffer.log_probs.reshape(-1)))
     torch.testing.assert_close(ratio, torch.ones_like(ratio), atol=1e-5, rtol=0)
 
@@ -60,11 +60,11 @@ def test_stored_actions_are_raw_samples_with_ratio_one():
 def test_extreme_log_std_update_stays_finite(log_std):
     agent = PPO("Pendulum-v1", seed=0, eval_freq=0, **TINY)
     with torch.no_grad():
-        agent.actor.log_std.fill_(log_std)
+        agent.model.actor.head.log_std.fill_(log_std)
     agent.collect()
     metrics = agent.update()
     assert all(np.isfinite(v) for v in metrics.values())
-    assert all(torch.isfinite(p).all() for p in agent.actor.parameters())
+    assert all(torch.isfinite(p).all() for p in agent.model.parameters())
 
 
 def test_evaluation_leaves_normalizer_unchanged():
@@ -154,7 +154,7 @@ def test_resume_restores_state_exactly_and_continues(tmp_path):
     agent = PPO("Pendulum-v1", **cfg).learn(128, run_dir=tmp_path / "run", progress=False)
     loaded = acrl.load(tmp_path / "run/checkpoints/latest.pt")
     assert loaded.num_steps == 128
-    for a, b in zip(agent.actor.state_dict().values(), loaded.actor.state_dict().values()):
+    for a, b in zip(agent.model.state_dict().values(), loaded.model.state_dict().values(), strict=True):
         assert torch.equal(a, b)
     opt_a, opt_b = agent.optimizer.state_dict()["state"], loaded.optimizer.state_dict()["state"]
     assert all(torch.equal(opt_a[k]["exp_avg_sq"], opt_b[k]["exp_avg_sq"]) for k in opt_a)
@@ -179,7 +179,7 @@ def test_nan_loss_stops_with_step_and_quantity(tmp_path):
     agent = PPO("CartPole-v1", seed=0, eval_freq=0, checkpoint_freq=64, **TINY)
     agent.learn(64, run_dir=tmp_path, progress=False)
     with torch.no_grad():
-        agent.critic.net[0].weight.fill_(float("nan"))
+        agent.model.critic.net[0].weight.fill_(float("nan"))
     with pytest.raises(TrainingError, match=r"step 128: train/\w+ is nan"):
         agent.learn(256, run_dir=tmp_path, progress=False)
     assert acrl.load(tmp_path / "checkpoints/latest.pt").num_steps == 64  # the last good one stays
@@ -348,8 +348,8 @@ def test_cli_resume_without_checkpoint_and_corrupt_checkpoint(tmp_path):
 def test_checkpoint_with_a_per_layer_optimizer_state_still_loads(critic_weight_decay, tmp_path):
     """Checkpoints of format 1, written before the parameters became one flat tensor per net,
     hold Adam's state per layer (12 parameters in one group, or the actor's 6 and the critic's 6
-    in two with critic weight decay); loading one gives the same moments as the flat state they
-    came from."""
+    in two with critic weight decay) and PPO's two nets, actor and critic; loading one gives the same
+    moments as the flat state they came from."""
     settings = {**TINY, "seed": 0, "eval_freq": 0, "critic_weight_decay": critic_weight_decay}
     agent = PPO("CartPole-v1", **settings)
     agent.collect()
@@ -357,7 +357,8 @@ def test_checkpoint_with_a_per_layer_optimizer_state_still_loads(critic_weight_d
     state = agent.state_dict()
     flat_state = state["optimizers"]["optimizer"]
     per_layer, groups, index = {}, [], 0
-    for k, net in enumerate((agent.actor, agent.critic)):  # split each flat moment by layer, by hand
+    parts = (agent.model.actor, agent.model.critic)
+    for k, net in enumerate(parts):  # split each flat moment by layer, by hand
         sizes = [p.numel() for p in net.parameters()]
         moments = {key: flat_state["state"][k][key].split(sizes) for key in ("exp_avg", "exp_avg_sq")}
         ids = []
@@ -375,7 +376,8 @@ def test_checkpoint_with_a_per_layer_optimizer_state_still_loads(critic_weight_d
         else [{**group, "params": ids} for group, ids in zip(flat_state["param_groups"], groups)]
     )
     assert index == 12
-    old = {**state, "optimizers": {"optimizer": {"state": per_layer, "param_groups": old_groups}}}
+    old_nets = {"actor": parts[0].state_dict(), "critic": parts[1].state_dict()}
+    old = {**state, "nets": old_nets, "optimizers": {"optimizer": {"state": per_layer, "param_groups": old_groups}}}
 
     loaded = PPO.load(save_format_1(tmp_path / "old.pt", agent, old))
     for k in (0, 1):

@@ -13,7 +13,7 @@ from acrl.core.envs import env_factory, make_vec_env
 from acrl.core.errors import InputError
 from tests.conftest import Frames, assert_resumes_repeat
 
-TINY = {"n_envs": 2, "n_steps": 16, "batch_size": 16, "n_epochs": 2, "normalize_obs": False, "eval_freq": 0}
+TINY = {"n_envs": 2, "n_steps": 16, "batch_size": 16, "n_epochs": 2, "eval_freq": 0}  # normalize_obs: from the space
 
 
 @pytest.mark.parametrize("env, dtype", [("MinAtar/Breakout-v1", np.bool_), (Frames, np.uint8)])
@@ -28,18 +28,19 @@ def test_frames_stay_in_their_dtype_in_the_rollout_buffer(env, dtype):
     assert np.array_equal(obs[0], first)  # the frames as the environments gave them, unscaled
     assert agent.config.encoder == "minatar"
     # One trunk: the critic is the value head alone (gain-1 linear layer on the 128 features).
-    assert [tuple(p.shape) for p in agent.critic.parameters()] == [(1, 128), (1,)]
+    critic = agent.model.critic
+    assert [tuple(p.shape) for p in critic.parameters()] == [(1, 128), (1,)]
     # CleanRL's head gains: orthogonal rows of norm 1 for the value, 0.01 for the policy's logits.
-    assert torch.isclose(agent.critic.weight.norm(), torch.tensor(1.0))
-    torch.testing.assert_close(agent.actor.linear.weight.norm(dim=1), torch.full((agent.act_dim,), 0.01))
+    assert torch.isclose(critic.weight.norm(), torch.tensor(1.0))
+    torch.testing.assert_close(agent.model.actor.head.linear.weight.norm(dim=1), torch.full((agent.act_dim,), 0.01))
 
 
 def test_the_value_is_the_value_head_on_the_policy_trunk():
     agent = PPO("MinAtar/Breakout-v1", seed=0, **TINY)
     obs = torch.from_numpy(np.stack([agent.observation_space.sample() for _ in range(3)]))
-    features = agent.actor.encoder(obs)
-    expected = features @ agent.critic.weight[0] + agent.critic.bias[0]
-    torch.testing.assert_close(agent.values(obs), expected)
+    features = agent.model.actor.encoder(obs)
+    expected = features @ agent.model.critic.weight[0] + agent.model.critic.bias[0]
+    torch.testing.assert_close(agent.model.value(obs, ()), expected)
 
 
 def test_continuous_actions_from_frames_get_a_gaussian_head_on_the_cnn():
@@ -52,16 +53,19 @@ def test_continuous_actions_from_frames_get_a_gaussian_head_on_the_cnn():
 
     agent = PPO(BoxActions, seed=0, **TINY)
     metrics = agent.iteration(32)
-    assert type(agent.actor).__name__ == "GaussianHead" and agent.config.encoder == "minatar"
+    assert type(agent.model.actor.head).__name__ == "GaussianHead" and agent.config.encoder == "minatar"
     assert agent.buffer.actions.shape == (16, 2, 2) and metrics["train/std"] > 0
     assert agent.predict(np.zeros((12, 12, 3), np.uint8)).shape == (2,)
 
 
-def test_config_yaml_records_the_encoder_used(tmp_path):
-    PPO("MinAtar/Breakout-v1", seed=0, **TINY).learn(32, run_dir=tmp_path / "img", progress=False)
+def test_config_yaml_records_the_encoder_and_the_normalisation_used(tmp_path):
+    """PPO's defaults on a custom image environment train (normalize_obs follows the observations: off for
+    frames, on for vectors), and config.yaml says what was used."""
+    PPO(Frames, seed=0, **TINY).learn(32, run_dir=tmp_path / "img", progress=False)
     PPO("CartPole-v1", seed=0, **TINY).learn(32, run_dir=tmp_path / "vec", progress=False)
-    for name, encoder in (("img", "minatar"), ("vec", "mlp")):
-        assert yaml.safe_load((tmp_path / name / "config.yaml").read_text())["config"]["encoder"] == encoder
+    for name, encoder, normalized in (("img", "minatar", False), ("vec", "mlp", True)):
+        config = yaml.safe_load((tmp_path / name / "config.yaml").read_text())["config"]
+        assert (config["encoder"], config["normalize_obs"]) == (encoder, normalized)
 
 
 def test_cnn_checkpoint_round_trips_and_resumes_exactly(tmp_path):
@@ -69,9 +73,8 @@ def test_cnn_checkpoint_round_trips_and_resumes_exactly(tmp_path):
     agent = PPO("MinAtar/Breakout-v1", **cfg).learn(64, run_dir=tmp_path / "run", progress=False)
     loaded = acrl.load(tmp_path / "run/checkpoints/latest.pt")
     assert loaded.num_steps == 64 and loaded.config.encoder == "minatar"
-    for net in ("actor", "critic"):
-        for a, b in zip(agent.nets[net].state_dict().values(), loaded.nets[net].state_dict().values()):
-            assert torch.equal(a, b)
+    for a, b in zip(agent.model.state_dict().values(), loaded.model.state_dict().values(), strict=True):
+        assert torch.equal(a, b)
     opt_a, opt_b = agent.optimizer.state_dict()["state"], loaded.optimizer.state_dict()["state"]
     assert all(torch.equal(opt_a[k]["exp_avg_sq"], opt_b[k]["exp_avg_sq"]) for k in opt_a)
     obs = np.stack([agent.observation_space.sample() for _ in range(4)])

@@ -35,7 +35,7 @@ def test_truncation_bootstraps_with_the_pre_reset_state_and_every_episode_starts
         RampEnv, seed=0, n_envs=1, n_steps=9, batch_size=9, lstm_hidden_size=1, hidden_sizes=(1,),
         normalize_obs=False, eval_freq=0,
     )  # fmt: skip
-    script_ramp_lstm(agent.actor, agent.critic)
+    script_ramp_lstm(agent.model.actor, agent.model.critic)
     agent.collect()
     buf = agent.buffer
     # Hand-computed: the states of one episode from a zero state, observations 0.1, 0.2, 0.3.
@@ -64,11 +64,12 @@ def test_sequence_minibatches_recompute_the_rollout_states_in_the_first_epoch():
     assert agent.buffer.episode_starts[1:].any()  # episodes start inside the sequences
     starts_inside = 0
     with torch.no_grad():
-        for batch in agent.buffer.sequences(32, np.random.default_rng(0), 1):
-            features = agent._features(batch)
-            log_probs, _ = agent.actor.log_prob_entropy(features, batch["actions"])
-            torch.testing.assert_close(log_probs, batch["log_probs"], atol=1e-6, rtol=0)
-            torch.testing.assert_close(agent.values(None, features), batch["values"], atol=1e-6, rtol=0)
+        for batch in agent.buffer.minibatches(32, np.random.default_rng(0), 1):
+            log_probs, _, values = agent.model.evaluate(
+                batch["observations"], batch["actions"], batch["states"], batch["episode_starts"]
+            )
+            torch.testing.assert_close(log_probs, batch["log_probs"], atol=1e-6, rtol=0)  # as acted
+            torch.testing.assert_close(values, batch["values"], atol=1e-6, rtol=0)  # as the whole rollout's rerun
             starts_inside += int(batch["episode_starts"][1:].sum())
     assert starts_inside > 0
 
@@ -77,15 +78,18 @@ def test_sequence_layout_chunk_states_and_time_major_rows():
     agent = PPO("CartPole-v1", seed=1, n_envs=2, eval_freq=0, **RECURRENT)
     agent.collect()
     buf = agent.buffer  # 32 steps x 2 envs, sequences of 8: 8 sequences, 4 per minibatch of 32
-    assert buf.hidden_states.shape == (4, 2, 8)
-    assert np.all(buf.hidden_states[0] == 0) and buf.episode_starts[0].all()  # a fresh run
+    hidden, cell = buf.states  # (sequence start, layers, envs, cells)
+    assert hidden.shape == cell.shape == (4, 1, 2, 8)
+    assert np.all(hidden[0] == 0) and buf.episode_starts[0].all()  # a fresh run
     order = np.random.default_rng(3).permutation(8)
-    batch = next(buf.sequences(32, np.random.default_rng(3), 1))
+    batch = next(buf.minibatches(32, np.random.default_rng(3), 1))
     k, n = divmod(int(order[1]), 2)  # the minibatch's second sequence: chunk k of env n
-    torch.testing.assert_close(batch["states"][0][0, 1], torch.from_numpy(buf.hidden_states[k, n]))
+    torch.testing.assert_close(batch["states"][0][0, 1], torch.from_numpy(hidden[k, 0, n]))
+    torch.testing.assert_close(batch["states"][1][0, 1], torch.from_numpy(cell[k, 0, n]))
     torch.testing.assert_close(batch["observations"][:, 1], torch.from_numpy(buf.observations[8 * k : 8 * k + 8, n]))
-    # Row t * 4 + m of the flat fields is step t of sequence m.
-    torch.testing.assert_close(batch["log_probs"][3 * 4 + 1], torch.tensor(buf.log_probs[8 * k + 3, n]))
+    # Every field is (time, sequence): [3, 1] is step 3 of the minibatch's second sequence.
+    torch.testing.assert_close(batch["log_probs"][3, 1], torch.tensor(buf.log_probs[8 * k + 3, n]))
+    assert batch["episode_starts"].shape == (8, 4) and batch["actions"].shape == (8, 4)
 
 
 def test_the_lstm_agent_solves_the_cue_task_and_the_feed_forward_one_cannot():
@@ -108,9 +112,10 @@ def test_predict_with_and_without_a_state():
     assert not torch.equal(carried[0], fresh[0])
     assert torch.equal(restarted[0], agent.predict(second, None, True)[1][0])
     # The state is the LSTM's: one step from zeros, as the actor computes it.
+    actor = agent.model.actor
     with torch.no_grad():
-        memory, _ = agent.actor.memory(torch.tensor(first, dtype=torch.float32)[None], agent.initial_state(1),
-                                       torch.tensor([True]))  # fmt: skip
+        features = actor.encoder(torch.tensor(first, dtype=torch.float32)[None])
+        memory, _ = actor.core.step(features, agent.initial_state(1), torch.tensor([True]))
     torch.testing.assert_close(state[0][0], memory)
     # A batch of 3 with a per-observation episode_start; a state of the wrong size is an InputError.
     actions, batch_state = agent.predict(np.stack([first, second, first]), episode_start=[True, False, True])
@@ -138,10 +143,9 @@ def test_resume_of_a_recurrent_run_restores_everything_and_repeats(tmp_path):
     cfg = dict(seed=2, eval_freq=0, checkpoint_freq=64, n_envs=2, **RECURRENT)
     agent = PPO("CartPole-v1", **cfg).learn(64, run_dir=tmp_path / "run", progress=False)
     loaded = acrl.load(tmp_path / "run/checkpoints/latest.pt")
-    assert loaded.recurrent and loaded.num_steps == 64 and loaded.config.lstm_hidden_size == 8
-    for net in ("actor", "critic"):
-        for a, b in zip(agent.nets[net].state_dict().values(), loaded.nets[net].state_dict().values()):
-            assert torch.equal(a, b)
+    assert loaded.stateful and loaded.num_steps == 64 and loaded.config.lstm_hidden_size == 8
+    for a, b in zip(agent.model.state_dict().values(), loaded.model.state_dict().values(), strict=True):
+        assert torch.equal(a, b)
     opt_a, opt_b = agent.optimizer.state_dict()["state"], loaded.optimizer.state_dict()["state"]
     assert all(torch.equal(opt_a[k]["exp_avg_sq"], opt_b[k]["exp_avg_sq"]) for k in opt_a)
     obs = np.array([0.1, 0.2, -0.1, 0.3])
@@ -181,7 +185,7 @@ def test_lstm_hidden_size_for_an_algorithm_without_a_recurrent_version(algo):
     "values, message",
     [
         ({"lstm_hidden_size": -1}, "lstm_hidden_size must be >= 0"),
-        ({"seq_len": 8}, "seq_len applies to a recurrent policy only"),
+        ({"seq_len": 8}, "seq_len applies to a policy with an LSTM only"),
         ({"lstm_hidden_size": 8, "n_steps": 32, "batch_size": 32, "seq_len": 5}, "seq_len must divide n_steps = 32"),
         ({"lstm_hidden_size": 8, "n_steps": 64, "batch_size": 32}, r"got 64 \(n_steps, its default\)"),
     ],
@@ -212,7 +216,7 @@ def test_popgym_ids_build_with_vector_observations(env_id, obs_shape, action_spa
     if env_id == "popgym-RepeatPreviousEasy-v0":  # a card, one-hot
         assert sorted(obs.tolist()) == [0.0, 0.0, 0.0, 1.0]
     agent = PPO.from_preset(env_id, seed=0, n_steps=8, n_envs=2, batch_size=8, seq_len=8, eval_freq=0)
-    assert agent.recurrent and agent.config.lstm_hidden_size == 256
+    assert agent.stateful and agent.config.lstm_hidden_size == 256
     agent.collect()
 
 
@@ -231,7 +235,10 @@ def test_an_lstm_after_the_cnn_on_frames_recomputes_its_rollout_and_updates():
     assert agent.config.encoder == "minatar" and agent.buffer.observations.dtype == np.bool_
     agent.collect()
     with torch.no_grad():
-        batch = next(agent.buffer.sequences(32, np.random.default_rng(0), 1))
-        features = agent._features(batch)
-        torch.testing.assert_close(agent.values(None, features), batch["values"], atol=1e-6, rtol=0)
+        batch = next(agent.buffer.minibatches(32, np.random.default_rng(0), 1))
+        log_probs, _, values = agent.model.evaluate(
+            batch["observations"], batch["actions"], batch["states"], batch["episode_starts"]
+        )
+        torch.testing.assert_close(log_probs, batch["log_probs"], atol=1e-6, rtol=0)
+        torch.testing.assert_close(values, batch["values"], atol=1e-6, rtol=0)
     assert np.isfinite(agent.update()["train/value_loss"])

@@ -51,4 +51,4 @@ def test_a3c_lstm_position_only_cartpole_reaches_0_7_within_150k_steps_with_2_wo
     config = preset_config(env_id, workers=2, seed=0, target_return=0.7)
     agent = A3C(env_id, config=config).learn(run_dir=tmp_path, progress=False)
     print(f"{env_id} A3C-LSTM: best eval {agent.best_eval['return_mean']} at step {agent.best_eval['step']}")
-    assert agent.recurrent and agent.best_eval["return_mean"] >= 0.7
+    assert agent.stateful and agent.best_eval["return_mean"] >= 0.7

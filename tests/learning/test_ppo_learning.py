@@ -31,6 +31,6 @@ def test_ppo_lstm_position_only_cartpole_reaches_0_7_within_100k_steps():
     # POPGym's CartPole without velocities: only a policy with memory balances it (1.0 is the maximum).
     env_id = "popgym-PositionOnlyCartPoleEasy-v0"
     agent = PPO(env_id, **{**preset(env_id), "seed": 0, "eval_freq": 0}).learn(total_steps=100_000, progress=False)
-    assert agent.recurrent
+    assert agent.stateful
     result = evaluate(agent, env_id, episodes=10, seed=123)
     assert result["return_mean"] >= 0.7, result

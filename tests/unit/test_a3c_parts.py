@@ -1,5 +1,6 @@
 """A3C's pieces without processes: returns and the bootstrap choice, gradient hand-over, seeding,
-the actor-critic model and config validation. Expected values are computed by hand."""
+config validation and the loss. Expected values are computed by hand. (The model, the one actor-critic:
+tests/unit/test_actor_critic.py.)"""
 
 import copy
 import multiprocessing
@@ -14,7 +15,6 @@ from torch import nn
 from acrl.algos.a3c import (
     A3C,
     A3CConfig,
-    ActorCritic,
     Rollout,
     a3c_loss,
     bootstrap_value,
@@ -22,6 +22,7 @@ from acrl.algos.a3c import (
 )
 from acrl.core.envs import ActionAdapter, LeanSyncVectorEnv
 from acrl.core.errors import InputError
+from acrl.parts.actor_critic import Action
 from acrl.parts.normalization import IdentityNormalizer
 from acrl.parts.optim import SharedAdam, flatten_parameters
 from acrl.parts.returns import segment_advantages
@@ -91,13 +92,19 @@ def vector_of(*envs: gym.Env) -> tuple[LeanSyncVectorEnv, np.ndarray]:
 
 
 class StubModel:
-    """V(s) = s[0] + 2, so V(last obs after 3 steps) = 5 while V(first obs) = 2; action 0."""
+    """V(s) = s[0] + 2, so V(last obs after 3 steps) = 5 while V(first obs) = 2; action 0; no state."""
 
-    def sample(self, obs, deterministic=False):
-        return torch.zeros(len(obs), dtype=torch.int64)
+    def act(self, obs, state, episode_start, deterministic=False, with_log_prob=True):
+        return Action(torch.zeros(len(obs), dtype=torch.int64), None, state)
 
-    def value(self, obs):
+    def value(self, obs, state):
         return obs[:, 0] + 2.0
+
+
+def collect(envs, obs, n_steps):
+    """`collect_rollout` of the stub model from a fresh (empty) state."""
+    adapter, starts = ActionAdapter(envs.single_action_space), torch.ones(len(obs), dtype=torch.bool)
+    return collect_rollout(envs, StubModel(), obs, n_steps, adapter, IdentityNormalizer(), (), starts)
 
 
 @pytest.mark.parametrize(
@@ -110,7 +117,7 @@ class StubModel:
 )
 def test_worker_bootstraps_from_last_obs_unless_terminated(case, env, n_steps, expected):
     envs, obs = vector_of(env)
-    rollout = collect_rollout(envs, StubModel(), obs, n_steps, ActionAdapter(env.action_space), IdentityNormalizer())
+    rollout = collect(envs, obs, n_steps)
     assert len(rollout) == 3, case
     bootstrap = bootstrap_value(rollout, StubModel(), IdentityNormalizer())
     assert bootstrap.tolist() == [0.0 if case == "terminated" else 5.0], case
@@ -121,7 +128,7 @@ def test_a_rollout_of_several_envs_stops_where_one_episode_ends_and_each_bootstr
     """Env 0 terminates at step 3, env 1 runs on: a 3-step rollout of both (t_max 10); env 0
     bootstraps 0 and restarts at [0], env 1 bootstraps V([3]) = 5 and continues from [3]."""
     envs, obs = vector_of(CounterEnv(terminate_at=3), CounterEnv())
-    rollout = collect_rollout(envs, StubModel(), obs, 10, ActionAdapter(envs.single_action_space), IdentityNormalizer())
+    rollout = collect(envs, obs, 10)
     assert len(rollout) == 3 and rollout.observations.shape == (3, 2, 1) and rollout.actions.shape == (3, 2)
     assert rollout.terminated.tolist() == [True, False] and rollout.truncated.tolist() == [False, False]
     assert rollout.last_obs.tolist() == [[3.0], [3.0]] and rollout.next_obs.tolist() == [[0.0], [3.0]]
@@ -144,7 +151,7 @@ def test_workers_claim_the_budget_a_rollout_at_a_time_and_give_back_what_an_epis
     budget = step_budget(12)
     assert [budget.claim(5) for _ in range(2)] == [5, 5]
     envs, obs = vector_of(CounterEnv(terminate_at=3))
-    rollout = collect_rollout(envs, StubModel(), obs, 5, ActionAdapter(envs.single_action_space), IdentityNormalizer())
+    rollout = collect(envs, obs, 5)
     assert len(rollout) == 3 and rollout.terminated.tolist() == [True]
     budget.release(5 - len(rollout))
     budget.count_taken(0, len(rollout))
@@ -166,7 +173,7 @@ def test_with_several_envs_the_budget_is_claimed_in_whole_rows():
 
 def test_rollout_of_a_smaller_claim_stops_there():
     envs, obs = vector_of(CounterEnv())
-    rollout = collect_rollout(envs, StubModel(), obs, 2, ActionAdapter(envs.single_action_space), IdentityNormalizer())
+    rollout = collect(envs, obs, 2)
     assert len(rollout) == 2 and not rollout.terminated.any() and not rollout.truncated.any()
     assert rollout.last_obs.tolist() == rollout.next_obs.tolist() == [[2.0]]
     assert rollout.observations.tolist() == [[[0.0]], [[1.0]]] and rollout.actions.tolist() == [[0], [0]]
@@ -264,88 +271,6 @@ def test_workers_see_different_first_observations_that_repeat():
             assert not np.array_equal(first[i], first[j]), (i, j)
 
 
-# ------------------------------------------------------------------- model
-@pytest.mark.parametrize("discrete", [True, False])
-def test_actor_critic_shapes(discrete):
-    """Parameter counts for the sizes given, then a shared trunk whose weights are set by hand.
-
-    obs 5, 3 actions, hidden (16, 16), critic (32,); weights + biases per layer:
-      separate nets: actor 5*16+16 + 16*16+16 + 16*3+3 = 419, critic 5*32+32 + 32+1 = 225: 644
-      shared trunk:  trunk 5*16+16 + 16*16+16 = 368, policy head 16*3+3 = 51, value head 16+1 = 17: 436
-    and a Gaussian policy adds its 3 log-stds.
-    """
-    gaussian = 0 if discrete else 3
-    for shared_trunk, count in ((False, 644 + gaussian), (True, 436 + gaussian)):
-        model = ActorCritic(5, 3, discrete, (16, 16), (32,), "relu", shared_trunk)
-        assert sum(p.numel() for p in model.parameters()) == count, shared_trunk
-        obs = torch.randn(7, 5)
-        actions = model.sample(obs)
-        assert actions.shape == ((7,) if discrete else (7, 3))
-        assert [t.shape for t in model.evaluate_actions(obs, actions)] == [(7,)] * 3
-        assert model.value(obs).shape == (7,)
-
-    # obs 2, 2 actions, one shared hidden layer of 2 ReLUs: 6 + policy head 6 + value head 3 (+ 2 log-stds).
-    # Trunk h = relu(s0, s1 - 1); value V = h0 - 0.5 h1 + 0.25; policy out = (ln3/2 h0, -ln3/2 h0) + (0, ln3).
-    # s = (2, 3): h = (2, 2), V = 1.25, out = (ln3, 0).   s = (-1, 0.5): h = (0, 0), V = 0.25, out = (0, ln3).
-    model = ActorCritic(2, 2, discrete, (2,), activation="relu", shared_trunk=True)
-    assert sum(p.numel() for p in model.parameters()) == (15 if discrete else 17)
-    ln2, ln3, ln2pi = float(np.log(2.0)), float(np.log(3.0)), float(np.log(2 * np.pi))
-    with torch.no_grad():
-        for layer, weight, bias in (
-            (model.actor.encoder[0], [[1.0, 0.0], [0.0, 1.0]], [0.0, -1.0]),
-            (model.value_head, [[1.0, -0.5]], [0.25]),
-            (model.actor.linear, [[ln3 / 2, 0.0], [-ln3 / 2, 0.0]], [0.0, ln3]),
-        ):
-            layer.weight.copy_(torch.tensor(weight))
-            layer.bias.copy_(torch.tensor(bias))
-        if not discrete:
-            model.actor.log_std.copy_(torch.tensor([0.0, ln2]))  # std (1, 2)
-    obs = torch.tensor([[2.0, 3.0], [-1.0, 0.5]])
-    torch.testing.assert_close(model.value(obs), torch.tensor([1.25, 0.25]))
-    if discrete:
-        # softmax(ln3, 0) = (3/4, 1/4) and softmax(0, ln3) = (1/4, 3/4); actions (0, 0).
-        torch.testing.assert_close(model.distribution(obs).logits.exp(), torch.tensor([[0.75, 0.25], [0.25, 0.75]]))
-        actions = torch.tensor([0, 0])
-        expected_log_probs = [np.log(0.75), np.log(0.25)]
-        expected_entropy = [-(0.75 * np.log(0.75) + 0.25 * np.log(0.25))] * 2
-        expected_mode = torch.tensor([0, 1])
-    else:
-        # Means (ln3, 0) and (0, ln3), std (1, 2); actions at z = (1, 1) and z = (0, 0) from the mean.
-        torch.testing.assert_close(model.distribution(obs).stddev, torch.tensor([[1.0, 2.0], [1.0, 2.0]]))
-        actions = torch.tensor([[ln3 + 1.0, 2.0], [0.0, ln3]])
-        expected_log_probs = [-0.5 * 2 - ln2 - ln2pi, -ln2 - ln2pi]  # -z.z/2 - sum log std - 2 * log sqrt(2 pi)
-        expected_entropy = [1.0 + ln2pi + ln2] * 2  # sum over dims of 1/2 + log sqrt(2 pi) + log std
-        expected_mode = torch.tensor([[ln3, 0.0], [0.0, ln3]])
-    log_probs, entropy, values = model.evaluate_actions(obs, actions)
-    torch.testing.assert_close(log_probs, torch.tensor(expected_log_probs, dtype=torch.float32))
-    torch.testing.assert_close(entropy, torch.tensor(expected_entropy, dtype=torch.float32))
-    torch.testing.assert_close(values, torch.tensor([1.25, 0.25]))
-    torch.testing.assert_close(model.sample(obs, deterministic=True), expected_mode)
-
-
-def test_gumbel_max_sampling_follows_softmax():
-    model = ActorCritic(1, 2, True, (4,))
-    with torch.no_grad():
-        head = model.actor.linear
-        head.weight.zero_()
-        head.bias.copy_(torch.tensor([0.0, np.log(3.0)]))  # P(action 1) = 0.75
-    torch.manual_seed(0)
-    actions = model.sample(torch.zeros(20_000, 1))
-    assert actions.float().mean().item() == pytest.approx(0.75, abs=0.015)
-
-
-@pytest.mark.parametrize("shared_trunk", [False, True])
-def test_gaussian_std_has_a_floor_and_stays_finite(shared_trunk):
-    model = ActorCritic(3, 2, False, (8,), shared_trunk=shared_trunk, log_std_min=-5.0)
-    log_std = model.actor.log_std
-    with torch.no_grad():
-        log_std.fill_(-1e6)
-    obs = torch.randn(4, 3)
-    torch.testing.assert_close(model.distribution(obs).stddev, torch.full((4, 2), float(np.exp(-5.0))))
-    log_probs, entropy, _ = model.evaluate_actions(obs, model.sample(obs))
-    assert torch.isfinite(log_probs).all() and torch.isfinite(entropy).all()
-
-
 # ------------------------------------------------------------------- config
 @pytest.mark.parametrize(
     "values",
@@ -439,15 +364,16 @@ class HandSetModel(nn.Module):
         self.w = nn.Parameter(torch.tensor(1.0))
         self.policy = nn.Parameter(torch.tensor([float(np.log(3.0)), 0.0]) if discrete else torch.zeros(2))
 
-    def evaluate_actions(self, obs, actions):
+    def evaluate(self, obs, actions, state, episode_starts):
+        """obs (T, N, 1), actions (T, N) or (T, N, 1) -> log pi, entropy, V, each (T, N)."""
         if self.discrete:
-            dist = torch.distributions.Categorical(logits=self.policy.expand(len(obs), 2))
+            dist = torch.distributions.Categorical(logits=self.policy.expand(*obs.shape[:2], 2))
             log_probs, entropy = dist.log_prob(actions), dist.entropy()
         else:
-            mean, std = self.policy[0].expand(len(obs), 1), self.policy[1].exp().expand(len(obs), 1)
+            mean, std = self.policy[0].expand(*obs.shape[:2], 1), self.policy[1].exp().expand(*obs.shape[:2], 1)
             dist = torch.distributions.Normal(mean, std)
             log_probs, entropy = dist.log_prob(actions).sum(-1), dist.entropy().sum(-1)
-        return log_probs, entropy, self.w * obs[:, 0]
+        return log_probs, entropy, self.w * obs[..., 0]
 
 
 LN = {p: float(np.log(p)) for p in (0.25, 0.75)}
@@ -500,6 +426,9 @@ def test_a3c_loss_by_hand_for_a_full_and_a_one_step_rollout(discrete):
             next_obs=np.zeros((1, 1), np.float32),
             episode_returns=np.zeros(1),
             episode_lengths=np.zeros(1, np.int64),
+            initial_state=(),
+            episode_starts=torch.zeros(steps, 1, dtype=torch.bool),
+            final_state=(),
         )
         loss, stats = a3c_loss(model, rollout, rollout.rewards, np.zeros(1, np.float32), config)
         assert stats == pytest.approx({"policy_loss": policy, "value_loss": value, "entropy": mean_entropy}, rel=1e-5)

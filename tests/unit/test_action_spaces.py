@@ -36,7 +36,7 @@ class ShiftedActions(gym.Env):
 
 def test_ppo_predicts_and_rolls_out_discrete_actions_from_start():
     agent = PPO(ShiftedActions, seed=0, n_steps=4, batch_size=4, hidden_sizes=(4,), device="cpu")
-    last = agent.actor.linear
+    last = agent.model.actor.head.linear
     set_linear(last, torch.zeros(2, 4).tolist(), [0.0, 5.0])  # policy index 1 is the mode
     assert agent.predict(np.zeros(2, np.float32)) == 2  # index 1 + start 1
     set_linear(last, torch.zeros(2, 4).tolist(), [5.0, 0.0])
@@ -50,15 +50,17 @@ def test_ppo_predicts_and_rolls_out_discrete_actions_from_start():
 
 
 def test_a3c_rollout_sends_discrete_actions_from_start():
-    from acrl.algos.a3c import ActorCritic, collect_rollout
+    from acrl.algos.a3c import collect_rollout
     from acrl.core.envs import ActionAdapter, LeanSyncVectorEnv
+    from acrl.parts.actor_critic import ActorCritic
     from acrl.parts.normalization import IdentityNormalizer
 
     torch.manual_seed(0)
     envs = LeanSyncVectorEnv([ShiftedActions, ShiftedActions])
     obs, _ = envs.reset(seed=0)
-    model = ActorCritic(2, 2, True, (4,))
-    rollout = collect_rollout(envs, model, obs, 3, ActionAdapter(envs.single_action_space), IdentityNormalizer())
+    model = ActorCritic(ShiftedActions.observation_space, gym.spaces.Discrete(2), (4,))
+    adapter, starts = ActionAdapter(envs.single_action_space), torch.ones(2, dtype=torch.bool)
+    rollout = collect_rollout(envs, model, obs, 3, adapter, IdentityNormalizer(), (), starts)
     stored = rollout.actions.numpy()  # (T, N) policy indices
     assert stored.shape == (3, 2) and set(stored.ravel().tolist()) <= {0, 1}
     for i, env in enumerate(envs.envs):

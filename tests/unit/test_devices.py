@@ -89,7 +89,7 @@ def test_a_checkpoint_of_another_device_loads_on_the_cpu(tmp_path, capsys, no_gp
     loaded = acrl.load(run_dir / "checkpoints" / "best.pt", device="cpu")
     obs = np.zeros(4, np.float32)
     assert loaded.config.device == "cpu" and loaded.predict(obs) == agent.predict(obs)
-    for a, b in zip(agent.actor.parameters(), loaded.actor.parameters(), strict=True):
+    for a, b in zip(agent.model.parameters(), loaded.model.parameters(), strict=True):
         assert torch.equal(a, b)
     assert main(["evaluate", str(run_dir), "--episodes", "1", "--device", "cpu"]) == 0
     assert '"return_mean"' in capsys.readouterr().out

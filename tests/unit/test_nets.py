@@ -11,14 +11,19 @@ from torch import nn
 
 from acrl.core import torch_fast
 from acrl.parts import nets
-from acrl.parts.heads import policy_head
-from acrl.parts.nets import TwinQ, forward_chain, layer_chain, mlp
+from acrl.parts.heads import head_on
+from acrl.parts.nets import TwinQ, forward_chain, layer_chain, mlp, mlp_encoder
 from acrl.parts.optim import flatten_parameters
+
+
+def mlp_head(discrete: bool, obs_dim: int, act_dim: int, hidden_sizes: tuple[int, ...], **log_std):
+    """A Categorical (discrete) or Gaussian head of act_dim on an MLP encoder obs_dim -> hidden_sizes (tanh)."""
+    return head_on(mlp_encoder(obs_dim, hidden_sizes), hidden_sizes[-1], discrete, act_dim, **log_std)
 
 
 @pytest.mark.parametrize("log_std", [-105.0, 50.0])
 def test_gaussian_extreme_log_std_is_finite(log_std):
-    actor = policy_head(False, 3, 2, (8,))
+    actor = mlp_head(False, 3, 2, (8,))
     with torch.no_grad():
         actor.log_std.fill_(log_std)
     obs = torch.randn(16, 3)
@@ -31,7 +36,7 @@ def test_gaussian_extreme_log_std_is_finite(log_std):
 
 
 def test_gaussian_std_floor_and_ceiling():
-    actor = policy_head(False, 1, 1, (4,), log_std_min=-5.0)
+    actor = mlp_head(False, 1, 1, (4,), log_std_min=-5.0)
     with torch.no_grad():
         actor.log_std.fill_(-105.0)
     assert actor.distribution(torch.zeros(1, 4)).stddev.item() == pytest.approx(math.exp(-5.0))
@@ -41,7 +46,7 @@ def test_gaussian_std_floor_and_ceiling():
 
 
 def test_categorical_log_prob_matches_softmax_by_hand():
-    actor = policy_head(True, 2, 3, (4,))
+    actor = mlp_head(True, 2, 3, (4,))
     features = actor.encoder(torch.zeros(1, 2))
     logits = actor(features)[0]
     lp, entropy = actor.log_prob_entropy(features, torch.tensor([1]))
@@ -139,7 +144,7 @@ def test_layer_chain_computes_the_module_call_and_follows_in_place_updates():
 
 def test_categorical_sample_is_a_draw_from_the_softmax():
     """Logits (0, ln 3) everywhere: P(action 1) = 3/4; 20,000 draws within 4 standard errors."""
-    actor = policy_head(True, 2, 2, (4,))
+    actor = mlp_head(True, 2, 2, (4,))
     with torch.no_grad():
         actor.linear.weight.zero_()
         actor.linear.bias.copy_(torch.tensor([0.0, math.log(3.0)]))

@@ -73,10 +73,10 @@ def hand_agent(n_steps=4, value=0.0, **hyperparameters):
     settings = {"seed": 0, "n_steps": n_steps, "batch_size": 4, "n_epochs": 1, "hidden_sizes": (4,)}
     agent = PPO("CartPole-v1", **(settings | hyperparameters))
     with torch.no_grad():
-        agent.actor.linear.weight.zero_()
-        agent.actor.linear.bias.copy_(torch.tensor([0.0, math.log(3.0)]))
-        agent.critic.net[-1].weight.zero_()
-        agent.critic.net[-1].bias.fill_(value)
+        agent.model.actor.head.linear.weight.zero_()
+        agent.model.actor.head.linear.bias.copy_(torch.tensor([0.0, math.log(3.0)]))
+        agent.model.critic.net[-1].weight.zero_()
+        agent.model.critic.net[-1].bias.fill_(value)
     return agent
 
 
@@ -234,9 +234,9 @@ def test_a_whole_rollout_minibatch_is_normalised_the_same_in_every_epoch():
     batches = list(agent.buffer.minibatches(4, agent.rng, 3, normalize_advantages=True))
     assert len(batches) == 3
     for batch in batches:
-        torch.testing.assert_close(batch["advantages"], expected)
+        torch.testing.assert_close(batch["advantages"], expected[None])  # (1 step, 4 one-step sequences)
     raw = next(agent.buffer.minibatches(4, agent.rng, 1))
-    torch.testing.assert_close(raw["advantages"], torch.tensor(ADVANTAGES))  # without the flag: as stored
+    torch.testing.assert_close(raw["advantages"], torch.tensor(ADVANTAGES)[None])  # without the flag: as stored
 
 
 def test_entropy_bonus_gradient_by_hand(monkeypatch):
@@ -247,7 +247,7 @@ def test_entropy_bonus_gradient_by_hand(monkeypatch):
     agent = hand_agent(clip_range=0.2, max_grad_norm=1e6, ent_coef=0.1)
     fill_buffer(agent, ACTIONS, [0.0] * 4, [0.0] * 4)
     seen = []
-    monkeypatch.setattr(agent.optimizer, "step", lambda: seen.append(agent.actor.linear.bias.grad.clone()))
+    monkeypatch.setattr(agent.optimizer, "step", lambda: seen.append(agent.model.actor.head.linear.bias.grad.clone()))
     metrics = agent.update()
     p = (0.25, 0.75)
     d_entropy = [-pk * (math.log(pk) + ENTROPY) for pk in p]
