@@ -85,19 +85,19 @@ class Agent:
         if isinstance(env, str) or "env_id" not in values:
             values["env_id"] = name
         self.config = update_config(config or self.config_class(), values, origin=type(self).__name__)
-        self.config.validate()
-        self.device = self._device()
-        self.config.device = str(self.device)  # what was used, for config.yaml: "cpu" or "cuda:0"
-        self.env, self.config.sticky_actions = with_sticky_actions(env, self.config.sticky_actions)
-        probe = factory()
+        probe = factory()  # the spaces first: a config is judged for an environment the algorithm can take
         check_spaces(probe, type(self).__name__, self.action_kinds, self.action_space_hint, self.image_observations)
         self.observation_space, self.action_space = probe.observation_space, probe.action_space
         self.config.channels = observation_layout(probe, self.config.channels)
         probe.close()
+        self.action_adapter = self.make_action_adapter()
+        self.config.validate()
+        self.device = self._device()
+        self.config.device = str(self.device)  # what was used, for config.yaml: "cpu" or "cuda:0"
+        self.env, self.config.sticky_actions = with_sticky_actions(env, self.config.sticky_actions)
         self.obs_dim = int(self.observation_space.shape[0])
         self.discrete = isinstance(self.action_space, gym.spaces.Discrete)
         self.act_dim = int(self.action_space.n) if self.discrete else int(self.action_space.shape[0])
-        self.action_adapter = ActionAdapter(self.action_space)
         torch.set_num_threads(self.config.torch_threads)  # also before init: QR (orthogonal init) depends on it
         seed_everything(self.config.seed)
         self.rng = np.random.default_rng(self.config.seed)
@@ -131,6 +131,16 @@ class Agent:
 
         _, config = make_config(cls.algo, env_factory(env)[1], preset, hyperparameters, f"{cls.__name__}.from_preset")
         return cls(env, config=config)
+
+    def make_action_adapter(self) -> ActionAdapter:
+        """The map between the policy's actions and the environment's (`acrl.core.envs.ActionAdapter`), decided
+        from the action space before the config is validated (DQN's `action_bins` overrides it).
+
+        Raises:
+            InputError: a Box the adapter cannot map (`ActionAdapter`: a dimension with low == high, or one
+                bound finite and the other not).
+        """
+        return ActionAdapter(self.action_space)
 
     def _device(self) -> torch.device:
         """The config's device, resolved on this machine (`acrl.core.devices.resolve_device`).

@@ -52,7 +52,7 @@ from torch import nn
 from acrl.algos.off_policy import OffPolicyConfig
 from acrl.algos.q_learning import QLearningAgent, QLearningConfig, double_q_target
 from acrl.core.config import RunConfig, in_unit_interval
-from acrl.core.envs import DiscretizedActions
+from acrl.core.envs import ActionAdapter, DiscretizedActions
 from acrl.core.errors import InputError
 from acrl.parts.heads import DiscreteQ
 
@@ -66,8 +66,8 @@ class DQNConfig(QLearningConfig, OffPolicyConfig):
         epsilon_start, epsilon_end: the exploration rate at step 0 and from epsilon_decay_steps on, in [0, 1].
         epsilon_decay_steps: environment steps over which epsilon falls linearly (0: epsilon_end
             from the start); online, at most total_steps, so that the schedule ends within the budget
-            (checked when learning starts, `check_epsilon_decay`; offline, with a dataset, epsilon is
-            not used).
+            (`check_epsilon_decay`: with the config, and again when learning starts on a new budget;
+            offline, with a dataset, epsilon is not used).
         action_bins: Box action spaces only (required there, refused for a Discrete one): sub-actions
             per dimension, >= 2, evenly spaced from low to high with both bounds included; each
             dimension is discretised independently (`DiscretizedActions`; Fujimoto et al. 2019, Supp. D: 10).
@@ -101,6 +101,8 @@ class DQNConfig(QLearningConfig, OffPolicyConfig):
         in_unit_interval(self, "epsilon_start", "epsilon_end")
         if self.epsilon_decay_steps < 0:
             raise InputError(f"epsilon_decay_steps must be >= 0, got {self.epsilon_decay_steps}.")
+        if self.dataset is None:  # collecting: the schedule must end within the budget
+            check_epsilon_decay(self.epsilon_decay_steps, self.total_steps)
         if self.action_bins is not None and self.action_bins < 2:
             raise InputError(
                 f"action_bins must be >= 2 (sub-actions per action dimension, from its low to its high bound), "
@@ -151,10 +153,10 @@ class DQN(QLearningAgent):
     action_kinds = (gym.spaces.Discrete, gym.spaces.Box)
     config: DQNConfig
 
-    def _make_net(self) -> nn.Module:
-        """`DiscreteQ` for the observation space, one output per entry of the action adapter's table: per
-        action (Discrete), per sub-action of each dimension (J * action_bins, a Box, whose adapter becomes
-        `DiscretizedActions`); frames stay uint8 / bool up to the network.
+    def make_action_adapter(self) -> ActionAdapter:
+        """`DiscretizedActions` for a Box action space (each dimension split into action_bins sub-actions), the
+        plain adapter for a Discrete one; decided before the config is validated, so the action space is
+        refused for what it is whatever else the config says.
 
         Raises:
             InputError: a Box action space without action_bins (what to set, and the continuous
@@ -173,14 +175,21 @@ class DQN(QLearningAgent):
                     what.format(space=self.action_space, option="action_bins=N"),
                     cli=what.format(space=self.action_space, option="--set action_bins=N"),
                 )
-            self.action_adapter = DiscretizedActions(self.action_space, cfg.action_bins, "DQN's action_bins")
-        elif cfg.action_bins is not None:
+            return DiscretizedActions(self.action_space, cfg.action_bins, "DQN's action_bins")
+        if cfg.action_bins is not None:
             raise InputError(
                 f"action_bins discretises a Box action space; this environment's {self.action_space} is "
                 "already discrete: drop action_bins.",
                 cli=f"action_bins discretises a Box action space; this environment's {self.action_space} is "
                 "already discrete: drop --set action_bins.",
             )
+        return super().make_action_adapter()
+
+    def _make_net(self) -> nn.Module:
+        """`DiscreteQ` for the observation space, one output per entry of the action adapter's table: per
+        action (Discrete), per sub-action of each dimension (J * action_bins, a Box, `make_action_adapter`);
+        frames stay uint8 / bool up to the network."""
+        cfg = self.config
         adapter = self.action_adapter
         net = DiscreteQ(
             self.observation_space, cfg.encoder, adapter.n * math.prod(adapter.shape), cfg.hidden_sizes, cfg.channels

@@ -205,8 +205,11 @@ def _one_actor_critic(payload: dict[str, Any]) -> dict[str, Any]:
     two nets `actor` and `critic` become `model`, A3C's `model` stays), from the layout of the heads or from
     the one before them; their flat optimizer tensors (PPO: the actor's and the critic's; A3C: one) permuted
     into the new parameter order (a Gaussian's log-std now follows the encoder). SAC's actor of before the
-    heads (`net.*`) gets the heads' keys (`encoder.*`, `linear.*`)."""
+    heads (`net.*`) gets the heads' keys (`encoder.*`, `linear.*`). A BC checkpoint of a Discrete action
+    space (its softmax policy has an `encoder`; the tanh policy for a Box has `net.*`) becomes DiscreteBC's."""
     algo, state = payload["algo"], payload["state"]
+    if algo == "bc" and any(key.startswith("encoder.") for key in state["nets"]["actor"]):
+        return {**payload, "algo": "discrete_bc"}  # BC's softmax policy (a Discrete space) is DiscreteBC's now
     if algo == "sac":
         nets = {**state["nets"], "actor": _mlp_keys(state["nets"]["actor"], "net", "encoder.", "linear.")}
         return {**payload, "state": {**state, "nets": nets}}

@@ -135,3 +135,16 @@ def test_a_migrated_ppo_checkpoint_trains_on(tmp_path):
     again = acrl.load(tmp_path / "again.pt")
     for a, b in zip(agent.model.parameters(), again.model.parameters(), strict=True):
         assert torch.equal(a, b)
+
+
+def test_a_discrete_bc_checkpoint_of_format_2_loads_as_discrete_bc():
+    """acrl 0.2's BC on a Discrete space (a softmax policy, keys `encoder.*` and `linear.*`, written at commit
+    6d5905f after 40 updates on CartPole data) is DiscreteBC's now: it loads as one and gives that acrl's
+    logits on three fixed observations."""
+    agent = acrl.load(FIXTURES / "bc_cartpole_discrete_f2.pt")
+    assert agent.algo == "discrete_bc"
+    obs = torch.tensor([[0.01, 0.2, -0.03, 0.1], [0.0, -0.5, 0.05, -0.2], [0.1, 0.0, 0.1, 0.3]])
+    logits = [[0.00891940575093031, -0.008974021300673485], [0.0069796135649085045, -0.0026494483463466167]]
+    logits.append([0.0018452471122145653, -3.537070006132126e-05])
+    with torch.no_grad():
+        torch.testing.assert_close(agent.actor(agent.actor.encoder(obs)), torch.tensor(logits), rtol=0, atol=1e-7)

@@ -218,7 +218,7 @@ def test_checkpoint_with_the_replay_buffer_resumes_exactly(tmp_path, images):
 def test_bad_input():
     with pytest.raises(InputError, match=r"DQN needs discrete actions.*action_bins=N.*use .*ddpg, td3 or sac"):
         DQN("Pendulum-v1")
-    with pytest.raises(InputError, match=r"action_bins must be >= 2"):
+    with pytest.raises(InputError, match=r"DQN's action_bins need at least 2 sub-actions per dimension"):
         DQN("Pendulum-v1", action_bins=1)
     with pytest.raises(InputError, match=r"Discrete\(2\) is already discrete: drop action_bins"):
         DQN("CartPole-v1", action_bins=5)
