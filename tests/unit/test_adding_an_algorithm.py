@@ -21,12 +21,14 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch
+import tyro
 import yaml
 
 import acrl
 import acrl.algos
 import acrl.core.config
 from acrl.cli import main
+from acrl.cli_experiment import agent_options
 from acrl.core.errors import InputError
 from acrl.offline.spec import EXTRAPOLATION, Learner
 from tests.conftest import parameters_of, steps_of, write_dataset
@@ -433,7 +435,8 @@ def test_an_offline_algorithm_is_one_file_one_registry_line_and_one_preset_file(
 @pytest.mark.parametrize("new_algorithm", ["offline"], indirect=True)
 def test_an_offline_algorithm_joins_an_experiment_as_one_learner_line(new_algorithm):
     """The extrapolation experiment with one more `Learner` builds and validates its configs, through the registry
-    and the new preset, for the concurrent run and the offline runs alike; its overrides are its own option."""
+    and the new preset, for the concurrent run and the offline runs alike; its overrides are its own option, on the
+    command line too."""
     spec = dataclasses.replace(EXTRAPOLATION, learners=(*EXTRAPOLATION.learners, Learner("gaussian_bc", "Gaussian BC")))
     settings = spec.resolve("Pendulum-v1", {"steps_behavioral": 2000, "updates": 500, "eval_freq": 100})
     overrides = spec.overrides({"gaussian_bc_overrides": {"batch_size": 4}})
@@ -446,3 +449,5 @@ def test_an_offline_algorithm_joins_an_experiment_as_one_learner_line(new_algori
     with pytest.raises(InputError) as refused:
         spec.check_configs("Pendulum-v1", settings, bad, seed=0)
     assert refused.value.cli == "--gaussian-bc-set (gaussian_bc): learning_rate must be > 0, got -1.0."
+    options = tyro.cli(agent_options(spec), args=["--gaussian-bc-set", "batch_size=4", "hidden_sizes=[8]"])
+    assert options.gaussian_bc_set == ["batch_size=4", "hidden_sizes=[8]"] and options.bcq_set == []
