@@ -375,6 +375,7 @@ def check_run(new: NewAlgorithm, run: Path, env_id: str, total_steps: int, given
     assert {p.name for p in (run / "checkpoints").iterdir()} >= {"latest.pt", "best.pt"}
     assert (run / "eval.json").is_file()
     assert (run / "README.md").read_text().startswith(f"# {new.name.upper()} on {env_id}")
+    assert main(["evaluate", str(run), "--episodes", "1"]) == 0
 
     agent = acrl.load(run / "checkpoints" / "latest.pt")
     cls = getattr(acrl, new.cls)
