@@ -25,15 +25,23 @@ from acrl.core.evaluation import evaluate
 from acrl.core.loop import Callback
 from acrl.core.version import __version__
 
-_ALGORITHM_NAMES = {name: module for module, cls in ALGORITHMS.values() for name in (cls, f"{cls}Config")}
-"""Class name ("SAC", "SACConfig") -> the module that defines it."""
-
 
 def __getattr__(name: str) -> Any:
-    """`acrl.PPO`, `acrl.PPOConfig`, ...: an algorithm class or its config, imported on first use (PEP 562)."""
-    if name in _ALGORITHM_NAMES:
-        return getattr(import_module(_ALGORITHM_NAMES[name]), name)
+    """`acrl.PPO`, `acrl.PPOConfig`, ...: an algorithm class of `ALGORITHMS` or its config, imported on first
+    use (PEP 562); the registry is read at each call, so it is the one place that names them."""
+    for module, cls in ALGORITHMS.values():
+        if name in (cls, f"{cls}Config"):
+            return getattr(import_module(module), name)
     raise AttributeError(f"module 'acrl' has no attribute {name!r}")
 
 
-__all__ = [*_ALGORITHM_NAMES, "Agent", "Callback", "InputError", "TrainingError", "evaluate", "load", "__version__"]
+__all__ = [
+    *(name for _, cls in ALGORITHMS.values() for name in (cls, f"{cls}Config")),
+    "Agent",
+    "Callback",
+    "InputError",
+    "TrainingError",
+    "evaluate",
+    "load",
+    "__version__",
+]

@@ -2,7 +2,8 @@
 
 Each subcommand is a dataclass whose fields are the options that experiment takes, and no other, so
 that a flag of one experiment given to another is an unrecognized argument (tyro's parse). Its
-`spec` says which experiment it runs; `experiment` runs any of them through
+`spec` says which experiment it runs and gives its agents' --OPTION-set (`agent_options`), so a learner
+added to a spec has its option with no line here; `experiment` runs any of them through
 `acrl.offline.experiments.run_experiment`, taking the spec's settings and each agent's --OPTION-set
 from the command's fields, and prints the table.
 """
@@ -41,27 +42,27 @@ class ExperimentRun:
     """Show the progress bars."""
 
 
+def agent_options(spec: ExperimentSpec) -> type:
+    """The --OPTION-set options of `spec`'s agents, made from the spec so that a `Learner` added to it has its own:
+    a dataclass for the experiment's command to inherit, with `behavioral_set` and then each learner's
+    `{option}_set` in the tables' order, each a list of key=value strings (`acrl.core.config.parse_set_options`);
+    a learner's help is its label's, then its note."""
+    helps = {
+        "behavioral": f"Behavioral {spec.behavioral.upper()} hyperparameters as key=value, e.g. --behavioral-set "
+        "start_steps=1000."
+    }
+    for learner in spec.learners:
+        example = f"--{learner.option.replace('_', '-')}-set batch_size=256"
+        helps[learner.option] = f"{learner.label} hyperparameters as key=value, e.g. {example}. {learner.note}"
+    options = [
+        (f"{name}_set", Annotated[list[str], values("KEY=VALUE", help.strip())], field(default_factory=list))
+        for name, help in helps.items()
+    ]
+    return dataclasses.make_dataclass(f"{spec.name.title()}Options", options, kw_only=True)
+
+
 @dataclass(kw_only=True)
-class ContinuousLearners:
-    """The --OPTION-set of the continuous experiments' behavioral DDPG and learners (`acrl.offline.spec.CONTINUOUS`)."""
-
-    behavioral_set: Annotated[list[str], values("KEY=VALUE")] = field(default_factory=list)
-    """Behavioral DDPG hyperparameters as key=value, e.g. --behavioral-set start_steps=1000."""
-    bcq_set: Annotated[list[str], values("KEY=VALUE")] = field(default_factory=list)
-    """BCQ hyperparameters as key=value, e.g. --bcq-set vae_hidden_sizes=[64,64]."""
-    ddpg_set: Annotated[list[str], values("KEY=VALUE")] = field(default_factory=list)
-    """Hyperparameters of the DDPG that learns from the data (offline / concurrent) as key=value."""
-    bc_set: Annotated[list[str], values("KEY=VALUE")] = field(default_factory=list)
-    """Behavioral cloning hyperparameters as key=value, e.g. --bc-set hidden_sizes=[64,64]."""
-    vae_bc_set: Annotated[list[str], values("KEY=VALUE")] = field(default_factory=list)
-    """VAE-BC hyperparameters as key=value, e.g. --vae-bc-set hidden_sizes=[64,64]."""
-    dqn_set: Annotated[list[str], values("KEY=VALUE")] = field(default_factory=list)
-    """Hyperparameters of the DQN that learns from the data on independently discretised actions as key=value
-    (default 10 sub-actions per dimension, the BCQ paper's; e.g. --dqn-set action_bins=5)."""
-
-
-@dataclass(kw_only=True)
-class Extrapolation(ExperimentRun, ContinuousLearners):
+class Extrapolation(ExperimentRun, agent_options(EXTRAPOLATION)):
     """The BCQ paper's Figure 2 (Fujimoto et al. 2019): the behavioral policy, BCQ, off-policy DDPG, BC, VAE-BC
     and DQN on discretised actions on the final, concurrent, imitation and imperfect buffers of one behavioral
     DDPG; prints its table, writes JSON and a figure."""
@@ -95,7 +96,7 @@ class Extrapolation(ExperimentRun, ContinuousLearners):
 
 
 @dataclass(kw_only=True)
-class Concurrent(ExperimentRun, ContinuousLearners):
+class Concurrent(ExperimentRun, agent_options(CONCURRENT)):
     """The concurrent buffer of the BCQ paper's Figure 2 alone: its learners learn from a behavioral DDPG's growing
     buffer, one update per behavioral step, never acting; prints the table, writes JSON and a figure."""
 
@@ -109,7 +110,7 @@ class Concurrent(ExperimentRun, ContinuousLearners):
 
 
 @dataclass(kw_only=True)
-class Discrete(ExperimentRun):
+class Discrete(ExperimentRun, agent_options(DISCRETE)):
     """Discrete BCQ, offline DQN and BC on a behavioral DQN's final and imperfect buffers (Fujimoto et al. 2019b,
     Sec. 5); prints the table, writes JSON and a figure."""
 
@@ -125,14 +126,6 @@ class Discrete(ExperimentRun):
     eval_freq: int | None = None
     """Steps of the behavioral DQN and updates of the offline agents between evaluations (default: the discrete BCQ
     preset's eval_freq)."""
-    behavioral_set: Annotated[list[str], values("KEY=VALUE")] = field(default_factory=list)
-    """Behavioral DQN hyperparameters as key=value; it explores by its epsilon schedule, e.g. epsilon_end=0.1."""
-    bcq_set: Annotated[list[str], values("KEY=VALUE")] = field(default_factory=list)
-    """Discrete BCQ hyperparameters as key=value, e.g. --bcq-set threshold=0.3."""
-    dqn_set: Annotated[list[str], values("KEY=VALUE")] = field(default_factory=list)
-    """Hyperparameters of the offline DQN as key=value."""
-    bc_set: Annotated[list[str], values("KEY=VALUE")] = field(default_factory=list)
-    """Behavioral cloning hyperparameters as key=value, e.g. --bc-set hidden_sizes=[64,64]."""
 
 
 ExperimentCommand = (

@@ -25,9 +25,10 @@ import tyro
 from acrl.core.errors import InputError
 
 
-def values(metavar: str) -> object:
-    """tyro's settings of a list option: the metavar "METAVAR ...", and no "(default: )" (an empty list)."""
-    return tyro.conf.arg(metavar=f"{metavar} ...", help_behavior_hint="")
+def values(metavar: str, help: str | None = None) -> object:
+    """tyro's settings of a list option: the metavar "METAVAR ...", no "(default: )" (an empty list), and `help`
+    (None: the field's docstring)."""
+    return tyro.conf.arg(metavar=f"{metavar} ...", help=help, help_behavior_hint="")
 
 
 def subcommands(union: Any) -> dict[str, type]:

@@ -1,8 +1,12 @@
 """The algorithms, one file each, and the registry that `acrl.load` and the CLI use.
 
-Adding an algorithm: its file here (a subclass of `acrl.algos.base.Agent`, or of
-`acrl.algos.off_policy.OffPolicyAgent` for replay-based ones), its preset file
-`acrl/presets/NAME.yaml`, and one line in `ALGORITHMS`.
+Adding an algorithm is its file here, one line in `ALGORITHMS` and its preset file
+`acrl/presets/NAME.yaml` (each preset with its `source`), and nothing else: an on-policy one subclasses
+`acrl.algos.base.Agent` on `acrl.parts.actor_critic.ActorCritic`, an off-policy one
+`acrl.algos.off_policy.OffPolicyAgent`, an offline one `ReplayAgent` (or `OffPolicyAgent` with
+`requires_data`). Then `acrl.CLASS`, `acrl train NAME`, `acrl resume` and `acrl.load` take it, and an
+offline one joins an experiment as one `acrl.offline.spec.Learner` line of its spec
+(tests/unit/test_adding_an_algorithm.py adds one of each kind so).
 """
 
 from __future__ import annotations
