@@ -170,10 +170,6 @@ RECURRENT_FIELDS = ("lstm_hidden_size", "seq_len")
 """The config fields of a recurrent policy (PPO's `lstm_hidden_size` and `seq_len`; A3C has the first,
 its training sequences being its rollouts)."""
 
-RECURRENT_ALGORITHMS = ("PPO", "A3C")
-"""The algorithms whose config has `lstm_hidden_size`, for the error that names them (a test checks
-the list against the config classes; the algorithms are not imported here, below them)."""
-
 
 def update_config(config: RunConfig, values: dict[str, Any], origin: str) -> RunConfig:
     """Return a copy of `config` with `values` applied, type-checked field by field.
@@ -186,7 +182,7 @@ def update_config(config: RunConfig, values: dict[str, Any], origin: str) -> Run
 
     Raises:
         InputError: an unknown field (with the closest names; a recurrent policy's field for an algorithm
-            without a recurrent policy names those that have one) or a value of the wrong type.
+            without a recurrent policy says so) or a value of the wrong type.
     """
     hints = typing.get_type_hints(type(config))
     fields = {field.name: hints[field.name] for field in dataclasses.fields(config)}
@@ -202,7 +198,7 @@ def update_config(config: RunConfig, values: dict[str, Any], origin: str) -> Run
         if key not in fields and key in RECURRENT_FIELDS and "lstm_hidden_size" not in fields:
             raise InputError(
                 f"{origin}: {key} sets a recurrent (LSTM) policy, which {type(config).__name__} does not have; "
-                f"the algorithms with a recurrent version: {', '.join(RECURRENT_ALGORITHMS)}."
+                "choose an algorithm whose settings include lstm_hidden_size (PPO's and A3C's do)."
             )
         if key not in fields:
             close = difflib.get_close_matches(key, fields, n=3)

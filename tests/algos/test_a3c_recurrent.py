@@ -4,7 +4,6 @@ bad inputs (docs/correctness.md item 12)."""
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import os
 
@@ -17,8 +16,6 @@ import torch.multiprocessing as mp
 import acrl
 import acrl.algos.a3c as a3c
 from acrl import A3C, InputError
-from acrl.algos import ALGORITHMS, get_algorithm
-from acrl.core.config import RECURRENT_ALGORITHMS
 from acrl.core.envs import ActionAdapter
 from acrl.core.evaluation import EpisodeActor
 from acrl.offline.collect import collect_dataset
@@ -210,14 +207,6 @@ def test_the_lstm_agent_solves_the_cue_task_and_the_feed_forward_one_cannot():
     assert memory.evaluate(40)["return_mean"] >= 2.9
     feed_forward = A3C(CueEnv, **settings).learn(5_000, progress=False)
     assert feed_forward.evaluate(40)["return_mean"] <= 2.5  # a guess: 1.5 expected
-
-
-def test_the_recurrent_algorithms_named_in_errors_are_those_with_lstm_hidden_size():
-    classes = [get_algorithm(name) for name in ALGORITHMS]
-    with_lstm = {
-        cls.__name__ for cls in classes if "lstm_hidden_size" in {f.name for f in dataclasses.fields(cls.config_class)}
-    }
-    assert with_lstm == set(RECURRENT_ALGORITHMS) == {"PPO", "A3C"}
 
 
 @pytest.mark.parametrize(
