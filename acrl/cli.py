@@ -35,6 +35,7 @@ from acrl.cli_parse import parse, subcommands, values
 from acrl.cli_parse import synopsis as render_synopsis
 from acrl.cli_sweep import Sweep, Tune, sweep, tune
 from acrl.core.errors import InputError, TrainingError
+from acrl.core.files import rounded
 from acrl.core.logging import format_return
 from acrl.core.version import __version__
 
@@ -283,7 +284,7 @@ def report(run_dir: Path) -> None:
     """Print eval.json on stdout (the best checkpoint's evaluation, its step and the last evaluation);
     on stderr, which evaluation that is against the last one, and where the learning curve is."""
     summary = json.loads((run_dir / "eval.json").read_text())
-    print(json.dumps(summary))
+    print(json.dumps(rounded(summary)))
     last, resumed = summary["last"], summary["resumed_at"]
     earlier = f" (from before the resume at step {resumed:,})" if resumed and summary["step"] <= resumed else ""
     print(
@@ -338,7 +339,7 @@ def evaluate(args: Evaluate) -> None:
         {"checkpoint": path.name, "seed": seed, "date": time.strftime("%Y-%m-%d %H:%M"), "result": result},
     )
     write_model_card(run_dir, agent)
-    print(json.dumps({**result, "checkpoint": f"checkpoints/{path.name}", "step": agent.num_steps}))
+    print(json.dumps(rounded({**result, "checkpoint": f"checkpoints/{path.name}", "step": agent.num_steps})))
     print(f"evaluated {path}, saved at step {agent.num_steps:,}", file=sys.stderr)
 
 
@@ -371,7 +372,7 @@ def record(args: Record) -> None:
             write_bytes_atomic(named, out.read_bytes())
             result["path"] = str(named)
     write_model_card(run_dir, agent)
-    print(json.dumps(result))
+    print(json.dumps(rounded(result)))
 
 
 def _interrupt(signum: int, frame: object) -> None:
@@ -435,13 +436,15 @@ def collect(args: Collect) -> None:
     )
     print(
         json.dumps(
-            {
-                "out": args.out,
-                "transitions": len(data),
-                "terminals": int(data.terminals.sum()),
-                "timeouts": int(data.timeouts.sum()),
-                **data.attrs,
-            }
+            rounded(
+                {
+                    "out": args.out,
+                    "transitions": len(data),
+                    "terminals": int(data.terminals.sum()),
+                    "timeouts": int(data.timeouts.sum()),
+                    **data.attrs,
+                }
+            )
         )
     )
 

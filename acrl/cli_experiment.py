@@ -22,6 +22,7 @@ import tyro
 
 from acrl.cli_parse import values
 from acrl.core.errors import InputError
+from acrl.core.files import rounded
 from acrl.offline.spec import CONCURRENT, DEFAULTS, DISCRETE, EXTRAPOLATION, ExperimentSpec
 
 
@@ -179,7 +180,7 @@ def experiment(args: Experiment) -> None:
         **{key: getattr(command, key) for key in spec.settings},
     )
     if "datasets" in summary:
-        print(json.dumps(summary["datasets"], indent=2))
+        print(json.dumps(rounded(summary["datasets"]), indent=2))
         print(f"datasets: {out / 'datasets.json'}", file=sys.stderr)
         return
     print(experiment_markdown(spec, summary))

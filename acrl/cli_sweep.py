@@ -14,6 +14,7 @@ from typing import Annotated, Literal
 import tyro
 
 from acrl.cli_parse import values
+from acrl.core.files import rounded
 
 
 @dataclass(kw_only=True)
@@ -147,7 +148,7 @@ def tune(args: Tune) -> None:
         args.options(),
         args.progress,
     )
-    print(json.dumps(summary["best"]))
+    print(json.dumps(rounded(summary["best"])))
     print(yaml.safe_dump(summary["preset"], sort_keys=False), end="")
     out = Path(summary["out"])
     print(
