@@ -293,12 +293,9 @@ class PPO(Agent):
         self._state, self._episode_start = state, buf.terminated[-1] | buf.truncated[-1]
         # V(s_t) for the whole rollout in one pass from its first state (the critic does not change
         # while collecting; these are the observations exactly as the policy saw them).
-        values = model.evaluate(
-            torch.from_numpy(buf.observations).to(device),
-            torch.from_numpy(buf.actions).to(device),
-            first_state,
-            torch.from_numpy(buf.episode_starts).to(device),
-        )[2]
+        values = model.sequence_values(
+            torch.from_numpy(buf.observations).to(device), first_state, torch.from_numpy(buf.episode_starts).to(device)
+        )
         buf.values[:] = values.cpu().numpy()
         # V after the last step (envs whose episode ended there do not bootstrap from it)
         last_values = model.value(self.obs_normalizer(self._obs).to(device), state).cpu().numpy()

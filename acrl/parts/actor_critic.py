@@ -233,12 +233,29 @@ class ActorCritic(nn.Module):
         over the sequences from `state`, resetting where an episode starts; gradients stop at `state`."""
         steps, n = obs.shape[:2]
         flat_obs = obs.flatten(0, 1)
-        features = self.actor.encoder(flat_obs).unflatten(0, (steps, n))
-        outputs, _ = self.actor.core.sequence(features, state, episode_starts)
-        outputs = outputs.flatten(0, 1)
+        outputs = self._sequence(flat_obs, (steps, n), state, episode_starts)
         log_probs, entropy = self.actor.head.log_prob_entropy(outputs, actions.flatten(0, 1))
         values = self.critic(flat_obs, outputs)
         return log_probs.reshape(steps, n), entropy.reshape(steps, n), values.reshape(steps, n)
+
+    def sequence_values(self, obs: torch.Tensor, state: State, episode_starts: torch.Tensor) -> torch.Tensor:
+        """V(s) (T, N) float32 over T steps of N sequences, as `evaluate` computes it but without the policy's
+        terms: obs (T, N, ...), state at the sequences' first step, episode_starts (T, N) bool. PPO's V(s_t) of
+        a whole rollout in one pass; the trunk runs only where the value reads it (a separate critic reads the
+        observations alone)."""
+        steps, n = obs.shape[:2]
+        flat_obs = obs.flatten(0, 1)
+        outputs = self._sequence(flat_obs, (steps, n), state, episode_starts) if self.shared_trunk else None
+        return self.critic(flat_obs, outputs).reshape(steps, n)
+
+    def _sequence(
+        self, flat_obs: torch.Tensor, shape: tuple[int, int], state: State, episode_starts: torch.Tensor
+    ) -> torch.Tensor:
+        """The core's outputs (T N, output_dim), time-major, over T steps of N sequences: the encoder once on all
+        the observations flat_obs (T N, ...), the core over the sequences from `state` with its resets."""
+        features = self.actor.encoder(flat_obs).unflatten(0, shape)
+        outputs, _ = self.actor.core.sequence(features, state, episode_starts)
+        return outputs.flatten(0, 1)
 
     def value(self, obs: torch.Tensor, state: State) -> torch.Tensor:
         """V(s) (N,) float32 at obs (N, ...) one step on from `state` (each (layers, N, hidden)), without a reset:

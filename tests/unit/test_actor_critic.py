@@ -167,6 +167,21 @@ def test_evaluate_reruns_what_act_did_step_by_step_with_resets_inside():
     rerun_log_probs, entropy, rerun_values = model.evaluate(obs, torch.stack(actions), first, starts)
     torch.testing.assert_close(rerun_log_probs, torch.stack(log_probs), atol=1e-6, rtol=0)
     torch.testing.assert_close(rerun_values, torch.stack(values), atol=1e-6, rtol=0)
+    with torch.no_grad():  # the values alone, as PPO's rollout takes them
+        torch.testing.assert_close(model.sequence_values(obs, first, starts), torch.stack(values), atol=1e-6, rtol=0)
     assert entropy.shape == (6, 3) and (entropy > 0).all()
     (rerun_log_probs.sum() + rerun_values.sum()).backward()
     assert model.actor.core.cell.weight_hh.grad.abs().sum() > 0  # through the recurrence
+
+
+def test_sequence_values_of_a_separate_critic_read_the_observations_alone():
+    """Without a shared trunk V(s) is the critic's MLP on each observation, whatever the (empty) state and the
+    episode starts: (T, N) values equal the critic on the flattened observations, and the actor's trunk is not run."""
+    torch.manual_seed(0)
+    model = ActorCritic(box(4), gym.spaces.Discrete(3), (16,))
+    obs = torch.randn(5, 2, 4)
+    model.actor.encoder.register_forward_hook(lambda *args: pytest.fail("the actor's trunk ran"))
+    with torch.no_grad():
+        values = model.sequence_values(obs, (), torch.zeros(5, 2, dtype=torch.bool))
+        expected = model.critic.net(obs.flatten(0, 1)).squeeze(-1).reshape(5, 2)
+    torch.testing.assert_close(values, expected, atol=0, rtol=0)
