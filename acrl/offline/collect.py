@@ -21,7 +21,7 @@ Sec. 5 (and the authors' code, github.com/sfujim/BCQ) define the buffers:
 
 The behavioral agent of `final` may also be a DQN (`algo="dqn"`, Discrete actions, vectors or
 image frames), whose epsilon-greedy replay becomes the dataset: the discrete experiment's final
-buffer (`acrl experiment discrete`, `acrl.offline.discrete`).
+buffer (`acrl experiment discrete`, `acrl.offline.spec.DISCRETE`).
 - `concurrent`: BCQ learning alongside the behavioral DDPG from its growing buffer. That is an
   experiment, not a fixed dataset: `acrl experiment concurrent`. The transitions it learns from
   are those a `final` collection with the same settings stores.

@@ -419,7 +419,7 @@ DISCRETE = ExperimentSpec(
 behavioral DQN's learning settings, as the authors give DQN and BCQ one parameter set), offline DQN (BCQ's gamma)
 and BC on the whole replay of a behavioral DQN (its env preset) and on its best checkpoint's epsilon-greedy data
 at epsilon 0.2. The authors also play a fifth of the episodes near noise-free (`low_noise_p`); acrl leaves those
-out. BC is `bc` until the discrete one is its own algorithm: then `algo="discrete_bc"`."""
+out. Its BC is `discrete_bc` (the softmax policy), kept under the name `bc` in results and options."""
 
 EXPERIMENTS = {spec.name: spec for spec in (EXTRAPOLATION, CONCURRENT, DISCRETE)}
 """The experiments by name."""

@@ -23,7 +23,7 @@ DISCRETE_AGENTS = {
     "dqn": "DQN (offline)",
     "bc": "BC",
 }
-"""The discrete experiment's agents (acrl/offline/discrete.py)."""
+"""The discrete experiment's agents (acrl.offline.spec.DISCRETE)."""
 
 
 class Extrapolation:
