@@ -62,14 +62,19 @@ def test_a_malformed_space_is_refused(option, message):
         parse_space([option])
 
 
-def test_the_median_pruner_stops_a_trial_below_the_median_of_earlier_ones_at_the_same_step(tmp_path):
-    study = Study(
+def median_study(tmp_path) -> Study:
+    """A study of one learning rate with the median pruner after one start-up trial, journal in tmp_path."""
+    return Study(
         str(tmp_path / "study.journal"),
         seed=0,
         pruner="median",
         startup_trials=1,
         space={"learning_rate": Dimension("loguniform", 1e-4, 1e-2)},
     )
+
+
+def test_the_median_pruner_stops_a_trial_below_the_median_of_earlier_ones_at_the_same_step(tmp_path):
+    study = median_study(tmp_path)
     first, params = study.ask()
     assert 1e-4 <= params["learning_rate"] <= 1e-2
     assert not study.report(first, 100, 50.0) and not study.report(first, 200, 80.0)
@@ -84,13 +89,7 @@ def test_the_median_pruner_stops_a_trial_below_the_median_of_earlier_ones_at_the
 
 
 def test_a_retried_trial_replaces_its_earlier_evaluations_for_the_pruner_and_the_table(tmp_path):
-    study = Study(
-        str(tmp_path / "study.journal"),
-        seed=0,
-        pruner="median",
-        startup_trials=1,
-        space={"learning_rate": Dimension("loguniform", 1e-4, 1e-2)},
-    )
+    study = median_study(tmp_path)
     first, _ = study.ask()
     study.report(first, 100, 50.0)
     study.report(first, 200, 80.0)
@@ -108,13 +107,7 @@ def test_a_retried_trial_replaces_its_earlier_evaluations_for_the_pruner_and_the
 
 
 def test_a_retried_trial_that_is_pruned_is_valued_at_its_retrys_last_evaluation_not_its_dead_attempts(tmp_path):
-    study = Study(
-        str(tmp_path / "study.journal"),
-        seed=0,
-        pruner="median",
-        startup_trials=1,
-        space={"learning_rate": Dimension("loguniform", 1e-4, 1e-2)},
-    )
+    study = median_study(tmp_path)
     best, _ = study.ask()
     for step, value in ((1, 10.0), (2, 20.0), (3, 30.0)):
         study.report(best, step, value)
