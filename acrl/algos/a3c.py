@@ -62,6 +62,7 @@ import torch.multiprocessing as mp
 
 from acrl.algos.base import Agent
 from acrl.core.config import RunConfig, in_unit_interval, layer_widths, positive
+from acrl.core.devices import precision_context
 from acrl.core.envs import ActionAdapter, LeanSyncVectorEnv
 from acrl.core.errors import InputError, TrainingError
 from acrl.parts.actor_critic import Action, ActorCritic, State
@@ -368,7 +369,9 @@ def run_worker(rank: int, budget: StepBudget, config: A3CConfig, env: Any, share
             its envs are seeded as `make_worker_envs` says and torch/numpy with seed + rank.
         budget: the global step budget; env: what `make_worker_envs` accepts; shared: the `SharedState`.
     The model's state (one per environment) starts fresh, carries on from rollout to rollout (the sync
-    copies weights only) and is reset at each episode's first step (see the module docstring).
+    copies weights only) and is reset at each episode's first step (see the module docstring). Acting and the
+    loss's forward passes run in config.precision (`acrl.core.devices.precision_context`), the backward pass
+    and the shared optimizer's step outside it, on float32 gradients and parameters.
     Raises:
         TrainingError: a non-finite loss.
     """
@@ -381,11 +384,13 @@ def run_worker(rank: int, budget: StepBudget, config: A3CConfig, env: Any, share
     local = copy.deepcopy(shared.model)  # private memory: deepcopy does not keep the sharing
     local_parameters = flatten_parameters(local, gradients=True)
     normalizer = shared.normalizer
+    cpu = torch.device("cpu")
     state = local.initial_state(config.n_envs)
     episode_start = torch.ones(config.n_envs, dtype=torch.bool)
     while granted := budget.claim(config.n_steps, config.n_envs):
         sync_parameters(local_parameters, shared.parameters)
-        rollout = collect_rollout(envs, local, obs, granted, adapter, normalizer, state, episode_start)
+        with precision_context(cpu, config.precision):  # acting in the run's precision
+            rollout = collect_rollout(envs, local, obs, granted, adapter, normalizer, state, episode_start)
         budget.release((granted - len(rollout)) * config.n_envs)
         budget.count_taken(rank, len(rollout) * config.n_envs)
         if budget.stopped.value:
@@ -393,9 +398,9 @@ def run_worker(rank: int, budget: StepBudget, config: A3CConfig, env: Any, share
         if config.normalize_obs:
             with shared.normalizer_lock:
                 normalizer.stats.update(rollout.raw_observations)
-        loss, stats = a3c_loss(
-            local, rollout, rollout.rewards * config.reward_scale, bootstrap_value(rollout, local, normalizer), config
-        )
+        with precision_context(cpu, config.precision):  # the forward passes; backward and step outside
+            bootstrap = bootstrap_value(rollout, local, normalizer)
+            loss, stats = a3c_loss(local, rollout, rollout.rewards * config.reward_scale, bootstrap, config)
         if not torch.isfinite(loss):
             raise TrainingError(
                 f"worker {rank}, global step {budget.steps_taken()}: the loss is {loss.item()} ({stats})."

@@ -6,7 +6,10 @@ the identity), `iteration(max_steps)` (collect and/or update, advance `self.num_
 metrics) and the policy `predict` acts through: `_policy_action()` (raw actions; a policy without
 state), or, for an actor-critic (`acrl.parts.actor_critic.ActorCritic`: PPO, A3C), `initial_state()`
 and `_act()` from its model, whose state may be empty or not; `_extra_state` and
-`_load_extra_state` add what else its checkpoints need. Training itself (evaluation, the best
+`_load_extra_state` add what else its checkpoints need. Its forward passes (acting and its update's,
+with the losses computed from them; not `backward` or an optimizer step) run inside `self.autocast()`,
+the config's `precision` (bfloat16 autocast for "bf16", nothing for "fp32"; `predict` enters it itself),
+and its networks return float32 (`acrl.parts.nets`). Training itself (evaluation, the best
 and latest checkpoints, NaN checks, logging, signals, callbacks) is the run loop's,
 `acrl.core.loop`, which `learn` calls.
 """
@@ -29,7 +32,7 @@ from torch import nn
 
 from acrl.core.checkpoint import load_checkpoint, rng_state, save_checkpoint, set_rng_state
 from acrl.core.config import RunConfig, update_config
-from acrl.core.devices import resolve_device
+from acrl.core.devices import check_precision, precision_context, resolve_device
 from acrl.core.envs import ActionAdapter, EnvSpec, check_spaces, env_factory, env_family, with_sticky_actions
 from acrl.core.errors import InputError
 from acrl.core.evaluation import evaluate
@@ -94,6 +97,7 @@ class Agent:
         self.config.validate()
         self.device = self._device()
         self.config.device = str(self.device)  # what was used, for config.yaml: "cpu" or "cuda:0"
+        check_precision(self.device, self.config.precision)  # bf16 where the hardware has it, before any work
         self.env, self.config.sticky_actions = with_sticky_actions(env, self.config.sticky_actions)
         self.obs_dim = int(self.observation_space.shape[0])
         self.discrete = isinstance(self.action_space, gym.spaces.Discrete)
@@ -158,6 +162,12 @@ class Agent:
                 f"{spec!r}. Use --device cpu (or auto, which picks the CPU for it)."
             )
         return torch.device("cpu")
+
+    def autocast(self) -> contextlib.AbstractContextManager:
+        """The context of the networks' forward passes (`acrl.core.devices.precision_context` for the agent's device
+        and `precision`): bfloat16 autocast for "bf16", nothing for "fp32". An algorithm enters it around acting
+        and around its update's forward passes and losses, not around `backward` or an optimizer step."""
+        return precision_context(self.device, self.config.precision)
 
     # ----------------------------------------------------------------- what an algorithm provides
     def _build(self) -> None:
@@ -271,7 +281,7 @@ class Agent:
         if starts.shape != (n,):
             raise InputError(f"episode_start must be a bool or {n} bools, one per observation; got {episode_start!r}.")
         x = self.obs_normalizer(batch).to(self.device)
-        with torch.no_grad():
+        with torch.no_grad(), self.autocast():
             raw, _, state = self._act(x, state, torch.from_numpy(starts).to(self.device), deterministic)
         action = self.action_adapter.to_env(raw.cpu().numpy())
         action = action[0] if single else action

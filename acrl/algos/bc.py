@@ -92,7 +92,8 @@ class BC(ReplayAgent):
     def _update(self, batch: dict[str, torch.Tensor]) -> dict[str, float]:
         """One Adam step on the mean squared error between pi(s) and the batch's actions, both (B, act_dim)
         float32 in policy units. Returns {"train/bc_loss": the loss before the step}."""
-        loss = (self.actor(batch["observations"]) - batch["actions"]).square().sum(dim=1).mean()
+        with self.autocast():  # the forward pass in the run's precision
+            loss = (self.actor(batch["observations"]) - batch["actions"]).square().sum(dim=1).mean()
         self.actor_optimizer.zero_grad(set_to_none=True)
         loss.backward()
         self.actor_optimizer.step()

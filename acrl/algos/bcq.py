@@ -111,7 +111,7 @@ class PerturbationActor(nn.Module):
         self.net = mlp(obs_dim + act_dim, hidden_sizes, act_dim, "relu")
 
     def forward(self, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
-        perturbation = self.phi * torch.tanh(self.net(torch.cat([obs, actions], dim=-1)))
+        perturbation = self.phi * torch.tanh(self.net(torch.cat([obs, actions], dim=-1)).float())
         return (actions + perturbation).clamp(-1.0, 1.0)
 
 
@@ -241,32 +241,35 @@ class BCQ(OffPolicyAgent):
         cfg = self.config
         obs, actions = batch["observations"], batch["actions"]
 
-        recon, mean, log_std = self.vae(obs, actions)
-        vae_loss, recon_loss, kl = VAE.loss(actions, recon, mean, log_std, cfg.kl_weight)
+        with self.autocast():  # each forward pass in the run's precision; backward and steps outside
+            recon, mean, log_std = self.vae(obs, actions)
+            vae_loss, recon_loss, kl = VAE.loss(actions, recon, mean, log_std, cfg.kl_weight)
         self.vae_optimizer.zero_grad(set_to_none=True)
         vae_loss.backward()
         self.vae_optimizer.step()
 
-        target = continuous_target(
-            batch["next_observations"],
-            batch["rewards"],
-            batch["not_done"],
-            self.vae,
-            self.actor_target,
-            self.critic_target,
-            cfg.gamma,
-            cfg.lmbda,
-            cfg.n_action_samples,
-        )
-        q1, q2 = self.critic(obs, actions)
-        value_loss = F.mse_loss(q1, target) + F.mse_loss(q2, target)
+        with self.autocast():
+            target = continuous_target(
+                batch["next_observations"],
+                batch["rewards"],
+                batch["not_done"],
+                self.vae,
+                self.actor_target,
+                self.critic_target,
+                cfg.gamma,
+                cfg.lmbda,
+                cfg.n_action_samples,
+            )
+            q1, q2 = self.critic(obs, actions)
+            value_loss = F.mse_loss(q1, target) + F.mse_loss(q2, target)
         self.critic_optimizer.zero_grad(set_to_none=True)
         value_loss.backward()
         self.critic_optimizer.step()
 
-        with torch.no_grad():
-            sampled = self.vae.decode(obs)
-        policy_loss = -self.critic.q1(obs, self.actor(obs, sampled)).mean()
+        with self.autocast():
+            with torch.no_grad():
+                sampled = self.vae.decode(obs)
+            policy_loss = -self.critic.q1(obs, self.actor(obs, sampled)).mean()
         self.actor_optimizer.zero_grad(set_to_none=True)
         policy_loss.backward(inputs=list(self.actor.parameters()))  # no critic weight gradients needed
         self.actor_optimizer.step()

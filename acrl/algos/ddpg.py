@@ -135,9 +135,11 @@ class DDPG(OffPolicyAgent):
         return td_target(batch["rewards"], batch["not_done"], next_q, self.config.gamma)
 
     def critic_loss(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
-        """(MSE of Q(s, a) to `compute_target`, Q(s, a) (B,)) for a replay batch."""
-        q = self.critic(batch["observations"], batch["actions"])
-        return (q - self.compute_target(batch)).square().mean(), q
+        """(MSE of Q(s, a) to `compute_target`, Q(s, a) (B,)) for a replay batch, the forward passes in the run's
+        precision (`Agent.autocast`)."""
+        with self.autocast():
+            q = self.critic(batch["observations"], batch["actions"])
+            return (q - self.compute_target(batch)).square().mean(), q
 
     def actor_due(self) -> bool:
         """Whether this update also moves the actor and the targets (DDPG: every update)."""
@@ -157,7 +159,8 @@ class DDPG(OffPolicyAgent):
         metrics = {"train/value_loss": value_loss.item(), "train/q_mean": q.detach().mean().item()}
         if self.actor_due():
             obs = batch["observations"]
-            policy_loss = -self.critic.q1(obs, self.actor(obs)).mean()
+            with self.autocast():
+                policy_loss = -self.critic.q1(obs, self.actor(obs)).mean()
             self.actor_optimizer.zero_grad(set_to_none=True)
             policy_loss.backward(inputs=list(self.actor.parameters()))  # no critic gradients needed
             self.actor_optimizer.step()

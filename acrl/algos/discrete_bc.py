@@ -94,7 +94,8 @@ class DiscreteBC(ReplayAgent):
     def _update(self, batch: dict[str, torch.Tensor]) -> dict[str, float]:
         """One Adam step on the cross-entropy of the batch's actions (B,) int64 under the softmax policy.
         Returns {"train/bc_loss": the loss before the step}."""
-        loss = F.cross_entropy(self.actor(self.actor.encoder(batch["observations"])), batch["actions"])
+        with self.autocast():  # the forward pass in the run's precision
+            loss = F.cross_entropy(self.actor(self.actor.encoder(batch["observations"])), batch["actions"])
         self.actor_optimizer.zero_grad(set_to_none=True)
         loss.backward()
         self.actor_optimizer.step()

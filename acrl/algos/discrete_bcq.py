@@ -106,7 +106,7 @@ class DiscreteBCQNet(nn.Module):
         self.q, self.imitation = trunks
 
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        return self.q(obs), self.imitation(obs)
+        return self.q(obs).float(), self.imitation(obs).float()  # float32 under bf16 autocast too
 
 
 def allowed_actions(logits: torch.Tensor, threshold: float) -> torch.Tensor:
@@ -155,7 +155,7 @@ class DiscreteBCQ(QLearningAgent):
 
     def q_values(self, net: DiscreteBCQNet, obs: torch.Tensor) -> torch.Tensor:
         """Q(s, .) (B, n_actions) of `net`'s Q trunk."""
-        return net.q(obs)
+        return net.q(obs).float()
 
     def greedy_actions(self, net: DiscreteBCQNet, obs: torch.Tensor) -> torch.Tensor:
         """The argmax of Q over the actions G allows (`masked_argmax`), (B,) int64: for acting and for
@@ -166,7 +166,7 @@ class DiscreteBCQ(QLearningAgent):
         """The imitation loss: NLL of the data's actions under G + imitation_l2 * mean(logits^2); metrics
         train/imitation_loss and train/allowed_actions (the mean number of allowed actions)."""
         cfg = self.config
-        logits = self.net.imitation(obs)
+        logits = self.net.imitation(obs).float()
         imitation_loss = F.cross_entropy(logits, actions)
         with torch.no_grad():
             allowed = allowed_actions(logits, cfg.threshold).float().sum(1).mean()

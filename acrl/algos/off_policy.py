@@ -417,7 +417,8 @@ class OffPolicyAgent(ReplayAgent):
             return result
         obs = self.obs_normalizer(np.stack([obs for obs, _ in firsts])).to(self.device)
         actions = self.action_adapter.to_policy(np.stack([action for _, action in firsts]))
-        with torch.no_grad(), torch.random.fork_rng(devices=[self.device] if self.device.type == "cuda" else []):
+        forked = torch.random.fork_rng(devices=[self.device] if self.device.type == "cuda" else [])
+        with torch.no_grad(), forked, self.autocast():
             torch.manual_seed(seed)
             result["q_initial_mean"] = self.q_value(obs, torch.as_tensor(actions, device=self.device)).mean().item()
             if self.buffer is not None and len(self.buffer):

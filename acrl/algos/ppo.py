@@ -277,28 +277,32 @@ class PPO(Agent):
         truncation_values = np.zeros_like(buf.next_values)
         first_state, first_starts = self._state, self._episode_start
         state, starts = first_state, torch.from_numpy(first_starts).to(device)
-        for t in range(cfg.n_steps):
-            obs = self.obs_normalizer(self._obs, update=True)
-            buf.add_state(t, state)
-            actions, log_probs, state = model.act(obs.to(device), state, starts)
-            terminated, truncated, info = self._step_envs(t, obs, actions.cpu().numpy(), log_probs)
-            if truncated.any():
-                ended = np.flatnonzero(truncated)
-                final = self.obs_normalizer(np.stack([info["final_obs"][i] for i in ended])).to(device)
-                index = torch.from_numpy(ended).to(device)
-                truncation_values[t, truncated] = model.value(final, tuple(s[:, index] for s in state)).cpu().numpy()
-            starts = torch.from_numpy(terminated | truncated).to(device)
-        buf.episode_starts[0] = first_starts
-        buf.episode_starts[1:] = buf.terminated[:-1] | buf.truncated[:-1]
-        self._state, self._episode_start = state, buf.terminated[-1] | buf.truncated[-1]
-        # V(s_t) for the whole rollout in one pass from its first state (the critic does not change
-        # while collecting; these are the observations exactly as the policy saw them).
-        values = model.sequence_values(
-            torch.from_numpy(buf.observations).to(device), first_state, torch.from_numpy(buf.episode_starts).to(device)
-        )
-        buf.values[:] = values.cpu().numpy()
-        # V after the last step (envs whose episode ended there do not bootstrap from it)
-        last_values = model.value(self.obs_normalizer(self._obs).to(device), state).cpu().numpy()
+        with self.autocast():  # acting and the values in the run's precision (networks return float32)
+            for t in range(cfg.n_steps):
+                obs = self.obs_normalizer(self._obs, update=True)
+                buf.add_state(t, state)
+                actions, log_probs, state = model.act(obs.to(device), state, starts)
+                terminated, truncated, info = self._step_envs(t, obs, actions.cpu().numpy(), log_probs)
+                if truncated.any():
+                    ended = np.flatnonzero(truncated)
+                    final = self.obs_normalizer(np.stack([info["final_obs"][i] for i in ended])).to(device)
+                    index = torch.from_numpy(ended).to(device)
+                    final_state = tuple(s[:, index] for s in state)
+                    truncation_values[t, truncated] = model.value(final, final_state).cpu().numpy()
+                starts = torch.from_numpy(terminated | truncated).to(device)
+            buf.episode_starts[0] = first_starts
+            buf.episode_starts[1:] = buf.terminated[:-1] | buf.truncated[:-1]
+            self._state, self._episode_start = state, buf.terminated[-1] | buf.truncated[-1]
+            # V(s_t) for the whole rollout in one pass from its first state (the critic does not change
+            # while collecting; these are the observations exactly as the policy saw them).
+            values = model.sequence_values(
+                torch.from_numpy(buf.observations).to(device),
+                first_state,
+                torch.from_numpy(buf.episode_starts).to(device),
+            )
+            buf.values[:] = values.cpu().numpy()
+            # V after the last step (envs whose episode ended there do not bootstrap from it)
+            last_values = model.value(self.obs_normalizer(self._obs).to(device), state).cpu().numpy()
         buf.next_values[:-1] = buf.values[1:]
         buf.next_values[-1] = last_values
         buf.next_values[buf.truncated] = truncation_values[buf.truncated]
@@ -320,9 +324,10 @@ class PPO(Agent):
         log_ratios: list[torch.Tensor] = []
         batches = self.buffer.minibatches(cfg.batch_size, self.rng, cfg.n_epochs, self.device, cfg.normalize_advantage)
         for batch in batches:  # each (L, M): M sequences of L steps, from their stored states
-            log_probs, entropy, values = self.model.evaluate(
-                batch["observations"], batch["actions"], batch["states"], batch["episode_starts"]
-            )
+            with self.autocast():  # the forward pass in the run's precision; the losses below in float32
+                log_probs, entropy, values = self.model.evaluate(
+                    batch["observations"], batch["actions"], batch["states"], batch["episode_starts"]
+                )
             log_ratio = log_probs - batch["log_probs"]
             if cfg.target_kl is not None and approx_kl(log_ratio.detach()).item() > 1.5 * cfg.target_kl:
                 break

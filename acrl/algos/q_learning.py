@@ -238,10 +238,11 @@ class QLearningAgent(OffPolicyAgent):
         """
         cfg = self.config
         obs, actions = batch["observations"], batch["actions"]
-        target = self.compute_target(batch)
-        q_taken = self.q_values(self.net, obs).gather(-1, actions.unsqueeze(-1)).squeeze(-1)  # (B,) or (B, J)
-        value_loss = F.smooth_l1_loss(q_taken, target.view(-1, *(1,) * (q_taken.ndim - 1)).expand_as(q_taken))
-        extra, metrics = self.auxiliary_loss(obs, actions)
+        with self.autocast():  # the forward passes in the run's precision; backward and step outside
+            target = self.compute_target(batch)
+            q_taken = self.q_values(self.net, obs).gather(-1, actions.unsqueeze(-1)).squeeze(-1)  # (B,) or (B, J)
+            value_loss = F.smooth_l1_loss(q_taken, target.view(-1, *(1,) * (q_taken.ndim - 1)).expand_as(q_taken))
+            extra, metrics = self.auxiliary_loss(obs, actions)
         loss = value_loss if extra is None else value_loss + extra
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()

@@ -176,15 +176,17 @@ class SAC(OffPolicyAgent):
         """
         alpha = self.temperature().detach()
         obs = batch["observations"]
-        target = self.compute_target(batch, alpha)
-        q1, q2 = self.critic(obs, batch["actions"])
-        value_loss = 0.5 * ((q1 - target).square().mean() + (q2 - target).square().mean())  # Eq. 5
+        with self.autocast():  # the forward passes in the run's precision; backward and steps outside
+            target = self.compute_target(batch, alpha)
+            q1, q2 = self.critic(obs, batch["actions"])
+            value_loss = 0.5 * ((q1 - target).square().mean() + (q2 - target).square().mean())  # Eq. 5
         self.critic_optimizer.zero_grad(set_to_none=True)
         value_loss.backward()
         self.critic_optimizer.step()
 
-        actions, log_pi = self.actor.sample(obs)
-        policy_loss = (alpha * log_pi - torch.min(*self.critic(obs, actions))).mean()  # Eq. 7, 9
+        with self.autocast():
+            actions, log_pi = self.actor.sample(obs)
+            policy_loss = (alpha * log_pi - torch.min(*self.critic(obs, actions))).mean()  # Eq. 7, 9
         self.actor_optimizer.zero_grad(set_to_none=True)
         policy_loss.backward(inputs=list(self.actor.parameters()))  # no critic gradients needed
         self.actor_optimizer.step()

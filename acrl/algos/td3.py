@@ -84,10 +84,11 @@ class TD3(DDPG):
         return td_target(batch["rewards"], batch["not_done"], next_q, cfg.gamma)
 
     def critic_loss(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
-        """(MSE(Q1, y) + MSE(Q2, y), Q1 (B,))."""
-        target = self.compute_target(batch)
-        q1, q2 = self.critic(batch["observations"], batch["actions"])
-        return (q1 - target).square().mean() + (q2 - target).square().mean(), q1
+        """(MSE(Q1, y) + MSE(Q2, y), Q1 (B,)), the forward passes in the run's precision (`Agent.autocast`)."""
+        with self.autocast():
+            target = self.compute_target(batch)
+            q1, q2 = self.critic(batch["observations"], batch["actions"])
+            return (q1 - target).square().mean() + (q2 - target).square().mean(), q1
 
     def actor_due(self) -> bool:
         """Every `policy_delay`-th update (counted in `updates`) moves the actor and the targets."""

@@ -97,8 +97,9 @@ class VAEBC(ReplayAgent):
         """One Adam step on the VAE loss `VAE.loss` (MSE reconstruction + kl_weight * KL) of the batch's
         observations (B, obs_dim) and actions (B, act_dim) in policy units. Returns train/vae_loss (before
         the step), train/recon_loss and train/kl, as BCQ logs them."""
-        recon, mean, log_std = self.vae(batch["observations"], batch["actions"])
-        loss, recon_loss, kl = VAE.loss(batch["actions"], recon, mean, log_std, self.config.kl_weight)
+        with self.autocast():  # the forward pass in the run's precision
+            recon, mean, log_std = self.vae(batch["observations"], batch["actions"])
+            loss, recon_loss, kl = VAE.loss(batch["actions"], recon, mean, log_std, self.config.kl_weight)
         self.vae_optimizer.zero_grad(set_to_none=True)
         loss.backward()
         self.vae_optimizer.step()

@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 
 import yaml
 
+from acrl.core.devices import PRECISIONS
 from acrl.core.errors import InputError
 
 PRESET_DIR = Path(__file__).parents[1] / "presets"
@@ -43,6 +44,10 @@ class RunConfig:
         device: "auto" (CUDA when available, else the CPU), "cpu", "cuda" or "cuda:N"; the
             agent records the device it resolved to ("cpu", "cuda:0"), so config.yaml says
             what was used (`acrl.core.devices`).
+        precision: "fp32" (float32 throughout) or "bf16" (the networks' forward passes under bfloat16
+            autocast, with parameters, optimizer state, losses, returns, advantages, targets and
+            checkpoints float32; refused on hardware without bfloat16 arithmetic:
+            `acrl.core.devices.precision_context` and `check_precision`).
         video_freq: record a video clip of the policy at every this many evaluations, into
             run_dir/videos/ and TensorBoard (0: never; `acrl.core.video`).
         video_length: steps of each such clip at most (one episode, cut there; the clip has a
@@ -70,6 +75,7 @@ class RunConfig:
     checkpoint_freq: int = 50_000
     torch_threads: int = 1
     device: str = "auto"
+    precision: str = "fp32"
     video_freq: int = 0
     video_length: int = 200
     target_return: float | None = None
@@ -86,6 +92,11 @@ class RunConfig:
         positive(self, "total_steps", "n_envs", "eval_episodes", "checkpoint_freq", "torch_threads", "video_length")
         if self.eval_freq < 0:
             raise InputError(f"eval_freq must be >= 0 (0 disables evaluation), got {self.eval_freq}.")
+        if self.precision not in PRECISIONS:
+            raise InputError(
+                f"precision must be one of {', '.join(PRECISIONS)} (float32, or bfloat16 autocast), "
+                f"got {self.precision!r}."
+            )
         if self.seed < 0:
             raise InputError(f"seed must be >= 0 (Gymnasium and numpy take non-negative seeds), got {self.seed}.")
         if self.sticky_actions is not None and not 0.0 <= self.sticky_actions <= 1.0:

@@ -1,8 +1,8 @@
 """A run's model card: run_dir/README.md, what the run is and how to repeat it, from its own files.
 
 It names the algorithm, environment, seed, budget and preset, an Atari game's sticky-action
-probability (`RunConfig.sticky_actions`), the evaluations, the learning curve, the videos and
-the command that repeats the run.
+probability (`RunConfig.sticky_actions`), a precision other than fp32 (`RunConfig.precision`), the
+evaluations, the learning curve, the videos and the command that repeats the run.
 
 Written by the run loop when a run finishes, and again by `acrl evaluate` (its table gains
 the evaluation's row) and `acrl record` (its video section lists the new file). Apart from
@@ -127,6 +127,12 @@ def model_card(run_dir: Path, algo: str, config: RunConfig, step_unit: str = "st
         lines += [
             f"Sticky actions: {config.sticky_actions:g} (the probability that the emulator repeats the previous "
             "action at each frame; Machado et al. 2018), in training and evaluation alike.",
+            "",
+        ]
+    if config.precision != "fp32":
+        lines += [
+            f"Precision: {config.precision} (the networks' forward passes under bfloat16 autocast on {config.device}; "
+            "parameters, optimizer state, losses and checkpoints in float32).",
             "",
         ]
     lines += ["## Evaluation", ""]

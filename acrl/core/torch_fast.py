@@ -132,7 +132,7 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = No
 
     2-D float32 CPU inputs with B * K * N >= `ONEDNN_MIN_MACS` go through oneDNN (forward and
     both gradient products) when the private paths are on; everything else (other ranks, dtypes,
-    devices, small products, compilation, torch.func transforms) is `F.linear`. Results agree
+    devices, small products, CPU autocast, compilation, torch.func transforms) is `F.linear`. Results agree
     with F.linear's to float32 round-off (the sums run in another order); each path is
     deterministic for a given thread count.
     """
@@ -145,6 +145,7 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = No
             and ONEDNN_AVAILABLE
             and x.device.type == "cpu"
             and x.dtype == weight.dtype == torch.float32
+            and not torch.is_autocast_enabled("cpu")  # under bf16 autocast F.linear computes in bfloat16
         )
         or _traceable_only()
     ):

@@ -116,7 +116,7 @@ class ValueHead(Linear):
         nn.init.zeros_(self.bias)
 
     def forward(self, obs: torch.Tensor, features: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
-        return super().forward(features).squeeze(-1)
+        return super().forward(features).squeeze(-1).float()
 
 
 class ObservationCritic(ValueNet):
@@ -124,7 +124,7 @@ class ObservationCritic(ValueNet):
     None, unread) -> (B,)."""
 
     def forward(self, obs: torch.Tensor, features: torch.Tensor | None) -> torch.Tensor:  # type: ignore[override]
-        return self.net(obs).squeeze(-1)
+        return self.net(obs).squeeze(-1).float()
 
 
 class ActorCritic(nn.Module):

@@ -96,12 +96,14 @@ class _Head(nn.Module):
         return layer_chain(self.encoder, self.linear) if isinstance(self.encoder, nn.Sequential) else None
 
     def _act(self, obs: torch.Tensor) -> torch.Tensor:
-        """The output layer at obs (B, ...): through the layer chain, or as module calls without one."""
-        return forward_chain(self._chain, obs) if self._chain is not None else self.linear(self.encoder(obs))
+        """The output layer at obs (B, ...), (B, out_dim) float32: through the layer chain, or as module calls
+        without one."""
+        out = forward_chain(self._chain, obs) if self._chain is not None else self.linear(self.encoder(obs))
+        return out.float()  # float32 under bf16 autocast too (acrl.parts.nets)
 
     def forward(self, features: torch.Tensor) -> torch.Tensor:
-        """The output layer: features (B, features_dim) float32 -> (B, out_dim)."""
-        return self.linear(features)
+        """The output layer: features (B, features_dim) -> (B, out_dim) float32 (also under bf16 autocast)."""
+        return self.linear(features).float()
 
 
 class CategoricalHead(_Head):
@@ -309,4 +311,4 @@ class DiscreteQ(nn.Module):
         self.head = output_layer(features_dim, n_actions, 1.0)
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        return self.head(self.encoder(obs))
+        return self.head(self.encoder(obs)).float()

@@ -12,6 +12,12 @@ every tanh is a `Tanh`, whose large float32 batches go through the sigmoid
 
 Acting (once per environment step) runs a policy's layers as plain functions (`layer_chain`,
 `forward_chain`): at batch 1 the module calls' Python overhead costs more than the arithmetic.
+
+Every network returns float32, also under bfloat16 autocast (a config's `precision="bf16"`,
+`acrl.core.devices.precision_context`), where its products run in bfloat16: each casts its outputs with
+`.float()` where they leave it (here, in `acrl.parts.heads`, `acrl.parts.actor_critic`, `acrl.parts.vae`
+and the algorithms' own networks), so that losses, targets, returns, advantages and distributions are
+computed in float32 (docs/correctness.md item 16). On float32 outputs `.float()` returns the tensor itself.
 """
 
 from __future__ import annotations
@@ -141,7 +147,7 @@ class ValueNet(nn.Module):
         self.net = mlp(obs_dim, hidden_sizes, 1, activation, output_gain=1.0)
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        return self.net(obs).squeeze(-1)
+        return self.net(obs).squeeze(-1).float()
 
 
 class DeterministicActor(nn.Module):
@@ -155,7 +161,7 @@ class DeterministicActor(nn.Module):
         self.net = mlp(obs_dim, hidden_sizes, act_dim, "relu", output_gain=1.0)
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        return torch.tanh(self.net(obs))
+        return torch.tanh(self.net(obs).float())
 
 
 class QNet(nn.Module):
@@ -170,7 +176,7 @@ class QNet(nn.Module):
         self.q_net = mlp(obs_dim + act_dim, hidden_sizes, 1, "relu")
 
     def forward(self, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
-        return self.q_net(torch.cat([obs, actions], dim=-1)).squeeze(-1)
+        return self.q_net(torch.cat([obs, actions], dim=-1)).squeeze(-1).float()
 
     q1 = forward
 
@@ -188,11 +194,11 @@ class TwinQ(nn.Module):
 
     def forward(self, obs: torch.Tensor, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         x = torch.cat([obs, actions], dim=-1)
-        return self.q1_net(x).squeeze(-1), self.q2_net(x).squeeze(-1)
+        return self.q1_net(x).squeeze(-1).float(), self.q2_net(x).squeeze(-1).float()
 
     def q1(self, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
         """Q1 only, (B,): the critic the actor's loss uses."""
-        return self.q1_net(torch.cat([obs, actions], dim=-1)).squeeze(-1)
+        return self.q1_net(torch.cat([obs, actions], dim=-1)).squeeze(-1).float()
 
 
 def inplace_relu(*modules: nn.Module) -> None:

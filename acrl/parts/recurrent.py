@@ -12,6 +12,12 @@ chunks from given states, resetting at the episode starts inside them (PPO's seq
 minibatches, A3C's rollouts, an IMPALA learner's unrolls). `sequence` runs the same equations as
 `step`, so the states a rollout saw are the states its minibatches recompute, to float32 round-off.
 
+Under bfloat16 autocast (`precision="bf16"`, `acrl.core.devices.precision_context`) on the CPU, torch keeps
+the cell (`step`: acting) in float32 and runs the fused `torch.lstm` (`sequence`: training) in bfloat16;
+on CUDA autocast runs both in bfloat16. Either way the state both return is float32, so what is carried
+from step to step and stored in rollouts is; the recomputed states then agree with the rollout's to
+bfloat16 round-off.
+
 Actor and critic share the one core (and the encoder), with a policy head and a value head on
 its output: as CleanRL's ppo_atari_lstm (Huang et al. 2022) and the A3C paper's LSTM agent
 (Mnih et al. 2016, Sec. 8: "a final hidden layer of 256 LSTM cells" before the policy and value
@@ -79,7 +85,7 @@ class LSTMCore(nn.Module):
         sees no memory of the previous one)."""
         keep = (~episode_start).to(features.dtype).unsqueeze(-1)
         h, c = self.cell(features, (state[0][0] * keep, state[1][0] * keep))
-        return h, (h.unsqueeze(0), c.unsqueeze(0))
+        return h, (h.unsqueeze(0).float(), c.unsqueeze(0).float())  # a float32 state under bf16 autocast too
 
     def sequence(
         self, features: torch.Tensor, state: LSTMState, episode_starts: torch.Tensor
@@ -98,4 +104,4 @@ class LSTMCore(nn.Module):
             keep = (~episode_starts[begin]).to(features.dtype).view(1, -1, 1)
             out, state = torch_fast.lstm(self.cell, features[begin:end], (state[0] * keep, state[1] * keep))
             outputs.append(out)
-        return torch.cat(outputs), state
+        return torch.cat(outputs), (state[0].float(), state[1].float())  # float32 as `step`'s

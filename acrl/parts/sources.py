@@ -175,7 +175,8 @@ class EnvSource:
         if len(self.buffer) < agent.config.start_steps:
             actions = agent.random_actions(len(self.obs))
         else:
-            actions = agent.explore(self.obs)
+            with agent.autocast():  # acting in the run's precision
+                actions = agent.explore(self.obs)
         adapter = agent.action_adapter
         next_obs, rewards, terminated, truncated, info = self.envs.step(adapter.to_env(actions))
         real_next = next_obs

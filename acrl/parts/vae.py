@@ -45,7 +45,7 @@ class VAE(nn.Module):
 
     def encode(self, obs: torch.Tensor, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """obs (B, obs_dim), actions (B, act_dim) float32 -> mean, log_std (B, latent_dim), log_std in [-4, 15]."""
-        mean, log_std = self.encoder(torch.cat([obs, actions], dim=-1)).chunk(2, dim=-1)
+        mean, log_std = self.encoder(torch.cat([obs, actions], dim=-1)).float().chunk(2, dim=-1)
         return mean, log_std.clamp(LOG_STD_MIN, LOG_STD_MAX)
 
     def forward(self, obs: torch.Tensor, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -62,7 +62,7 @@ class VAE(nn.Module):
         """obs (B, obs_dim) [, z (B, latent_dim)] -> actions (B, act_dim) in [-1, 1]; z defaults to `sample_latent`."""
         if z is None:
             z = self.sample_latent(len(obs))
-        return torch.tanh(self.decoder(torch.cat([obs, z], dim=-1)))
+        return torch.tanh(self.decoder(torch.cat([obs, z], dim=-1)).float())
 
     @staticmethod
     def loss(
