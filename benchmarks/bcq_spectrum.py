@@ -62,9 +62,9 @@ from meta import scratch_path
 
 from acrl.core.files import write_json_atomic, write_text_atomic
 from acrl.core.plotting import read_curve
-from acrl.core.provenance import load_average, provenance, source
+from acrl.core.provenance import load_average, provenance, source, wall_clock_s
 from acrl.offline.experiments import experiment_meta
-from acrl.sweep.executor import run_jobs, wall_clock_s
+from acrl.sweep.executor import run_jobs
 from acrl.sweep.grid import train_run
 from acrl.sweep.jobs import ClusterOptions, Job
 from acrl.sweep.results import BOOTSTRAP_REPS, interval_estimates

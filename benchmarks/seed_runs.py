@@ -28,6 +28,11 @@ picks up where it stopped:
   agent) for seed 0, 4M agent steps (about 2 hours: 600-750 steps/s on the 2-core Zen 4 EPYC with
   its evaluations, about 750 on the Xeon), 5 whole games every 250k steps; then best.pt on 10
   fresh games. The committed run was stopped once at 3.27M and resumed by the same command.
+- `a3c_pong_reference`: `acrl train a3c --env PongNoFrameskip-v4 --preset reference --workers 2` (the references'
+  learning settings: an LSTM of 256, Adam 1e-4, t_max 20; docs/a3c-pong.md) for seeds 0-2, 4M agent steps (about
+  2 hours each at 600 steps/s), 5 whole games every 250k steps; then best.pt on 10 fresh games. The issue's goal:
+  >= +18 within 2 hours and 4M steps. Each run's sessions (steps, commit, CPU, load) come from its sessions.json.
+- `a3c_pong_reference_sticky`: the same on ALE/Pong-v5 (ALE v5's sticky actions, 0.25), seed 0.
 - `a3c_lstm_popgym`: `acrl train a3c --env popgym-PositionOnlyCartPoleEasy-v0 --workers 2` with the
   `default` preset (256 LSTM cells) and the `feed_forward` one (the same without the LSTM), seeds
   0-2 each (150k steps, a few minutes a run); the statistic is the run's last evaluation (10
@@ -52,6 +57,8 @@ picks up where it stopped:
     python benchmarks/seed_runs.py ppo_pong --out benchmarks/results/ppo_pong.json
     python benchmarks/seed_runs.py ppo_pong_no_sticky --out benchmarks/results/ppo_pong_no_sticky.json
     python benchmarks/seed_runs.py a3c_pong --out benchmarks/results/a3c_pong.json
+    python benchmarks/seed_runs.py a3c_pong_reference --out benchmarks/results/a3c_pong_reference.json
+    python benchmarks/seed_runs.py a3c_pong_reference_sticky --out benchmarks/results/a3c_pong_reference_sticky.json
     python benchmarks/seed_runs.py sac_hopper --jobs 3 --out benchmarks/results/sac_hopper.json
     python benchmarks/seed_runs.py dqn_cartpole --out benchmarks/results/dqn_cartpole.json
     python benchmarks/seed_runs.py ppo_ant_1m --jobs 2 --out benchmarks/results/ppo_ant_1m_rerun.json
@@ -85,7 +92,7 @@ from meta import RESULTS, ROOT, scratch_path
 
 from acrl.core.files import write_json_atomic
 from acrl.core.plotting import read_curve
-from acrl.core.provenance import load_average, provenance
+from acrl.core.provenance import load_average, provenance, sessions
 from acrl.sweep.results import interval_estimates
 
 # the settings of a3c_pendulum_1m's current round: its run directories' names, flags on top of the preset, seeds
@@ -147,8 +154,22 @@ TRAIN = {
         *("a3c", "--env", "ALE/Pong-v5", "--preset", "original", "--workers", "2", "--total-steps", "4000000"),
         *("--set", *ATARI_EVAL),
     ],
+    "a3c_pong_reference": [
+        *("a3c", "--env", "PongNoFrameskip-v4", "--preset", "reference", "--workers", "2"),
+        *("--set", *ATARI_EVAL),
+    ],
+    "a3c_pong_reference_sticky": [
+        *("a3c", "--env", "ALE/Pong-v5", "--preset", "reference", "--workers", "2"),
+        *("--set", *ATARI_EVAL),
+    ],
 }
-SEEDS = {"ppo_pong": range(1), "ppo_pong_no_sticky": range(1), "a3c_pong": range(1)}
+SEEDS = {
+    "ppo_pong": range(1),
+    "ppo_pong_no_sticky": range(1),
+    "a3c_pong": range(1),
+    "a3c_pong_reference": range(3),
+    "a3c_pong_reference_sticky": range(1),
+}
 """Seeds where not 0-2: one Pong run is what fits in a session here."""
 
 
@@ -239,6 +260,7 @@ def pong_run(run_dir: Path) -> dict[str, Any]:
     return {
         "finished": (run_dir / "eval.json").is_file(),
         "training_hours": round(float(elapsed[-1]) / 3600, 2),
+        "sessions": sessions(run_dir, "train"),
         "best_eval": best,
         "best_step": best_step,
         "final_eval": evals[-1][1],

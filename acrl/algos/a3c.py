@@ -8,13 +8,15 @@ until the global step counter reaches the budget:
     roll out up to n_steps (t_max) steps, or to the end of the episode
     R = 0 if the episode terminated, else V(last observation)     (truncation: bootstrap too)
     for t = T-1 .. 0:  R = r_t + gamma * R,  A_t = R - V(s_t)
-    loss = sum_t [-log pi(a_t|s_t) A_t + vf_coef (R_t - V(s_t))^2 - ent_coef H[pi(.|s_t)]] / t_max
+    loss = sum_t [-log pi(a_t|s_t) A_t + vf_coef (R_t - V(s_t))^2 - ent_coef H[pi(.|s_t)]]  (/ t_max: "mean")
     zero the local gradients, backpropagate, clip their norm, hand them to the global
     parameters and step the shared optimizer (no lock: "Hogwild", Sec. 4)
 
 A time-limit truncation bootstraps as a rollout cut mid-episode does: both have a future the
-rollout did not see (`bootstrap_value`). The sum is divided by the fixed t_max, not by the
-rollout's own length T, so a rollout cut short weighs each step as a full one does (`a3c_loss`).
+rollout did not see (`bootstrap_value`). Algorithm S3 accumulates the rollout's gradients, a sum
+(`loss_reduction="sum"`); acrl's default divides that sum by the fixed t_max ("mean"), not by the
+rollout's own length T, so a rollout cut short weighs each step as a full one does, at the
+learning-rate scale of the optimizer settings tuned for A2C's mean (`a3c_loss`).
 With n_envs > 1 (not in the paper; 1 is the default) a worker steps n_envs environments in
 lockstep: a rollout stops at the step where any of their episodes ends, so each segment lies
 inside one episode and bootstraps as above, and the loss sums over the n_envs * T steps and
@@ -86,7 +88,7 @@ from acrl.parts.workers import (
 
 EPISODE_WINDOW = 100
 """Episodes per worker kept in shared memory for `rollout/ep_return_mean`."""
-UPDATE_STATS = ("policy_loss", "value_loss", "entropy", "grad_norm")
+UPDATE_STATS = ("policy_loss", "value_loss", "entropy", "lr", "grad_norm")
 """Per-update statistics each worker reports (`WorkerStats`)."""
 
 
@@ -103,10 +105,15 @@ class A3CConfig(RunConfig):
         n_steps: t_max, steps per rollout of each environment (fewer when an episode ends).
         gamma: discount; gae_lambda: GAE(lambda) over each rollout (Schulman et al. 2016); 1: the
             paper's n-step returns R_t and advantages R_t - V(s_t).
-        learning_rate / anneal_lr: the shared optimizer's step size, optionally decayed linearly to 0.
+        learning_rate / anneal_lr: the shared optimizer's step size, optionally decayed linearly to 0 over
+            anneal_steps global steps (None: the run's total_steps; Mnih et al. annealed over their
+            experiments' whole length whatever a run's own), after which it stays 0.
         optimizer: "rmsprop" (as in the paper) or "adam", both shared; rmsprop_alpha: RMSProp's decay;
-            optimizer_eps: epsilon (torch's form, outside the square root).
-        ent_coef / vf_coef: weights of the entropy bonus (beta) and the value loss.
+            optimizer_eps: epsilon, outside the square root (torch's form) unless rmsprop_eps_inside
+            (RMSProp only: the paper's Eq. S3, lr d / sqrt(g + eps)).
+        ent_coef / vf_coef: weights of the entropy bonus (beta) and the value loss (R - V)^2.
+        loss_reduction: "mean" (the rollout's sum of per-step losses over t_max * n_envs) or "sum"
+            (Algorithm S3's accumulated gradients, as the reference implementations).
         max_grad_norm: each worker's gradient norm is clipped to this (None: not clipped).
         reward_scale: rewards are multiplied by this for the returns (logged returns are unscaled).
         hidden_sizes: the actor's (or the shared trunk's) hidden layers; critic_hidden_sizes: the
@@ -133,11 +140,14 @@ class A3CConfig(RunConfig):
     gae_lambda: float = 1.0
     learning_rate: float = 7e-4
     anneal_lr: bool = False
+    anneal_steps: int | None = None
     optimizer: str = "rmsprop"
     rmsprop_alpha: float = 0.99
     optimizer_eps: float = 1e-5
+    rmsprop_eps_inside: bool = False
     ent_coef: float = 0.01
     vf_coef: float = 0.5
+    loss_reduction: str = "mean"
     max_grad_norm: float | None = 0.5
     reward_scale: float = 1.0
     hidden_sizes: tuple[int, ...] = (64, 64)
@@ -156,10 +166,18 @@ class A3CConfig(RunConfig):
     def validate(self) -> None:
         """Raise `InputError` for values A3C cannot run with (see the attribute list)."""
         super().validate()
-        positive(self, "workers", "n_steps", "learning_rate", "max_grad_norm", "reward_scale", "obs_clip", "log_freq")
+        positive(
+            self,
+            *("workers", "n_steps", "learning_rate", "anneal_steps", "max_grad_norm", "reward_scale", "obs_clip"),
+            "log_freq",
+        )
         in_unit_interval(self, "gamma", "gae_lambda")
         if self.optimizer not in ("rmsprop", "adam"):
             raise InputError(f"optimizer must be 'rmsprop' or 'adam', got {self.optimizer!r}.")
+        if self.rmsprop_eps_inside and self.optimizer != "rmsprop":
+            raise InputError("rmsprop_eps_inside applies to optimizer 'rmsprop' only; set it false with 'adam'.")
+        if self.loss_reduction not in ("mean", "sum"):
+            raise InputError(f"loss_reduction must be 'mean' or 'sum', got {self.loss_reduction!r}.")
         if not 0 <= self.rmsprop_alpha < 1 or self.optimizer_eps < 0:
             raise InputError("rmsprop_alpha must lie in [0, 1) and optimizer_eps must be >= 0.")
         if self.ent_coef < 0 or self.vf_coef < 0:
@@ -314,19 +332,20 @@ def a3c_loss(
 ) -> tuple[torch.Tensor, dict[str, float]]:
     """The actor-critic loss of Algorithm S3 on one rollout of T <= t_max steps of N environments.
 
-    loss = (1 / (t_max N)) sum_{t, i} [-log pi(a_t|s_t) A_t + vf_coef (R_t - V(s_t))^2 - ent_coef H(pi(.|s_t))],
+    loss = (1 / D) sum_{t, i} [-log pi(a_t|s_t) A_t + vf_coef (R_t - V(s_t))^2 - ent_coef H(pi(.|s_t))],
     with A_t and the targets R_t from `segment_advantages` on V(s_t) held constant: with
     gae_lambda = 1, the n-step returns R_t and A_t = R_t - V(s_t) (Mnih et al. 2016, Sec. 4; the
-    entropy regularization of Williams & Peng 1991). The divisor is the fixed t_max N
-    (config.n_steps * config.n_envs), not T N: Algorithm S3 sums a rollout's gradients, so a
-    rollout cut short by an episode's end weighs each transition as a full one does (a mean would
-    weigh a 1-step rollout's t_max times as much), at the learning-rate scale of a full rollout's mean.
+    entropy regularization of Williams & Peng 1991). Algorithm S3 accumulates the rollout's
+    gradients: D = 1 with loss_reduction "sum". With "mean", D is the fixed t_max N
+    (config.n_steps * config.n_envs), not T N, so a rollout cut short by an episode's end still
+    weighs each transition as a full one does (a mean over T N would weigh a 1-step rollout's t_max
+    times as much), at the learning-rate scale of a full rollout's mean.
     The terms come from rerunning the rollout from its first state (`ActorCritic.evaluate`): with an
     LSTM, gradients through its steps, none before them.
 
     Args:
         rewards: (T, N) float32, scaled by reward_scale; bootstrap: (N,) float32 (`bootstrap_value`).
-        config: n_steps, n_envs, gamma, gae_lambda, ent_coef and vf_coef.
+        config: n_steps, n_envs, gamma, gae_lambda, ent_coef, vf_coef and loss_reduction.
     Returns:
         (scalar loss with gradients to `model`, {"policy_loss", "value_loss", "entropy"}: the three
         terms' unweighted means over the T N steps).
@@ -341,7 +360,8 @@ def a3c_loss(
     value_loss = (torch.from_numpy(targets) - values).square().mean()
     entropy_mean = entropy.mean()
     mean_loss = policy_loss + config.vf_coef * value_loss - config.ent_coef * entropy_mean
-    loss = mean_loss * (len(rewards) / config.n_steps)  # the sum over the T N steps over t_max N
+    divisor = 1 if config.loss_reduction == "sum" else config.n_steps * config.n_envs
+    loss = mean_loss * (rewards.size / divisor)  # the sum over the T N steps, over D
     return loss, {"policy_loss": policy_loss.item(), "value_loss": value_loss.item(), "entropy": entropy_mean.item()}
 
 
@@ -406,7 +426,9 @@ def run_worker(rank: int, budget: StepBudget, config: A3CConfig, env: Any, share
                 f"worker {rank}, global step {budget.steps_taken()}: the loss is {loss.item()} ({stats})."
             )
         if config.anneal_lr:
-            anneal_learning_rate(shared.optimizer, config.learning_rate, budget.claimed.value, budget.total)
+            horizon = config.anneal_steps or budget.total
+            anneal_learning_rate(shared.optimizer, config.learning_rate, budget.claimed.value, horizon)
+        stats["lr"] = shared.optimizer.param_groups[0]["lr"]
         stats["grad_norm"] = apply_gradients(local_parameters, shared.optimizer, loss, config.max_grad_norm)
         shared.stats.add_update(rank, stats)
         shared.stats.add_episodes(rank, rollout.episode_returns.tolist(), rollout.episode_lengths.tolist())
@@ -468,7 +490,11 @@ class A3C(Agent):
             )
         else:
             self.optimizer = SharedRMSprop(
-                [self.parameters], lr=cfg.learning_rate, alpha=cfg.rmsprop_alpha, eps=cfg.optimizer_eps
+                [self.parameters],
+                lr=cfg.learning_rate,
+                alpha=cfg.rmsprop_alpha,
+                eps=cfg.optimizer_eps,
+                eps_inside=cfg.rmsprop_eps_inside,
             )
         self.nets = {"model": self.model}
         self.optimizers = {"optimizer": self.optimizer}

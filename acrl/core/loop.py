@@ -29,7 +29,9 @@ points where the algorithm can, and once at the end), which weights are evaluate
 end, at a stop), that every metric and parameter is finite after every iteration, and, with
 `video_freq`, which evaluations also record a clip (every `video_freq`-th evaluation, counted
 over the run and its resumes: run_dir/videos/step-N.mp4 and TensorBoard). `time/elapsed_s` is
-the wall time of the run, its earlier sessions included when it was resumed. At the end it
+the wall time of the run, its earlier sessions included when it was resumed; run_dir/sessions.json
+(`acrl.core.provenance.Session`, label "train") records each session's steps, commit, CPU and load
+averages, its end moved on at every latest.pt. At the end it
 writes eval.json (the best checkpoint's evaluation with its step, and the last evaluation) and
 the run's model card, run_dir/README.md (`acrl.core.model_card`).
 """
@@ -38,6 +40,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 import signal
 import sys
 import threading
@@ -54,6 +57,7 @@ from acrl.core.config import RunConfig
 from acrl.core.errors import InputError, TrainingError
 from acrl.core.files import write_json_atomic
 from acrl.core.logging import Logger, console, format_return
+from acrl.core.provenance import Session, cpu_model, load_average
 
 
 class Callback:
@@ -207,6 +211,7 @@ class Run:
         self.logger: Logger | None = None
         self._session: contextlib.ExitStack | None = None
         self._clock = (0.0, 0.0)  # (seconds of the earlier sessions, perf_counter at this one's start)
+        self._record: Session | None = None  # this session's entry in run_dir/sessions.json
 
     @property
     def done(self) -> bool:
@@ -239,6 +244,16 @@ class Run:
             raise
         for callback in self.callbacks:
             callback.on_training_start(agent.num_steps, self.run_dir)
+        if self.run_dir is not None:
+            self._record = Session(
+                self.run_dir,
+                "train",
+                start_step=agent.num_steps,
+                end_step=agent.num_steps,
+                cpu=cpu_model(),
+                cores=len(os.sched_getaffinity(0)),
+                load_average_start=load_average(),
+            )
         return self
 
     def budget(self) -> int:
@@ -325,6 +340,7 @@ class Run:
         """Write checkpoints/latest.pt (replay buffer included where the config says) and tell the callbacks."""
         path = self.run_dir / "checkpoints" / "latest.pt"
         self.agent.save(path)
+        self._record.mark(end_step=self.agent.num_steps, load_average_end=load_average())
         for callback in self.callbacks:
             callback.on_checkpoint(self.agent.num_steps, path)
 

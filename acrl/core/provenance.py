@@ -4,13 +4,16 @@
 from (and whether acrl/ had uncommitted changes), the date, the CPU, the load average before and after,
 and the versions of the libraries involved; benchmarks/report.py prints it above each table. A run
 that outlives one session (an experiment resumed by the same command) takes its `source()` when it
-starts, so the commit it records is the code its jobs ran, whatever was committed while they ran; the
-executor's sessions.json records each session's commit beside its times (`acrl.sweep.executor`).
+starts, so the commit it records is the code its jobs ran, whatever was committed while they ran.
+`Session` records each session of work in a directory's sessions.json (a training run's, under the label
+"train": its steps, commit, CPU and load; `acrl.sweep.executor.run_jobs`' calls, under theirs), from which
+`wall_clock_s` sums the time a result took across the sessions that resumed it.
 """
 
 from __future__ import annotations
 
 import datetime
+import json
 import os
 import platform
 import shlex
@@ -20,6 +23,9 @@ from collections.abc import Iterable
 from importlib import metadata
 from pathlib import Path
 from typing import Any
+
+from acrl.core.errors import InputError
+from acrl.core.files import write_json_atomic
 
 CHECKOUT = Path(__file__).resolve().parents[2]
 """The directory that holds the acrl package: its git checkout when installed editable (`./run setup`)."""
@@ -65,7 +71,8 @@ def command_line() -> str:
     return shlex.join(["python", shown, *args])
 
 
-def _cpu() -> str:
+def cpu_model() -> str:
+    """The CPU's model name (/proc/cpuinfo), else what `platform` knows."""
     try:
         return next(
             line.split(":", 1)[1].strip()
@@ -106,7 +113,7 @@ def provenance(
         "command": command_line(),
         **(origin or source()),
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        "cpu": _cpu(),
+        "cpu": cpu_model(),
         "cores": len(os.sched_getaffinity(0)),
         "platform": platform.platform(),
         "python": platform.python_version(),
@@ -114,3 +121,60 @@ def provenance(
         "load_average_after": None if load_before is None else load_average(),
         "versions": versions,
     }
+
+
+SESSIONS = "sessions.json"
+"""The record of the sessions that worked in a directory: {label: [{"started": ISO time, "ended": ISO time,
+"commit": the code's commit or None (`source`), ...the fields the label's writer adds}, ...]}, one entry per
+session, its end moved on as the work advances (a session that was killed ends at its last mark). Entries
+written before the commit was recorded lack it."""
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+
+
+def _read_sessions(path: Path) -> dict[str, list[dict[str, Any]]]:
+    """The record in `path` ({} without one). Raises InputError for a file that is not JSON."""
+    if not path.is_file():
+        return {}
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise InputError(
+            f"{path} is not valid JSON ({exc}); it only records how long the work ran: delete it to go on."
+        ) from None
+
+
+def sessions(root: str | Path, label: str) -> list[dict[str, Any]]:
+    """The sessions named `label` that worked in `root`, in order (`SESSIONS`' entries; [] where none is
+    recorded). Raises InputError for a record that is not JSON."""
+    return _read_sessions(Path(root) / SESSIONS).get(label, [])
+
+
+def wall_clock_s(root: str | Path, label: str) -> float | None:
+    """Seconds that the sessions named `label` worked in `root`, summed (`SESSIONS`: work resumed by the same
+    command counts each session's time); None where none is recorded (a directory written before the record)."""
+    ran = sessions(root, label)
+    if not ran:
+        return None
+    spans = (datetime.datetime.fromisoformat(s["ended"]) - datetime.datetime.fromisoformat(s["started"]) for s in ran)
+    return round(sum(span.total_seconds() for span in spans), 1)
+
+
+class Session:
+    """This session's entry in root/`SESSIONS` under `label`, started now and written at once; `mark` moves its
+    end to now. `fields` are stored in the entry beside "started", "ended" and "commit"; `mark(**fields)` updates
+    them. Raises InputError where the existing record is not JSON."""
+
+    def __init__(self, root: str | Path, label: str, **fields: Any):
+        self.path, self.label = Path(root) / SESSIONS, label
+        self.record = _read_sessions(self.path)
+        now = _now()
+        self.record.setdefault(label, []).append({"started": now, "ended": now, "commit": source()["commit"], **fields})
+        self.mark()
+
+    def mark(self, **fields: Any) -> None:
+        """Move this session's end to now, update `fields`, and rewrite the record (atomically)."""
+        self.record[self.label][-1].update(ended=_now(), **fields)
+        write_json_atomic(self.path, self.record)

@@ -26,12 +26,12 @@ import yaml
 
 from acrl.core.errors import InputError
 from acrl.core.files import write_json_atomic, write_text_atomic
-from acrl.core.provenance import load_average, provenance, source
+from acrl.core.provenance import load_average, provenance, sessions, source, wall_clock_s
 from acrl.core.version import __version__
 from acrl.offline.jobs import dataset_job, experiment_jobs, offline_result, policy_source
 from acrl.offline.report import results_table, write_summary
 from acrl.offline.spec import ExperimentSpec
-from acrl.sweep.executor import run_jobs, sessions, wall_clock_s
+from acrl.sweep.executor import run_jobs
 from acrl.sweep.jobs import ClusterOptions
 
 JOBS = "experiment jobs"
@@ -124,7 +124,7 @@ def run_experiment(
     Returns:
         The summary written to NAME.json: meta (`experiment_meta`: command, commit, sessions, ...), env_id,
         seeds, the settings, the spec's constants, overrides, wall_clock_s (summed over the sessions that ran
-        its jobs, `acrl.sweep.executor.wall_clock_s`), acrl_version, results[buffer][agent] (per seed; the
+        its jobs, `acrl.core.provenance.wall_clock_s`), acrl_version, results[buffer][agent] (per seed; the
         learners: return curve, final and best evaluations, value-estimate curves, run directory; the
         behavioral entries: its return, noise-free, and the data's episode return) and the table
         (`acrl.offline.report.results_table`). With `datasets_only`, the summary written to datasets.json:

@@ -239,9 +239,12 @@ class SharedRMSprop(_SharedOptimizer, torch.optim.RMSprop):
     calls `share_memory()`. Pass the optimizer in `torch.multiprocessing.Process` args.
 
     The update is torch's single-tensor RMSprop: g <- alpha g + (1 - alpha) d^2 with
-    d = grad + weight_decay * p, then p <- p - lr * d / (sqrt(g) + eps). Note the paper writes
-    the denominator as sqrt(g + eps); with torch's form an eps of 0.1 is not the same damping.
-    The same remarks on lock-free updates and per-process `lr` as for `SharedAdam` apply.
+    d = grad + weight_decay * p, then p <- p - lr * d / (sqrt(g) + eps). With `eps_inside` it is
+    the paper's (Supplementary Eq. S3, and TensorFlow's RMSPropOptimizer that the authors used):
+    p <- p - lr * d / sqrt(g + eps). The two differ most where eps is large: with the paper's
+    eps = 0.1, sqrt(g + 0.1) >= 0.32 bounds the step by about 3 lr |d|, where torch's form
+    divides by sqrt(g) + 0.1. The same remarks on lock-free updates and per-process `lr` as for
+    `SharedAdam` apply.
 
     Args:
         params: the parameters or parameter groups.
@@ -251,9 +254,12 @@ class SharedRMSprop(_SharedOptimizer, torch.optim.RMSprop):
         weight_decay: L2 penalty added to the gradient, >= 0.
         momentum: momentum factor, >= 0.
         centered: divide by an estimate of the gradient's variance instead of its second moment.
+        eps_inside: eps inside the square root (the paper's form; without momentum, centering or
+            weight decay, which the paper does not use).
 
     Raises:
-        InputError: a hyperparameter is out of range.
+        InputError: a hyperparameter is out of range, or `eps_inside` with momentum, centered or
+            weight_decay.
         ValueError: `params` is empty (from torch).
     """
 
@@ -266,12 +272,19 @@ class SharedRMSprop(_SharedOptimizer, torch.optim.RMSprop):
         weight_decay: float = 0.0,
         momentum: float = 0.0,
         centered: bool = False,
+        eps_inside: bool = False,
     ) -> None:
         _check_number("lr", lr, 0.0, low_open=True)
         _check_number("alpha", alpha, 0.0, 1.0)
         _check_number("eps", eps, 0.0)
         _check_number("weight_decay", weight_decay, 0.0)
         _check_number("momentum", momentum, 0.0)
+        if eps_inside and (momentum or centered or weight_decay):
+            raise InputError(
+                "SharedRMSprop's eps_inside is the paper's plain RMSProp (Mnih et al. 2016, Eq. S3): "
+                "use it with momentum=0, centered=False and weight_decay=0."
+            )
+        self.eps_inside = eps_inside
         super().__init__(
             params,
             lr=float(lr),
@@ -284,6 +297,31 @@ class SharedRMSprop(_SharedOptimizer, torch.optim.RMSprop):
             capturable=False,
         )
         self._share_initial_state()
+
+    def __getstate__(self) -> dict[str, Any]:
+        """torch's pickled state plus `eps_inside`, so that a worker started by "spawn" steps as the parent's."""
+        return {**super().__getstate__(), "eps_inside": self.eps_inside}
+
+    @torch.no_grad()
+    def step(self, closure: Callable[[], float] | None = None) -> float | None:
+        """One update of every parameter with a gradient: torch's RMSprop, or with `eps_inside`
+        g <- alpha g + (1 - alpha) d^2, p <- p - lr d / sqrt(g + eps) (Eq. S3). Returns the closure's loss."""
+        if not self.eps_inside:
+            return super().step(closure)
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                state = self.state[p]
+                state["step"] += 1
+                square_avg = state["square_avg"]
+                square_avg.mul_(group["alpha"]).addcmul_(p.grad, p.grad, value=1 - group["alpha"])
+                p.addcdiv_(p.grad, (square_avg + group["eps"]).sqrt_(), value=-group["lr"])
+        return loss
 
     def _state_keys(self, group: dict[str, Any]) -> list[str]:
         return [

@@ -9,7 +9,8 @@
 
 Both keep the contracts of `acrl.sweep.jobs` (job.json, `Job.after`, retries, stops). `run_jobs`
 also shows a progress bar over the jobs' steps and records each call that ran jobs in
-root/`SESSIONS`, from which `wall_clock_s` sums how long an experiment took.
+root/sessions.json (`acrl.core.provenance.Session`), from which `wall_clock_s` sums how long an
+experiment took.
 """
 
 from __future__ import annotations
@@ -18,13 +19,11 @@ import json
 import sys
 import threading
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from acrl.core.errors import InputError, TrainingError
-from acrl.core.files import write_json_atomic
-from acrl.core.provenance import source
+from acrl.core.errors import TrainingError
+from acrl.core.provenance import Session
 from acrl.sweep.jobs import ClusterOptions, Executor, Job, is_done, signals_interrupt
 from acrl.sweep.local import LocalPool
 
@@ -93,61 +92,6 @@ def _last_step(job_dir: Path) -> int:
     return last
 
 
-SESSIONS = "sessions.json"
-"""`run_jobs`' record in its root: {label: [{"started": ISO time, "ended": ISO time, "commit": the code's
-commit or None (`acrl.core.provenance.source`)}, ...]}, one entry per call that ran jobs, its end moved on as
-each job ends (a call that was killed ends at its last finished job). Entries written before the commit was
-recorded lack it."""
-
-
-def sessions(root: str | Path, label: str) -> list[dict[str, str | None]]:
-    """The `run_jobs` calls named `label` that ran jobs in `root`, in order (`SESSIONS`' entries; [] where
-    none is recorded). Raises InputError for a record that is not JSON."""
-    return _read_sessions(Path(root) / SESSIONS).get(label, [])
-
-
-def wall_clock_s(root: str | Path, label: str) -> float | None:
-    """Seconds that the `run_jobs` calls named `label` ran jobs in `root`, summed over their sessions
-    (`SESSIONS`: a run resumed by the same command counts each session's time); None where none is
-    recorded (a directory written before the record)."""
-    ran = sessions(root, label)
-    if not ran:
-        return None
-    spans = (datetime.fromisoformat(s["ended"]) - datetime.fromisoformat(s["started"]) for s in ran)
-    return round(sum(span.total_seconds() for span in spans), 1)
-
-
-class _Session:
-    """This `run_jobs` call's entry in root/SESSIONS, started now; `mark` moves its end to now."""
-
-    def __init__(self, root: Path, label: str):
-        self.path, self.label = root / SESSIONS, label
-        self.record = _read_sessions(self.path)
-        now = _now()
-        self.record.setdefault(label, []).append({"started": now, "ended": now, "commit": source()["commit"]})
-        self.mark()
-
-    def mark(self) -> None:
-        self.record[self.label][-1]["ended"] = _now()
-        write_json_atomic(self.path, self.record)
-
-
-def _read_sessions(path: Path) -> dict[str, list[dict[str, str | None]]]:
-    """The record in `path` ({} without one). Raises InputError for a file that is not JSON."""
-    if not path.is_file():
-        return {}
-    try:
-        return json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise InputError(
-            f"{path} is not valid JSON ({exc}); it only records how long the jobs ran: delete it to go on."
-        ) from None
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
-
-
 def run_jobs(
     jobs: list[Job],
     root: str | Path,
@@ -170,7 +114,7 @@ def run_jobs(
         on_start: called once the executor is up and checked, before the first job starts (a sweep
             writes its sweep.yaml there, so a cluster that cannot be reached leaves nothing).
         label: what the jobs are, for the progress bar (e.g. "offline runs"), and the key of this call's
-            time in root/SESSIONS (`wall_clock_s`).
+            time in root/sessions.json (`acrl.core.provenance.wall_clock_s`).
     Returns:
         {job name: its result}, for every job.
     Raises:
@@ -220,7 +164,7 @@ def run_jobs(
     ):
         if on_start is not None:
             on_start()
-        session = _Session(root, label)
+        session = Session(root, label)
         ended: set[str] = set(results)
         waiting = todo
 

@@ -214,7 +214,7 @@ def test_the_minatar_presets_cover_the_five_games_and_the_atari_presets_validate
     assert all(values == minatar[0] for values in minatar)  # one entry (a YAML anchor)
     assert A3C.from_preset("MinAtar/Breakout-v1", workers=1).config.encoder == "minatar"
     configs = {}
-    for name in ("default", "original"):
+    for name in ("default", "original", "reference"):
         values, _ = preset_values("a3c", "ALE/*-v5", name)
         configs[name] = update_config(A3CConfig(), values, f"ALE/*-v5:{name}")
         configs[name].validate()
@@ -228,4 +228,19 @@ def test_the_minatar_presets_cover_the_five_games_and_the_atari_presets_validate
     )
     assert (original.anneal_lr, original.ent_coef, original.gamma, original.n_envs) == (True, 0.01, 0.99, 1)
     assert 1e-4 <= original.learning_rate <= 1e-2  # inside the paper's log-uniform range
+    # Algorithm S3's summed gradients, Eq. S3's RMSProp with eps 0.1, annealed over the authors' 320M frames,
+    # the halved value gradient and the clip at 40 (the authors' replies: docs/a3c-pong.md, section 5).
+    assert (original.loss_reduction, original.rmsprop_eps_inside, original.optimizer_eps) == ("sum", True, 0.1)
+    assert (original.anneal_steps, original.vf_coef, original.max_grad_norm) == (80_000_000, 0.5, 40.0)
+    # universe-starter-agent's learning settings: LSTM 256, t_max 20, Adam 1e-4 constant, vf 0.25, clip 40 / t_max.
+    reference = configs["reference"]
+    assert (reference.encoder, reference.lstm_hidden_size, reference.n_steps) == ("a3c", 256, 20)
+    assert (reference.optimizer, reference.learning_rate, reference.optimizer_eps, reference.anneal_lr) == (
+        "adam",
+        1e-4,
+        1e-8,
+        False,
+    )
+    assert (reference.vf_coef, reference.ent_coef, reference.loss_reduction) == (0.25, 0.01, "mean")
+    assert reference.max_grad_norm * reference.n_steps == 40.0
     assert default.encoder == "nature" and not default.normalize_obs

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from acrl.core.errors import InputError, TrainingError
-from acrl.sweep.executor import SESSIONS, run_jobs, wall_clock_s
+from acrl.core.provenance import SESSIONS, wall_clock_s
+from acrl.sweep.executor import run_jobs
 from acrl.sweep.grid import train_run
 from acrl.sweep.jobs import ClusterOptions, Job
 from acrl.sweep.local import LocalPool

@@ -285,6 +285,9 @@ def test_workers_see_different_first_observations_that_repeat():
         {"hidden_sizes": ()},
         {"activation": "gelu"},
         {"reward_scale": 0.0},
+        {"loss_reduction": "max"},
+        {"anneal_steps": 0},
+        {"optimizer": "adam", "rmsprop_eps_inside": True},
     ],
 )
 def test_config_rejects_bad_values(values):
@@ -382,8 +385,9 @@ LOG_SQRT_2PI = float(np.log(np.sqrt(2 * np.pi)))
 NORMAL_ENTROPY = 0.5 + LOG_SQRT_2PI  # 1.4189 for std 1
 
 
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
 @pytest.mark.parametrize("discrete", [True, False])
-def test_a3c_loss_by_hand_for_a_full_and_a_one_step_rollout(discrete):
+def test_a3c_loss_by_hand_for_a_full_and_a_one_step_rollout(discrete, reduction):
     """t_max 2, one env, gamma 0.5, vf_coef 0.25, ent_coef 0.1 (each term's sign and weight shows).
 
     Full rollout: s = (1, 2), rewards (1, 1), terminated: R = (1 + 0.5 * 1, 1) = (1.5, 1),
@@ -400,6 +404,10 @@ def test_a3c_loss_by_hand_for_a_full_and_a_one_step_rollout(discrete):
     d loss / d w comes from the value term alone (advantages and targets are constants): with t_max N = 2,
     d/dw 0.25 * sum_t (R_t - w s_t)^2 / 2 = -0.25 * sum_t s_t (R_t - V_t): full -0.25 * (1 * 0.5 + 2 * -1) = 0.375,
     one-step -0.25 * (2 * -1) = 0.5.
+
+    With loss_reduction "sum" (Algorithm S3's accumulated gradients) the loss and d loss / d w are the sums,
+    t_max N = 2 times the above: the per-step gradients -A_t grad log pi + 0.25 grad (R_t - V_t)^2 - 0.1 grad H
+    added up, not averaged.
     """
     if discrete:
         full_actions, one_action = torch.tensor([0, 1]), torch.tensor([1])
@@ -407,7 +415,8 @@ def test_a3c_loss_by_hand_for_a_full_and_a_one_step_rollout(discrete):
     else:
         full_actions, one_action = torch.tensor([[1.0], [0.0]]), torch.tensor([[0.0]])
         log_pi, entropy = (-0.5 - LOG_SQRT_2PI, -LOG_SQRT_2PI), NORMAL_ENTROPY
-    config = A3CConfig(n_steps=2, gamma=0.5, vf_coef=0.25, ent_coef=0.1)
+    config = A3CConfig(n_steps=2, gamma=0.5, vf_coef=0.25, ent_coef=0.1, loss_reduction=reduction)
+    scale = 2.0 if reduction == "sum" else 1.0
     cases = [  # observations, actions, rewards; policy, value, entropy means; loss; d loss / d w
         ([1.0, 2.0], full_actions, [1.0, 1.0], -(0.5 * log_pi[0] - log_pi[1]) / 2, 0.625, entropy, 1.0, 0.375),
         ([2.0], one_action, [1.0], log_pi[1], 1.0, entropy, 0.5, 0.5),
@@ -432,9 +441,9 @@ def test_a3c_loss_by_hand_for_a_full_and_a_one_step_rollout(discrete):
         )
         loss, stats = a3c_loss(model, rollout, rollout.rewards, np.zeros(1, np.float32), config)
         assert stats == pytest.approx({"policy_loss": policy, "value_loss": value, "entropy": mean_entropy}, rel=1e-5)
-        assert loss.item() == pytest.approx(fraction * (policy + 0.25 * value - 0.1 * mean_entropy), rel=1e-5)
+        assert loss.item() == pytest.approx(scale * fraction * (policy + 0.25 * value - 0.1 * mean_entropy), rel=1e-5)
         loss.backward()
-        assert model.w.grad.item() == pytest.approx(grad_w, rel=1e-5)
+        assert model.w.grad.item() == pytest.approx(scale * grad_w, rel=1e-5)
 
 
 # ------------------------------------------------------------------- the parent's report

@@ -250,6 +250,23 @@ def test_a_new_run_refuses_a_directory_that_holds_one_and_a_resumed_run_continue
     assert resumed.num_steps == 20
 
 
+def test_sessions_json_records_each_session_of_a_resumed_run(tmp_path):
+    """Two sessions, 0 -> 10 and 10 -> 20 steps (a result that spans sessions records each one's steps, commit,
+    CPU and load); the second appends to the first's record."""
+    train([Run(ScriptedAgent(total=10, eval_freq=0), tmp_path, progress=False)])
+    resumed = ScriptedAgent(total=20, eval_freq=0)
+    resumed.num_steps = 10
+    train([Run(resumed, tmp_path, progress=False)])
+    record = json.loads((tmp_path / "sessions.json").read_text())
+    assert list(record) == ["train"]
+    first, second = record["train"]
+    assert (first["start_step"], first["end_step"], second["start_step"], second["end_step"]) == (0, 10, 10, 20)
+    for entry in (first, second):
+        assert entry["started"] <= entry["ended"] and "commit" in entry and entry["cores"] >= 1
+        assert len(entry["load_average_start"]) == len(entry["load_average_end"]) == 3
+    assert first["ended"] <= second["started"]
+
+
 def test_videos_come_every_video_freq_th_evaluation_when_a_rollout_crosses_several_points(tmp_path, monkeypatch):
     """Whole rollouts of 192 steps with eval_freq 64: each crosses three evaluation points and is
     evaluated once, 7 evaluations in 1,344 steps. video_freq 3 films the 3rd and the 6th (steps 576 and

@@ -239,6 +239,27 @@ def test_shared_adam_rejects_invalid_hyperparameters(kwargs):
         SharedAdam(nn.Linear(2, 1).parameters(), **kwargs)
 
 
+def test_shared_rmsprop_with_eps_inside_is_the_papers_rmsprop_after_two_workers():
+    """Mnih et al. 2016, Eq. S3 (TensorFlow's RMSProp): g <- 0.99 g + 0.01 d^2, theta <- theta - lr d / sqrt(g + eps),
+    six steps of GRAD from two processes, computed by hand. torch's form lr d / (sqrt(g) + eps) with eps 0.1 moves
+    the first step by 0.01 * 0.5 / (0.05 + 0.1) = 0.0333 for d = 0.5, the paper's by 0.01 * 0.5 / sqrt(0.0025 + 0.1)
+    = 0.0156."""
+    param = _shared_param()
+    lr, alpha, eps = 0.01, 0.99, 0.1
+    optimizer = SharedRMSprop([param], lr=lr, alpha=alpha, eps=eps, eps_inside=True)
+    method = "fork" if "fork" in mp.get_all_start_methods() else "spawn"
+    _run_workers(method, {"rmsprop": optimizer})
+
+    expected, square_avg = START.tolist(), [0.0, 0.0, 0.0]
+    for _ in range(N_WORKERS * STEPS_PER_WORKER):
+        for i, d in enumerate(GRAD.tolist()):
+            square_avg[i] = alpha * square_avg[i] + (1 - alpha) * d * d
+            expected[i] -= lr * d / (square_avg[i] + eps) ** 0.5
+    assert optimizer.state[param]["step"].item() == 6.0
+    torch.testing.assert_close(optimizer.state[param]["square_avg"], torch.tensor(square_avg))
+    torch.testing.assert_close(param.detach(), torch.tensor(expected))
+
+
 @pytest.mark.parametrize(
     "kwargs",
     [
@@ -247,6 +268,8 @@ def test_shared_adam_rejects_invalid_hyperparameters(kwargs):
         {"alpha": -0.5},
         {"eps": -1.0},
         {"momentum": -0.9},
+        {"eps_inside": True, "momentum": 0.9},
+        {"eps_inside": True, "centered": True},
     ],
 )
 def test_shared_rmsprop_rejects_invalid_hyperparameters(kwargs):
