@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-import platform
 import re
 from pathlib import Path
 
 import torch
 
 from acrl.core.errors import InputError
+from acrl.core.provenance import cpu_model
 
 DEVICE_CHOICES = "auto, cpu, cuda or cuda:N"
 
@@ -114,17 +114,6 @@ def cpu_bf16_features(cpuinfo: Path = Path("/proc/cpuinfo")) -> tuple[str, ...]:
     return tuple(name for name in BF16_CPU_FEATURES if name in flags)
 
 
-def cpu_name(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
-    """The CPU's model name from /proc/cpuinfo ("Intel(R) Xeon(R) Processor"), else `platform.processor()`."""
-    try:
-        found = re.search(r"^model name\s*:\s*(.+)$", cpuinfo.read_text(), re.MULTILINE)
-    except OSError:
-        found = None
-    if found:
-        return found.group(1).strip()
-    return platform.processor() or "an unknown CPU"
-
-
 def check_precision(device: torch.device, precision: str) -> None:
     """Refuse a precision that `device` cannot run natively (before any work: `acrl.algos.base.Agent` calls it
     once its device is known).
@@ -149,7 +138,7 @@ def check_precision(device: torch.device, precision: str) -> None:
         )
     if not cpu_bf16_features():
         raise InputError(
-            f"precision bf16 asked for, but this CPU ({cpu_name()}) has no bfloat16 instructions "
+            f"precision bf16 asked for, but this CPU ({cpu_model()}) has no bfloat16 instructions "
             f"({', '.join(BF16_CPU_FEATURES)}), so bfloat16 would be emulated, slower than float32; "
             "use precision fp32 (--set precision=fp32)."
         )
