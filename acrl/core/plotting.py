@@ -296,10 +296,19 @@ def align_curves(curves: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarra
     return grid, np.stack([np.interp(grid, steps, values) for steps, values in curves])
 
 
-def band(ax: plt.Axes, x: np.ndarray, center: np.ndarray, low: np.ndarray, high: np.ndarray, color: str) -> None:
-    """A curve `center` over `x` with a band from `low` to `high`, all (G,), in `color`: how every figure
-    of runs draws a statistic over seeds (mean ± std here, the IQM's bootstrap interval in a sweep)."""
-    ax.plot(x, center, color=color)
+def band(
+    ax: plt.Axes,
+    x: np.ndarray,
+    center: np.ndarray,
+    low: np.ndarray,
+    high: np.ndarray,
+    color: str,
+    label: str | None = None,
+) -> None:
+    """A curve `center` over `x` with a band from `low` to `high`, all (G,), in `color` (the curve labelled
+    `label` for a legend): how every figure of runs draws a statistic over seeds (mean ± std here and in the
+    offline experiments' figures, the IQM's bootstrap interval in a sweep's)."""
+    ax.plot(x, center, color=color, label=label)
     ax.fill_between(x, low, high, color=color, alpha=0.25, linewidth=0)
 
 
