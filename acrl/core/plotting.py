@@ -3,7 +3,7 @@
 `plot_runs` (`acrl plot`, and each run's learning_curve.png) draws a panel per metric against
 environment steps (gradient updates for runs that learn from fixed data), training episodes or
 wall-clock time. Its default panel is the learning curve: the training episodes' returns
-(episodes.csv; each one faint for a single run, their moving average over 100 episodes solid) and
+(episodes.csv; each one a faint dot for a single run, their moving average over 100 episodes solid) and
 the evaluations as points with their spread (± the std over evaluation episodes, or over seeds),
 on one axis, so that a run with two evaluations still shows what it learned between them and
 where it started. A metric is any column of metrics.csv, or `episode/return` and `episode/length`
@@ -335,13 +335,13 @@ def _series(run: RunLog, key: str, x: str, scale: float) -> tuple[np.ndarray, np
 
 def _draw_metric(ax: plt.Axes, runs: list[RunLog], key: str, x: str, scale: float, color: str) -> None:
     """A panel's curves of one configuration: an episode key as a moving average (a single run's episodes
-    faint behind it), any other key as it was logged; x values divided by `scale`."""
+    faint dots behind it), any other key as it was logged; x values divided by `scale`."""
     curves = [curve for curve in (_series(run, key, x, scale) for run in runs) if len(curve[0])]
     if not curves:
         return
     if key in EPISODE_KEYS:
-        if len(curves) == 1:
-            ax.plot(*curves[0], color=color, alpha=0.3, linewidth=0.7)
+        if len(curves) == 1:  # dots: an iteration's episodes share its step
+            ax.plot(*curves[0], color=color, alpha=0.35, linestyle="none", marker=".", markersize=3)
         curves = [(xs, moving_average(ys)) for xs, ys in curves]
     _draw_curves(ax, curves, color)
 
@@ -378,7 +378,8 @@ def _return_entries(drawn: set[str], color: str, spread: str) -> list[Line2D]:
     evaluations' error bars are ± `spread` ("std over seeds", "std over 10 episodes")."""
     entries = []
     if "episodes" in drawn:
-        entries.append(Line2D([], [], color=color, alpha=0.3, linewidth=0.7, label="training episode return"))
+        dots = dict(alpha=0.35, linestyle="none", marker=".", markersize=3)
+        entries.append(Line2D([], [], color=color, **dots, label="training episode return"))
     if "training" in drawn:
         entries.append(Line2D([], [], color=color, label=f"training return, moving average of {WINDOW} episodes"))
     if "evaluation" in drawn:

@@ -100,7 +100,7 @@ def test_the_learning_curve_shows_every_training_episode_their_moving_average_an
     raw, average, evaluation = ax.lines[:3]
     np.testing.assert_array_equal(raw.get_xdata(), [200, 200, 400, 400])
     np.testing.assert_array_equal(raw.get_ydata(), [1.0, 3.0, 5.0, 7.0])
-    assert raw.get_alpha() < 1 and average.get_alpha() in (None, 1)
+    assert raw.get_alpha() < 1 and raw.get_linestyle() == "None" and average.get_alpha() in (None, 1)
     np.testing.assert_allclose(average.get_ydata(), [1.0, 2.0, 3.0, 4.0])  # the mean so far: fewer than 100
     assert (list(evaluation.get_xdata()), list(evaluation.get_ydata())) == ([400], [10.0])
     (bar,) = [c for c in ax.collections if len(c.get_segments())]  # the error bar from 8 to 12
