@@ -325,8 +325,8 @@ class Agent:
     ) -> Agent:
         """Train until `num_steps` reaches `total_steps` through the run loop (`acrl.core.loop`).
 
-        With a `run_dir`, writes config.yaml, metrics.csv, TensorBoard events,
-        checkpoints/latest.pt every `checkpoint_freq` steps and checkpoints/best.pt at each
+        With a `run_dir`, writes config.yaml, metrics.csv, episodes.csv (a row per training episode),
+        TensorBoard events, checkpoints/latest.pt every `checkpoint_freq` steps and checkpoints/best.pt at each
         new best evaluation, then learning_curve.png, eval.json (the best checkpoint's
         evaluation and its step, and the last evaluation) and README.md (the model card) at the
         end. A loaded agent continues from its own `num_steps`.
