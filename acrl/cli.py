@@ -138,11 +138,20 @@ class Record:
 
 @dataclass
 class Plot:
-    """Draw learning curves; several seeds of one config become a mean with a band. Given a sweep
-    directory, rewrite its table and figure (results.md, results.json, curves.png)."""
+    """Draw learning curves (training episodes and evaluations) or any logged metric; several seeds of one
+    config become a mean with a band. Given a sweep directory, rewrite its table and figure (results.md,
+    results.json, curves.png)."""
 
-    run_dirs: Annotated[list[str], tyro.conf.Positional, tyro.conf.arg(metavar="RUN_DIR [RUN_DIR ...]")]
+    run_dirs: Annotated[
+        list[str], tyro.conf.Positional, tyro.conf.arg(metavar="RUN_DIR [RUN_DIR ...]", help_behavior_hint="")
+    ]
     """Run directories written by `acrl train` (each with its metrics.csv), or one `acrl sweep` directory."""
+    metric: Annotated[list[str], values("KEY")] = field(default_factory=list)
+    """Metrics to draw, a panel each: any column of metrics.csv (e.g. train/entropy, time/fps), or episode/return
+    and episode/length (episodes.csv) (default: the learning curve, training returns and evaluations)."""
+    x: Literal["steps", "episodes", "time"] = "steps"
+    """The x axis: steps (environment steps; gradient updates for runs on a dataset), episodes (training episodes
+    finished: each episode's return against its number, the score plot) or time (wall-clock, from time/elapsed_s)."""
     out: Annotated[str, tyro.conf.arg(metavar="FILE.png")] = "learning_curves.png"
     """PNG file to write, relative to the current directory (its folder must exist); `acrl plot` prints its path."""
 
@@ -380,10 +389,11 @@ def _interrupt(signum: int, frame: object) -> None:
 
 
 def plot(args: Plot) -> None:
-    """Plot the learning curves of run directories (or print and plot a sweep's table and figure).
+    """Plot the learning curves or metrics of run directories (or print and plot a sweep's table and figure).
 
     Raises:
-        InputError: no run directory given, or one that does not exist or holds no metrics.csv.
+        InputError: no run directory given, or one that does not exist or holds no metrics.csv; a metric no
+            run has logged (the message lists those they have); see `acrl.core.plotting.runs_figure`.
     """
     from acrl.core.plotting import plot_runs
 
@@ -412,7 +422,7 @@ def plot(args: Plot) -> None:
                 f"{path} is not a run directory: it has no metrics.csv (`acrl train` writes one "
                 f"when the run starts).{where}"
             )
-    print(f"figure: {plot_runs(args.run_dirs, args.out)}", file=sys.stderr)
+    print(f"figure: {plot_runs(args.run_dirs, args.out, args.metric, args.x)}", file=sys.stderr)
 
 
 def collect(args: Collect) -> None:

@@ -41,6 +41,7 @@ from acrl.core.loop import Callback, Run, train
 from acrl.parts.actor_critic import Action, State
 from acrl.parts.normalization import IdentityNormalizer, ObservationNormalizer
 from acrl.parts.observations import observation_layout
+from acrl.parts.stats import EpisodeStats
 
 EVAL_SEED_OFFSET = 10_000
 """Evaluation environments are seeded with seed + 10_000, apart from training (docs/correctness.md item 11)."""
@@ -74,7 +75,11 @@ class Agent:
     action_space_hint: ClassVar[str] = ""
     """Appended to the error for an action space not in `action_kinds`: what to use instead."""
     step_unit: ClassVar[str] = "step"
-    """What num_steps counts: "step" (environment steps) or "update" (gradient updates, offline)."""
+    """What num_steps counts: "step" (environment steps) or "update" (gradient updates, offline); config.yaml
+    records it for the figures' step axis (`acrl.core.plotting`)."""
+    episode_stats: EpisodeStats | None = None
+    """The training episodes' statistics, whose finished episodes the run loop writes to episodes.csv; None
+    for an agent that plays no training episodes (offline)."""
     checkpoint_on_failure: ClassVar[bool] = False
     """Whether the run loop may write latest.pt after an exception (see `acrl.core.loop.Trainable`)."""
     cpu_only_reason: ClassVar[str | None] = None
@@ -330,8 +335,8 @@ class Agent:
     ) -> Agent:
         """Train until `num_steps` reaches `total_steps` through the run loop (`acrl.core.loop`).
 
-        With a `run_dir`, writes config.yaml, metrics.csv, TensorBoard events,
-        checkpoints/latest.pt every `checkpoint_freq` steps and checkpoints/best.pt at each
+        With a `run_dir`, writes config.yaml, metrics.csv, episodes.csv (a row per training episode),
+        TensorBoard events, checkpoints/latest.pt every `checkpoint_freq` steps and checkpoints/best.pt at each
         new best evaluation, then learning_curve.png, eval.json (the best checkpoint's
         evaluation and its step, and the last evaluation) and README.md (the model card) at the
         end. A loaded agent continues from its own `num_steps`.
@@ -394,8 +399,9 @@ class Agent:
         return self
 
     def write_config(self, run_dir: Path) -> None:
-        """Write run_dir/config.yaml (algorithm and full config, atomically), creating run_dir."""
-        text = yaml.safe_dump({"algo": self.algo, "config": self.config.to_dict()}, sort_keys=False)
+        """Write run_dir/config.yaml (algorithm, what its steps count, full config; atomically), creating run_dir."""
+        run = {"algo": self.algo, "step_unit": self.step_unit, "config": self.config.to_dict()}
+        text = yaml.safe_dump(run, sort_keys=False)
         write_text_atomic(run_dir / "config.yaml", text)  # rewritten by a resume: its total_steps is the new budget
 
     # ----------------------------------------------------------------- checkpoints

@@ -51,6 +51,7 @@ from acrl.parts.buffers import FrameReplayBuffer
 from acrl.parts.datasets import dataset_env_id
 from acrl.parts.observations import make_normalizer
 from acrl.parts.sources import Buffer, DatasetSource, DataSource, EnvSource
+from acrl.parts.stats import EpisodeStats
 
 
 @dataclass
@@ -221,6 +222,11 @@ class ReplayAgent(Agent):
     def step_unit(self) -> str:
         """What num_steps counts: "step" (environment steps) when collecting, "update" from fixed data."""
         return self.source.step_unit
+
+    @property
+    def episode_stats(self) -> EpisodeStats | None:
+        """The training episodes' statistics when collecting; None learning from fixed data (no episodes)."""
+        return self.source.episode_stats
 
     @property
     def buffer(self) -> Buffer | None:

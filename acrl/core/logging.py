@@ -1,10 +1,17 @@
-"""One logger for every algorithm: progress bar on the terminal, metrics.csv and TensorBoard.
+"""One logger for every algorithm: progress bar on the terminal, metrics.csv, episodes.csv and TensorBoard.
 
 Keys are grouped as `rollout/` (episodes seen while training), `train/` (losses and
 statistics of the update), `eval/` (deterministic evaluation) and `time/`. Every row of
 metrics.csv has the column `step` (environment steps; gradient updates for offline
 algorithms). A new key adds a column: the file is rewritten with the wider header, which
 happens a handful of times per run.
+
+episodes.csv has a row per finished training episode, `step,episode,return,length`: the step
+of the metrics row after which it was written (the episode ended in that row's iteration, at
+most one iteration earlier), its number from 1, its undiscounted return and its length in
+steps. metrics.csv holds only `rollout/ep_return_mean`, the mean of the last 100 episodes:
+the design document's score plot (every episode's return against its number) and a learning
+curve's raw returns need each one. Runs that play no episodes (offline) have no episodes.csv.
 """
 
 from __future__ import annotations
@@ -35,14 +42,19 @@ def console(line: str) -> None:
     tqdm.write(line, file=sys.stderr)
 
 
+EPISODE_COLUMNS = ("step", "episode", "return", "length")
+"""episodes.csv's header (see the module docstring)."""
+
+
 class Logger:
-    """Write metrics rows to `run_dir/metrics.csv` and TensorBoard, and drive a progress bar.
+    """Write metrics rows to `run_dir/metrics.csv` and TensorBoard, training episodes to
+    `run_dir/episodes.csv` (`log_episodes`), and drive a progress bar.
 
     Args:
         run_dir: the run directory, or None to log nowhere but the progress bar.
         total_steps: length of the progress bar.
         start_step: the step a resumed run starts from; rows after it are dropped from the
-            existing metrics.csv so that a resumed run does not repeat them.
+            existing metrics.csv and episodes.csv so that a resumed run does not repeat them.
         progress: show the progress bar (steps, fps and recent return).
         unit: what the bar counts, "step" (environment steps) or "update" (gradient updates).
         label: the bar's description, e.g. "bcq on imperfect" (default: none).
@@ -64,8 +76,13 @@ class Logger:
     ):
         self.rows: list[dict[str, float | int]] = []
         self.columns: list[str] = ["step"]
-        self.csv_path = self.writer = None
+        self.csv_path = self.episodes_path = self.writer = None
+        self.episodes = 0
+        """Training episodes written to episodes.csv so far (a resumed run's kept ones included)."""
         if run_dir is not None:
+            self.episodes_path = Path(run_dir) / "episodes.csv"
+            if self.episodes_path.exists():
+                self._trim_episodes(start_step)
             self.csv_path = Path(run_dir) / "metrics.csv"
             if self.csv_path.exists():
                 with self.csv_path.open() as f:
@@ -121,6 +138,30 @@ class Logger:
             if metrics.get(key) is not None:
                 shown[name] = format_return(metrics[key])
         self.bar.set_postfix(shown, refresh=False)
+
+    def log_episodes(self, step: int, episodes: list[tuple[float, float]]) -> None:
+        """Append a row `step,episode,return,length` to episodes.csv per (return, length) of `episodes`,
+        numbered on from the episodes already written (nothing without a run_dir or episodes)."""
+        if self.episodes_path is None or not episodes:
+            return
+        new = not self.episodes_path.exists()
+        with self.episodes_path.open("a", newline="") as f:
+            writer = csv.writer(f)
+            if new:
+                writer.writerow(EPISODE_COLUMNS)
+            for episode_return, length in episodes:
+                self.episodes += 1
+                writer.writerow([int(step), self.episodes, float(episode_return), int(length)])
+
+    def _trim_episodes(self, start_step: int) -> None:
+        """Keep the rows of episodes.csv up to `start_step` (a resume continues after them), rewritten atomically."""
+        with self.episodes_path.open() as f:
+            rows = [row for row in csv.reader(f)][1:]
+        kept = [row for row in rows if int(row[0]) <= start_step]
+        self.episodes = len(kept)
+        if len(kept) < len(rows):
+            with atomic_path(self.episodes_path) as tmp, tmp.open("w", newline="") as f:
+                csv.writer(f).writerows([EPISODE_COLUMNS, *kept])
 
     def show_progress(self, step: int) -> None:
         """Move the progress bar forward to `step` without writing a row (also from the run

@@ -4,6 +4,7 @@
         while not run.done:
             before = agent.num_steps
             metrics = agent.iteration(run.budget())   # collect and/or update; advances num_steps
+            run.log_episodes()                        # the episodes it finished: episodes.csv
             run.check_iteration(before, metrics, seconds)  # NaN checks, time/, callbacks
             if run.evaluation_due(before):
                 metrics.update(run.evaluate())        # best.pt, callbacks, videos
@@ -31,7 +32,8 @@ end, at a stop), that every metric and parameter is finite after every iteration
 over the run and its resumes: run_dir/videos/step-N.mp4 and TensorBoard). `time/elapsed_s` is
 the wall time of the run, its earlier sessions included when it was resumed; run_dir/sessions.json
 (`acrl.core.provenance.Session`, label "train") records each session's steps, commit, CPU and load
-averages, its end moved on at every latest.pt. At the end it
+averages, its end moved on at every latest.pt. After every iteration the training episodes it
+finished go to episodes.csv (`Run.log_episodes`). At the end it
 writes eval.json (the best checkpoint's evaluation with its step, and the last evaluation) and
 the run's model card, run_dir/README.md (`acrl.core.model_card`).
 """
@@ -135,6 +137,9 @@ class Trainable(Protocol):
     nets: dict[str, nn.Module]
     step_unit: str
     """"step" (environment steps) or "update" (gradient updates, offline)."""
+    episode_stats: Any
+    """The training episodes' `acrl.parts.stats.EpisodeStats` (its `take_finished`), or None for an
+    agent that plays none (offline)."""
     checkpoint_on_failure: bool
     """Whether latest.pt may be written after an exception (A3C: its global model is whole at
     any moment); otherwise the last periodic checkpoint is kept."""
@@ -262,6 +267,12 @@ class Run:
         left = agent.total_steps - agent.num_steps
         return min(left, freq - agent.num_steps % freq) if freq else left
 
+    def log_episodes(self) -> None:
+        """Write the training episodes the agent finished since the last call to episodes.csv, at its
+        current step (`acrl.core.logging.Logger.log_episodes`)."""
+        if self.agent.episode_stats is not None:
+            self.logger.log_episodes(self.agent.num_steps, self.agent.episode_stats.take_finished())
+
     def check_iteration(self, before: int, metrics: dict[str, float], seconds: float) -> None:
         """After an iteration that took the agent from step `before` in `seconds`: add the time/
         metrics, check that every metric and parameter is finite, tell the callbacks.
@@ -326,6 +337,7 @@ class Run:
             tail = {}
             if exc_type is None and agent.num_steps != self.logger.step:  # steps taken while training() closed
                 tail = agent.iteration(0)
+                self.log_episodes()
                 if not (self.run_dir is not None and self.done):  # else it joins the final evaluation's row
                     self.logger.log(agent.num_steps, tail)
             if self.run_dir is not None:
@@ -360,8 +372,7 @@ class Run:
         )
         from acrl.core.plotting import plot_runs  # matplotlib loads only when a run finishes
 
-        x_label = "gradient updates" if agent.step_unit == "update" else "environment steps"
-        plot_runs([run_dir], run_dir / "learning_curve.png", x_label=x_label)
+        plot_runs([run_dir], run_dir / "learning_curve.png")
         from acrl.core.model_card import write_model_card
 
         write_model_card(run_dir, agent)
@@ -391,6 +402,7 @@ def train(runs: Sequence[Run]) -> None:
                 agent = run.agent
                 before, started = agent.num_steps, time.perf_counter()
                 metrics = agent.iteration(run.budget())
+                run.log_episodes()
                 run.check_iteration(before, metrics, time.perf_counter() - started)
                 if run.evaluation_due(before):
                     metrics.update(run.evaluate())

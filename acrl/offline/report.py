@@ -26,7 +26,7 @@ import numpy as np  # noqa: E402
 
 from acrl.core.errors import InputError  # noqa: E402
 from acrl.core.files import write_json_atomic, write_text_atomic  # noqa: E402
-from acrl.core.plotting import align_curves, save_figure  # noqa: E402
+from acrl.core.plotting import align_curves, band, save_figure  # noqa: E402
 from acrl.core.provenance import provenance  # noqa: E402
 from acrl.offline.spec import ExperimentSpec, Learner  # noqa: E402
 
@@ -189,8 +189,7 @@ def plot_experiment(spec: ExperimentSpec, summary: dict[str, Any], out: str | Pa
             curves = [x["curve"] for x in r[learner.name] if x["curve"]]
             if curves:
                 steps, mean, std = _band(curves)
-                top.plot(steps, mean, color=color, label=label, marker="o", ms=3)
-                top.fill_between(steps, mean - std, mean + std, color=color, alpha=0.2)
+                band(top, steps, mean, mean - std, mean + std, color, label)
             for key, style, suffix in (("q_initial_mean", "-", "estimate"), ("discounted_return_mean", "--", "true")):
                 curves = [x["values"][key] for x in r[learner.name] if x["values"][key]]
                 if curves:  # none for BC and VAE-BC, which have no Q-values

@@ -7,7 +7,8 @@ agent is built (`acrl.algos.off_policy.ReplayAgent`), which the agent calls with
 - `DatasetSource`: fixed data, an offline dataset loaded once or a replay buffer that another agent
   fills; `num_steps` counts gradient updates.
 
-Both have one interface (`DataSource`): `step_unit` ("step" or "update"), `buffer` (the replay buffer,
+Both have one interface (`DataSource`): `step_unit` ("step" or "update"), `episode_stats` (the training
+episodes' `EpisodeStats`; None from fixed data), `buffer` (the replay buffer,
 None while a dataset is not loaded), `replay(agent)` (the buffer, loading a dataset on the first call),
 `prepare(agent)` (checks before learning), `iteration(agent, max_steps)` (one iteration's metrics) and
 `state_dict(agent, replay_buffer)` / `load_state_dict(agent, state)` (what a checkpoint keeps of it).
@@ -47,6 +48,8 @@ class DatasetSource:
     """
 
     step_unit = "update"
+    episode_stats = None
+    """No training episodes: the data were collected before (`EnvSource.episode_stats` has them)."""
 
     def __init__(self, path: str | None = None, buffer: Buffer | None = None):
         self.path, self.buffer = path, buffer

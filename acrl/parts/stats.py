@@ -1,4 +1,5 @@
-"""Episode statistics of training: the returns and lengths behind `rollout/ep_return_mean`."""
+"""Episode statistics of training: the returns and lengths behind `rollout/ep_return_mean`, and each
+finished episode once for the run's episodes.csv (`EpisodeStats.take_finished`)."""
 
 from __future__ import annotations
 
@@ -19,11 +20,21 @@ class EpisodeStats:
     def __init__(self, window: int = 100):
         self.returns: deque[float] = deque(maxlen=window)
         self.lengths: deque[float] = deque(maxlen=window)
+        self.finished: list[tuple[float, float]] = []
+        """(return, length) of every episode added since the last `take_finished`, in the order added."""
 
     def add(self, returns: Iterable[float], lengths: Iterable[float]) -> None:
         """Append finished episodes' returns and lengths (equal numbers of each)."""
-        self.returns.extend(float(r) for r in returns)
-        self.lengths.extend(float(n) for n in lengths)
+        episodes = [(float(r), float(n)) for r, n in zip(returns, lengths)]
+        self.returns.extend(r for r, _ in episodes)
+        self.lengths.extend(n for _, n in episodes)
+        self.finished += episodes
+
+    def take_finished(self) -> list[tuple[float, float]]:
+        """The (return, length) of each episode added since the last call, which forgets them: the run
+        loop writes them to episodes.csv after every iteration (`acrl.core.logging.Logger.log_episodes`)."""
+        finished, self.finished = self.finished, []
+        return finished
 
     def add_from_info(self, info: dict[str, Any]) -> None:
         """Append the episodes that Gymnasium's vector `RecordEpisodeStatistics` reports in
@@ -48,3 +59,4 @@ class EpisodeStats:
         self.returns.clear()
         self.lengths.clear()
         self.add(state["episode_returns"], state["episode_lengths"])
+        self.finished = []  # the window's episodes were finished, and written, before the checkpoint

@@ -29,12 +29,14 @@ from acrl.core.errors import InputError
 from acrl.core.files import write_json_atomic, write_text_atomic
 from acrl.core.plotting import (
     align_curves,
+    band,
     config_colors,
     config_key,
     legend_entry,
     plt,
     read_curve,
     run_config,
+    run_step_unit,
     save_figure,
     step_label,
 )
@@ -96,6 +98,7 @@ def summarize(sweep_dir: str | Path) -> dict[str, Any]:
     curves: dict[str, list[tuple[np.ndarray, np.ndarray]]] = defaultdict(list)
     panels: dict[str, dict[str, str]] = defaultdict(dict)
     configs: dict[str, tuple[str, dict[str, Any]]] = {}
+    units: dict[str, str] = {}
     for name, group, env_id, label in runs:
         if not is_done(sweep_dir, name):
             continue
@@ -104,6 +107,7 @@ def summarize(sweep_dir: str | Path) -> dict[str, Any]:
             finals[group][name] = float(values[-1])
             curves[group].append((steps, values))
             configs.setdefault(group, run_config(sweep_dir / name))
+            units.setdefault(group, run_step_unit(sweep_dir / name))
             panels[env_id or configs[group][1]["env_id"]][group] = label
     if not finals:
         raise InputError(f"no run of the sweep in {sweep_dir} has finished yet; nothing to summarise.")
@@ -134,7 +138,7 @@ def summarize(sweep_dir: str | Path) -> dict[str, Any]:
     }
     write_json_atomic(sweep_dir / "results.json", summary)
     write_text_atomic(sweep_dir / "results.md", markdown(summary))
-    plot_curves(curves, panels, configs, sweep_dir / "curves.png")
+    plot_curves(curves, panels, configs, units, sweep_dir / "curves.png")
     return summary
 
 
@@ -159,6 +163,7 @@ def plot_curves(
     curves: dict[str, list[tuple[np.ndarray, np.ndarray]]],
     panels: dict[str, dict[str, str]],
     configs: dict[str, tuple[str, dict[str, Any]]],
+    units: dict[str, str],
     out: Path,
 ) -> Path:
     """Per configuration, the IQM learning curve with a 95% bootstrap band and each run's final
@@ -169,6 +174,7 @@ def plot_curves(
         curves: configuration -> [(steps, eval returns) per run].
         panels: panel title (the environment) -> {configuration: its legend label}.
         configs: configuration -> (algorithm, settings) of its runs (`acrl.core.plotting.run_config`).
+        units: configuration -> what its runs' steps count (`acrl.core.plotting.run_step_unit`).
         out: the PNG to write (atomically).
     Each configuration's curve is on the steps its runs share (`align_curves`); with fewer than
     two such steps there is no curve, only the points.
@@ -187,11 +193,10 @@ def plot_curves(
             ax.scatter(last[:, 0], last[:, 1], s=14, zorder=3, color=colors[group])
             if group in stats:
                 low, high = stats[group]["iqm_ci"]
-                ax.plot(steps, stats[group]["iqm"], color=colors[group])
-                ax.fill_between(steps, low, high, color=colors[group], alpha=0.2)
+                band(ax, steps, np.asarray(stats[group]["iqm"]), np.asarray(low), np.asarray(high), colors[group])
             handles.append(legend_entry(colors[group], f"{label} ({seeds})"))
         ax.set_title(panel)
-        ax.set_xlabel(step_label([configs[group][1] for group in groups]))
+        ax.set_xlabel(step_label([units[group] for group in groups]))
         ax.set_ylabel("evaluation return (IQM, 95% CI; points: final)")
         ax.grid(alpha=0.3)
         ax.legend(handles=handles, fontsize=8)

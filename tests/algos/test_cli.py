@@ -120,7 +120,7 @@ def test_synopsis_renders_each_option():
     assert (
         "acrl evaluate RUN_DIR [--checkpoint best|latest] [--episodes N] [--stochastic] [--seed N] [--device DEVICE]"
     ) in lines
-    assert "acrl plot RUN_DIR [RUN_DIR ...] [--out FILE.png]" in lines
+    assert "acrl plot RUN_DIR [RUN_DIR ...] [--metric KEY ...] [--x steps|episodes|time] [--out FILE.png]" in lines
     text = " ".join(synopsis().split())
     for sub, cls in SUBCOMMANDS.items():  # every field of every command is in its paragraph
         paragraph = text.split(f"acrl {sub} ")[1].split(" acrl ")[0]
@@ -377,7 +377,17 @@ def test_plot_directory_without_metrics(capsys, tmp_path):
     assert "has no metrics.csv" in err and str(tmp_path / "runs" / "a") in err, err
     # A run directory that has not evaluated yet: the library's message.
     assert main(["plot", str(tmp_path / "runs" / "a"), "--out", str(tmp_path / "c.png")]) == 2
-    assert "has logged 'eval/return_mean' yet" in capsys.readouterr().err
+    assert "has finished a training episode or an evaluation yet" in capsys.readouterr().err
+
+
+def test_plot_of_a_metric_no_run_has_names_those_they_have(capsys, tmp_path):
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "metrics.csv").write_text("step,train/entropy,eval/return_mean\n10,0.7,\n20,0.6,3.0\n")
+    assert main(["plot", str(tmp_path / "run"), "--metric", "nonsense", "--out", str(tmp_path / "c.png")]) == 2
+    assert capsys.readouterr().err == (
+        "acrl: error: no run has logged 'nonsense'; the runs have: train/entropy, eval/return_mean.\n"
+    )
+    assert not (tmp_path / "c.png").exists()
 
 
 def test_plot_says_where_it_writes(capsys, tmp_path, monkeypatch):

@@ -39,7 +39,8 @@ def test_an_offline_sweep_over_datasets_draws_a_panel_per_environment_and_one_ev
             run = tmp_path / f"{name}-s{seed}"  # the sweep's names: the dataset's stem without --env
             run.mkdir()
             config = {"env_id": env_id, "seed": seed, "dataset": str(tmp_path / f"{name}.h5")}
-            (run / "config.yaml").write_text(yaml.safe_dump({"algo": "bc", "config": config}))
+            saved = {"algo": "bc", "step_unit": "update", "config": config}  # as the agent writes it
+            (run / "config.yaml").write_text(yaml.safe_dump(saved))
             finals[run.name] = -100.0 * (seed + 1) - len(name)
             (run / "metrics.csv").write_text(f"step,eval/return_mean\n1000,{finals[run.name]}\n")  # one evaluation
             (run / "job.json").write_text(json.dumps({"steps": 1000}))
@@ -87,7 +88,7 @@ def test_the_sweep_and_acrl_plot_colour_the_same_runs_the_same(tmp_path, monkeyp
     monkeypatch.setattr(acrl.core.plotting, "save_figure", lambda fig, out: kept.append(fig) or out)
 
     summarize(tmp_path)
-    plot_runs(runs[::-1], tmp_path / "plot.png")
+    plot_runs(runs[::-1], tmp_path / "plot.png", metrics=["eval/return_mean"])
 
     def colours(ax):  # learning rate -> (its legend entry's colour, its curve's colour)
         legend = ax.get_legend()

@@ -19,11 +19,13 @@ from acrl.core.config import RunConfig
 from acrl.core.errors import InputError, TrainingError
 from acrl.core.logging import Logger
 from acrl.core.loop import Callback, ConsoleReport, Run, check_finite, refreshing, train
+from acrl.parts.stats import EpisodeStats
 
 
 class ScriptedAgent:
-    """A `Trainable` whose iteration takes `chunk` steps (cut at `max_steps` unless `whole`), whose
-    evaluation returns the scripted `returns` in turn, and whose checkpoints record their step."""
+    """A `Trainable` whose iteration takes `chunk` steps (cut at `max_steps` unless `whole`) and finishes an
+    episode (its return the step it ends at, its length the steps taken), whose evaluation returns the
+    scripted `returns` in turn, and whose checkpoints record their step."""
 
     algo = "scripted"
     env = "CartPole-v1"
@@ -40,9 +42,13 @@ class ScriptedAgent:
         self.saved: list[tuple[str, int, bool]] = []
         self.evaluated: list[int] = []
         self.videos: list[int] = []
+        self.episode_stats = EpisodeStats()
 
     def iteration(self, max_steps):
-        self.num_steps += self.chunk if self.whole else min(self.chunk, max_steps)
+        taken = self.chunk if self.whole else min(self.chunk, max_steps)
+        self.num_steps += taken
+        if taken:
+            self.episode_stats.add([float(self.num_steps)], [taken])
         return {"train/loss": self.metric}
 
     @contextlib.contextmanager
@@ -352,3 +358,34 @@ def test_console_returns_keep_three_decimals_below_10():
         "162.0",
         "-1,234.6",
     ]
+
+
+def test_each_training_episode_is_written_to_episodes_csv_at_the_step_of_its_iteration(tmp_path):
+    """Iterations of 7 steps to 20, evaluating every 10: they end at 7, 10 (cut at the evaluation), 17 and
+    20, each finishing an episode whose return is that step."""
+    agent = ScriptedAgent(total=20, eval_freq=10, chunk=7)
+    train([Run(agent, tmp_path, progress=False)])
+    assert (tmp_path / "episodes.csv").read_text() == (
+        "step,episode,return,length\n7,1,7.0,7\n10,2,10.0,3\n17,3,17.0,7\n20,4,20.0,3\n"
+    )
+
+
+def test_a_resumed_logger_keeps_the_episodes_up_to_its_step_and_numbers_on(tmp_path):
+    logger = Logger(tmp_path, 100, progress=False)
+    logger.log_episodes(10, [(1.0, 5), (2.0, 5)])
+    logger.log_episodes(20, [(3.0, 10)])
+    logger.close()
+    resumed = Logger(tmp_path, 100, start_step=10, progress=False)  # latest.pt was written at step 10
+    resumed.log_episodes(15, [(4.5, 5)])
+    resumed.close()
+    assert (tmp_path / "episodes.csv").read_text() == "step,episode,return,length\n10,1,1.0,5\n10,2,2.0,5\n15,3,4.5,5\n"
+
+
+def test_episode_stats_hand_each_finished_episode_over_once_and_not_those_a_checkpoint_restores():
+    stats = EpisodeStats(window=2)
+    stats.add([1.0, 2.0, 3.0], [4, 5, 6])
+    assert stats.take_finished() == [(1.0, 4.0), (2.0, 5.0), (3.0, 6.0)]  # all, though the window keeps 2
+    assert stats.take_finished() == []
+    restored = EpisodeStats(window=2)
+    restored.load_state_dict(stats.state_dict())
+    assert restored.metrics()["rollout/ep_return_mean"] == 2.5 and restored.take_finished() == []
