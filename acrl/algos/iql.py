@@ -17,7 +17,8 @@ then the target critics. The policy is the authors' Gaussian: mean tanh(net(s)),
 log-std clamped to [-5, 2], no squashing of the distribution (log pi(a|s) is a diagonal Normal's
 log-density of the data's action in [-1, 1]); acting deterministically takes the mean, otherwise a
 sample clipped to [-1, 1]. The policy's Adam step size is cosine-decayed to 0 over the budget
-(`cosine_decay`, the authors' `optax.cosine_decay_schedule`); V's and the critics' stay constant.
+(`cosine_decay`, the authors' `optax.cosine_decay_schedule`; `actor_lr_decay_steps` fixes its horizon
+apart from the budget); V's and the critics' stay constant.
 
 For locomotion the authors scale the rewards by 1000 / (max - min) of the dataset's episode returns
 (train_offline.py `normalize`): `return_range` = 1000 does that (`prepare_dataset`; an episode ends
@@ -63,8 +64,11 @@ class IQLConfig(TDConfig):
     Attributes (besides TDConfig's: gamma 0.99; tau 0.005, the target critics' soft update):
         total_steps: gradient updates (1,000,000).
         batch_size: transitions per update (256).
-        learning_rate: Adam step size of the policy (cosine-decayed to 0 over total_steps), of V and of
-            the critics (3e-4).
+        learning_rate: Adam step size of the policy (cosine-decayed to 0 over actor_lr_decay_steps), of V
+            and of the critics (3e-4).
+        actor_lr_decay_steps: the updates over which the policy's step size decays to 0 (None: the run's
+            total_steps, the authors' max_steps; set it to split one schedule across sessions whose
+            `learn` budgets grow).
         expectile: the expectile tau of V's loss, in (0, 1) (0.7; 0.5 fits V to the mean of Q, toward 1
             to the maximum over the data's actions).
         beta: the inverse temperature of the policy's weights exp(beta (Q - V)), >= 0 (3.0; 0 is
@@ -79,6 +83,7 @@ class IQLConfig(TDConfig):
     eval_freq: int = 5_000
     batch_size: int = 256
     learning_rate: float = 3e-4
+    actor_lr_decay_steps: int | None = None
     expectile: float = 0.7
     beta: float = 3.0
     max_weight: float = 100.0
@@ -88,7 +93,7 @@ class IQLConfig(TDConfig):
     def validate(self) -> None:
         """Raise `InputError` for values IQL cannot run with (see the attribute list)."""
         super().validate()
-        positive(self, "learning_rate", "max_weight", "return_range")
+        positive(self, "learning_rate", "actor_lr_decay_steps", "max_weight", "return_range")
         if not 0.0 < self.expectile < 1.0:
             raise InputError(
                 f"expectile must lie in (0, 1) (0.5 fits V to the mean of Q; the paper's locomotion value is "
@@ -264,7 +269,7 @@ class IQL(OffPolicyAgent):
             weights = awr_weights(q_target, self.value(obs), cfg.beta, cfg.max_weight)
             target = td_target(batch["rewards"], batch["not_done"], self.value(batch["next_observations"]), cfg.gamma)
         policy_loss = -(weights * self.actor.log_prob(obs, actions)).mean()
-        actor_lr = cosine_decay(cfg.learning_rate, self.updates - 1, self.total_steps)
+        actor_lr = cosine_decay(cfg.learning_rate, self.updates - 1, cfg.actor_lr_decay_steps or self.total_steps)
         for group in self.actor_optimizer.param_groups:
             group["lr"] = actor_lr
         self.actor_optimizer.zero_grad(set_to_none=True)
