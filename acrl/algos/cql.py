@@ -13,10 +13,12 @@ the policy and a uniform proposal pick and up at the dataset's, the CQL(H) regul
     log-sum-exp: estimated by importance sampling over 3N actions per state (Appendix F): N uniform
              on [-1, 1]^d (density 2^-d), N from pi(.|s) and N from pi(.|s'), each valued at s and
              corrected by its own log-density, log sum_j exp(Q_i(s, a_j) - log mu(a_j)) (the authors'
-             min_q_version 3; the actions from s' valued at s as their code does)
+             min_q_version 3, without the paper's constant 1 / 3N; the actions from s' valued at s as
+             their code does)
     Lagrangian (target_action_gap set): the penalty becomes alpha' * (alpha * diff_i - gap), diff_i the
-             log-sum-exp minus Q_i(s, a), and alpha' = exp(log alpha') >= 0 rises while the mean diff
-             exceeds the gap (the authors' with_lagrange, Eq. 30's dual variable); without, alpha is fixed
+             log-sum-exp minus Q_i(s, a), and alpha' = exp(log alpha') >= 0 rises while the weighted mean
+             diff exceeds the gap (the paper's dual variable, Appendix F; the authors' with_lagrange);
+             without, alpha is fixed
     actor:   minimise E_s [alpha_ent log pi(a|s) - min(Q1, Q2)(s, a)], a ~ pi(.|s)  (SAC, Eq. 7)
     alpha_ent: tuned toward the target entropy -dim(A) (SAC, Eq. 18), or fixed by ent_coef
     targets: theta' <- tau theta + (1 - tau) theta' after every update
