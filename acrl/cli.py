@@ -62,8 +62,8 @@ class Train:
     """A3C worker processes (default: the number of cores)."""
     dataset: Annotated[str | None, tyro.conf.arg(metavar="FILE")] = None
     """Offline dataset (HDF5, D4RL keys, e.g. from `acrl collect`): required by the offline algorithms (bcq,
-    discrete_bcq, bc, vae_bc); the other replay algorithms (ddpg, td3, sac, dqn) then learn from it instead of
-    collecting."""
+    discrete_bcq, bc, discrete_bc, vae_bc, td3_bc, iql, cql, discrete_cql); the other replay algorithms (ddpg,
+    td3, sac, dqn) then learn from it instead of collecting."""
     run_dir: Annotated[str | None, tyro.conf.arg(metavar="DIR")] = None
     """Run directory (default: runs/ALGO-ENV-sSEED-TIME)."""
     preset: Annotated[str | None, tyro.conf.arg(metavar="NAME")] = None

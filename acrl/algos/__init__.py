@@ -31,6 +31,10 @@ ALGORITHMS = {
     "bc": ("acrl.algos.bc", "BC"),
     "discrete_bc": ("acrl.algos.discrete_bc", "DiscreteBC"),
     "vae_bc": ("acrl.algos.vae_bc", "VAEBC"),
+    "td3_bc": ("acrl.algos.td3_bc", "TD3BC"),
+    "iql": ("acrl.algos.iql", "IQL"),
+    "cql": ("acrl.algos.cql", "CQL"),
+    "discrete_cql": ("acrl.algos.discrete_cql", "DiscreteCQL"),
 }
 """CLI name (also the checkpoint's `algo`) -> (module, class). Modules import lazily so `acrl --help` stays fast."""
 

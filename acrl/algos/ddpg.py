@@ -141,6 +141,13 @@ class DDPG(OffPolicyAgent):
             q = self.critic(batch["observations"], batch["actions"])
             return (q - self.compute_target(batch)).square().mean(), q
 
+    def actor_loss(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, float]]:
+        """The actor's loss -mean Q1(s, mu(s)) (the deterministic policy gradient, Eq. 6) on a replay batch, and
+        its train/ metrics (train/policy_loss). TD3+BC adds its behaviour-cloning term here."""
+        obs = batch["observations"]
+        policy_loss = -self.critic.q1(obs, self.actor(obs)).mean()
+        return policy_loss, {"train/policy_loss": policy_loss.item()}
+
     def actor_due(self) -> bool:
         """Whether this update also moves the actor and the targets (DDPG: every update)."""
         return True
@@ -148,9 +155,9 @@ class DDPG(OffPolicyAgent):
     def _update(self, batch: dict[str, torch.Tensor]) -> dict[str, float]:
         """One gradient update from a replay batch; returns train/ metrics of this update.
 
-        Critic: `critic_loss`. Actor (when `actor_due`): minimise -Q1(s, mu(s)), then
+        Critic: `critic_loss`. Actor (when `actor_due`): minimise `actor_loss`, then
         soft-update both target networks in place with `tau` (docs/correctness.md item 9).
-        Keys: train/value_loss, train/q_mean, and train/policy_loss when the actor moved.
+        Keys: train/value_loss, train/q_mean, and the actor's metrics (train/policy_loss) when it moved.
         """
         value_loss, q = self.critic_loss(batch)
         self.critic_optimizer.zero_grad(set_to_none=True)
@@ -158,13 +165,12 @@ class DDPG(OffPolicyAgent):
         self.critic_optimizer.step()
         metrics = {"train/value_loss": value_loss.item(), "train/q_mean": q.detach().mean().item()}
         if self.actor_due():
-            obs = batch["observations"]
             with self.autocast():
-                policy_loss = -self.critic.q1(obs, self.actor(obs)).mean()
+                policy_loss, actor_metrics = self.actor_loss(batch)
             self.actor_optimizer.zero_grad(set_to_none=True)
             policy_loss.backward(inputs=list(self.actor.parameters()))  # no critic gradients needed
             self.actor_optimizer.step()
             polyak_update(self.critic_target, self.critic, self.config.tau)
             polyak_update(self.actor_target, self.actor, self.config.tau)
-            metrics["train/policy_loss"] = policy_loss.item()
+            metrics |= actor_metrics
         return metrics

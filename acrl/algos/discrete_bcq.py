@@ -162,9 +162,11 @@ class DiscreteBCQ(QLearningAgent):
         the target's a', both from the online network (Eq. 3)."""
         return masked_argmax(*net(obs), self.config.threshold)
 
-    def auxiliary_loss(self, obs: torch.Tensor, actions: torch.Tensor) -> tuple[torch.Tensor, dict[str, Any]]:
-        """The imitation loss: NLL of the data's actions under G + imitation_l2 * mean(logits^2); metrics
-        train/imitation_loss and train/allowed_actions (the mean number of allowed actions)."""
+    def auxiliary_loss(
+        self, obs: torch.Tensor, actions: torch.Tensor, q: torch.Tensor
+    ) -> tuple[torch.Tensor, dict[str, Any]]:
+        """The imitation loss: NLL of the data's actions under G + imitation_l2 * mean(logits^2) (Q is not used);
+        metrics train/imitation_loss and train/allowed_actions (the mean number of allowed actions)."""
         cfg = self.config
         logits = self.net.imitation(obs).float()
         imitation_loss = F.cross_entropy(logits, actions)

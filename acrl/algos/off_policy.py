@@ -48,7 +48,7 @@ from acrl.core.envs import EnvSpec
 from acrl.core.errors import InputError
 from acrl.core.evaluation import evaluate
 from acrl.parts.buffers import FrameReplayBuffer
-from acrl.parts.datasets import dataset_env_id
+from acrl.parts.datasets import OfflineDataset, dataset_env_id
 from acrl.parts.observations import make_normalizer
 from acrl.parts.sources import Buffer, DatasetSource, DataSource, EnvSource
 from acrl.parts.stats import EpisodeStats
@@ -241,6 +241,11 @@ class ReplayAgent(Agent):
     def _update(self, batch: dict[str, torch.Tensor]) -> dict[str, float]:
         """The algorithm's gradient update from a minibatch (keys as `ReplayBuffer.sample`); train/ metrics."""
         raise NotImplementedError
+
+    def prepare_dataset(self, data: OfflineDataset) -> None:
+        """The algorithm's own preprocessing of an offline dataset, in place, once when it is loaded and before it
+        fills the replay buffer (`DatasetSource.replay`): TD3+BC normalises its states, IQL scales its rewards.
+        Default: none. A buffer given as `buffer=` is learnt from as it is."""
 
     # ----------------------------------------------------------------- data
     def _check_buffer(self, buffer: Buffer) -> None:

@@ -1,4 +1,4 @@
-"""The Q-learning core that DQN and discrete BCQ share: a network Q(s, .) over Discrete actions, its
+"""The Q-learning core that DQN, discrete BCQ and discrete CQL share: a network Q(s, .) over Discrete actions, its
 target network, the Double DQN target and the Huber TD update.
 
 Both algorithms learn Q(s, a) for every action a of a Discrete space from replayed transitions:
@@ -21,11 +21,11 @@ Discrete space is the table (B, n) of actions with no dimension, so nothing here
 
 What each algorithm adds is which actions are greedy (`greedy_actions`: DQN's argmax of Q, discrete
 BCQ's argmax over the actions its imitation network allows), which network computes Q (`q_values`),
-any loss besides the TD loss (`auxiliary_loss`: discrete BCQ's imitation) and how it collects data
-(DQN: epsilon-greedy online; discrete BCQ: none, offline). The rest is here: the networks and their
-target copy (an exact copy at the start, docs/correctness.md items 9 and 13), the optimizer, the
-gradient step with optional norm clipping, the target schedule, n-step sampling, greedy and uniformly
-random actions, and the value estimates that evaluation reports (`q_value`:
+any loss besides the TD loss (`auxiliary_loss`: discrete BCQ's imitation, discrete CQL's penalty) and how
+it collects data (DQN: epsilon-greedy online; discrete BCQ and discrete CQL: none, offline). The rest is
+here: the networks and their target copy (an exact copy at the start, docs/correctness.md items 9 and
+13), the optimizer, the gradient step with optional norm clipping, the target schedule, n-step sampling,
+greedy and uniformly random actions, and the value estimates that evaluation reports (`q_value`:
 Q(s, a) of the online network, as `OffPolicyAgent.evaluate` reads a critic's).
 not_done is 1 - terminated only, so a transition cut by a time limit still bootstraps (item 1).
 """
@@ -134,7 +134,7 @@ def action_value(q: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
 
 
 class QLearningAgent(OffPolicyAgent):
-    """Base of DQN and discrete BCQ (see the module docstring): the online network `net` and its target
+    """Base of DQN, discrete BCQ and discrete CQL (see the module docstring): the online network `net` and its target
     `net_target` (checkpoint keys "net" and "net_target"), one optimizer, the Huber TD update.
 
     A subclass provides `_make_net` and, where it differs from DQN's, `q_values`, `greedy_actions`
@@ -165,9 +165,12 @@ class QLearningAgent(OffPolicyAgent):
         dimensions (B, J) int64, the argmax of each dimension, which maximises their mean."""
         return self.q_values(net, obs).argmax(dim=-1)
 
-    def auxiliary_loss(self, obs: torch.Tensor, actions: torch.Tensor) -> tuple[torch.Tensor | None, dict[str, Any]]:
+    def auxiliary_loss(
+        self, obs: torch.Tensor, actions: torch.Tensor, q: torch.Tensor
+    ) -> tuple[torch.Tensor | None, dict[str, Any]]:
         """A loss added to the TD loss (None: none) and its train/ metrics, from the batch's
-        observations (B, *obs_shape) and actions (B,) int64."""
+        observations (B, *obs_shape) and actions (B,) int64, and the online network's Q(s, .) (`q_values`,
+        with its gradient) at them."""
         return None, {}
 
     @property
@@ -240,9 +243,10 @@ class QLearningAgent(OffPolicyAgent):
         obs, actions = batch["observations"], batch["actions"]
         with self.autocast():  # the forward passes in the run's precision; backward and step outside
             target = self.compute_target(batch)
-            q_taken = self.q_values(self.net, obs).gather(-1, actions.unsqueeze(-1)).squeeze(-1)  # (B,) or (B, J)
+            q = self.q_values(self.net, obs)
+            q_taken = q.gather(-1, actions.unsqueeze(-1)).squeeze(-1)  # (B,) or (B, J)
             value_loss = F.smooth_l1_loss(q_taken, target.view(-1, *(1,) * (q_taken.ndim - 1)).expand_as(q_taken))
-            extra, metrics = self.auxiliary_loss(obs, actions)
+            extra, metrics = self.auxiliary_loss(obs, actions, q)
         loss = value_loss if extra is None else value_loss + extra
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()

@@ -15,8 +15,9 @@ None while a dataset is not loaded), `replay(agent)` (the buffer, loading a data
 
 The agent they serve (`ReplayAgent`, `OffPolicyAgent`) is passed to each call and read for: config,
 env, observation_space, action_space, action_adapter, device, num_steps (advanced here), total_steps,
-`sampled_update(totals)` (one gradient update), and, to collect, `random_actions(n)`, `explore(obs)`,
-`check_exploration()` and `exploration_metrics()`. The observation space decides the replay buffer
+`sampled_update(totals)` (one gradient update), `prepare_dataset(data)` (the algorithm's preprocessing of a
+dataset), and, to collect, `random_actions(n)`, `explore(obs)`, `check_exploration()` and
+`exploration_metrics()`. The observation space decides the replay buffer
 (`acrl.parts.buffers.make_replay_buffer`, `replay_buffer_from`), and buffers hold actions in the action
 space's policy units (`acrl.core.envs.ActionAdapter.to_buffer`), so any agent on that space can read them.
 """
@@ -63,7 +64,7 @@ class DatasetSource:
         `to_buffer`): Box actions to [-1, 1], Discrete ones to int64 indices from 0. `terminals` become
         `terminated` and `timeouts` `truncated`, so only terminals stop bootstrapping
         (docs/correctness.md item 1). A dataset whose `env_id` differs from the environment only warns;
-        the spaces are checked strictly.
+        the spaces are checked strictly. The agent's `prepare_dataset` preprocesses the data first.
 
         Raises:
             InputError: a missing, corrupt, empty or mismatched dataset (`acrl.parts.datasets.load_dataset`).
@@ -72,6 +73,7 @@ class DatasetSource:
             data = load_dataset(self.path, agent.observation_space, agent.action_space)
             if len(data) == 0:
                 raise InputError(f"{self.path} holds no transitions.")
+            agent.prepare_dataset(data)  # the algorithm's preprocessing (TD3+BC's state normalisation)
             if data.attrs.get("env_id") not in (None, "unknown", agent.config.env_id):
                 warnings.warn(
                     f"{self.path} was collected on {data.attrs['env_id']}; this agent evaluates on "
