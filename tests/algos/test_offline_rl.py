@@ -14,6 +14,7 @@ from acrl import CQL, IQL, TD3BC, DiscreteCQL, load
 from acrl.cli import main
 from acrl.parts.datasets import collect_transitions, save_dataset
 from tests.conftest import parameters_of
+from tests.unit.test_precision import float32_state, needs_bf16, recorded
 
 ALGOS = {"td3_bc": "Pendulum-v1", "iql": "Pendulum-v1", "cql": "Pendulum-v1", "discrete_cql": "CartPole-v1"}
 TINY = {"hidden_sizes": [8], "batch_size": 16, "iteration_steps": 10, "eval_episodes": 1}
@@ -93,3 +94,17 @@ def test_bad_input_is_one_line_exit_2_before_anything_is_written(
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and message in err
     assert not run.exists()
+
+
+@needs_bf16
+@pytest.mark.parametrize("cls", [TD3BC, IQL, CQL, DiscreteCQL])
+def test_bf16_computes_the_updates_in_bfloat16_and_learns_in_float32(cls, datasets):
+    """precision bf16: every Linear of the update's forward passes runs in bfloat16 under autocast, every loss
+    `backward` is called on is float32, and the parameters and optimizer states stay float32 (DESIGN.md item 16)."""
+    env_id = "CartPole-v1" if cls is DiscreteCQL else "Pendulum-v1"
+    agent = cls(dataset=str(datasets[env_id]), precision="bf16", seed=0, eval_freq=0, **TINY)
+    with recorded(agent.nets.values()) as (outputs, losses):
+        agent.learn(3, progress=False)
+    assert outputs and {dtype for dtype, _ in outputs} == {torch.bfloat16}
+    assert losses and set(losses) == {torch.float32}
+    assert float32_state(agent)
