@@ -60,6 +60,11 @@ class Train:
     the preset says otherwise)."""
     workers: int | None = None
     """A3C worker processes (default: the number of cores)."""
+    actors: int | None = None
+    """IMPALA actors on Ray, one CPU each (default: the preset's, else 2)."""
+    address: Annotated[str | None, tyro.conf.arg(metavar="auto|HOST:PORT")] = None
+    """IMPALA's Ray cluster (the ray extra): auto (the one `ray start` runs here) or HOST:PORT (default: start Ray
+    on this machine for the run)."""
     dataset: Annotated[str | None, tyro.conf.arg(metavar="FILE")] = None
     """Offline dataset (HDF5, D4RL keys, e.g. from `acrl collect`): required by the offline algorithms (bcq,
     discrete_bcq, bc, vae_bc); the other replay algorithms (ddpg, td3, sac, dqn) then learn from it instead of
@@ -217,6 +222,8 @@ def build_agent(args: Train):
         n_envs=args.n_envs,
         device=args.device,
         workers=args.workers,
+        actors=args.actors,
+        address=args.address,
         dataset=args.dataset,
         video_freq=args.video_freq,
     )
