@@ -4,6 +4,7 @@ started once for the module when the first of them needs it; the refusals need n
 
 from __future__ import annotations
 
+import copy
 import logging
 import sys
 
@@ -11,11 +12,13 @@ import pytest
 import torch
 
 import acrl
-from acrl.algos.impala import IMPALA
+from acrl.algos.impala import IMPALA, batch_unrolls, impala_loss
 from acrl.cli import main as cli_main
 from acrl.core.errors import InputError
 from acrl.core.loop import Callback
-from tests.conftest import parameters_of, steps_of
+from acrl.parts.actors import UnrollActor
+from acrl.parts.workers import picklable_env
+from tests.conftest import CueEnv, Frames, parameters_of, steps_of
 
 TINY = {"actors": 2, "n_envs": 2, "unroll_length": 10, "batch_size": 4, "eval_episodes": 2}
 """Each unroll 10 steps x 2 envs = 20 steps, each update 4 unrolls = 80 steps."""
@@ -54,6 +57,39 @@ def test_a_run_counts_every_step_once_logs_its_metrics_and_resumes_from_its_chec
     loaded.learn(2400, run_dir=run, progress=False)  # acrl resume's path
     assert loaded.num_steps == 2400 and steps_of(run) == [*expected, 2080, 2160, 2240, 2320, 2400]
     assert not torch.equal(parameters_of(loaded), parameters_of(agent))
+
+
+@pytest.mark.parametrize(
+    "env, values",
+    [
+        (CueEnv, {"lstm_hidden_size": 8}),  # episodes of 4 steps, terminated and truncated in turn
+        (Frames, {}),  # uint8 frames, a CNN, episodes truncated after 10 steps
+        ("Pendulum-v1", {}),  # a Gaussian policy
+    ],
+    ids=["lstm", "frames", "gaussian"],
+)
+def test_the_learner_reruns_an_actors_unrolls_to_the_behaviour_log_probs_on_policy(env, values):
+    # Without an update in between, pi = mu: the learner's rerun of two consecutive unrolls, each from its first
+    # state and with the resets inside it, gives the log-probabilities the actor acted with (rho = 1).
+    agent = IMPALA(env, seed=0, **values)
+    actor = UnrollActor(0, picklable_env(agent.env), copy.deepcopy(agent.model), 2, 7, seed=0, weights=(0, [None]))
+    actor.version = 0  # its model holds the weights of version 0 already: nothing to fetch (no Ray here)
+    unrolls = [actor.unroll(), actor.unroll()]
+    if env is CueEnv:
+        assert unrolls[0].truncated.any() and unrolls[1].terminated.any() and unrolls[1].truncated.any()
+        assert (unrolls[1].initial_state[0] != 0).any()  # the second starts from the state the first left
+    batch = batch_unrolls(unrolls, agent.device)
+    assert batch["observations"].shape[:2] == (8, 4) and batch["observations"].dtype == (
+        torch.uint8 if env is Frames else torch.float32
+    )
+    log_probs, _, _ = agent.model.evaluate(
+        batch["observations"], batch["actions"], batch["states"], batch["episode_starts"]
+    )
+    torch.testing.assert_close(log_probs[:-1], batch["behaviour_log_probs"], atol=1e-5, rtol=1e-5)
+    loss, metrics = impala_loss(agent.model, batch, agent.config)
+    assert metrics["rho"] == pytest.approx(1.0, abs=1e-5)
+    loss.backward()
+    assert all(torch.isfinite(p.grad).all() for p in agent.model.parameters() if p.grad is not None)
 
 
 class KillAnActor(Callback):
