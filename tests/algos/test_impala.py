@@ -18,7 +18,7 @@ from acrl.core.errors import InputError
 from acrl.core.loop import Callback
 from acrl.parts.actors import UnrollActor
 from acrl.parts.workers import picklable_env
-from tests.conftest import CueEnv, Frames, parameters_of, steps_of
+from tests.conftest import CueEnv, Frames, parameters_of, run_cli, steps_of
 
 TINY = {"actors": 2, "n_envs": 2, "unroll_length": 10, "batch_size": 4, "eval_episodes": 2}
 """Each unroll 10 steps x 2 envs = 20 steps, each update 4 unrolls = 80 steps."""
@@ -156,3 +156,12 @@ def test_cli_bad_input_exits_2_in_one_line(argv, message, tmp_path, capsys):
     err = capsys.readouterr().err
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "run").exists()
+
+
+def test_an_address_where_no_cluster_answers_exits_2_in_one_line_before_anything_is_written(tmp_path):
+    pytest.importorskip("ray")
+    argv = ["train", "impala", "--env", "CartPole-v1", "--address", "127.0.0.1:9", "--run-dir", str(tmp_path / "run")]
+    result = run_cli(*argv, "--no-progress")  # its own process: this module's Ray would be joined instead
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.startswith("acrl: error: no Ray cluster answers at 127.0.0.1:9 within 10 s")
+    assert len(result.stderr.strip().splitlines()) == 1 and not (tmp_path / "run").exists()
