@@ -57,7 +57,7 @@ class Train:
     """Training budget in environment steps (gradient updates for offline algorithms)."""
     n_envs: int | None = None
     """Environments stepped together (Gymnasium vector API); for A3C, environments per worker (1 unless
-    the preset says otherwise)."""
+    the preset says otherwise); for IMPALA, per actor."""
     workers: int | None = None
     """A3C worker processes (default: the number of cores)."""
     actors: int | None = None

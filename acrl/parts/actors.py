@@ -20,6 +20,8 @@ process, whatever the actors do. Ray is imported inside the functions that use i
 
 from __future__ import annotations
 
+import copy
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -192,8 +194,6 @@ class ActorPool:
     """
 
     def __init__(self, actors: int, env: EnvSpec, model: ActorCritic, n_envs: int, unroll_length: int, seed: int):
-        import copy
-
         import ray
 
         self.actor_class = ray.remote(num_cpus=1, max_restarts=0, concurrency_groups={"weights": 1})(UnrollActor)
@@ -275,8 +275,7 @@ class ActorPool:
         return unrolls
 
     def _replace(self, rank: int, exc: Exception) -> None:
-        import sys
-
+        """Start a new actor in the place of `rank`, whose process died with `exc`, saying so on stderr."""
         self.respawns += 1
         if self.respawns > RESPAWNS_PER_ACTOR * len(self.actors):
             raise TrainingError(f"IMPALA actors died {self.respawns} times; giving up (last: {exc})")
