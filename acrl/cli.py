@@ -57,9 +57,14 @@ class Train:
     """Training budget in environment steps (gradient updates for offline algorithms)."""
     n_envs: int | None = None
     """Environments stepped together (Gymnasium vector API); for A3C, environments per worker (1 unless
-    the preset says otherwise)."""
+    the preset says otherwise); for IMPALA, per actor."""
     workers: int | None = None
     """A3C worker processes (default: the number of cores)."""
+    actors: int | None = None
+    """IMPALA actors on Ray, one CPU each (default: the preset's, else 2)."""
+    address: Annotated[str | None, tyro.conf.arg(metavar="auto|HOST:PORT")] = None
+    """IMPALA's Ray cluster (the ray extra): auto (the one `ray start` runs here) or HOST:PORT (default: start Ray
+    on this machine for the run)."""
     dataset: Annotated[str | None, tyro.conf.arg(metavar="FILE")] = None
     """Offline dataset (HDF5, D4RL keys, e.g. from `acrl collect`): required by the offline algorithms (bcq,
     discrete_bcq, bc, discrete_bc, vae_bc, td3_bc, iql, cql, discrete_cql); the other replay algorithms (ddpg,
@@ -226,6 +231,8 @@ def build_agent(args: Train):
         n_envs=args.n_envs,
         device=args.device,
         workers=args.workers,
+        actors=args.actors,
+        address=args.address,
         dataset=args.dataset,
         video_freq=args.video_freq,
     )

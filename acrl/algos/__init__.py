@@ -22,6 +22,7 @@ from acrl.core.errors import InputError
 ALGORITHMS = {
     "ppo": ("acrl.algos.ppo", "PPO"),
     "a3c": ("acrl.algos.a3c", "A3C"),
+    "impala": ("acrl.algos.impala", "IMPALA"),
     "ddpg": ("acrl.algos.ddpg", "DDPG"),
     "td3": ("acrl.algos.td3", "TD3"),
     "sac": ("acrl.algos.sac", "SAC"),
@@ -65,7 +66,7 @@ def make_config(
     `default` if it has one; an environment's presets are those of its exact id in
     acrl/presets/ALGO.yaml, else of the first glob pattern there that matches it, such as
     "ALE/*-v5": `acrl.core.config.preset_values`) < `overrides` (what `--set` gives) < `flags` (explicit options
-    such as seed, total_steps, n_envs, workers, dataset, device; None values are ignored).
+    such as seed, total_steps, n_envs, workers, actors, address, dataset, device; None values are ignored).
     The config is validated; the environment and action space are checked when the agent is
     built from it (`cls(env_id, config=config)`).
 
@@ -101,7 +102,7 @@ def make_config(
             cli=f"--env ENV_ID is required for {algo} (for example --env {example}).",
         )
     config = cls.config_class()
-    for flag in ("dataset", "workers", "n_envs"):
+    for flag in ("dataset", "workers", "actors", "address", "n_envs"):
         if flag in flags and not hasattr(config, flag):
             raise InputError(
                 f"{flag} does not apply to {algo}: its config has no {flag} field.",

@@ -178,8 +178,8 @@ def _coerce(name: str, value: Any, annotation: Any) -> Any:
 
 
 RECURRENT_FIELDS = ("lstm_hidden_size", "seq_len")
-"""The config fields of a recurrent policy (PPO's `lstm_hidden_size` and `seq_len`; A3C has the first,
-its training sequences being its rollouts)."""
+"""The config fields of a recurrent policy (PPO's `lstm_hidden_size` and `seq_len`; A3C and IMPALA have the
+first, their training sequences being their rollouts and unrolls)."""
 
 
 def update_config(config: RunConfig, values: dict[str, Any], origin: str) -> RunConfig:
@@ -209,7 +209,7 @@ def update_config(config: RunConfig, values: dict[str, Any], origin: str) -> Run
         if key not in fields and key in RECURRENT_FIELDS and "lstm_hidden_size" not in fields:
             raise InputError(
                 f"{origin}: {key} sets a recurrent (LSTM) policy, which {type(config).__name__} does not have; "
-                "choose an algorithm whose settings include lstm_hidden_size (PPO's and A3C's do)."
+                "choose an algorithm whose settings include lstm_hidden_size (PPO's, A3C's and IMPALA's do)."
             )
         if key not in fields:
             close = difflib.get_close_matches(key, fields, n=3)

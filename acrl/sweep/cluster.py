@@ -16,16 +16,13 @@ checkpoint) travel the other way through Ray's object store. So the driver alway
 job's latest checkpoint, whatever the filesystem.
 
 Ray is imported inside the functions that use it: importing this module needs no Ray, and
-`Cluster` says which extra to install when it is missing.
+`Cluster` says which extra to install when it is missing. Starting or joining Ray, and the checks
+of an address, are `acrl.parts.ray_session`'s, which IMPALA's actors share.
 """
 
 from __future__ import annotations
 
-import logging
 import os
-import signal
-import socket
-import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -34,10 +31,8 @@ from typing import Any
 from acrl.core.errors import InputError, TrainingError
 from acrl.core.files import write_bytes_atomic
 from acrl.core.loop import Callback
-from acrl.sweep.jobs import ClusterOptions, Executor, Job, require, run_job_here
-
-CONNECT_TIMEOUT_S = 10.0
-"""How long `--address HOST:PORT` may take to answer before the sweep gives up (exit 2)."""
+from acrl.parts.ray_session import connect, require
+from acrl.sweep.jobs import ClusterOptions, Executor, Job, run_job_here
 
 
 def read_files(root: Path, paths: list[Path]) -> dict[str, bytes]:
@@ -133,7 +128,7 @@ class Cluster(Executor):
         ray = require("ray", f"--address {self.options.address}" if self.options.address else "acrl tune")
         try:
             if not ray.is_initialized():
-                self._connect(ray)
+                self.started_ray = connect(ray, self.options.address)  # if so, leaving shuts it down
             self._check_resources(ray)
             from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
@@ -148,79 +143,6 @@ class Cluster(Executor):
             self._shutdown(ray)
             raise
         return self
-
-    def _connect(self, ray: Any) -> None:
-        address = self.options.address
-        quiet = {"include_dashboard": False, "logging_level": logging.ERROR, "log_to_driver": False}
-        if address is None:
-            # Ray's own processes (GCS, raylet, and the workers they start) inherit SIGINT blocked, so a
-            # Ctrl-C in the terminal reaches only this driver, which then stops the runs in order (`stop`)
-            # and shuts Ray down. A Ctrl-C during start-up waits until init returns, then stops it all.
-            self.started_ray = True  # from here on, leaving shuts down whatever init started
-            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-            try:
-                ray.init(address="local", num_cpus=os.cpu_count(), **quiet)  # never a cluster RAY_ADDRESS names
-            finally:
-                signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-            return
-        from acrl.core.version import __version__
-
-        address = self._reachable(address)
-        check_versions(address, cluster_metadata(address))
-        try:
-            ray.init(address=address, **{k: v for k, v in quiet.items() if k != "include_dashboard"})
-        except ConnectionError as exc:
-            raise InputError(
-                f"could not join the Ray cluster at --address {address}: {exc} Start one with "
-                "`ray start --head`, or drop --address to run on this machine."
-            ) from None
-        try:
-            found = ray.get(ray.remote(num_cpus=0, max_retries=0)(_acrl_version).remote(), timeout=60)
-        except Exception as exc:  # the worker could not import acrl, or never started
-            ray.shutdown()
-            why = " ".join(str(exc).split())[:300]
-            raise InputError(
-                f"the Ray cluster at {address} cannot run acrl's jobs ({type(exc).__name__}: {why}); "
-                f"install acrl {__version__} on every node."
-            ) from None
-        if found != __version__:
-            ray.shutdown()
-            raise InputError(
-                f"the Ray cluster at {address} runs acrl {found}, this driver acrl {__version__}; install "
-                "the same acrl on every node."
-            )
-
-    def _reachable(self, address: str) -> str:
-        """HOST:PORT of `address` ("auto": the cluster Ray finds on this machine), once its port answers.
-
-        Raises:
-            InputError: a malformed address, no cluster for "auto", a port that does not answer
-                within `CONNECT_TIMEOUT_S`.
-        """
-        if address == "auto":
-            from ray._private.services import canonicalize_bootstrap_address
-
-            found = canonicalize_bootstrap_address("auto")  # RAY_ADDRESS, else the cluster `ray start` started here
-            if found is None:
-                raise InputError(
-                    "--address auto: no Ray cluster runs on this machine; start one with `ray start "
-                    "--head`, or drop --address to run on this machine's process pool."
-                )
-            address = found
-        host, _, port = address.rpartition(":")
-        if not host or not port.isdigit():
-            raise InputError(
-                f"--address must be auto or HOST:PORT (the head's GCS port, 6379 by default), got {address!r}."
-            )
-        try:
-            socket.create_connection((host, int(port)), timeout=CONNECT_TIMEOUT_S).close()
-        except OSError as exc:
-            raise InputError(
-                f"no Ray cluster answers at {address} within {CONNECT_TIMEOUT_S:.0f} s ({exc}); "
-                "start one with `ray start --head` there, or drop --address to run on this "
-                "machine."
-            ) from None
-        return address
 
     def _check_resources(self, ray: Any) -> None:
         cpus, gpus = self.options.cpus_per_job, self.options.gpus_per_job
@@ -337,63 +259,6 @@ class Cluster(Executor):
         if self.started_ray:
             ray.shutdown()
             self.started_ray = False
-
-
-GCS_PROBE = (
-    "import json, sys, ray._raylet; from ray._common.usage.usage_lib import get_cluster_metadata; "
-    "print(json.dumps(get_cluster_metadata(ray._raylet.GcsClient(address=sys.argv[1]))))"
-)
-"""Prints the cluster metadata (Ray and Python versions) a Ray head at argv[1] holds."""
-
-
-def cluster_metadata(address: str) -> dict[str, Any]:
-    """The metadata of the Ray cluster whose head's GCS is at `address` ({"ray_version",
-    "python_version", ...}), asked in a subprocess that may take `CONNECT_TIMEOUT_S` seconds
-    (Ray's own client waits 40 s and prints its C++ warnings before it gives up on a port that
-    is not a GCS).
-
-    Raises:
-        InputError: no answer as a Ray head within `CONNECT_TIMEOUT_S`.
-    """
-    import json
-
-    try:
-        probe = subprocess.run(
-            [sys.executable, "-c", GCS_PROBE, address], capture_output=True, text=True, timeout=CONNECT_TIMEOUT_S
-        )
-    except subprocess.TimeoutExpired:
-        probe = None
-    if probe is None or probe.returncode != 0:
-        raise InputError(
-            f"{address} answers, but not as the head of a Ray cluster within {CONNECT_TIMEOUT_S:.0f} s "
-            "(the GCS port `ray start --head` prints, 6379 by default); check --address, or drop it to "
-            "run on this machine."
-        )
-    return json.loads(probe.stdout.strip().splitlines()[-1])
-
-
-def check_versions(address: str, metadata: dict[str, Any]) -> None:
-    """Raise `InputError` unless the cluster at `address` runs this driver's Ray and Python
-    (`cluster_metadata`), which Ray requires of every process that joins it; say what was found."""
-    import platform
-
-    import ray
-
-    found = (metadata.get("ray_version"), metadata.get("python_version"))
-    here = (ray.__version__, platform.python_version())
-    if found != here:
-        raise InputError(
-            f"the Ray cluster at {address} runs Ray {found[0]} on Python {found[1]}, this driver Ray "
-            f"{here[0]} on Python {here[1]}; join a cluster started from acrl's environment (`ray start "
-            "--head` there), or drop --address to run on this machine."
-        )
-
-
-def _acrl_version() -> str:
-    """acrl's version where this runs (a Ray task: the cluster's workers)."""
-    from acrl.core.version import __version__ as version
-
-    return version
 
 
 class SubmittedForOneMachine(RuntimeError):

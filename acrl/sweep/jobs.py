@@ -40,22 +40,6 @@ from acrl.core.errors import InputError
 from acrl.core.files import write_json_atomic
 from acrl.core.loop import Callback
 
-EXTRA_HINT = "install acrl's ray extra: pip install -e '.[ray]' (./run setup does)"
-
-
-def require(module: str, purpose: str) -> Any:
-    """Import an optional dependency of the ray extra (ray, optuna) or raise `InputError`.
-
-    Raises:
-        InputError: the module is not installed; the message names the extra to install.
-    """
-    from importlib import import_module
-
-    try:
-        return import_module(module)
-    except ImportError:
-        raise InputError(f"{purpose} needs {module}, which is not installed: {EXTRA_HINT}.") from None
-
 
 @dataclass(frozen=True)
 class Job:

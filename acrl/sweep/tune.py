@@ -43,8 +43,9 @@ import yaml
 from acrl.core.errors import InputError
 from acrl.core.files import write_json_atomic, write_text_atomic
 from acrl.core.loop import Callback
+from acrl.parts.ray_session import require
 from acrl.sweep.cluster import Cluster
-from acrl.sweep.jobs import ClusterOptions, Job, require, signals_interrupt
+from acrl.sweep.jobs import ClusterOptions, Job, signals_interrupt
 
 DISTRIBUTIONS = ("loguniform", "uniform", "int", "categorical")
 """The search space's distributions (a Dimension's kind), Optuna's float (log or not), int and categorical."""

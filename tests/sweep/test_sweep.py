@@ -18,10 +18,11 @@ import numpy as np
 import pytest
 
 from acrl.core.errors import InputError
+from acrl.parts.ray_session import require
 from acrl.sweep.cluster import read_files, run_job_elsewhere, write_files
 from acrl.sweep.executor import run_jobs
 from acrl.sweep.grid import expand, run_sweep, train_run
-from acrl.sweep.jobs import ClusterOptions, Job, require, run_job_here
+from acrl.sweep.jobs import ClusterOptions, Job, run_job_here
 from acrl.sweep.spec import SweepSpec
 from tests.conftest import PPO_TINY as TINY
 from tests.conftest import ROOT, KillOnce, run_cli, signal_when_ready, steps_of
@@ -296,21 +297,21 @@ def test_a_signal_to_a_driver_on_ray_checkpoints_every_running_run_and_ends_it(t
 
 
 def test_a_port_that_is_not_a_ray_head_is_refused_in_one_line_within_the_connect_timeout(monkeypatch):
-    from acrl.sweep import cluster
+    from acrl.parts import ray_session
 
-    monkeypatch.setattr(cluster, "CONNECT_TIMEOUT_S", 3.0)
+    monkeypatch.setattr(ray_session, "CONNECT_TIMEOUT_S", 3.0)
     server = socket.create_server(("127.0.0.1", 0))  # accepts connections, speaks no gRPC
     address = f"127.0.0.1:{server.getsockname()[1]}"
     started = time.monotonic()
     with server, pytest.raises(InputError, match=f"{address} answers, but not as the head of a Ray cluster within 3 s"):
-        cluster.cluster_metadata(address)
+        ray_session.cluster_metadata(address)
     assert time.monotonic() - started < 3.0 + 2.0  # before: Ray's client, 40 s and its C++ warnings
 
 
 def test_a_cluster_with_another_ray_or_python_is_refused_naming_what_was_found():
     import platform
 
-    from acrl.sweep.cluster import check_versions, cluster_metadata
+    from acrl.parts.ray_session import check_versions, cluster_metadata
 
     ours = cluster_metadata(ray.get_runtime_context().gcs_address)  # this module's Ray: the same versions
     assert (ours["ray_version"], ours["python_version"]) == (ray.__version__, platform.python_version())
@@ -346,18 +347,17 @@ def test_a_sweep_joins_a_running_cluster_by_its_address(tmp_path):
     assert attempts == [ray.get_runtime_context().get_node_id()]  # it ran as a task of that cluster
 
 
-def test_address_auto_without_a_cluster_here_and_a_malformed_address_are_one_line_each(tmp_path, monkeypatch):
+def test_address_auto_without_a_cluster_here_and_a_malformed_address_are_one_line_each(monkeypatch):
     import ray._private.services as services
 
-    from acrl.sweep.cluster import Cluster
+    from acrl.parts.ray_session import reachable
 
-    cluster = Cluster(tmp_path, ClusterOptions(address="auto"))
     monkeypatch.setattr(services, "canonicalize_bootstrap_address", lambda address: None)  # no RAY_ADDRESS, no cluster
     with pytest.raises(
         InputError,
         match=r"--address auto: no Ray cluster runs on this machine; start one with `ray "
         r"start --head`, or drop --address",
     ):
-        cluster._reachable("auto")
+        reachable("auto")
     with pytest.raises(InputError, match="--address must be auto or HOST:PORT .* got 'head-node'"):
-        cluster._reachable("head-node")
+        reachable("head-node")
