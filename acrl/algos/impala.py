@@ -293,6 +293,7 @@ class IMPALA(Agent):
                     cfg.n_envs,
                     cfg.unroll_length,
                     cfg.seed + self.num_steps,
+                    cfg.precision,
                 )
                 self._pool.start(self.model.state_dict())
             yield
@@ -318,7 +319,8 @@ class IMPALA(Agent):
         for unroll in unrolls:
             self.num_steps += unroll.steps
             self.episode_stats.add(unroll.episode_returns.tolist(), unroll.episode_lengths.tolist())
-        loss, metrics = impala_loss(self.model, batch_unrolls(unrolls, self.device), cfg)
+        with self.autocast():  # the forward passes in the run's precision; backward and step outside
+            loss, metrics = impala_loss(self.model, batch_unrolls(unrolls, self.device), cfg)
         self.optimizer.zero_grad()
         loss.backward()
         grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.max_grad_norm)

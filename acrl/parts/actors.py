@@ -28,11 +28,15 @@ from typing import Any
 import numpy as np
 import torch
 
+from acrl.core.devices import precision_context
 from acrl.core.envs import ActionAdapter, EnvSpec
 from acrl.core.errors import TrainingError
 from acrl.parts.actor_critic import ActorCritic
 from acrl.parts.observations import make_normalizer
 from acrl.parts.workers import make_worker_envs
+
+CPU = torch.device("cpu")
+"""Where actors act."""
 
 IN_FLIGHT = 2
 """Unroll calls queued at each actor: one running, one waiting, so that no actor idles while the learner works."""
@@ -102,8 +106,10 @@ class UnrollActor:
         unroll_length: int,
         seed: int,
         weights: tuple[int, list[Any]],
+        precision: str = "fp32",
     ):
         torch.set_num_threads(1)
+        self.precision = precision
         torch.manual_seed(seed + rank)
         self.envs, self.obs = make_worker_envs(env, seed, rank, n_envs)
         self.adapter = ActionAdapter(self.envs.single_action_space)
@@ -149,7 +155,8 @@ class UnrollActor:
         state, obs = self.state, first
         for t in range(steps):
             observations[t], starts[t] = obs.numpy(), self.episode_start
-            raw, log_prob, state = model.act(obs, state, torch.from_numpy(self.episode_start))
+            with precision_context(CPU, self.precision):  # acting in the run's precision (networks return float32)
+                raw, log_prob, state = model.act(obs, state, torch.from_numpy(self.episode_start))
             actions.append(raw.numpy())
             log_probs[t] = log_prob.numpy()
             self.obs, rewards[t], terminated[t], truncated[t], info = self.envs.step(self.adapter.to_env(raw.numpy()))
@@ -157,7 +164,8 @@ class UnrollActor:
                 ended = np.flatnonzero(truncated[t])
                 final = self.normalizer(np.stack([info["final_obs"][i] for i in ended]))
                 index = torch.from_numpy(ended)
-                truncation_values[t, ended] = model.value(final, tuple(s[:, index] for s in state)).numpy()
+                with precision_context(CPU, self.precision):
+                    truncation_values[t, ended] = model.value(final, tuple(s[:, index] for s in state)).numpy()
             if "_episode" in info:
                 finished = info["_episode"]
                 returns += info["episode"]["r"][finished].tolist()
@@ -191,13 +199,29 @@ class ActorPool:
         model: the learner's `ActorCritic`; the actors get a CPU copy.
         n_envs, unroll_length: each actor's N environments and T steps per unroll.
         seed: the actors' seed (the run's seed, plus the step a resumed run starts from).
+        precision: the run's precision ("fp32" or "bf16"), the actors' forward passes' (`precision_context`).
     """
 
-    def __init__(self, actors: int, env: EnvSpec, model: ActorCritic, n_envs: int, unroll_length: int, seed: int):
+    def __init__(
+        self,
+        actors: int,
+        env: EnvSpec,
+        model: ActorCritic,
+        n_envs: int,
+        unroll_length: int,
+        seed: int,
+        precision: str = "fp32",
+    ):
         import ray
 
         self.actor_class = ray.remote(num_cpus=1, max_restarts=0, concurrency_groups={"weights": 1})(UnrollActor)
-        self.env, self.n_envs, self.unroll_length, self.seed = env, n_envs, unroll_length, seed
+        self.env, self.n_envs, self.unroll_length, self.seed, self.precision = (
+            env,
+            n_envs,
+            unroll_length,
+            seed,
+            precision,
+        )
         self.model = ray.put(copy.deepcopy(model).cpu())
         self.actors: list[Any] = [None] * actors
         self.incarnations = [0] * actors
@@ -226,7 +250,9 @@ class ActorPool:
     def _spawn(self, rank: int) -> None:
         """Start actor `rank` (a new incarnation, seeded apart from the earlier ones) and queue its unrolls."""
         seed = self.seed + self.respawns * len(self.actors) * self.n_envs
-        actor = self.actor_class.remote(rank, self.env, self.model, self.n_envs, self.unroll_length, seed, self.weights)
+        actor = self.actor_class.remote(
+            rank, self.env, self.model, self.n_envs, self.unroll_length, seed, self.weights, self.precision
+        )
         self.actors[rank] = actor
         for _ in range(IN_FLIGHT):
             self.pending[actor.unroll.remote()] = (rank, self.incarnations[rank])
