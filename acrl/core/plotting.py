@@ -232,14 +232,22 @@ def config_key(algo: str, settings: dict[str, Any]) -> str:
     return f"{algo} {sorted(settings.items(), key=str)}"
 
 
-def config_colors(keys: list[str]) -> list[str]:
+def config_colors(keys: list[str], universe: list[str] = ()) -> list[str]:
     """A colour per configuration (`config_key`; equal keys, equal colours): matplotlib's default colours
-    (tab10, then again) given to the distinct keys in sorted order, not in the order a figure meets
-    them, so that `plot_runs` and a sweep's figure (`acrl.sweep.results.plot_curves`) colour the same
-    runs the same."""
+    (tab10, then again) given to the distinct keys of `keys` and `universe` in sorted order, not in the
+    order a figure meets them. With `universe` the configurations of every run in the runs' directories
+    (`directory_configs`), a configuration has one colour in every figure of its directory: `acrl plot`
+    of some of a sweep's runs colours them as the sweep's curves.png (`acrl.sweep.results.plot_curves`)."""
     palette = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    order = {key: i for i, key in enumerate(sorted(set(keys)))}
+    order = {key: i for i, key in enumerate(sorted({*keys, *universe}))}
     return [palette[order[key] % len(palette)] for key in keys]
+
+
+def directory_configs(run_dirs: list[Path]) -> list[str]:
+    """The `config_key` of every run (a folder with config.yaml) beside `run_dirs`, in their parent folders."""
+    parents = {Path(run_dir).resolve().parent for run_dir in run_dirs}
+    siblings = [path for parent in parents for path in parent.iterdir() if (path / "config.yaml").is_file()]
+    return [config_key(*run_config(path)) for path in siblings if run_config(path)[1]]
 
 
 def legend_entry(color: str, label: str) -> Line2D:
@@ -396,8 +404,8 @@ def _time_scale(seconds: float) -> tuple[float, str]:
 def runs_figure(run_dirs: list[str | Path], metrics: list[str] | tuple[str, ...] = (), x: str = "steps") -> plt.Figure:
     """The figure of `run_dirs` (see the module docstring): a panel per key of `metrics`, or the learning-curve
     panel when it is empty, against `x` (one of `X_AXES`), the seeds of one configuration grouped, a colour
-    per configuration (`config_colors`) named in the legend. A single run's figure is titled "ALGO on ENV,
-    seed S".
+    per configuration (`config_colors`, the same in every figure of the runs' directories) named in the
+    legend. A single run's figure is titled "ALGO on ENV, seed S".
 
     Raises:
         InputError: a run directory without metrics.csv; an `x` not in `X_AXES`; a key no run has logged
@@ -419,7 +427,7 @@ def runs_figure(run_dirs: list[str | Path], metrics: list[str] | tuple[str, ...]
     for run in runs:
         groups[config_key(run.algo, run.settings) if run.settings else str(run.run_dir)].append(run)
     labels = curve_labels([(members[0].algo, members[0].settings) for members in groups.values()])
-    colors = config_colors(list(groups))
+    colors = config_colors(list(groups), directory_configs([run.run_dir for run in runs]))
     configurations = [
         legend_entry(color, f"{label} ({len(members)} seeds)" if len(members) > 1 else label)
         for members, label, color in zip(groups.values(), labels, colors)

@@ -249,3 +249,13 @@ def test_a_configuration_has_its_colour_whatever_order_the_runs_come_in(tmp_path
     assert forward == backward and len(set(forward.values())) == 3
     # matplotlib's first three colours, in the configurations' sorted order (learning_rate 0.1, 0.2, 0.3)
     assert [forward[lr] for lr in (0.1, 0.2, 0.3)] == ["#1f77b4", "#ff7f0e", "#2ca02c"]
+
+
+def test_a_configuration_has_one_colour_in_every_figure_of_its_directory(tmp_path, figure):
+    """Three configurations in one folder (a sweep's): a figure of the third alone colours it as the figure of all
+    three does (matplotlib's third colour), not with the first colour a lone curve would otherwise take."""
+    runs = [_run(tmp_path / f"r{lr}", 0, [(1000, lr), (2000, lr)], learning_rate=lr) for lr in (0.1, 0.2, 0.3)]
+    everything = figure(runs, ["eval/return_mean"]).axes[0]
+    alone = figure(runs[2:], ["eval/return_mean"]).axes[0]
+    third = next(line for line in everything.lines if line.get_ydata()[0] == 0.3)
+    assert to_hex(alone.lines[0].get_color()) == to_hex(third.get_color()) == "#2ca02c"
