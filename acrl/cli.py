@@ -92,6 +92,8 @@ class Resume:
     """Run directory written by `acrl train` (holds checkpoints/latest.pt)."""
     total_steps: int | None = None
     """New budget (default: the run's own)."""
+    actors: int | None = None
+    """IMPALA actors from here on (default: the run's own)."""
     device: str | None = None
     """auto, cpu, cuda or cuda:N (default: the device the run used)."""
     progress: bool = True
@@ -272,13 +274,19 @@ def resume(args: Resume) -> None:
     evaluation (`report`).
 
     Raises:
-        InputError: no such run directory, a missing or corrupt checkpoint, or a budget the run has reached.
+        InputError: no such run directory, a missing or corrupt checkpoint, a budget the run has reached, or
+            --actors for a run without actors or below 1.
     """
     from acrl.algos import load
     from acrl.core.loop import ConsoleReport
 
     run_dir = existing_run_dir(args.run_dir)
     agent = load(run_dir / "checkpoints" / "latest.pt", device=args.device)
+    if args.actors is not None:
+        if not hasattr(agent.config, "actors"):
+            raise InputError(f"--actors does not apply to {agent.algo}: it has no actors setting.")
+        agent.config.actors = args.actors
+        agent.config.validate()
     budget = args.total_steps if args.total_steps is not None else agent.total_steps
     if budget <= agent.num_steps:
         given = f"--total-steps {args.total_steps} does not go beyond it. " if args.total_steps is not None else ""

@@ -22,8 +22,10 @@ observation); a terminated one does not (docs/correctness.md items 1 and 15).
 Environment steps are counted by the learner as it takes unrolls, T * n_envs each, so a run ends within an
 unroll of its budget and an unroll lost with a dead actor is never counted; an iteration takes
 ceil(max_steps / (T * n_envs)) unrolls when that is fewer than batch_size (before an evaluation, at the end).
-An actor process that dies is replaced and the run goes on; the actors stop when the run loop leaves
-`IMPALA.training`, and a Ray instance the run started is shut down then.
+An actor process that dies is replaced and the run goes on; when its node was lost and the cluster has no CPU
+for a replacement, the run goes on with the actors left (`acrl.parts.actors.ActorPool`). The actors stop when
+the run loop leaves `IMPALA.training`, and a Ray instance the run started is shut down then. A checkpoint
+resumes with another actor count (`config.actors`, `acrl resume --actors N`), which the run says.
 
 The policy and the value are one `acrl.parts.actor_critic.ActorCritic` (PPO's and A3C's): an MLP for vectors
 (with a separate critic unless `shared_trunk`), a CNN with a shared trunk for frames, an LSTM with
@@ -35,6 +37,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -197,13 +200,15 @@ class IMPALA(Agent):
 
     The actors run while the run loop holds `training()`; `predict`, `evaluate`, `save` and `load` are the
     `Agent` ones and need no Ray. A checkpoint holds the learner's model, optimizer and counters, and resumes
-    with `acrl resume` (its actors start fresh episodes); with an LSTM, `predict` takes and returns the state.
+    with `acrl resume` (its actors start fresh episodes; `config.actors` may change in between, and the run
+    says so); with an LSTM, `predict` takes and returns the state.
 
     Raises:
         InputError: see `Agent` and `IMPALAConfig.validate`, all before any actor starts; from `learn`, before
             anything is written: Ray not installed (naming the extra), an `address` that does not answer or
             runs another Ray, Python or acrl, more actors than the cluster has CPUs.
-        TrainingError (from `learn`): an actor raised or could not start, actors kept dying, or a NaN.
+        TrainingError (from `learn`): an actor raised or could not start, actors kept dying, no actor is left
+            (nodes lost), no unroll came for `acrl.parts.actors.UNROLL_TIMEOUT_S`, or a NaN.
     """
 
     algo = "impala"
@@ -235,6 +240,7 @@ class IMPALA(Agent):
         self.obs_normalizer = make_normalizer(self.observation_space, False)  # float32 vectors, raw frames
         self.episode_stats = EpisodeStats()
         self.updates = 0
+        self.checkpoint_actors: int | None = None  # the actor count of the run a loaded checkpoint came from
         self._started_ray = False
         self._pool: ActorPool | None = None
 
@@ -245,11 +251,12 @@ class IMPALA(Agent):
         return self.model.act(obs, state, episode_start, deterministic, with_log_prob=False)
 
     def _extra_state(self) -> dict[str, Any]:
-        return {**self.episode_stats.state_dict(), "updates": self.updates}
+        return {**self.episode_stats.state_dict(), "updates": self.updates, "actors": self.config.actors}
 
     def _load_extra_state(self, state: dict[str, Any]) -> None:
         self.episode_stats.load_state_dict(state)
         self.updates = int(state["updates"])
+        self.checkpoint_actors = int(state["actors"])
 
     # -------------------------------------------------------------------------------- training
     def before_learning(self) -> None:
@@ -280,12 +287,18 @@ class IMPALA(Agent):
 
     @contextlib.contextmanager
     def training(self) -> Iterator[None]:
-        """Start the actors (when there is budget left), and kill them on leaving, however the block ends; shut
-        down the Ray instance `before_learning` started."""
+        """Start the actors (when there is budget left; saying so when a loaded checkpoint's run had another
+        count), and kill them on leaving, however the block ends; shut down the Ray instance `before_learning`
+        started."""
         cfg = self.config
         try:
             if self.num_steps < self.total_steps:
                 self.before_learning()  # connected already by `learn`: only the check again
+                if self.checkpoint_actors not in (None, cfg.actors):
+                    print(
+                        f"acrl: resuming with {cfg.actors} actors (the checkpoint's run had {self.checkpoint_actors})",
+                        file=sys.stderr,
+                    )
                 self._pool = ActorPool(
                     cfg.actors,
                     picklable_env(self.env),
