@@ -54,7 +54,7 @@ from acrl.parts.nets import ACTIVATIONS
 from acrl.parts.observations import make_normalizer
 from acrl.parts.optim import SharedRMSprop
 from acrl.parts.ray_session import connect, require
-from acrl.parts.returns import vtrace
+from acrl.parts.returns import VTrace, vtrace
 from acrl.parts.stats import EpisodeStats
 from acrl.parts.workers import picklable_env
 
@@ -154,6 +154,46 @@ def batch_unrolls(unrolls: list[Unroll], device: torch.device) -> dict[str, Any]
     return batch
 
 
+def rerun(model: ActorCritic, batch: dict[str, Any]) -> tuple[torch.Tensor, ...]:
+    """The learner's forward pass over a batch (`batch_unrolls`' dict), each unroll from its first state.
+
+    Returns:
+        log pi(a_t|x_t), H[pi(.|x_t)] and V(x_t), each (T, B) float32 with gradients to `model`, and the value
+        each step bootstraps from, (T, B) and detached: V(x_{t+1}) from the same pass, or where step t was
+        truncated the actor's V(final observation) (docs/correctness.md items 1 and 15).
+    """
+    log_probs, entropy, values = model.evaluate(
+        batch["observations"], batch["actions"], batch["states"], batch["episode_starts"]
+    )
+    next_values = torch.where(batch["truncated"], batch["truncation_values"], values.detach()[1:])
+    return log_probs[:-1], entropy[:-1], values[:-1], next_values
+
+
+def batch_vtrace(
+    batch: dict[str, Any],
+    log_probs: torch.Tensor,
+    values: torch.Tensor,
+    next_values: torch.Tensor,
+    config: IMPALAConfig,
+) -> VTrace:
+    """`vtrace` of a batch with the target policy's log-probabilities `log_probs` and the values of `rerun`
+    (all (T, B); detached here), with config's gamma, vtrace_lambda, rho_bar, c_bar and pg_rho_bar."""
+    return vtrace(
+        batch["behaviour_log_probs"],
+        log_probs.detach(),
+        batch["rewards"],
+        values.detach(),
+        next_values,
+        batch["terminated"],
+        batch["truncated"],
+        config.gamma,
+        config.vtrace_lambda,
+        config.rho_bar,
+        config.c_bar,
+        config.pg_rho_bar,
+    )
+
+
 def impala_loss(model: ActorCritic, batch: dict[str, Any], config: IMPALAConfig) -> tuple[torch.Tensor, dict]:
     """The V-trace actor-critic loss of one batch (Sec. 4.2; the module docstring's), summed over its T B steps.
 
@@ -165,27 +205,8 @@ def impala_loss(model: ActorCritic, batch: dict[str, Any], config: IMPALAConfig)
         policy-gradient term, (v_s - V(x_s))^2 and the entropy as means over the T B steps, and the mean
         importance weight pi / mu before clipping).
     """
-    log_probs, entropy, values = model.evaluate(
-        batch["observations"], batch["actions"], batch["states"], batch["episode_starts"]
-    )
-    log_probs, entropy, bootstrap = log_probs[:-1], entropy[:-1], values.detach()
-    values = values[:-1]
-    truncated = batch["truncated"]
-    next_values = torch.where(truncated, batch["truncation_values"], bootstrap[1:])
-    targets = vtrace(
-        batch["behaviour_log_probs"],
-        log_probs.detach(),
-        batch["rewards"],
-        values.detach(),
-        next_values,
-        batch["terminated"],
-        truncated,
-        config.gamma,
-        config.vtrace_lambda,
-        config.rho_bar,
-        config.c_bar,
-        config.pg_rho_bar,
-    )
+    log_probs, entropy, values, next_values = rerun(model, batch)
+    targets = batch_vtrace(batch, log_probs, values, next_values, config)
     policy_terms = -targets.pg_advantages * log_probs
     squared_errors = (targets.vs - values).square()
     loss = policy_terms.sum() + config.vf_coef * 0.5 * squared_errors.sum() - config.ent_coef * entropy.sum()
@@ -316,6 +337,10 @@ class IMPALA(Agent):
                 self._pool = None
             self._shutdown_ray()
 
+    def loss(self, batch: dict[str, Any]) -> tuple[torch.Tensor, dict]:
+        """The learner's loss of a batch and its metrics (`impala_loss`)."""
+        return impala_loss(self.model, batch, self.config)
+
     def iteration(self, max_steps: int) -> dict[str, float]:
         """One learner update on the next min(batch_size, ceil(max_steps / (T n_envs))) unrolls to arrive (none
         for max_steps 0), then the new weights published; `num_steps` grows by the steps they hold.
@@ -333,7 +358,7 @@ class IMPALA(Agent):
             self.num_steps += unroll.steps
             self.episode_stats.add(unroll.episode_returns.tolist(), unroll.episode_lengths.tolist())
         with self.autocast():  # the forward passes in the run's precision; backward and step outside
-            loss, metrics = impala_loss(self.model, batch_unrolls(unrolls, self.device), cfg)
+            loss, metrics = self.loss(batch_unrolls(unrolls, self.device))
         self.optimizer.zero_grad()
         loss.backward()
         grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.max_grad_norm)

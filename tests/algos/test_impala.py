@@ -124,6 +124,29 @@ def test_a_run_counts_every_step_once_logs_its_metrics_and_resumes_from_its_chec
     assert "--actors does not apply to ppo" in capsys.readouterr().err
 
 
+class TargetNetwork(Callback):
+    """Records, after each update, whether APPO's target network holds the policy's parameters."""
+
+    def __init__(self, agent):
+        self.agent, self.equal = agent, {}
+
+    def on_iteration(self, step, metrics):
+        pairs = zip(self.agent.model.parameters(), self.agent.target_model.parameters())
+        self.equal[self.agent.updates] = all(torch.equal(p, q) for p, q in pairs)
+
+
+def test_appo_runs_on_impalas_actors_refreshing_its_target_network_every_interval(tmp_path, local_ray):
+    run = tmp_path / "run"
+    agent = acrl.APPO("CartPole-v1", seed=2, eval_freq=0, target_update_interval=3, **TINY)
+    target = TargetNetwork(agent)
+    agent.learn(800, run_dir=run, progress=False, callbacks=[target])
+    assert agent.num_steps == 800 and steps_of(run) == list(range(80, 801, 80))
+    assert target.equal == {u: u % 3 == 0 for u in range(1, 11)}  # copied after updates 3, 6 and 9 only
+    assert "train/clip_fraction" in (run / "metrics.csv").read_text().splitlines()[0]
+    loaded = acrl.load(run / "checkpoints" / "latest.pt")
+    assert type(loaded) is acrl.APPO and torch.equal(parameters_of(loaded), parameters_of(agent))
+
+
 @pytest.mark.parametrize(
     "env, values",
     [
