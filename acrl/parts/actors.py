@@ -1,5 +1,5 @@
-"""IMPALA's actors on Ray (Espeholt et al. 2018, Sec. 3 and Fig. 1): processes that only act, each with its own
-copy of the policy and its own vector env, and send unrolls of experience to one learner.
+"""IMPALA's (and APPO's) actors on Ray (Espeholt et al. 2018, Sec. 3 and Fig. 1): processes that only act, each
+with its own copy of the policy and its own vector env, and send unrolls of experience to one learner.
 
 - `Unroll`: T steps of an actor's N environments, with the behaviour policy's log-probabilities and the
   policy's state at the first step, which the learner needs for V-trace and to rerun an LSTM.
