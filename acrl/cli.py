@@ -57,14 +57,14 @@ class Train:
     """Training budget in environment steps (gradient updates for offline algorithms)."""
     n_envs: int | None = None
     """Environments stepped together (Gymnasium vector API); for A3C, environments per worker (1 unless
-    the preset says otherwise); for IMPALA, per actor."""
+    the preset says otherwise); for IMPALA and APPO, per actor."""
     workers: int | None = None
     """A3C worker processes (default: the number of cores)."""
     actors: int | None = None
-    """IMPALA actors on Ray, one CPU each (default: the preset's, else 2)."""
+    """IMPALA's and APPO's actors on Ray, one CPU each (default: the preset's, else 2)."""
     address: Annotated[str | None, tyro.conf.arg(metavar="auto|HOST:PORT")] = None
-    """IMPALA's Ray cluster (the ray extra): auto (the one `ray start` runs here) or HOST:PORT (default: start Ray
-    on this machine for the run)."""
+    """IMPALA's and APPO's Ray cluster (the ray extra): auto (the one `ray start` runs here) or HOST:PORT (default:
+    start Ray on this machine for the run)."""
     dataset: Annotated[str | None, tyro.conf.arg(metavar="FILE")] = None
     """Offline dataset (HDF5, D4RL keys, e.g. from `acrl collect`): required by the offline algorithms (bcq,
     discrete_bcq, bc, discrete_bc, vae_bc, td3_bc, iql, cql, discrete_cql); the other replay algorithms (ddpg,
@@ -92,6 +92,8 @@ class Resume:
     """Run directory written by `acrl train` (holds checkpoints/latest.pt)."""
     total_steps: int | None = None
     """New budget (default: the run's own)."""
+    actors: int | None = None
+    """IMPALA's or APPO's actors from here on (default: the run's own)."""
     device: str | None = None
     """auto, cpu, cuda or cuda:N (default: the device the run used)."""
     progress: bool = True
@@ -272,13 +274,19 @@ def resume(args: Resume) -> None:
     evaluation (`report`).
 
     Raises:
-        InputError: no such run directory, a missing or corrupt checkpoint, or a budget the run has reached.
+        InputError: no such run directory, a missing or corrupt checkpoint, a budget the run has reached, or
+            --actors for a run without actors or below 1.
     """
     from acrl.algos import load
     from acrl.core.loop import ConsoleReport
 
     run_dir = existing_run_dir(args.run_dir)
     agent = load(run_dir / "checkpoints" / "latest.pt", device=args.device)
+    if args.actors is not None:
+        if not hasattr(agent.config, "actors"):
+            raise InputError(f"--actors does not apply to {agent.algo}: it has no actors setting.")
+        agent.config.actors = args.actors
+        agent.config.validate()
     budget = args.total_steps if args.total_steps is not None else agent.total_steps
     if budget <= agent.num_steps:
         given = f"--total-steps {args.total_steps} does not go beyond it. " if args.total_steps is not None else ""

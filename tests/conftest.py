@@ -33,6 +33,23 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.timeout(0))
 
 
+@pytest.fixture(scope="module")
+def two_nodes():
+    """A 2-node Ray cluster on this machine for one test module, which this process joins: a head and a
+    second raylet (`ray.cluster_utils.Cluster`), one CPU each. Yields (cluster, the second node), which a
+    test may stop with `cluster.remove_node`."""
+    ray = pytest.importorskip("ray")
+    from ray.cluster_utils import Cluster
+
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
+    worker = cluster.add_node(num_cpus=1)
+    ray.init(address=cluster.address, log_to_driver=False)
+    cluster.wait_for_nodes()
+    yield cluster, worker
+    ray.shutdown()
+    cluster.shutdown()
+
+
 @pytest.fixture
 def private_apis():
     """Set acrl.core.torch_fast's private-API switch for one test and put it back afterwards."""
@@ -203,6 +220,48 @@ def signal_when_ready(proc: subprocess.Popen, ready: Callable[[], bool], signum:
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
+
+
+def live_children(pid: int) -> list[int]:
+    """Descendant pids of `pid` that are alive (zombies count as dead), from /proc.
+
+    multiprocessing's resource tracker, which the "spawn" start method starts once per
+    interpreter and which exits with it, is not counted.
+    """
+    parents = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+                if b"multiprocessing.resource_tracker" in (entry / "cmdline").read_bytes():
+                    continue
+            except OSError:
+                continue
+            if fields[0] != "Z":
+                parents[int(entry.name)] = int(fields[1])
+    found, frontier = [], [pid]
+    while frontier:
+        current = frontier.pop()
+        children = [p for p, ppid in parents.items() if ppid == current]
+        found += children
+        frontier += children
+    return found
+
+
+def is_alive(pid: int) -> bool:
+    """Whether process `pid` exists and is not a zombie."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def command_line(pid: int) -> str:
+    """Process `pid`'s command line (its title, where it set one), "" once it is gone."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
 
 
 class ConstantRewardEnv(gym.Env):

@@ -23,6 +23,7 @@ ALGORITHMS = {
     "ppo": ("acrl.algos.ppo", "PPO"),
     "a3c": ("acrl.algos.a3c", "A3C"),
     "impala": ("acrl.algos.impala", "IMPALA"),
+    "appo": ("acrl.algos.appo", "APPO"),
     "ddpg": ("acrl.algos.ddpg", "DDPG"),
     "td3": ("acrl.algos.td3", "TD3"),
     "sac": ("acrl.algos.sac", "SAC"),

@@ -22,8 +22,10 @@ observation); a terminated one does not (docs/correctness.md items 1 and 15).
 Environment steps are counted by the learner as it takes unrolls, T * n_envs each, so a run ends within an
 unroll of its budget and an unroll lost with a dead actor is never counted; an iteration takes
 ceil(max_steps / (T * n_envs)) unrolls when that is fewer than batch_size (before an evaluation, at the end).
-An actor process that dies is replaced and the run goes on; the actors stop when the run loop leaves
-`IMPALA.training`, and a Ray instance the run started is shut down then.
+An actor process that dies is replaced and the run goes on; when its node was lost and the cluster has no CPU
+for a replacement, the run goes on with the actors left (`acrl.parts.actors.ActorPool`). The actors stop when
+the run loop leaves `IMPALA.training`, and a Ray instance the run started is shut down then. A checkpoint
+resumes with another actor count (`config.actors`, `acrl resume --actors N`), which the run says.
 
 The policy and the value are one `acrl.parts.actor_critic.ActorCritic` (PPO's and A3C's): an MLP for vectors
 (with a separate critic unless `shared_trunk`), a CNN with a shared trunk for frames, an LSTM with
@@ -35,6 +37,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -51,7 +54,7 @@ from acrl.parts.nets import ACTIVATIONS
 from acrl.parts.observations import make_normalizer
 from acrl.parts.optim import SharedRMSprop
 from acrl.parts.ray_session import connect, require
-from acrl.parts.returns import vtrace
+from acrl.parts.returns import VTrace, vtrace
 from acrl.parts.stats import EpisodeStats
 from acrl.parts.workers import picklable_env
 
@@ -151,6 +154,46 @@ def batch_unrolls(unrolls: list[Unroll], device: torch.device) -> dict[str, Any]
     return batch
 
 
+def rerun(model: ActorCritic, batch: dict[str, Any]) -> tuple[torch.Tensor, ...]:
+    """The learner's forward pass over a batch (`batch_unrolls`' dict), each unroll from its first state.
+
+    Returns:
+        log pi(a_t|x_t), H[pi(.|x_t)] and V(x_t), each (T, B) float32 with gradients to `model`, and the value
+        each step bootstraps from, (T, B) and detached: V(x_{t+1}) from the same pass, or where step t was
+        truncated the actor's V(final observation) (docs/correctness.md items 1 and 15).
+    """
+    log_probs, entropy, values = model.evaluate(
+        batch["observations"], batch["actions"], batch["states"], batch["episode_starts"]
+    )
+    next_values = torch.where(batch["truncated"], batch["truncation_values"], values.detach()[1:])
+    return log_probs[:-1], entropy[:-1], values[:-1], next_values
+
+
+def batch_vtrace(
+    batch: dict[str, Any],
+    log_probs: torch.Tensor,
+    values: torch.Tensor,
+    next_values: torch.Tensor,
+    config: IMPALAConfig,
+) -> VTrace:
+    """`vtrace` of a batch with the target policy's log-probabilities `log_probs` and the values of `rerun`
+    (all (T, B); detached here), with config's gamma, vtrace_lambda, rho_bar, c_bar and pg_rho_bar."""
+    return vtrace(
+        batch["behaviour_log_probs"],
+        log_probs.detach(),
+        batch["rewards"],
+        values.detach(),
+        next_values,
+        batch["terminated"],
+        batch["truncated"],
+        config.gamma,
+        config.vtrace_lambda,
+        config.rho_bar,
+        config.c_bar,
+        config.pg_rho_bar,
+    )
+
+
 def impala_loss(model: ActorCritic, batch: dict[str, Any], config: IMPALAConfig) -> tuple[torch.Tensor, dict]:
     """The V-trace actor-critic loss of one batch (Sec. 4.2; the module docstring's), summed over its T B steps.
 
@@ -162,27 +205,8 @@ def impala_loss(model: ActorCritic, batch: dict[str, Any], config: IMPALAConfig)
         policy-gradient term, (v_s - V(x_s))^2 and the entropy as means over the T B steps, and the mean
         importance weight pi / mu before clipping).
     """
-    log_probs, entropy, values = model.evaluate(
-        batch["observations"], batch["actions"], batch["states"], batch["episode_starts"]
-    )
-    log_probs, entropy, bootstrap = log_probs[:-1], entropy[:-1], values.detach()
-    values = values[:-1]
-    truncated = batch["truncated"]
-    next_values = torch.where(truncated, batch["truncation_values"], bootstrap[1:])
-    targets = vtrace(
-        batch["behaviour_log_probs"],
-        log_probs.detach(),
-        batch["rewards"],
-        values.detach(),
-        next_values,
-        batch["terminated"],
-        truncated,
-        config.gamma,
-        config.vtrace_lambda,
-        config.rho_bar,
-        config.c_bar,
-        config.pg_rho_bar,
-    )
+    log_probs, entropy, values, next_values = rerun(model, batch)
+    targets = batch_vtrace(batch, log_probs, values, next_values, config)
     policy_terms = -targets.pg_advantages * log_probs
     squared_errors = (targets.vs - values).square()
     loss = policy_terms.sum() + config.vf_coef * 0.5 * squared_errors.sum() - config.ent_coef * entropy.sum()
@@ -197,13 +221,15 @@ class IMPALA(Agent):
 
     The actors run while the run loop holds `training()`; `predict`, `evaluate`, `save` and `load` are the
     `Agent` ones and need no Ray. A checkpoint holds the learner's model, optimizer and counters, and resumes
-    with `acrl resume` (its actors start fresh episodes); with an LSTM, `predict` takes and returns the state.
+    with `acrl resume` (its actors start fresh episodes; `config.actors` may change in between, and the run
+    says so); with an LSTM, `predict` takes and returns the state.
 
     Raises:
         InputError: see `Agent` and `IMPALAConfig.validate`, all before any actor starts; from `learn`, before
             anything is written: Ray not installed (naming the extra), an `address` that does not answer or
             runs another Ray, Python or acrl, more actors than the cluster has CPUs.
-        TrainingError (from `learn`): an actor raised or could not start, actors kept dying, or a NaN.
+        TrainingError (from `learn`): an actor raised or could not start, actors kept dying, no actor is left
+            (nodes lost), no unroll came for `acrl.parts.actors.UNROLL_TIMEOUT_S`, or a NaN.
     """
 
     algo = "impala"
@@ -235,6 +261,7 @@ class IMPALA(Agent):
         self.obs_normalizer = make_normalizer(self.observation_space, False)  # float32 vectors, raw frames
         self.episode_stats = EpisodeStats()
         self.updates = 0
+        self.checkpoint_actors: int | None = None  # the actor count of the run a loaded checkpoint came from
         self._started_ray = False
         self._pool: ActorPool | None = None
 
@@ -245,11 +272,12 @@ class IMPALA(Agent):
         return self.model.act(obs, state, episode_start, deterministic, with_log_prob=False)
 
     def _extra_state(self) -> dict[str, Any]:
-        return {**self.episode_stats.state_dict(), "updates": self.updates}
+        return {**self.episode_stats.state_dict(), "updates": self.updates, "actors": self.config.actors}
 
     def _load_extra_state(self, state: dict[str, Any]) -> None:
         self.episode_stats.load_state_dict(state)
         self.updates = int(state["updates"])
+        self.checkpoint_actors = int(state["actors"])
 
     # -------------------------------------------------------------------------------- training
     def before_learning(self) -> None:
@@ -280,12 +308,18 @@ class IMPALA(Agent):
 
     @contextlib.contextmanager
     def training(self) -> Iterator[None]:
-        """Start the actors (when there is budget left), and kill them on leaving, however the block ends; shut
-        down the Ray instance `before_learning` started."""
+        """Start the actors (when there is budget left; saying so when a loaded checkpoint's run had another
+        count), and kill them on leaving, however the block ends; shut down the Ray instance `before_learning`
+        started."""
         cfg = self.config
         try:
             if self.num_steps < self.total_steps:
                 self.before_learning()  # connected already by `learn`: only the check again
+                if self.checkpoint_actors not in (None, cfg.actors):
+                    print(
+                        f"acrl: resuming with {cfg.actors} actors (the checkpoint's run had {self.checkpoint_actors})",
+                        file=sys.stderr,
+                    )
                 self._pool = ActorPool(
                     cfg.actors,
                     picklable_env(self.env),
@@ -302,6 +336,10 @@ class IMPALA(Agent):
                 self._pool.stop()
                 self._pool = None
             self._shutdown_ray()
+
+    def loss(self, batch: dict[str, Any]) -> tuple[torch.Tensor, dict]:
+        """The learner's loss of a batch and its metrics (`impala_loss`)."""
+        return impala_loss(self.model, batch, self.config)
 
     def iteration(self, max_steps: int) -> dict[str, float]:
         """One learner update on the next min(batch_size, ceil(max_steps / (T n_envs))) unrolls to arrive (none
@@ -320,7 +358,7 @@ class IMPALA(Agent):
             self.num_steps += unroll.steps
             self.episode_stats.add(unroll.episode_returns.tolist(), unroll.episode_lengths.tolist())
         with self.autocast():  # the forward passes in the run's precision; backward and step outside
-            loss, metrics = impala_loss(self.model, batch_unrolls(unrolls, self.device), cfg)
+            loss, metrics = self.loss(batch_unrolls(unrolls, self.device))
         self.optimizer.zero_grad()
         loss.backward()
         grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.max_grad_norm)

@@ -1,5 +1,5 @@
-"""IMPALA's actors on Ray (Espeholt et al. 2018, Sec. 3 and Fig. 1): processes that only act, each with its own
-copy of the policy and its own vector env, and send unrolls of experience to one learner.
+"""IMPALA's (and APPO's) actors on Ray (Espeholt et al. 2018, Sec. 3 and Fig. 1): processes that only act, each
+with its own copy of the policy and its own vector env, and send unrolls of experience to one learner.
 
 - `Unroll`: T steps of an actor's N environments, with the behaviour policy's log-probabilities and the
   policy's state at the first step, which the learner needs for V-trace and to rerun an LSTM.
@@ -10,9 +10,12 @@ copy of the policy and its own vector env, and send unrolls of experience to one
 - `ActorPool`: the learner's side. It starts the actors, keeps `IN_FLIGHT` unroll calls queued at each
   (an actor goes from one unroll straight into the next), hands over unrolls as they arrive (`take`, with
   `ray.wait`), publishes weights through the object store (`publish`: one `ray.put`, a reference to each
-  actor), and replaces an actor whose process died (killed, or its node lost) with a new one, seeded apart;
-  the unrolls that were in flight at the dead actor are lost, never counted. An actor that raised (an
-  environment's NaN) ends the run with its error. `stop` kills every actor.
+  actor), and replaces an actor whose process died (killed, or its node lost) with a new one, seeded apart,
+  while the cluster has a CPU for it; when it has not (a node lost), the pool shrinks to the actors that
+  live, saying so, and a pool left without an actor ends the run (`TrainingError`), as does a wait of
+  `UNROLL_TIMEOUT_S` without any unroll. The unrolls that were in flight at a dead actor, or stored on a lost
+  node, are dropped, never counted. An actor that raised (an environment's NaN) ends the run with its error.
+  `stop` kills every actor.
 
 The learner counts environment steps as it takes unrolls (`Unroll.steps`), so steps are counted once, by one
 process, whatever the actors do. Ray is imported inside the functions that use it.
@@ -42,6 +45,9 @@ IN_FLIGHT = 2
 """Unroll calls queued at each actor: one running, one waiting, so that no actor idles while the learner works."""
 RESPAWNS_PER_ACTOR = 3
 """How many times, per actor, a dead actor process is replaced before the run gives up."""
+UNROLL_TIMEOUT_S = 600.0
+"""How long the learner waits for the actors to start, or for the next unroll, before it gives up (an actor
+that cannot be placed, or every actor stalled)."""
 
 
 @dataclass
@@ -124,9 +130,11 @@ class UnrollActor:
         that Ray hands over the reference, not the object); the next unroll loads them."""
         self.newest = (version, weights)
 
-    def ready(self) -> bool:
-        """True once the actor is built (its environments made and reset)."""
-        return True
+    def ready(self) -> str:
+        """The id (hex) of the Ray node this actor runs on, once it is built (its environments made and reset)."""
+        import ray
+
+        return ray.get_runtime_context().get_node_id()
 
     @torch.no_grad()
     def unroll(self) -> Unroll:
@@ -191,7 +199,8 @@ class UnrollActor:
 
 
 class ActorPool:
-    """The learner's actors: started, fed with weights, read as their unrolls arrive, replaced when they die.
+    """The learner's actors: started, fed with weights, read as their unrolls arrive, replaced when they die,
+    dropped when the cluster has no CPU left for a replacement.
 
     Args:
         actors: how many (each a Ray actor with one CPU).
@@ -223,7 +232,7 @@ class ActorPool:
             precision,
         )
         self.model = ray.put(copy.deepcopy(model).cpu())
-        self.actors: list[Any] = [None] * actors
+        self.actors: list[Any] = [None] * actors  # None: never started, or dropped
         self.incarnations = [0] * actors
         self.pending: dict[Any, tuple[int, int]] = {}  # unroll call -> (rank, incarnation)
         self.respawns = 0
@@ -233,19 +242,27 @@ class ActorPool:
         """Publish the first weights, start every actor and wait until each is built.
 
         Raises:
-            TrainingError: an actor could not be built (its error, e.g. the environment's, in the message).
+            TrainingError: an actor could not be built (its error, e.g. the environment's, in the message), or
+                not every actor started within `UNROLL_TIMEOUT_S` (the cluster has no CPU free for it).
         """
         import ray
 
         self.publish(state_dict)
         for rank in range(len(self.actors)):
             self._spawn(rank)
-        for rank, actor in enumerate(self.actors):
+        calls = {actor.ready.remote(): rank for rank, actor in enumerate(self.actors)}
+        ready, waiting = ray.wait(list(calls), num_returns=len(calls), timeout=UNROLL_TIMEOUT_S)
+        for call in ready:
             try:
-                ray.get(actor.ready.remote())
+                ray.get(call)
             except ray.exceptions.RayError as exc:
                 why = " ".join(str(exc).split())[:500]
-                raise TrainingError(f"IMPALA actor {rank} could not start: {why}") from None
+                raise TrainingError(f"IMPALA actor {calls[call]} could not start: {why}") from None
+        if waiting:
+            raise TrainingError(
+                f"{len(waiting)} of the {len(calls)} IMPALA actors did not start within {UNROLL_TIMEOUT_S:.0f} s: "
+                f"the Ray cluster has {self._cpus()} CPUs, too few of them free; free some, or use fewer --actors."
+            )
 
     def _spawn(self, rank: int) -> None:
         """Start actor `rank` (a new incarnation, seeded apart from the earlier ones) and queue its unrolls."""
@@ -255,7 +272,11 @@ class ActorPool:
         )
         self.actors[rank] = actor
         for _ in range(IN_FLIGHT):
-            self.pending[actor.unroll.remote()] = (rank, self.incarnations[rank])
+            self._queue(rank)
+
+    def _queue(self, rank: int) -> None:
+        """Queue one more unroll call at actor `rank`."""
+        self.pending[self.actors[rank].unroll.remote()] = (rank, self.incarnations[rank])
 
     def publish(self, state_dict: dict[str, torch.Tensor]) -> None:
         """Put the learner's weights (a state dict, copied to the CPU) in the object store once and tell every
@@ -273,41 +294,84 @@ class ActorPool:
         """The version of the newest weights published (1 for the first)."""
         return self.weights[0]
 
+    @property
+    def size(self) -> int:
+        """The actors the pool holds now (fewer than it started with once it has dropped some)."""
+        return sum(actor is not None for actor in self.actors)
+
     def take(self, count: int) -> list[Unroll]:
         """The next `count` unrolls in the order they arrive; each actor's next call is queued as its unroll is
-        taken. An actor whose process died is replaced (its unrolls in flight are lost).
+        taken. An actor whose process died is replaced, or dropped when the cluster has no CPU for it
+        (`_replace`); its unrolls in flight are lost, as is an unroll stored on a node that was lost.
 
         Raises:
-            TrainingError: an actor raised (its error in the message), or actors died more than
-                `RESPAWNS_PER_ACTOR` times per actor.
+            TrainingError: an actor raised (its error in the message), actors died more than
+                `RESPAWNS_PER_ACTOR` times per actor, no actor is left, or no unroll came for `UNROLL_TIMEOUT_S`.
         """
         import ray
 
         unrolls: list[Unroll] = []
         while len(unrolls) < count:
-            (ready,), _ = ray.wait(list(self.pending), num_returns=1)
-            rank, incarnation = self.pending.pop(ready)
+            done, _ = ray.wait(list(self.pending), num_returns=1, timeout=UNROLL_TIMEOUT_S)
+            if not done:
+                raise TrainingError(
+                    f"no IMPALA actor sent an unroll within {UNROLL_TIMEOUT_S:.0f} s ({self.size} actors, the Ray "
+                    f"cluster has {self._cpus()} CPUs): they stalled, or cannot be placed."
+                )
+            rank, incarnation = self.pending.pop(done[0])
+            current = incarnation == self.incarnations[rank]  # else its replacement has its own calls queued
             try:
-                unroll = ray.get(ready)
+                unroll = ray.get(done[0])
             except ray.exceptions.RayActorError as exc:
-                if incarnation == self.incarnations[rank]:  # the first of its lost calls: replace it once
+                if current:  # the first of its lost calls: replace it once
                     self._replace(rank, exc)
+                continue
+            except ray.exceptions.ObjectLostError:  # on a node lost since: dropped; the next call tells its fate
+                if current:
+                    self._queue(rank)
                 continue
             except ray.exceptions.RayTaskError as exc:
                 raise TrainingError(f"IMPALA actor {rank} failed: {exc}") from None
-            if incarnation == self.incarnations[rank]:  # else its replacement has its own calls queued
-                self.pending[self.actors[rank].unroll.remote()] = (rank, incarnation)
+            if current:
+                self._queue(rank)
             unrolls.append(unroll)
         return unrolls
 
     def _replace(self, rank: int, exc: Exception) -> None:
-        """Start a new actor in the place of `rank`, whose process died with `exc`, saying so on stderr."""
+        """Start a new actor in the place of `rank`, whose process died with `exc`, if the cluster has a CPU for
+        it beside the living actors; else drop it (the pool shrinks). Either way, say so on stderr.
+
+        Raises:
+            TrainingError: no actor is left, or actors died more than `RESPAWNS_PER_ACTOR` times per actor.
+        """
+        import ray
+
+        ray.kill(self.actors[rank])  # one that was only unreachable must not act on
+        self.actors[rank], self.incarnations[rank] = None, self.incarnations[rank] + 1
+        died, cpus = f"IMPALA actor {rank} died ({type(exc).__name__})", self._cpus()
+        if self.size >= cpus:
+            if self.size == 0:
+                raise TrainingError(
+                    f"{died} and no actor is left: the Ray cluster has no CPU for one (a node lost?); "
+                    "resume the run (acrl resume) once it has."
+                )
+            print(
+                f"acrl: warning: {died} and the Ray cluster has {cpus} CPUs left; going on with {self.size} actors",
+                file=sys.stderr,
+            )
+            return
         self.respawns += 1
         if self.respawns > RESPAWNS_PER_ACTOR * len(self.actors):
             raise TrainingError(f"IMPALA actors died {self.respawns} times; giving up (last: {exc})")
-        print(f"acrl: warning: IMPALA actor {rank} died ({type(exc).__name__}); starting a new one", file=sys.stderr)
-        self.incarnations[rank] += 1
+        print(f"acrl: warning: {died}; starting a new one", file=sys.stderr)
         self._spawn(rank)
+
+    @staticmethod
+    def _cpus() -> int:
+        """The CPUs of the Ray cluster's living nodes."""
+        import ray
+
+        return int(ray.cluster_resources().get("CPU", 0))
 
     def stop(self) -> None:
         """Kill every actor (their unrolls in flight are dropped)."""

@@ -26,7 +26,7 @@ from acrl import A3C
 from acrl.cli import main as cli_main
 from acrl.core.errors import InputError, TrainingError
 from acrl.core.loop import Callback
-from tests.conftest import signal_when_ready
+from tests.conftest import live_children, signal_when_ready
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
@@ -41,32 +41,6 @@ START_METHODS = [
     )
     for m in ("fork", "spawn")
 ]
-
-
-def live_children(pid: int) -> list[int]:
-    """Descendant pids of `pid` that are alive (zombies count as dead), from /proc.
-
-    multiprocessing's resource tracker, which the "spawn" start method starts once per
-    interpreter and which exits with it, is not counted.
-    """
-    parents = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-                if b"multiprocessing.resource_tracker" in (entry / "cmdline").read_bytes():
-                    continue
-            except OSError:
-                continue
-            if fields[0] != "Z":
-                parents[int(entry.name)] = int(fields[1])
-    found, frontier = [], [pid]
-    while frontier:
-        current = frontier.pop()
-        children = [p for p, ppid in parents.items() if ppid == current]
-        found += children
-        frontier += children
-    return found
 
 
 def assert_no_children_left():

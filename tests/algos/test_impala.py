@@ -1,27 +1,81 @@
-"""IMPALA on Ray, on this machine: steps counted exactly, metrics, checkpoint and resume, an actor killed mid-run,
-and the bad input refused before anything runs. The tests that train share one local Ray instance (2 CPUs),
-started once for the module when the first of them needs it; the refusals need no Ray."""
+"""IMPALA on Ray, on this machine: steps counted exactly and once, metrics, checkpoint and resume (with another
+actor count), actors killed mid-run (replaced, or dropped when no CPU is left), a stalled run and a SIGTERM
+ended cleanly, and the bad input refused before anything runs. The tests that train in this process share one
+local Ray instance (2 CPUs), started once for the module when the first of them needs it; the SIGTERM test,
+first, runs `acrl train impala` in a subprocess with a Ray of its own; the refusals need no Ray. The 2-node
+tests are in test_impala_multinode.py."""
 
 from __future__ import annotations
 
 import copy
 import logging
+import os
+import signal
+import subprocess
 import sys
+import time
 
+import gymnasium as gym
 import pytest
 import torch
 
 import acrl
 from acrl.algos.impala import IMPALA, batch_unrolls, impala_loss
 from acrl.cli import main as cli_main
-from acrl.core.errors import InputError
+from acrl.core.errors import InputError, TrainingError
 from acrl.core.loop import Callback
-from acrl.parts.actors import UnrollActor
+from acrl.parts import actors
+from acrl.parts.actors import ActorPool, UnrollActor
 from acrl.parts.workers import picklable_env
-from tests.conftest import CueEnv, Frames, parameters_of, run_cli, steps_of
+from tests.conftest import (
+    ROOT,
+    CueEnv,
+    Frames,
+    command_line,
+    is_alive,
+    live_children,
+    parameters_of,
+    run_cli,
+    signal_when_ready,
+    steps_of,
+)
 
 TINY = {"actors": 2, "n_envs": 2, "unroll_length": 10, "batch_size": 4, "eval_episodes": 2}
 """Each unroll 10 steps x 2 envs = 20 steps, each update 4 unrolls = 80 steps."""
+
+
+def test_sigterm_stops_a_cli_run_with_exit_130_and_latest_pt_leaving_no_actor_or_raylet_behind(tmp_path):
+    pytest.importorskip("ray")
+    run = tmp_path / "run"
+    argv = ["train", "impala", "--env", "CartPole-v1", "--actors", "1", "--total-steps", str(10**8)]
+    argv += ["--run-dir", str(run), "--no-progress", "--set", "eval_freq=0", "n_envs=1", "batch_size=2"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "acrl", *argv],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    seen: set[int] = set()  # the driver's descendants: Ray's GCS, raylet, the actor's worker, ...
+
+    def training_with_its_actor_up() -> bool:
+        seen.update(live_children(proc.pid))
+        names = " ".join(command_line(pid) for pid in seen)
+        trained = (run / "metrics.csv").is_file() and len(steps_of(run)) >= 2
+        return trained and "raylet" in names and "UnrollActor" in names
+
+    try:
+        stderr = signal_when_ready(proc, training_with_its_actor_up, signal.SIGTERM)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, stderr
+    deadline = time.monotonic() + 10  # Ray's processes may take a moment to exit once told to
+    while any(is_alive(pid) for pid in seen) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert [command_line(pid) for pid in seen if is_alive(pid)] == []
+    agent = acrl.load(run / "checkpoints" / "latest.pt")
+    assert 0 < agent.num_steps == steps_of(run)[-1]
 
 
 @pytest.fixture(scope="module")
@@ -32,9 +86,9 @@ def local_ray():
     ray.shutdown()
 
 
-def test_a_run_counts_every_step_once_logs_its_metrics_and_resumes_from_its_checkpoint(tmp_path, local_ray):
+def test_a_run_counts_every_step_once_logs_its_metrics_and_resumes_from_its_checkpoint(tmp_path, local_ray, capsys):
     run = tmp_path / "run"
-    agent = IMPALA("CartPole-v1", seed=3, eval_freq=1000, checkpoint_freq=1000, **TINY)
+    agent = IMPALA("CartPole-v1", seed=3, eval_freq=1000, checkpoint_freq=1000, **{**TINY, "actors": 1})
     agent.learn(2000, run_dir=run, progress=False)
 
     # 80 steps per update; the update before the evaluation at 1000 takes ceil(40 / 20) = 2 unrolls, as does the
@@ -54,9 +108,43 @@ def test_a_run_counts_every_step_once_logs_its_metrics_and_resumes_from_its_chec
         assert torch.equal(loaded.optimizer.state[mine]["square_avg"], agent.optimizer.state[theirs]["square_avg"])
     assert loaded.predict([0.0, 0.0, 0.0, 0.0]) == agent.predict([0.0, 0.0, 0.0, 0.0])
 
-    loaded.learn(2400, run_dir=run, progress=False)  # acrl resume's path
-    assert loaded.num_steps == 2400 and steps_of(run) == [*expected, 2080, 2160, 2240, 2320, 2400]
-    assert not torch.equal(parameters_of(loaded), parameters_of(agent))
+    capsys.readouterr()
+    assert cli_main(["resume", str(run), "--total-steps", "2400", "--actors", "2", "--no-progress"]) == 0
+    assert "acrl: resuming with 2 actors (the checkpoint's run had 1)" in capsys.readouterr().err
+    resumed = acrl.load(run / "checkpoints" / "latest.pt")
+    assert resumed.num_steps == 2400 and steps_of(run) == [*expected, 2080, 2160, 2240, 2320, 2400]
+    assert resumed.config.actors == 2 and not torch.equal(parameters_of(resumed), parameters_of(agent))
+
+    assert cli_main(["resume", str(run), "--total-steps", "3000", "--actors", "0", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "actors must be > 0, got 0" in err and len(err.strip().splitlines()) == 1
+    ppo = tmp_path / "ppo"
+    acrl.PPO("CartPole-v1").save(ppo / "checkpoints" / "latest.pt")
+    assert cli_main(["resume", str(ppo), "--total-steps", "3000", "--actors", "2", "--no-progress"]) == 2
+    assert "--actors does not apply to ppo" in capsys.readouterr().err
+
+
+class TargetNetwork(Callback):
+    """Records, after each update, whether APPO's target network holds the policy's parameters."""
+
+    def __init__(self, agent):
+        self.agent, self.equal = agent, {}
+
+    def on_iteration(self, step, metrics):
+        pairs = zip(self.agent.model.parameters(), self.agent.target_model.parameters())
+        self.equal[self.agent.updates] = all(torch.equal(p, q) for p, q in pairs)
+
+
+def test_appo_runs_on_impalas_actors_refreshing_its_target_network_every_interval(tmp_path, local_ray):
+    run = tmp_path / "run"
+    agent = acrl.APPO("CartPole-v1", seed=2, eval_freq=0, target_update_interval=3, **TINY)
+    target = TargetNetwork(agent)
+    agent.learn(800, run_dir=run, progress=False, callbacks=[target])
+    assert agent.num_steps == 800 and steps_of(run) == list(range(80, 801, 80))
+    assert target.equal == {u: u % 3 == 0 for u in range(1, 11)}  # copied after updates 3, 6 and 9 only
+    assert "train/clip_fraction" in (run / "metrics.csv").read_text().splitlines()[0]
+    loaded = acrl.load(run / "checkpoints" / "latest.pt")
+    assert type(loaded) is acrl.APPO and torch.equal(parameters_of(loaded), parameters_of(agent))
 
 
 @pytest.mark.parametrize(
@@ -92,27 +180,87 @@ def test_the_learner_reruns_an_actors_unrolls_to_the_behaviour_log_probs_on_poli
     assert all(torch.isfinite(p.grad).all() for p in agent.model.parameters() if p.grad is not None)
 
 
-class KillAnActor(Callback):
-    """Kills actor 0's process once, after the run's third update."""
+class KillActors(Callback):
+    """After update u of the run, for each (u, rank, cpus) of `plan`: make the pool see a cluster of `cpus`
+    CPUs (as after a node lost; None: the real count) and kill actor `rank`'s process."""
 
-    def __init__(self, agent: IMPALA):
-        self.agent, self.killed_at = agent, None
+    def __init__(self, agent: IMPALA, plan: list[tuple[int, int, int | None]], monkeypatch):
+        self.agent, self.plan, self.monkeypatch, self.killed_at = agent, plan, monkeypatch, []
 
     def on_iteration(self, step, metrics):
-        if self.killed_at is None and self.agent.updates == 3:
-            import ray
+        import ray
 
-            ray.kill(self.agent._pool.actors[0])
-            self.killed_at = step
+        for update, rank, cpus in self.plan:
+            if self.agent.updates == update:
+                if cpus is not None:
+                    self.monkeypatch.setattr(ActorPool, "_cpus", staticmethod(lambda cpus=cpus: cpus))
+                ray.kill(self.agent._pool.actors[rank])
+                self.killed_at.append(step)
 
 
-def test_an_actor_killed_mid_run_is_replaced_and_the_run_spends_its_budget_exactly(local_ray, capfd):
+@pytest.fixture
+def taken(monkeypatch):
+    """Every unroll `ActorPool.take` hands to the learner, in order."""
+    unrolls = []
+    take = ActorPool.take
+
+    def recording(pool, count):
+        unrolls.extend(take(pool, count))
+        return unrolls[-count:]
+
+    monkeypatch.setattr(ActorPool, "take", recording)
+    return unrolls
+
+
+def test_actors_killed_mid_run_are_replaced_or_dropped_and_each_step_is_counted_once(
+    local_ray, capfd, monkeypatch, taken
+):
+    # Actor 0 is killed after update 3 and replaced; actor 1 after update 6 with one CPU left: it is dropped and
+    # the run goes on with the new actor 0. The unrolls lost with them were never counted, those taken once each.
     agent = IMPALA("CartPole-v1", seed=1, eval_freq=0, **TINY)
-    killer = KillAnActor(agent)
+    killer = KillActors(agent, [(3, 0, None), (6, 1, 1)], monkeypatch)
     agent.learn(1600, progress=False, callbacks=[killer])
-    assert killer.killed_at == 240
-    assert agent.num_steps == 1600 and agent.updates == 20  # its lost unrolls were never counted
-    assert "IMPALA actor 0 died (ActorDiedError); starting a new one" in capfd.readouterr().err
+    assert killer.killed_at == [240, 480]
+    assert agent.num_steps == 1600 and agent.updates == 20 and agent._pool is None
+    assert sum(u.steps for u in taken) == 1600 and len(taken) == 80
+    assert len({u.observations.tobytes() for u in taken}) == 80  # no unroll taken twice
+    err = capfd.readouterr().err
+    assert "IMPALA actor 0 died (ActorDiedError); starting a new one" in err
+    assert "IMPALA actor 1 died (ActorDiedError) and the Ray cluster has 1 CPUs left; going on with 1 actors" in err
+
+
+def test_the_last_actor_dead_with_no_cpu_left_ends_the_run_with_a_training_error(local_ray, monkeypatch):
+    agent = IMPALA("CartPole-v1", seed=1, eval_freq=0, **{**TINY, "actors": 1})
+    killer = KillActors(agent, [(2, 0, 0)], monkeypatch)
+    with pytest.raises(TrainingError, match=r"IMPALA actor 0 died \(ActorDiedError\) and no actor is left"):
+        agent.learn(1600, progress=False, callbacks=[killer])
+    assert agent.num_steps == 160 and agent._pool is None
+
+
+def test_actors_that_send_no_unroll_within_the_deadline_end_the_run_with_a_training_error(local_ray, monkeypatch):
+    class Stalls(gym.Wrapper):  # defined here: Ray sends it to the actors by value
+        """CartPole that hangs at its 30th step."""
+
+        steps = 0
+
+        def step(self, action):
+            self.steps += 1
+            if self.steps == 30:
+                time.sleep(3600)
+            return super().step(action)
+
+    start = ActorPool.start
+
+    def start_then_shorten_the_deadline(pool, state_dict):
+        start(pool, state_dict)
+        monkeypatch.setattr(actors, "UNROLL_TIMEOUT_S", 3.0)
+
+    monkeypatch.setattr(ActorPool, "start", start_then_shorten_the_deadline)
+    agent = IMPALA(lambda: Stalls(gym.make("CartPole-v1")), seed=1, eval_freq=0, **{**TINY, "actors": 1})
+    started = time.monotonic()
+    with pytest.raises(TrainingError, match=r"no IMPALA actor sent an unroll within 3 s \(1 actors"):
+        agent.learn(1600, progress=False)
+    assert agent.num_steps == 0 and time.monotonic() - started < 60
 
 
 def test_more_actors_than_the_cluster_has_cpus_is_refused_before_anything_is_written(tmp_path, local_ray):

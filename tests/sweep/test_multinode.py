@@ -1,4 +1,4 @@
-"""A sweep on a 2-node Ray cluster on this machine (`ray.cluster_utils.Cluster`, one CPU per node)
+"""A sweep on a 2-node Ray cluster on this machine (tests/conftest.py's `two_nodes`, one CPU per node)
 that loses a node in the middle: the sweep still completes every run at its budget, once."""
 
 from __future__ import annotations
@@ -15,19 +15,7 @@ from acrl.sweep.spec import SweepSpec
 from tests.conftest import PPO_TINY as TINY
 from tests.conftest import steps_of
 
-ray = pytest.importorskip("ray")
-from ray.cluster_utils import Cluster  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def two_nodes():
-    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
-    worker = cluster.add_node(num_cpus=1)
-    ray.init(address=cluster.address, log_to_driver=False)
-    cluster.wait_for_nodes()
-    yield cluster, worker
-    ray.shutdown()
-    cluster.shutdown()
+pytest.importorskip("ray")
 
 
 def test_a_sweep_that_loses_a_node_completes_every_run_at_its_budget(tmp_path, two_nodes):
