@@ -251,6 +251,7 @@ def save_minari(
         metadata |= {"ref_min_score": attrs["random_return"], "ref_max_score": attrs["expert_return"]}
     with atomic_path(path) as tmp:
         tmp.mkdir()
-        storage = MinariStorage.new(tmp / "data", observation_space, action_space, env_spec, jpeg_encoding=False)
+        data = tmp.resolve() / "data"  # minari 0.5's get_size joins a relative path to itself
+        storage = MinariStorage.new(data, observation_space, action_space, env_spec, jpeg_encoding=False)
         storage.update_metadata(metadata)
         storage.update_episodes(episodes)
