@@ -58,7 +58,9 @@ class OfflineDataset:
       terminals          (N,) bool, the environment reported `terminated` (no bootstrap).
       timeouts           (N,) bool, the environment reported `truncated` (time limit; bootstrap).
     attrs: metadata, str/int/float/bool values: env_id, kind (final, concurrent, imitation,
-      imperfect, minari, ...), behavioral_policy, seed, acrl_version, and optionally more.
+      imperfect; D4RL's random, medium, medium-replay, expert, medium-expert; minari, ...),
+      behavioral_policy, seed, acrl_version, and optionally more (D4RL's kinds: the returns they were
+      made with, `acrl.offline.d4rl`).
 
     Source: D4RL's HDF5 layout (Fu et al. 2020); BCQ's buffers (Fujimoto et al. 2019, Sec. 5).
     """
