@@ -38,6 +38,11 @@ from acrl.core.errors import InputError, TrainingError
 from acrl.core.files import rounded
 from acrl.core.logging import format_return
 from acrl.core.version import __version__
+from acrl.offline.collect import DATASET_KINDS, FINAL_ALGOS, FORMATS
+from acrl.offline.d4rl import D4RL_KINDS
+
+COLLECT_KINDS = tuple(kind for kind in DATASET_KINDS if kind != "concurrent") + D4RL_KINDS
+"""The kinds `acrl collect` writes (the concurrent buffer is an experiment: `acrl experiment concurrent`)."""
 
 
 @dataclass
@@ -65,10 +70,10 @@ class Train:
     address: Annotated[str | None, tyro.conf.arg(metavar="auto|HOST:PORT")] = None
     """IMPALA's and APPO's Ray cluster (the ray extra): auto (the one `ray start` runs here) or HOST:PORT (default:
     start Ray on this machine for the run)."""
-    dataset: Annotated[str | None, tyro.conf.arg(metavar="FILE")] = None
-    """Offline dataset (HDF5, D4RL keys, e.g. from `acrl collect`): required by the offline algorithms (bcq,
-    discrete_bcq, bc, discrete_bc, vae_bc, td3_bc, iql, cql, discrete_cql); the other replay algorithms (ddpg,
-    td3, sac, dqn) then learn from it instead of collecting."""
+    dataset: Annotated[str | None, tyro.conf.arg(metavar="PATH")] = None
+    """Offline dataset (an HDF5 file with D4RL's keys, e.g. from `acrl collect`, or a Minari dataset directory):
+    required by the offline algorithms (bcq, discrete_bcq, bc, discrete_bc, vae_bc, td3_bc, iql, cql,
+    discrete_cql); the other replay algorithms (ddpg, td3, sac, dqn) then learn from it instead of collecting."""
     run_dir: Annotated[str | None, tyro.conf.arg(metavar="DIR")] = None
     """Run directory (default: runs/ALGO-ENV-sSEED-TIME)."""
     preset: Annotated[str | None, tyro.conf.arg(metavar="NAME")] = None
@@ -165,33 +170,50 @@ class Plot:
 
 @dataclass
 class Collect:
-    """Collect an offline dataset (HDF5, D4RL keys) of the BCQ paper: final, imitation or imperfect."""
+    """Collect an offline dataset (HDF5 with D4RL's keys, or a Minari directory): the BCQ paper's kinds (final,
+    imitation, imperfect) or D4RL's (random, medium, medium-replay, expert, medium-expert)."""
 
-    kind: Literal["final", "imitation", "imperfect"]
+    kind: Annotated[Literal[COLLECT_KINDS], tyro.conf.arg(metavar="KIND")]
     """final (all transitions of a behavioral DDPG, TD3 or DQN training run), imitation (a trained policy without
     noise), imperfect (the policy with N(0, 0.3) noise and random actions with probability 0.3; Discrete actions:
-    random with probability 0.2)."""
-    out: Annotated[str, tyro.conf.arg(metavar="FILE.h5")]
-    """HDF5 file to write (final also writes the behavioral run to FILE's stem + '-behavioral/')."""
-    steps: int
-    """Transitions to collect."""
+    random with probability 0.2); D4RL's: random (uniformly random actions), medium (a SAC stopped at a third of
+    the expert's return), medium-replay (that SAC's replay buffer), expert (a trained policy), medium-expert
+    (half medium, half expert)."""
+    out: Annotated[str, tyro.conf.arg(metavar="FILE")]
+    """HDF5 file, or with --format minari a Minari dataset directory, to write (final also writes the behavioral
+    run to FILE's stem + '-behavioral/', D4RL's kinds their SACs to FILE's stem + '-sac-medium/' or '-sac-expert/')."""
+    steps: int | None = None
+    """Transitions to collect (final: the behavioral agent's training steps; medium-expert: half from each policy;
+    medium-replay takes none: its size is where its SAC stops)."""
     env: Annotated[str | None, tyro.conf.arg(metavar="ENV_ID")] = None
-    """Environment id (required for final; default: the policy's)."""
+    """Environment id (required for final and for D4RL's kinds without --policy; default: the policy's)."""
     policy: Annotated[str | None, tyro.conf.arg(metavar="RUN_DIR")] = None
-    """Run directory of a trained agent (its checkpoints/best.pt), for imitation and imperfect."""
+    """Run directory of a trained agent (its checkpoints/best.pt): the policy of imitation and imperfect, the expert
+    of expert and medium-expert (default for those: a SAC trained here)."""
     seed: int = 0
-    """Seed of the behavioral agent (final) or of the environment, noise and random actions (the others)."""
+    """Seed of the agents trained here and of the environment, noise and random actions."""
     noise: Annotated[float | None, tyro.conf.arg(metavar="STD")] = None
-    """Gaussian action noise std as a fraction of max_action (default: imperfect 0.3, Discrete actions none;
-    final: the preset's 0.1)."""
+    """BCQ kinds: Gaussian action noise std as a fraction of max_action (default: imperfect 0.3, Discrete actions
+    none; final: the preset's 0.1)."""
     random_prob: Annotated[float | None, tyro.conf.arg(metavar="P")] = None
-    """Probability of a uniformly random action (default: imperfect 0.3, on a Discrete action space 0.2; else 0)."""
-    algo: Literal["ddpg", "td3", "dqn"] = "ddpg"
-    """Behavioral agent of final: DDPG (the paper's), TD3, or DQN for a Discrete action space."""
+    """BCQ kinds: probability of a uniformly random action (default: imperfect 0.3, on a Discrete action space
+    0.2; else 0)."""
+    algo: Literal[FINAL_ALGOS] | None = None
+    """Behavioral agent of final: DDPG (the paper's; the default), TD3, or DQN for a Discrete action space."""
+    target_return: Annotated[float | None, tyro.conf.arg(metavar="R")] = None
+    """Evaluation return at which the medium SAC stops (medium, medium-replay, medium-expert; default: a third of the
+    way from the random return to the expert's)."""
+    expert_return: Annotated[float | None, tyro.conf.arg(metavar="R")] = None
+    """Expert return that sets the medium target instead (default: D4RL's for Hopper, HalfCheetah, Walker2d and Ant,
+    else for medium-expert its expert's, measured)."""
+    train_steps: int | None = None
+    """Environment steps of each SAC trained for D4RL's kinds (default: the SAC preset's total_steps)."""
+    format: Literal[FORMATS] = "hdf5"
+    """hdf5 (a file with D4RL's keys) or minari (a Minari dataset directory; vector observations)."""
     preset: Annotated[str | None, tyro.conf.arg(metavar="NAME")] = None
-    """Preset of the behavioral agent (final)."""
+    """Preset of the agents trained here (final's behavioral agent, D4RL's SACs)."""
     set: Annotated[list[str], values("KEY=VALUE")] = field(default_factory=list)
-    """Hyperparameters of the behavioral agent (final) as key=value, e.g. --set start_steps=1000."""
+    """Hyperparameters of the agents trained here as key=value, e.g. --set start_steps=1000."""
     progress: bool = True
     """Show the progress bar."""
 
@@ -358,6 +380,11 @@ def evaluate(args: Evaluate) -> None:
     agent = load(path, device=args.device)
     seed = args.seed if args.seed is not None else agent.config.seed + EVAL_SEED_OFFSET
     result = run_evaluation(agent, agent.env, args.episodes, deterministic=not args.stochastic, seed=seed)
+    dataset = getattr(agent.config, "dataset", None)
+    if dataset is not None:  # D4RL's normalised score, where its references are known
+        from acrl.offline.d4rl import dataset_score
+
+        result |= dataset_score(result["return_mean"], agent.config.env_id, dataset)
     write_json_atomic(
         run_dir / "evaluate.json",
         {"checkpoint": path.name, "seed": seed, "date": time.strftime("%Y-%m-%d %H:%M"), "result": result},
@@ -441,24 +468,49 @@ def plot(args: Plot) -> None:
 
 
 def collect(args: Collect) -> None:
-    """Write the dataset and print a JSON summary (file, transitions, episode ends, attrs)."""
+    """Write the dataset and print a JSON summary (file, transitions, episode ends, attrs).
+
+    Raises:
+        InputError: a flag of the BCQ paper's kinds with one of D4RL's or the other way round, and what
+            `collect_dataset` and `collect_d4rl` refuse.
+    """
     from acrl.core.config import parse_set_options
     from acrl.offline.collect import collect_dataset
+    from acrl.offline.d4rl import collect_d4rl
 
-    data = collect_dataset(
-        args.kind,
-        args.out,
-        args.steps,
-        env_id=args.env,
-        policy=args.policy,
-        seed=args.seed,
-        noise_std=args.noise,
-        random_prob=args.random_prob,
-        algo=args.algo,
-        preset=args.preset,
-        overrides=parse_set_options(args.set),
-        progress=args.progress,
-    )
+    d4rl = args.kind in D4RL_KINDS
+    if d4rl:
+        foreign = {"--noise": args.noise, "--random-prob": args.random_prob, "--algo": args.algo}
+        owners = "the BCQ paper's kinds (final, imitation, imperfect)"
+    else:
+        foreign = {"--target-return": args.target_return, "--expert-return": args.expert_return}
+        foreign["--train-steps"] = args.train_steps
+        owners = f"D4RL's kinds ({', '.join(D4RL_KINDS)})"
+    given = [flag for flag, value in foreign.items() if value is not None]
+    if given:
+        raise InputError(f"{', '.join(given)}: for {owners}, not --kind {args.kind}.")
+    common = {"env_id": args.env, "policy": args.policy, "seed": args.seed, "preset": args.preset}
+    common |= {"overrides": parse_set_options(args.set), "progress": args.progress, "format": args.format}
+    if d4rl:
+        data = collect_d4rl(
+            args.kind,
+            args.out,
+            args.steps,
+            target_return=args.target_return,
+            expert_return=args.expert_return,
+            train_steps=args.train_steps,
+            **common,
+        )
+    else:
+        data = collect_dataset(
+            args.kind,
+            args.out,
+            args.steps,
+            noise_std=args.noise,
+            random_prob=args.random_prob,
+            algo=args.algo or "ddpg",
+            **common,
+        )
     print(
         json.dumps(
             rounded(

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,8 +21,9 @@ from typing import Any
 @contextlib.contextmanager
 def atomic_path(path: str | Path) -> Iterator[Path]:
     """Yield a temporary path for a writer that takes a file name (`torch.save`, h5py, ffmpeg,
-    `savefig`); when the block ends without an exception it replaces `path`, otherwise it is removed
-    and `path` is untouched. The parent directory is created.
+    `savefig`) or fills a new directory there (a Minari dataset); when the block ends without an
+    exception it replaces `path` (a directory only where `path` does not exist or is an empty one),
+    otherwise it is removed, file or directory, and `path` is untouched. The parent directory is created.
 
     The temporary name does not end in the target's suffix: writers that infer a format from
     the name need it given (`savefig(..., format="png")`).
@@ -32,12 +34,17 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
+    if tmp.is_dir():  # left by a directory writer that was killed: start empty
+        shutil.rmtree(tmp)
     try:
         yield tmp
         os.replace(tmp, path)
     except BaseException:  # an error or a signal (KeyboardInterrupt) in the block: no partial file
         with contextlib.suppress(OSError):
-            tmp.unlink()
+            if tmp.is_dir():
+                shutil.rmtree(tmp)
+            else:
+                tmp.unlink()
         raise
 
 

@@ -26,11 +26,14 @@ buffer (`acrl experiment discrete`, `acrl.offline.spec.DISCRETE`).
   experiment, not a fixed dataset: `acrl experiment concurrent`. The transitions it learns from
   are those a `final` collection with the same settings stores.
 
-Every dataset is an HDF5 file with the D4RL keys (`acrl.parts.datasets.save_dataset`), terminals
-(termination) and timeouts (time-limit truncation) kept apart, image frames in their own dtype
-(uint8 or bool, never floats), and the attributes env_id, kind, behavioral_policy, seed,
-noise_std, random_prob (a DQN's final: epsilon_start, epsilon_end, epsilon_decay_steps instead),
-acrl_version (and algo, the behavioral agent's).
+Every dataset is an HDF5 file with the D4RL keys (`acrl.parts.datasets.save_dataset`) or, with
+`format="minari"`, a Minari dataset directory (`acrl.parts.minari_format.save_minari`; vector
+observations), terminals (termination) and timeouts (time-limit truncation) kept apart, image frames
+in their own dtype (uint8 or bool, never floats), and the attributes env_id, kind,
+behavioral_policy, seed, noise_std, random_prob (a DQN's final: epsilon_start, epsilon_end,
+epsilon_decay_steps instead), acrl_version (and algo, the behavioral agent's). D4RL's kinds (random,
+medium, medium-replay, expert, medium-expert) are `acrl.offline.d4rl`'s, built on the helpers here
+(`train_behavioral`, `buffer_dataset`, `load_policy`, `write_dataset`).
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ from acrl.core.evaluation import EpisodeActor
 from acrl.core.version import __version__
 from acrl.parts.buffers import replay_capacity
 from acrl.parts.datasets import OfflineDataset, collect_transitions, save_dataset
+from acrl.parts.minari_format import save_minari
 
 DATASET_KINDS = ("final", "imitation", "imperfect", "concurrent")
 """The BCQ paper's buffer kinds (Fujimoto et al. 2019, Sec. 5)."""
@@ -68,6 +72,9 @@ noise: imperfect is epsilon-greedy with discrete BCQ's epsilon 0.2 (Fujimoto et 
 
 FINAL_ALGOS = ("ddpg", "td3", "dqn")
 """The behavioral agents of `final`: the BCQ paper's DDPG, TD3, and DQN for Discrete actions."""
+
+FORMATS = ("hdf5", "minari")
+"""How a collection is written (`write_dataset`): an HDF5 file with D4RL's keys, or a Minari dataset directory."""
 
 
 def behavioral_run_dir(out: str | Path) -> Path:
@@ -102,14 +109,17 @@ def collect_dataset(
     preset: str | None = None,
     overrides: dict[str, Any] | None = None,
     progress: bool = False,
+    format: str = "hdf5",
 ) -> OfflineDataset:
-    """Collect one of the BCQ paper's datasets and write it to `out` (HDF5, D4RL keys).
+    """Collect one of the BCQ paper's datasets and write it to `out` (`write_dataset`: HDF5 with D4RL's
+    keys, or a Minari dataset directory).
 
     Args:
         kind: "final", "imitation" or "imperfect" (see the module docstring); "concurrent"
             raises InputError pointing to `acrl experiment concurrent`.
-        out: the HDF5 file to write; it must not exist yet (nor, for final, its run directory).
-        steps: transitions to collect (for final: the behavioral agent's training steps).
+        out: the HDF5 file (or Minari directory) to write; it must not exist yet (nor, for final, its run
+            directory).
+        steps: transitions to collect (for final: the behavioral agent's training steps); required.
         env_id: the environment (required for final; default: the policy's own for
             imitation/imperfect, which must match it when given).
         policy: run directory (or checkpoint file) of a trained acrl agent, for
@@ -127,6 +137,7 @@ def collect_dataset(
         overrides: further hyperparameters of the behavioral agent (final only), e.g.
             {"start_steps": 1000}.
         progress: show the behavioral agent's progress bar.
+        format: "hdf5" or "minari" (`FORMATS`; Minari: vector observations only).
     Returns:
         the dataset written: observations (N, obs_dim) float32 or frames (N, *obs_shape) uint8 /
         bool, actions (N, act_dim) in environment units or (N,) int64, rewards, terminals,
@@ -134,11 +145,11 @@ def collect_dataset(
         ends), attrs env_id, kind, behavioral_policy (the run directory), seed, noise_std,
         random_prob, algo, acrl_version.
     Raises:
-        InputError: an unknown kind; a missing or superfluous --policy / --env; steps < 1;
+        InputError: an unknown kind or format; a missing or superfluous --policy / --env; no steps or steps < 1;
             negative noise or random_prob outside [0, 1]; `out` or the behavioral run directory
             already exists; an action space the final agent cannot take (DDPG and TD3 a Discrete
             one, DQN a Box) or noise for DQN; Gaussian noise for a Discrete action space; a policy
-            trained on another environment.
+            trained on another environment; image frames for the Minari format.
         TrainingError: a final DQN whose frame buffer lost transitions (see `_collect_final`).
     """
     if kind not in DATASET_KINDS:
@@ -149,13 +160,12 @@ def collect_dataset(
             "DDPG from its growing buffer. Run `acrl experiment concurrent --env ENV_ID`; the "
             "transitions it learns from are those `acrl collect --kind final` stores."
         )
-    if isinstance(steps, bool) or int(steps) != steps or steps < 1:
-        raise InputError(f"--steps must be a positive integer, got {steps}.")
+    if steps is None:
+        raise InputError(f"--kind {kind} needs --steps N, the transitions to collect.")
+    check_steps("--steps", steps)
     if (noise_std is not None and noise_std < 0) or (random_prob is not None and not 0.0 <= random_prob <= 1.0):
         raise InputError(f"--noise must be >= 0 and --random-prob in [0, 1], got {noise_std} and {random_prob}.")
-    out = Path(out)
-    if out.exists():
-        raise InputError(f"{out} already exists; remove it or choose another --out.")
+    out = check_out(out, format)
     if kind == "final":
         if policy is not None:
             raise InputError("--kind final trains its own behavioral DDPG; --policy is for imitation and imperfect.")
@@ -166,6 +176,7 @@ def collect_dataset(
                 "--kind final explores as its behavioral agent does (DDPG and TD3: Gaussian noise, DQN: its "
                 "epsilon schedule); --random-prob is for imperfect."
             )
+        check_format(format, env_factory(env_id)[0])
         dataset = _collect_final(out, env_id, int(steps), seed, noise_std, algo, preset, overrides or {}, progress)
     else:
         if policy is None:
@@ -192,6 +203,7 @@ def collect_dataset(
             noise_std = 0.0 if discrete else DEFAULT_NOISE[kind]
         if random_prob is None:
             random_prob = (DISCRETE_RANDOM_PROB if discrete else DEFAULT_RANDOM_PROB)[kind]
+        check_format(format, env_factory(agent.env)[0])
         env = CheckFinite(env_factory(agent.env)[0]())  # no NaN goes into a dataset
         env.action_space.seed(seed)
         actor = EpisodeActor(agent, deterministic=True)  # a recurrent policy's state, fresh each episode
@@ -208,8 +220,59 @@ def collect_dataset(
         )
         env.close()
         dataset.attrs["algo"] = agent.algo
-    save_dataset(out, dataset)
+    write_dataset(out, dataset, format)
     return dataset
+
+
+def check_steps(flag: str, steps: Any) -> None:
+    """Raise InputError unless `steps` is a positive integer (`flag` names it in the message)."""
+    if isinstance(steps, bool) or int(steps) != steps or steps < 1:
+        raise InputError(f"{flag} must be a positive integer, got {steps}.")
+
+
+def check_out(out: str | Path, format: str) -> Path:
+    """`out` as a Path, checked before any work: a known `format` (`FORMATS`) and nothing there yet.
+
+    Raises:
+        InputError: an unknown format, or `out` exists.
+    """
+    if format not in FORMATS:
+        raise InputError(f"--format must be one of {', '.join(FORMATS)}, got {format!r}.")
+    out = Path(out)
+    if out.exists():
+        raise InputError(f"{out} already exists; remove it or choose another --out.")
+    return out
+
+
+def check_format(format: str, make_env: Any) -> None:
+    """Before any work: refuse the Minari format for an environment of image frames (`make_env()` builds one
+    to look at its observation space), which Minari would JPEG-encode.
+
+    Raises:
+        InputError: "minari" with observations of more than one dimension.
+    """
+    if format != "minari":
+        return
+    env = make_env()
+    shape = env.observation_space.shape
+    env.close()
+    if shape is None or len(shape) != 1:
+        raise InputError(
+            f"--format minari writes vector observations only; this environment's are {shape}: use --format hdf5."
+        )
+
+
+def write_dataset(out: Path, dataset: OfflineDataset, format: str) -> None:
+    """Write a collection atomically: an HDF5 file with D4RL's keys (`save_dataset`) or a Minari dataset
+    directory (`save_minari`, the spaces of the registered env attrs env_id names).
+
+    Raises:
+        InputError: see `save_dataset` and `save_minari`.
+    """
+    if format == "minari":
+        save_minari(out, dataset)
+    else:
+        save_dataset(out, dataset)
 
 
 def _collect_final(
@@ -223,22 +286,15 @@ def _collect_final(
     overrides: dict[str, Any],
     progress: bool,
 ) -> OfflineDataset:
-    """Train a behavioral DDPG/TD3/DQN for `steps` steps in `behavioral_run_dir(out)`; its replay buffer
-    (sized to keep every transition) becomes the dataset.
-
-    A frame replay buffer (DQN on image frames) takes one slot per transition and frame_stack more at each
-    episode's start: it gets 2 x steps slots (rounded up to a multiple of n_envs), enough for episodes
-    of frame_stack steps or more on average. One that still lost transitions is a TrainingError rather
-    than a dataset with part of the run missing.
+    """Train a behavioral DDPG/TD3/DQN for `steps` steps in `behavioral_run_dir(out)` (`train_behavioral`);
+    its replay buffer (sized to keep every transition) becomes the dataset. A frame buffer that still lost
+    transitions is a TrainingError rather than a dataset with part of the run missing.
 
     Raises:
         InputError: an unknown algo; a run directory that exists; noise_std for DQN; an action space
             or setting the agent refuses.
         TrainingError: the frame buffer kept fewer than `steps` transitions.
     """
-    from acrl.algos import get_algorithm
-    from acrl.core.config import preset_values, update_config
-
     if algo not in FINAL_ALGOS:
         raise InputError(f"the behavioral agent of --kind final is one of {', '.join(FINAL_ALGOS)}, got {algo!r}.")
     if algo == "dqn" and noise_std is not None:
@@ -247,33 +303,70 @@ def _collect_final(
             "--set); --noise is the Gaussian exploration noise of DDPG and TD3."
         )
     run_dir = behavioral_run_dir(out)
+    check_run_dir_free(run_dir)
+    values = {} if noise_std is None else {"expl_noise": noise_std}
+    agent = train_behavioral(algo, run_dir, env_id, steps, seed, preset, overrides, values, progress)
+    if len(agent.buffer) < steps:
+        raise TrainingError(
+            f"the behavioral {algo}'s frame buffer of {agent.config.buffer_size} slots kept {len(agent.buffer)} of its "
+            f"{steps} transitions (its episodes are shorter than its frame stack on average); nothing was written. "
+            "Pass a larger buffer_size with --set."
+        )
+    return buffer_dataset(agent, "final", str(run_dir), seed)
+
+
+def check_run_dir_free(run_dir: Path) -> None:
+    """Raise InputError when the run directory a collection would train its agent in exists already."""
     if run_dir.exists():
         raise InputError(
-            f"{run_dir} already exists (the behavioral run of an earlier collection); remove it "
-            "or choose another --out."
+            f"{run_dir} already exists (the behavioral run of an earlier collection); remove it or choose "
+            "another --out."
         )
+
+
+def train_behavioral(
+    algo: str,
+    run_dir: Path,
+    env_id: str,
+    steps: int | None,
+    seed: int,
+    preset: str | None = None,
+    overrides: dict[str, Any] | None = None,
+    values: dict[str, Any] | None = None,
+    progress: bool = False,
+    label: str | None = None,
+) -> OffPolicyAgent:
+    """Train an online replay agent (DDPG, TD3, DQN or SAC) in `run_dir` through the run loop, its replay
+    buffer sized to keep every transition (it never wraps), and return it.
+
+    Its config: the algorithm's defaults < the preset (`preset`, else the env's default) < `overrides`
+    (--set) < env_id, seed, total_steps `steps` (None: the preset's), no dataset, and `values` (what
+    the collection sets: expl_noise, target_return) < buffer_size. A frame replay buffer (DQN on image
+    frames) takes one slot per transition and frame_stack more at each episode's start: it gets
+    2 x steps slots (rounded up to a multiple of n_envs), enough for episodes of frame_stack steps or
+    more on average.
+
+    Raises:
+        InputError: an unknown algorithm, preset or setting; an action space the agent refuses; a run
+            directory that holds a run.
+    """
+    from acrl.algos import get_algorithm
+    from acrl.core.config import preset_values, update_config
+
     cls = get_algorithm(algo)
-    values, preset_name = preset_values(algo, env_id, preset)
-    config = update_config(cls.config_class(), values, f"preset {preset_name!r}")
-    config = update_config(config, overrides, "--set")
-    values = {"env_id": env_id, "seed": seed, "total_steps": steps, "preset": preset_name, "dataset": None}
-    if noise_std is not None:
-        values["expl_noise"] = noise_std
-    config = update_config(config, values, "collect")
-    # Keep every transition: a buffer at least as large as the run (it never wraps).
+    preset_config, preset_name = preset_values(algo, env_id, preset)
+    config = update_config(cls.config_class(), preset_config, f"preset {preset_name!r}")
+    config = update_config(config, overrides or {}, "--set")
+    fixed = {"env_id": env_id, "seed": seed, "preset": preset_name, "dataset": None, **(values or {})}
+    config = update_config(config, fixed | ({} if steps is None else {"total_steps": steps}), "collect")
     probe = env_factory(env_id)[0]()
-    size = replay_capacity(probe.observation_space, max(steps, config.start_steps, config.batch_size), config.n_envs)
+    budget = max(config.total_steps, config.start_steps, config.batch_size)
+    size = replay_capacity(probe.observation_space, budget, config.n_envs)
     probe.close()
     config = update_config(config, {"buffer_size": size}, "collect")
     agent = cls(env_id, config=config)
-    agent.learn(run_dir=run_dir, progress=progress, label=f"behavioral {algo}")
-    if len(agent.buffer) < steps:
-        raise TrainingError(
-            f"the behavioral {algo}'s frame buffer of {size} slots kept {len(agent.buffer)} of its {steps} transitions "
-            f"(its episodes are shorter than its frame stack on average); nothing was written. Pass a larger "
-            f"buffer_size with --set."
-        )
-    return buffer_dataset(agent, "final", str(run_dir), seed)
+    agent.learn(run_dir=run_dir, progress=progress, label=label or f"behavioral {algo}")
+    return agent
 
 
 def buffer_dataset(agent: OffPolicyAgent, kind: str, behavioral_policy: str, seed: int) -> OfflineDataset:

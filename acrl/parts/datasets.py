@@ -1,4 +1,5 @@
-"""Offline RL datasets: one in-memory schema, HDF5 files with D4RL keys, Minari import, collection.
+"""Offline RL datasets: one in-memory schema, HDF5 files with D4RL keys, collection; the Minari format
+(`acrl.parts.minari_format`) is read here too, so a dataset path may name either.
 
 The schema follows D4RL (Fu et al. 2020, "D4RL: Datasets for Deep Data-Driven Reinforcement
 Learning", https://github.com/Farama-Foundation/D4RL): one row per transition, with
@@ -27,6 +28,7 @@ from acrl.core.envs import require_finite_bounds
 from acrl.core.errors import InputError
 from acrl.core.files import atomic_path
 from acrl.core.version import __version__
+from acrl.parts.minari_format import minari_attrs, read_minari
 
 D4RL_KEYS = ("observations", "actions", "rewards", "next_observations", "terminals", "timeouts")
 
@@ -56,7 +58,9 @@ class OfflineDataset:
       terminals          (N,) bool, the environment reported `terminated` (no bootstrap).
       timeouts           (N,) bool, the environment reported `truncated` (time limit; bootstrap).
     attrs: metadata, str/int/float/bool values: env_id, kind (final, concurrent, imitation,
-      imperfect, minari, ...), behavioral_policy, seed, acrl_version, and optionally more.
+      imperfect; D4RL's random, medium, medium-replay, expert, medium-expert; minari, ...),
+      behavioral_policy, seed, acrl_version, and optionally more (D4RL's kinds: the returns they were
+      made with, `acrl.offline.d4rl`).
 
     Source: D4RL's HDF5 layout (Fu et al. 2020); BCQ's buffers (Fujimoto et al. 2019, Sec. 5).
     """
@@ -288,18 +292,22 @@ def load_dataset(
     `next_observations` is required: deriving it from observations[1:] is wrong at every
     episode end, so old D4RL files without it are refused.
 
+    A directory is read as a Minari dataset (`load_minari`, its spaces checked the same way), so that
+    `--dataset` takes either format.
+
     Raises:
-        InputError: the file is missing, not HDF5 or corrupt; a key is missing; or any check of
-            `OfflineDataset.validate` fails (key and first bad row named).
+        InputError: the path is missing; a directory that is not a Minari dataset; a file that is not
+            HDF5 or is corrupt; a key is missing; or any check of `OfflineDataset.validate` fails (key
+            and first bad row named).
     """
     path = Path(path)
     if not path.exists():
         raise InputError(
             f"dataset file '{path}' does not exist; create one with `acrl collect` or pass the "
-            f"path of an existing HDF5 dataset"
+            f"path of an existing HDF5 dataset or Minari dataset directory"
         )
-    if not path.is_file():
-        raise InputError(f"dataset path '{path}' is not a file; pass the path of an HDF5 file")
+    if path.is_dir():
+        return load_minari(path, observation_space, action_space)
     arrays: dict[str, np.ndarray] = {}
     try:
         with h5py.File(path, "r") as f:
@@ -377,72 +385,16 @@ def load_minari(
     observation_space: gym.Space | None = None,
     action_space: gym.Space | None = None,
 ) -> OfflineDataset:
-    """Load a Minari dataset stored on this machine as transitions (never downloads).
-
-    `dataset_id_or_path` is a Minari id such as "D4RL/pen/human-v2" (looked up under
-    $MINARI_DATASETS_PATH, default ~/.minari/datasets) or the path of a dataset directory (the
-    one holding `data/`, or `data/` itself). Each episode's T+1 observations become T rows of
-    observations (the first T) and next_observations (the last T); terminals come from
-    `terminations` and timeouts from `truncations`. Shapes and dtypes are those of
-    `OfflineDataset`; attrs hold env_id, kind="minari", behavioral_policy (Minari's
-    algorithm_name), minari_id and acrl_version. The result is validated against the given
-    spaces, or else against the dataset's own spaces. Source: Minari (Farama Foundation,
+    """Load a Minari dataset stored on this machine as transitions (never downloads):
+    `acrl.parts.minari_format.read_minari`'s arrays and attrs as an `OfflineDataset`, validated against the
+    given spaces, or else against the dataset's own. Source: Minari (Farama Foundation,
     https://minari.farama.org), the successor of D4RL.
 
     Raises:
-        InputError: minari is not installed; the dataset is not stored locally or cannot be
-            read; its spaces are not flat Box observations with Box or Discrete actions; or
-            a check of `OfflineDataset.validate` fails.
+        InputError: see `read_minari`; or a check of `OfflineDataset.validate` fails.
     """
-    try:
-        import minari
-    except ImportError as err:
-        raise InputError("loading Minari datasets needs the minari package: `pip install minari`") from err
-    try:
-        path = Path(dataset_id_or_path)
-        if path.is_dir():
-            data = minari.MinariDataset(path / "data" if (path / "data").is_dir() else path)
-        else:
-            data = minari.load_dataset(str(dataset_id_or_path), download=False)
-    except FileNotFoundError as err:
-        raise InputError(
-            f"Minari dataset '{dataset_id_or_path}' is not stored locally ({err}); acrl does "
-            f"not download: run `minari download {dataset_id_or_path}` where there is network, "
-            f"or set MINARI_DATASETS_PATH to the folder that holds it"
-        ) from err
-    except (OSError, ValueError, KeyError) as err:
-        raise InputError(f"cannot read Minari dataset '{dataset_id_or_path}': {err}") from err
-    obs_space = data.observation_space
-    act_space = data.action_space
-    if not isinstance(obs_space, gym.spaces.Box) or len(obs_space.shape) != 1:
-        raise InputError(f"'{dataset_id_or_path}': only flat Box observations are supported, got {obs_space}")
-    if not isinstance(act_space, (gym.spaces.Box, gym.spaces.Discrete)):
-        raise InputError(f"'{dataset_id_or_path}': only Box or Discrete actions are supported, got {act_space}")
-    parts: dict[str, list[np.ndarray]] = {key: [] for key in D4RL_KEYS}
-    for episode in data.iterate_episodes():
-        obs = np.asarray(episode.observations, dtype=np.float32)
-        parts["observations"].append(obs[:-1])
-        parts["next_observations"].append(obs[1:])
-        parts["actions"].append(np.asarray(episode.actions))
-        parts["rewards"].append(np.asarray(episode.rewards, dtype=np.float32))
-        parts["terminals"].append(np.asarray(episode.terminations, dtype=bool))
-        parts["timeouts"].append(np.asarray(episode.truncations, dtype=bool))
-    if not parts["rewards"]:
-        raise InputError(f"Minari dataset '{dataset_id_or_path}' has no episodes")
-    arrays = {key: np.concatenate(parts[key]) for key in D4RL_KEYS}
-    if isinstance(act_space, gym.spaces.Discrete):
-        arrays["actions"] = arrays["actions"].astype(np.int64).reshape(-1)
-    else:
-        n = len(arrays["rewards"])
-        arrays["actions"] = arrays["actions"].astype(np.float32).reshape(n, -1)
-    attrs = {
-        "env_id": data.env_spec.id if data.env_spec is not None else None,
-        "kind": "minari",
-        "behavioral_policy": data.storage.metadata.get("algorithm_name"),
-        "minari_id": data.id,
-        "acrl_version": __version__,
-    }
-    dataset = OfflineDataset(**arrays, attrs={k: v for k, v in attrs.items() if v is not None})
+    arrays, attrs, obs_space, act_space = read_minari(dataset_id_or_path)
+    dataset = OfflineDataset(**arrays, attrs=attrs)
     dataset.validate(observation_space or obs_space, action_space or act_space, source=str(dataset_id_or_path))
     return dataset
 
@@ -578,29 +530,36 @@ def collect_transitions(
 
 
 def dataset_attrs(path: str | Path) -> dict[str, Any]:
-    """The attributes of an HDF5 dataset file (kind, env_id, ...), read without its arrays.
+    """The attributes of a dataset (kind, env_id, ...), read without its arrays: an HDF5 file's, or a
+    Minari dataset directory's (`acrl.parts.minari_format.minari_attrs`).
 
     Raises:
-        InputError: the file is missing or not HDF5.
+        InputError: the path is missing, a file that is not HDF5, or a directory that is not a Minari dataset.
     """
     path = Path(path)
+    if path.is_dir():
+        return minari_attrs(path)
     if not path.is_file():
         raise InputError(
             f"dataset file '{path}' does not exist; create one with `acrl collect` "
-            "or pass the path of an existing HDF5 dataset."
+            "or pass the path of an existing HDF5 dataset or Minari dataset directory."
         )
     try:
         with h5py.File(path, "r") as f:
             return dict(f.attrs)
     except OSError as err:
-        raise InputError(f"{path}: not a readable HDF5 file ({err}).") from None
+        raise InputError(
+            f"{path}: not a readable HDF5 file ({err}); a dataset is an acrl HDF5 file (D4RL keys) or a Minari "
+            "dataset directory."
+        ) from None
 
 
 def dataset_env_id(path: str | Path) -> str:
-    """The environment an HDF5 dataset was collected on: its `env_id` attribute, a registered id.
+    """The environment a dataset (HDF5 file or Minari directory) was collected on: its `env_id` attribute,
+    a registered id.
 
     Raises:
-        InputError: the file is missing or not HDF5, or it has no `env_id` attribute naming a
+        InputError: the path is not a dataset (`dataset_attrs`), or it has no `env_id` attribute naming a
             registered environment; the message asks for the environment (`--env ENV_ID` on
             the command line, `env=` from Python).
     """

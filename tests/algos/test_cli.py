@@ -102,7 +102,7 @@ def test_help_describes_every_option(capsys, sub):
 
 def test_help_lists_choices_and_no_empty_default(capsys):
     text = help_text(capsys, "collect")
-    assert "--kind {final,imitation,imperfect}" in text and "--algo {ddpg,td3,dqn}" in text
+    assert "--kind KIND" in text and "--algo {ddpg,td3,dqn}" in text and "--format {hdf5,minari}" in text
     assert "--pruner {median,asha,none}" in help_text(capsys, "tune")
     for sub in SUBCOMMANDS:
         assert "(default: )" not in help_text(capsys, sub), sub  # an empty list option showed this
@@ -143,9 +143,10 @@ def test_synopsis_renders_each_option():
         (["record", "RUN", "--checkpoint", "foo"], "--checkpoint must be best or latest, got 'foo'."),
         (
             ["collect", "--kind", "concurrent", "--out", "d.h5", "--steps", "9"],
-            "--kind must be final, imitation or imperfect, got 'concurrent'.",
+            "--kind must be final, imitation, imperfect, random, medium, medium-replay, expert or medium-expert, "
+            "got 'concurrent'.",
         ),
-        (["collect", "--out", "d.h5"], "acrl collect needs --kind and --steps; `acrl collect --help` describes them."),
+        (["collect", "--out", "d.h5"], "acrl collect needs --kind; `acrl collect --help` describes it."),
         (["train"], "acrl train needs ALGO; `acrl train --help` describes it."),
         (
             ["trian", "ppo"],

@@ -233,7 +233,7 @@ def test_offline_training_from_dataset_through_cli(behavioral, tmp_path, capsys)
         (["--kind", "imperfect"], "needs --policy"),
         (["--kind", "final", "--env", "CartPole-v1"], "PPO or A3C"),
         (["--kind", "final"], "needs --env"),
-        (["--kind", "expert", "--env", "Pendulum-v1"], "--kind must be final, imitation or imperfect, got 'expert'"),
+        (["--kind", "bogus", "--env", "Pendulum-v1"], "--kind must be final, imitation, imperfect, random, medium,"),
         (["--kind", "concurrent", "--env", "Pendulum-v1"], "got 'concurrent'"),  # `acrl experiment concurrent`
         (["--kind", "final", "--env", "Pendulum-v1", "--steps", "0"], "positive integer"),
         (["--kind", "imitation", "--policy", "no/such/run"], "no checkpoint"),
