@@ -250,16 +250,18 @@ def ppo_ant_1m(run_dirs: dict[int, Path]) -> dict[str, Any]:
 
 def pong_run(run_dir: Path) -> dict[str, Any]:
     """One Pong run: its evaluations (5 whole games each), training game scores (rollout/ep_return_mean, the
-    mean of the last 100 whole games), and best.pt on 10 fresh deterministic games (seed 123)."""
+    mean of the last 100 whole games), best.pt on 10 fresh deterministic games (seed 123), the wall clock of the
+    run and up to its best checkpoint (`time/elapsed_s`: its sessions summed), and its sessions (sessions.json)."""
     evals = curve(run_dir)
     best_step, best = max(evals, key=lambda row: row[1])
     steps, train_scores = read_curve(run_dir, "rollout/ep_return_mean")
     every = max(1, len(steps) // 100)
     fresh = json.loads(acrl("evaluate", str(run_dir), "--episodes", "10", "--seed", "123"))
-    _, elapsed = read_curve(run_dir, "time/elapsed_s")
+    elapsed_steps, elapsed = read_curve(run_dir, "time/elapsed_s")
     return {
         "finished": (run_dir / "eval.json").is_file(),
         "training_hours": round(float(elapsed[-1]) / 3600, 2),
+        "hours_to_best": round(float(np.interp(best_step, elapsed_steps, elapsed)) / 3600, 2),
         "sessions": sessions(run_dir, "train"),
         "best_eval": best,
         "best_step": best_step,

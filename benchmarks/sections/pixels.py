@@ -1,5 +1,6 @@
 """docs/benchmarks.md, the pixel sections: MinAtar against SB3 (minatar_vs_sb3.json), Atari speed
-(atari_speed.json) and Pong-v5 from pixels (ppo_pong.json, ppo_pong_no_sticky.json, a3c_pong.json)."""
+(atari_speed.json) and Pong-v5 from pixels (ppo_pong.json, ppo_pong_no_sticky.json, a3c_pong.json,
+a3c_pong_reference.json, a3c_pong_reference_sticky.json)."""
 
 from __future__ import annotations
 
@@ -93,13 +94,21 @@ fresh process). {conditions(d)}
 
 
 def pong(results: dict[str, dict]) -> str:
-    """PPO and A3C learning Pong-v5, and PPO on PongNoFrameskip-v4 (ppo_pong.json, ppo_pong_no_sticky.json,
-    a3c_pong.json from `seed_runs.py`); empty until one exists."""
+    """PPO and A3C learning Pong-v5, and PPO and A3C on PongNoFrameskip-v4 (ppo_pong.json, ppo_pong_no_sticky.json,
+    a3c_pong.json, a3c_pong_reference.json, a3c_pong_reference_sticky.json from `seed_runs.py`); empty until one
+    exists."""
     rows, notes = [], []
     for name, label, goal in (
         ("ppo_pong", "PPO, 8 envs (the `ALE/*-v5` preset), 2 torch threads", 18),
         ("ppo_pong_no_sticky", "PPO as above on PongNoFrameskip-v4 (no sticky actions)", "(sticky actions' cost)"),
-        ("a3c_pong", "A3C, 2 workers (the `original` preset: the paper's agent)", "(the curve)"),
+        (
+            "a3c_pong",
+            "A3C, 2 workers (the `original` preset before 2026-12-06: the mean loss, torch's RMSProp eps, annealed "
+            "over the run's budget, vf_coef 1.0)",
+            "(the curve)",
+        ),
+        ("a3c_pong_reference", "A3C, 2 workers (the `reference` preset), PongNoFrameskip-v4", 18),
+        ("a3c_pong_reference_sticky", "A3C, 2 workers (the `reference` preset), ALE/Pong-v5", "(sticky actions' cost)"),
     ):
         if name not in results:
             continue
@@ -107,6 +116,9 @@ def pong(results: dict[str, dict]) -> str:
         for seed, r in d["runs"].items():
             score = r["best_checkpoint_fresh_10_games"]
             target = f"≥ +{goal}: {met(score >= goal)}" if isinstance(goal, int) else goal
+            if name == "a3c_pong_reference":  # the goal: best.pt within 2 h (paused time aside) and 4M steps
+                hours = r["hours_to_best"] - r.get("paused_hours", 0.0)
+                target = f"≥ +{goal} within 2 h: {met(score >= goal and hours <= 2.0)} ({hours:.1f} h to best.pt)"
             rows.append(
                 [
                     label,
@@ -126,8 +138,7 @@ def pong(results: dict[str, dict]) -> str:
         )
         note = f" {d['note']}" if "note" in d else ""
         notes.append(
-            f"{label.split(',')[0]}: training games (stochastic actions, the mean of the last 100): {games}.{note} "
-            f"{conditions(d)}"
+            f"{label}: training games (stochastic actions, the mean of the last 100): {games}.{note} {conditions(d)}"
         )
     if not rows:
         return ""
