@@ -97,6 +97,18 @@ def glance(results: dict[str, dict]) -> str:
                 f"≥ +18: {said(min(scores) >= 18)}",
             ]
         )
+    if "a3c_pong_reference" in results:
+        runs = results["a3c_pong_reference"]["runs"]
+        scores = [r["best_checkpoint_fresh_10_games"] for r in runs.values()]
+        hours = [r["hours_to_best"] - r.get("paused_hours", 0.0) for r in runs.values()]
+        rows.append(
+            [
+                "A3C Pong (no sticky actions), 2 workers, best.pt on 10 games (the `reference` preset)",
+                f"{', '.join(signed(v, 1) for v in scores)} ({len(scores)} of 3 seeds; "
+                f"{', '.join(f'{h:.1f}' for h in hours)} h)",
+                f"≥ +18 within 2 h: {said(min(scores) >= 18 and max(hours) <= 2)}",
+            ]
+        )
     if "minatar_vs_sb3" in results:
         stats = results["minatar_vs_sb3"]["stats"]
         pairs = [
