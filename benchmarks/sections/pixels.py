@@ -103,12 +103,12 @@ def pong(results: dict[str, dict]) -> str:
         ("ppo_pong_no_sticky", "PPO as above on PongNoFrameskip-v4 (no sticky actions)", "(sticky actions' cost)"),
         (
             "a3c_pong",
-            "A3C, 2 workers (the `original` preset before 2026-12-06: the mean loss, torch's RMSProp eps, annealed "
-            "over the run's budget, vf_coef 1.0)",
+            "A3C `original` before 2026-12-06, 2 workers (the paper's agent then: the mean loss, torch's RMSProp "
+            "eps, annealed over the run's budget, vf_coef 1.0)",
             "(the curve)",
         ),
-        ("a3c_pong_reference", "A3C, 2 workers (the `reference` preset), PongNoFrameskip-v4", 18),
-        ("a3c_pong_reference_sticky", "A3C, 2 workers (the `reference` preset), ALE/Pong-v5", "(sticky actions' cost)"),
+        ("a3c_pong_reference", "A3C `reference` on PongNoFrameskip-v4, 2 workers", 18),
+        ("a3c_pong_reference_sticky", "A3C `reference` on ALE/Pong-v5, 2 workers", "(sticky actions' cost)"),
     ):
         if name not in results:
             continue
@@ -138,7 +138,8 @@ def pong(results: dict[str, dict]) -> str:
         )
         note = f" {d['note']}" if "note" in d else ""
         notes.append(
-            f"{label}: training games (stochastic actions, the mean of the last 100): {games}.{note} {conditions(d)}"
+            f"{label.split(',')[0]}: training games (stochastic actions, the mean of the last 100): {games}.{note} "
+            f"{conditions(d)}"
         )
     if not rows:
         return ""
