@@ -101,6 +101,8 @@ class Resume:
     """IMPALA's or APPO's actors from here on (default: the run's own)."""
     device: str | None = None
     """auto, cpu, cuda or cuda:N (default: the device the run used)."""
+    precision: Literal["fp32", "bf16"] | None = None
+    """fp32 or bf16 (default: the precision the run used; fp32 reads a bf16 run on hardware without it)."""
     progress: bool = True
     """Show the progress bar."""
 
@@ -121,6 +123,8 @@ class Evaluate:
     """Seed of the evaluation env (default: the run's seed + 10000, as during training)."""
     device: str | None = None
     """auto, cpu, cuda or cuda:N (default: the device the run used); --device cpu reads any checkpoint."""
+    precision: Literal["fp32", "bf16"] | None = None
+    """fp32 or bf16 (default: the precision the run used; fp32 reads a bf16 run on hardware without it)."""
 
 
 @dataclass
@@ -146,6 +150,8 @@ class Record:
     at about 8 frames/s on one CPU core)."""
     device: str | None = None
     """auto, cpu, cuda or cuda:N (default: the device the run used)."""
+    precision: Literal["fp32", "bf16"] | None = None
+    """fp32 or bf16 (default: the precision the run used; fp32 reads a bf16 run on hardware without it)."""
 
 
 @dataclass
@@ -303,7 +309,7 @@ def resume(args: Resume) -> None:
     from acrl.core.loop import ConsoleReport
 
     run_dir = existing_run_dir(args.run_dir)
-    agent = load(run_dir / "checkpoints" / "latest.pt", device=args.device)
+    agent = load(run_dir / "checkpoints" / "latest.pt", device=args.device, precision=args.precision)
     if args.actors is not None:
         if not hasattr(agent.config, "actors"):
             raise InputError(f"--actors does not apply to {agent.algo}: it has no actors setting.")
@@ -377,7 +383,7 @@ def evaluate(args: Evaluate) -> None:
     check_seed(args.seed)
     run_dir = existing_run_dir(args.run_dir)
     path = run_checkpoint(run_dir, args.checkpoint)
-    agent = load(path, device=args.device)
+    agent = load(path, device=args.device, precision=args.precision)
     seed = args.seed if args.seed is not None else agent.config.seed + EVAL_SEED_OFFSET
     result = run_evaluation(agent, agent.env, args.episodes, deterministic=not args.stochastic, seed=seed)
     dataset = getattr(agent.config, "dataset", None)
@@ -408,7 +414,7 @@ def record(args: Record) -> None:
     check_seed(args.seed)
     check_mujoco_gl()  # before `load` makes the env: a MuJoCo task imports mujoco, which fails on a bad MUJOCO_GL
     path = run_checkpoint(run_dir, args.checkpoint)
-    agent = load(path, device=args.device)
+    agent = load(path, device=args.device, precision=args.precision)
     seed = args.seed if args.seed is not None else agent.config.seed + EVAL_SEED_OFFSET
     name = f"{path.stem}-seed{seed}{'-stochastic' if args.stochastic else ''}"
     name += f"-max{args.max_steps}" if args.max_steps else ""

@@ -129,16 +129,18 @@ def make_config(
     return cls, config
 
 
-def load(path: str | Path, env: EnvSpec | None = None, device: str | None = None):
+def load(path: str | Path, env: EnvSpec | None = None, device: str | None = None, precision: str | None = None):
     """Rebuild whichever agent a checkpoint holds (`Agent.load` of the class its `algo` names).
 
     Args:
         path: a checkpoint written by `Agent.save` (a run's checkpoints/best.pt or latest.pt).
         env: the environment, needed only for custom envs that are not registered ids.
         device: "auto", "cpu", "cuda" or "cuda:N" (default: the device it was trained on).
+        precision: "fp32" or "bf16" (default: the run's; "fp32" reads a bf16 run on hardware without bfloat16).
     Raises:
-        InputError: a missing, corrupt or mismatched checkpoint, or an unknown algorithm.
+        InputError: a missing, corrupt or mismatched checkpoint, an unknown algorithm, or a precision this
+            hardware cannot run (`acrl.core.devices.check_precision`).
     """
     from acrl.core.checkpoint import load_checkpoint
 
-    return get_algorithm(load_checkpoint(path)["algo"]).load(path, env, device)
+    return get_algorithm(load_checkpoint(path)["algo"]).load(path, env, device, precision)

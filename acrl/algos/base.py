@@ -452,7 +452,9 @@ class Agent:
         save_checkpoint(path, self.algo, self.config.to_dict(), self.state_dict(replay_buffer), rng_state(self.rng))
 
     @classmethod
-    def load(cls, path: str | Path, env: EnvSpec | None = None, device: str | None = None) -> Agent:
+    def load(
+        cls, path: str | Path, env: EnvSpec | None = None, device: str | None = None, precision: str | None = None
+    ) -> Agent:
         """Rebuild an agent from a checkpoint, normaliser and RNG states included.
 
         Checkpoints are device-free: every tensor is read onto the CPU, then moved to the
@@ -464,9 +466,10 @@ class Agent:
                 (default: the checkpoint's `env_id`).
             device: where to put the agent, as a config's `device` (default: the device it was
                 trained on, recorded in its config; pass "cpu" on a machine without that GPU).
+            precision: "fp32" or "bf16" (default: the run's; pass "fp32" on hardware without bfloat16).
         Raises:
-            InputError: a missing, corrupt or mismatched checkpoint (see `load_checkpoint`), or
-                one of another algorithm (`acrl.load` rebuilds any).
+            InputError: a missing, corrupt or mismatched checkpoint (see `load_checkpoint`), one of
+                another algorithm (`acrl.load` rebuilds any), or a precision this hardware cannot run.
         """
         payload = load_checkpoint(path)
         if payload["algo"] != cls.algo:
@@ -477,6 +480,8 @@ class Agent:
         config = update_config(cls.config_class(), payload["config"], origin=str(path))
         if device is not None:
             config.device = device
+        if precision is not None:
+            config.precision = precision
         if env is None:
             env_family(config.env_id)  # registers a family's ids (POPGym, ALE) in a fresh process
         if env is None and config.env_id not in gym.registry:

@@ -30,6 +30,9 @@ from acrl.core.provenance import cpu_model
 
 DEVICE_CHOICES = "auto, cpu, cuda or cuda:N"
 
+FP32_HINT = "--set precision=fp32 for a new run; --precision fp32 for acrl resume, evaluate or record"
+"""How a user asks for float32 instead, in `check_precision`'s refusals."""
+
 PRECISIONS = ("fp32", "bf16")
 """The values of a config's `precision`: float32 throughout, or bfloat16 autocast of the networks' forward passes."""
 
@@ -134,13 +137,13 @@ def check_precision(device: torch.device, precision: str) -> None:
         raise InputError(
             f"precision bf16 asked for, but {device} ({torch.cuda.get_device_name(device)}, compute capability "
             f"{major}.{minor}) has no bfloat16 arithmetic (compute capability 8.0, Ampere, or later has); "
-            "use precision fp32 (--set precision=fp32)."
+            f"use precision fp32 ({FP32_HINT})."
         )
     if not cpu_bf16_features():
         raise InputError(
             f"precision bf16 asked for, but this CPU ({cpu_model()}) has no bfloat16 instructions "
             f"({', '.join(BF16_CPU_FEATURES)}), so bfloat16 would be emulated, slower than float32; "
-            "use precision fp32 (--set precision=fp32)."
+            f"use precision fp32 ({FP32_HINT})."
         )
 
 

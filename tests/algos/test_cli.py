@@ -116,7 +116,10 @@ def test_readme_cli_block_is_the_synopsis():
 
 def test_synopsis_renders_each_option():
     lines = synopsis().splitlines()
-    assert "acrl resume RUN_DIR [--total-steps N] [--actors N] [--device DEVICE] [--no-progress]" in lines
+    assert (
+        "acrl resume RUN_DIR [--total-steps N] [--actors N] [--device DEVICE] [--precision fp32|bf16] [--no-progress]"
+        in lines
+    )
     assert (
         "acrl evaluate RUN_DIR [--checkpoint best|latest] [--episodes N] [--stochastic] [--seed N] [--device DEVICE]"
     ) in lines

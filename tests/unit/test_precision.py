@@ -4,6 +4,7 @@
 bfloat16 arithmetic (simulated here: this machine's Xeon has AMX); the setting is recorded and resumed."""
 
 import contextlib
+import json
 
 import gymnasium as gym
 import numpy as np
@@ -232,3 +233,20 @@ def test_config_yaml_model_card_checkpoint_and_resume_keep_bf16(tmp_path, capsys
     resumed = acrl.load(run_dir / "checkpoints" / "latest.pt")
     assert resumed.num_steps == 32 and resumed.config.precision == "bf16"
     assert yaml.safe_load((run_dir / "config.yaml").read_text())["config"]["precision"] == "bf16"
+
+
+def test_a_bf16_run_is_read_in_fp32_on_a_cpu_without_bf16(tmp_path, capsys, monkeypatch):
+    """A bf16 checkpoint taken to a CPU without bfloat16: `acrl evaluate` refuses it in one line that names
+    --precision fp32, and with it evaluates (and `acrl.load(..., precision="fp32")` loads) in float32."""
+    run_dir = tmp_path / "run"
+    monkeypatch.setattr(devices, "cpu_bf16_features", lambda: ("amx_bf16",))  # trained where bf16 exists
+    PPO("CartPole-v1", precision="bf16", n_steps=32, batch_size=16, n_epochs=1, eval_freq=0, seed=0).learn(
+        32, run_dir=run_dir, progress=False
+    )
+    monkeypatch.setattr(devices, "cpu_bf16_features", lambda: ())  # then read where it does not
+    assert main(["evaluate", str(run_dir), "--episodes", "1"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "--precision fp32 for acrl resume, evaluate or record" in err
+    assert main(["evaluate", str(run_dir), "--episodes", "1", "--precision", "fp32"]) == 0
+    assert len(json.loads(capsys.readouterr().out)["returns"]) == 1
+    assert acrl.load(run_dir / "checkpoints" / "latest.pt", precision="fp32").config.precision == "fp32"
