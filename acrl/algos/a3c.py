@@ -468,19 +468,7 @@ class A3C(Agent):
 
     def _build(self) -> None:
         cfg = self.config
-        self.model = ActorCritic(
-            self.observation_space,
-            self.action_space,
-            cfg.hidden_sizes,
-            cfg.activation,
-            cfg.encoder,
-            cfg.channels,
-            cfg.lstm_hidden_size,
-            cfg.shared_trunk,
-            cfg.critic_hidden_sizes,
-            cfg.log_std_init,
-            cfg.log_std_min,
-        )
+        self.model = ActorCritic.from_config(self.observation_space, self.action_space, cfg)
         cfg.encoder, cfg.shared_trunk = self.model.encoder_name, self.model.shared_trunk  # for config.yaml
         self.parameters = flatten_parameters(self.model)
         self.model.share_memory()

@@ -239,19 +239,7 @@ class IMPALA(Agent):
 
     def _build(self) -> None:
         cfg = self.config
-        self.model = ActorCritic(
-            self.observation_space,
-            self.action_space,
-            cfg.hidden_sizes,
-            cfg.activation,
-            cfg.encoder,
-            cfg.channels,
-            cfg.lstm_hidden_size,
-            cfg.shared_trunk,
-            cfg.critic_hidden_sizes,
-            cfg.log_std_init,
-            cfg.log_std_min,
-        ).to(self.device)
+        self.model = ActorCritic.from_config(self.observation_space, self.action_space, cfg).to(self.device)
         cfg.encoder, cfg.shared_trunk = self.model.encoder_name, self.model.shared_trunk  # for config.yaml
         self.optimizer = SharedRMSprop(
             self.model.parameters(), lr=cfg.learning_rate, alpha=cfg.rmsprop_alpha, eps=cfg.rmsprop_eps, eps_inside=True

@@ -188,6 +188,27 @@ class ActorCritic(nn.Module):
         self._chain, self._step, self._sample = self._encoder_chain(), core.step, head.sample
         self.register_load_state_dict_post_hook(self._rebuild_chain)
 
+    @classmethod
+    def from_config(
+        cls, observation_space: gym.spaces.Box, action_space: gym.spaces.Discrete | gym.spaces.Box, config: Any
+    ) -> ActorCritic:
+        """The actor-critic a config's fields describe (A3C's and IMPALA's: hidden_sizes, activation, encoder,
+        channels, lstm_hidden_size, shared_trunk, critic_hidden_sizes, log_std_init, log_std_min), on the CPU.
+        Raises what the constructor raises."""
+        return cls(
+            observation_space,
+            action_space,
+            config.hidden_sizes,
+            config.activation,
+            config.encoder,
+            config.channels,
+            config.lstm_hidden_size,
+            config.shared_trunk,
+            config.critic_hidden_sizes,
+            config.log_std_init,
+            config.log_std_min,
+        )
+
     @staticmethod
     def _rebuild_chain(module: nn.Module, incompatible_keys: Any) -> None:
         module._chain = module._encoder_chain()
