@@ -78,17 +78,19 @@ Goal (#49: IMPALA's IQM at or above A3C's at the same steps): {met(mine >= peer)
 
 def impala_vs_rllib(results: dict[str, dict]) -> str:
     """acrl IMPALA against RLlib's IMPALA (env steps/s, same settings), against acrl A3C on the same cores, and
-    from 1 to 2 actors with the learner's time split between waiting for unrolls and its own work."""
+    from 1 to more actors with the learner's time split between waiting for unrolls and its own work."""
     d = results.get("impala_vs_rllib")
     if d is None:
         return ""
-    rows, verdicts = [], []
+    s, rllib_version = d["settings"], d["rllib"]["version"]
+    rows, verdicts, scaling, networks = [], [], [], []
     for env, r in d["envs"].items():
-        acrl, rllib, a3c = r["acrl"], r.get("rllib"), r["a3c"]
+        acrl, rllib, a3c, e = r["acrl"], r["rllib"], r["a3c"], r["settings"]
         ratio = acrl["steps_per_s"] / rllib["steps_per_s"] if rllib else None
         rows.append(
             [
                 env,
+                f"{s['actors']} × {e['n_envs']}, {e['unroll_length']}, {e['batch_size']}",
                 n(acrl["steps_per_s"]),
                 n(rllib["steps_per_s"]) if rllib else "not run",
                 f"**{x(ratio)}**" if ratio else "–",
@@ -97,37 +99,47 @@ def impala_vs_rllib(results: dict[str, dict]) -> str:
             ]
         )
         verdicts.append(f"{env} {met(ratio is not None and ratio >= 2)}" + (f" ({x(ratio)})" if ratio else ""))
-    scaling = []
-    for env, r in d["envs"].items():
-        for actors, s in sorted(r["scaling"].items(), key=lambda item: int(item[0])):
+        one = r["scaling"]["1"]["steps_per_s"] if "1" in r["scaling"] else None
+        for actors, a in sorted(r["scaling"].items(), key=lambda item: int(item[0])):
+            vs_one = x(a["steps_per_s"] / one) if one else "–"
             scaling.append(
-                [
-                    env,
-                    actors,
-                    n(s["steps_per_s"]),
-                    x(s["steps_per_s"] / r["scaling"]["1"]["steps_per_s"]),
-                    pct(s["wait_fraction"]),
-                    pct(1 - s["wait_fraction"]),
-                ]
+                [env, actors, n(a["steps_per_s"]), vs_one, pct(a["wait_fraction"]), pct(1 - a["wait_fraction"])]
             )
-    s = d["settings"]
+        options = ", ".join(f"{key}={value}" for key, value in r["rllib_model_config"].items())
+        networks.append(f"{env}: `DefaultModelConfig({options})`")
+    rllib = f"RLlib {rllib_version} (its new API stack, in its own venv)" if d["rllib"]["run"] else "RLlib (not run)"
     return f"""### Speed against RLlib's IMPALA and acrl A3C
 
-`python benchmarks/impala_vs_rllib.py` (environment steps per second while training, each run's steady rate
-after its first iteration; {s["actors"]} actors or RLlib env runners of {s["n_envs"]} environments, unrolls of
-{s["unroll_length"]} steps (RLlib's rollout_fragment_length), batches of {s["batch_size"]} unrolls (RLlib's
-train_batch_size_per_learner {s["batch_size"] * s["unroll_length"] * s["n_envs"]} steps), the same networks
-(`{d["rllib"]["network"]}`); RLlib {d["rllib"]["version"]} on its new API stack, in its own venv; acrl A3C with
-{s["actors"]} workers and its preset for the environment, on the same cores). {d["rllib"]["differences"]}
+`python benchmarks/impala_vs_rllib.py` (environment steps per second while training, evaluation off, each run's
+steady rate after its first iteration, the median of {s["repeats"]} runs of {n(s["steps"])} steps, the libraries
+taking turns going first): acrl IMPALA with the environment's preset against {rllib} with as many env runners of
+as many environments (`num_envs_per_env_runner`), unrolls as long (`rollout_fragment_length`), batches as large
+(`train_batch_size_per_learner`, in steps), its learner in the driver as acrl's (`num_learners=0`), the same
+learner settings and the same networks ({"; ".join(networks)}; on MinAtar RLlib's catalog gives the policy and
+the value each their own 128-unit layer where acrl shares one); RLlib steps Adam where acrl steps the paper's
+RMSProp. acrl A3C: its preset for the environment, with as many workers, on the same cores.
 {conditions(d)}
 
-{table(["environment", "acrl IMPALA", "RLlib IMPALA", "acrl / RLlib", "acrl A3C", "IMPALA / A3C"], "lrrrrr", rows)}
+{
+        table(
+            [
+                "environment",
+                "actors × envs, unroll, batch",
+                "acrl IMPALA",
+                "RLlib IMPALA",
+                "acrl / RLlib",
+                "acrl A3C",
+                "IMPALA / A3C",
+            ],
+            "llrrrrr",
+            rows,
+        )
+    }
 
 Goal (#49: ≥ 2× RLlib's env steps/s): {"; ".join(verdicts)}.
 
-From 1 to {max(int(a) for a in next(iter(d["envs"].values()))["scaling"])} actors (the learner, in the driver
-process, shares the cores with them; "waiting" is the learner's time in `ActorPool.take`, `train/wait_s`,
-"learning" the rest of its iterations: the V-trace update, the weights' publication and the run loop's
-bookkeeping):
+acrl IMPALA over its actor counts. The learner runs in the driver process and shares the cores with the actors;
+"waiting" is its time in `ActorPool.take` (the iterations' `train/wait_s`), "learning" the rest of its
+iterations (the V-trace update, the weights' publication, the run loop's bookkeeping):
 
 {table(["environment", "actors", "steps/s", "vs 1 actor", "learner waiting", "learner learning"], "lrrrrr", scaling)}"""
