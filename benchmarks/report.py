@@ -24,7 +24,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from sections import a3c, bcq, dqn, memory, off_policy, pixels, ppo, precision, spectrum, sweep
+from sections import a3c, bcq, dqn, impala, memory, off_policy, pixels, ppo, precision, spectrum, sweep
 from sections.glance import glance
 
 from acrl.core.files import write_text_atomic
@@ -63,6 +63,7 @@ SECTIONS: list[Callable[[dict[str, dict]], str]] = [
     a3c.a3c_scaling,
     a3c.a3c_vs_a2c,
     a3c.a3c_pendulum,
+    impala.impala,
     off_policy.update_roofline,
     precision.precision,
     bcq.bcq_pendulum,

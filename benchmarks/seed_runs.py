@@ -53,6 +53,15 @@ picks up where it stopped:
 - `dqn_minatar_1m`: the same on Breakout-v1 (its 3 actions: no-op, left, right), the game acrl's other MinAtar
   results use. Not compared with the paper: under epsilon 0.1 a random action moves the paddle 2 times in 3
   here and 1 in 3 in v0 (left and right of 6), so the same greedy policy scores less in training.
+- `impala_cartpole`: `acrl train impala --env CartPole-v1 --actors 2` (the preset: 500k steps, 10 deterministic
+  episodes every 10,240 steps) for seeds 0-2, then best.pt on 10 fresh episodes as dqn_cartpole's. The issue's
+  goal (#49): >= 475 within 500k steps on every seed. The 2 actors take the 2 cores' Ray CPUs, the learner
+  shares them: one run at a time (no --jobs).
+- `impala_minatar`: acrl IMPALA against acrl A3C on MinAtar/Breakout-v1 at 1M steps, each with its MinAtar
+  preset (`acrl train impala ... --actors 2`, `acrl train a3c ... --workers 2`, both evaluating 10 deterministic
+  episodes every 100k steps), seeds 0-2 each. No committed A3C result is at 1M (a3c_lstm_minatar.json stops at
+  300k, minatar_vs_sb3.json at 200k), so it trains both. The statistic is a3c_lstm_minatar's: the last
+  evaluation of each run, the IQM with its 95% CI over seeds; the goal (#49): IMPALA's IQM at or above A3C's.
 
     python benchmarks/seed_runs.py ppo_pong --out benchmarks/results/ppo_pong.json
     python benchmarks/seed_runs.py ppo_pong_no_sticky --out benchmarks/results/ppo_pong_no_sticky.json
@@ -67,6 +76,8 @@ picks up where it stopped:
     python benchmarks/seed_runs.py a3c_lstm_minatar --out benchmarks/results/a3c_lstm_minatar.json
     python benchmarks/seed_runs.py dqn_minatar_1m --jobs 3 --out benchmarks/results/dqn_minatar_1m.json
     python benchmarks/seed_runs.py dqn_minatar_v0_1m --jobs 3 --out benchmarks/results/dqn_minatar_v0_1m.json
+    python benchmarks/seed_runs.py impala_cartpole --out benchmarks/results/impala_cartpole.json
+    python benchmarks/seed_runs.py impala_minatar --out benchmarks/results/impala_minatar.json
     python benchmarks/seed_runs.py sac_hopper --total-steps 2000 --seeds 0     # a check in seconds
 
 A run too long for one session is read as far as it got with --as-is (its JSON says `finished`: false) and
@@ -120,6 +131,10 @@ A3C_LSTM_MINATAR = {
     "LSTM (the preset with 256 LSTM cells)": ("lstm", ["--set", "lstm_hidden_size=256"], range(3)),
     "feed-forward (the MinAtar preset)": ("feed-forward", [], range(3)),
 }
+IMPALA_MINATAR = {
+    "acrl IMPALA, 2 actors (the MinAtar preset)": ("impala", [], range(3)),
+    "acrl A3C, 2 workers (the MinAtar preset)": ("a3c", [], range(3)),
+}
 ATARI_EVAL = ["eval_freq=250000", "eval_episodes=5", "checkpoint_freq=100000"]  # --set values of the Pong runs
 TRAIN = {
     "sac_hopper": ["sac", "--env", "Hopper-v5"],
@@ -128,6 +143,8 @@ TRAIN = {
     "a3c_pendulum_1m": ["a3c", "--env", "Pendulum-v1", "--workers", "2"],
     "a3c_lstm_popgym": ["a3c", "--env", "popgym-PositionOnlyCartPoleEasy-v0", "--workers", "2"],
     "a3c_lstm_minatar": ["a3c", "--env", "MinAtar/Breakout-v1", "--workers", "2", "--total-steps", "300000"],
+    "impala_cartpole": ["impala", "--env", "CartPole-v1", "--actors", "2"],
+    "impala_minatar": ["impala", "--env", "MinAtar/Breakout-v1", "--actors", "2", "--total-steps", "1000000"],
     "dqn_minatar_1m": [
         *("dqn", "--env", "MinAtar/Breakout-v1", "--total-steps", "1000000"),
         *("--set", "save_replay_buffer=true"),  # a run resumed in a later session goes on with its replay
@@ -171,6 +188,13 @@ SEEDS = {
     "a3c_pong_reference_sticky": range(1),
 }
 """Seeds where not 0-2: one Pong run is what fits in a session here."""
+SETTING_TRAIN = {
+    "acrl A3C, 2 workers (the MinAtar preset)": [
+        *("a3c", "--env", "MinAtar/Breakout-v1", "--workers", "2", "--total-steps", "1000000"),
+    ],
+}
+"""The `acrl train` arguments of a setting that trains another algorithm than its result's (`TRAIN`'s): IMPALA's
+peer in impala_minatar."""
 
 
 def acrl(*args: str) -> str:
@@ -180,16 +204,16 @@ def acrl(*args: str) -> str:
     ).stdout
 
 
-def train(name: str, run_dir: Path, seed: int, flags: list[str], total_steps: int | None) -> Path:
-    """`acrl train` one seed of `name` into `run_dir` (`acrl resume` where it holds an unfinished run, nothing
-    where it holds a finished one); returns `run_dir`."""
+def train(command: list[str], run_dir: Path, seed: int, flags: list[str], total_steps: int | None) -> Path:
+    """`acrl train COMMAND` (a `TRAIN` or `SETTING_TRAIN` entry) for one seed into `run_dir` (`acrl resume` where
+    it holds an unfinished run, nothing where it holds a finished one); returns `run_dir`."""
     if (run_dir / "eval.json").is_file():
         return run_dir
     if (run_dir / "config.yaml").is_file():
         acrl("resume", str(run_dir), "--no-progress")
         return run_dir
     budget = ["--total-steps", str(total_steps)] if total_steps else []
-    acrl("train", *TRAIN[name], "--seed", str(seed), "--run-dir", str(run_dir), "--no-progress", *budget, *flags)
+    acrl("train", *command, "--seed", str(seed), "--run-dir", str(run_dir), "--no-progress", *budget, *flags)
     return run_dir
 
 
@@ -330,7 +354,7 @@ def pendulum_run(seed: int, run_dir: Path) -> dict[str, Any]:
     }
 
 
-def lstm_against_feed_forward(name: str, run_dirs: dict[str, dict[int, Path]]) -> dict[str, Any]:
+def last_evaluations(name: str, run_dirs: dict[str, dict[int, Path]]) -> dict[str, Any]:
     """Per setting of `name` (`SETTINGS`), each seed's last evaluation (return mean over its episodes) and the
     IQM with its 95% bootstrap CI over the seeds."""
     finals = {key: {seed: curve(run_dir)[-1] for seed, run_dir in dirs.items()} for key, dirs in run_dirs.items()}
@@ -349,7 +373,12 @@ def lstm_against_feed_forward(name: str, run_dirs: dict[str, dict[int, Path]]) -
     }
 
 
-SETTINGS = {"a3c_pendulum_1m": A3C_PENDULUM, "a3c_lstm_popgym": A3C_LSTM_POPGYM, "a3c_lstm_minatar": A3C_LSTM_MINATAR}
+SETTINGS = {
+    "a3c_pendulum_1m": A3C_PENDULUM,
+    "a3c_lstm_popgym": A3C_LSTM_POPGYM,
+    "a3c_lstm_minatar": A3C_LSTM_MINATAR,
+    "impala_minatar": IMPALA_MINATAR,
+}
 """The scripts whose runs come in named settings (run-directory slug, flags on top of the preset, seeds)."""
 
 
@@ -380,25 +409,31 @@ def main(argv: list[str] | None = None) -> int:
         for key, (slug, flags, seeds) in settings.items()
         for seed in (args.seeds or seeds)
     ]
+
+    def command(key: str) -> list[str]:
+        """The `acrl train` arguments of setting `key`."""
+        return SETTING_TRAIN.get(key, TRAIN[args.name])
+
     with ThreadPoolExecutor(args.jobs) as pool:
         if args.as_is:
             done = [run_dir for _, _, run_dir, _ in jobs]
         else:
-            done = list(pool.map(lambda job: train(args.name, job[2], job[1], job[3], args.total_steps), jobs))
+            done = list(pool.map(lambda job: train(command(job[0]), job[2], job[1], job[3], args.total_steps), jobs))
     run_dirs: dict[str, dict[int, Path]] = {}
     for (key, seed, _, _), run_dir in zip(jobs, done, strict=True):
         run_dirs.setdefault(key, {})[seed] = run_dir
 
     commands = [
-        f"acrl train {' '.join(TRAIN[args.name])} --seed S {' '.join(flags)}".strip()
-        for _, flags, _ in settings.values()
+        f"acrl train {' '.join(command(key))} --seed S {' '.join(flags)}".strip()
+        for key, (_, flags, _) in settings.items()
     ]
     meta = provenance(load_before)
-    if args.name in ("sac_hopper", "dqn_cartpole"):
+    if args.name in ("sac_hopper", "dqn_cartpole", "impala_cartpole"):
+        budget = {"sac_hopper": 300_000, "dqn_cartpole": 50_000, "impala_cartpole": 500_000}[args.name]
         result = {
             "meta": meta,
             "commands": commands,
-            "total_steps": args.total_steps or {"sac_hopper": 300_000, "dqn_cartpole": 50_000}[args.name],
+            "total_steps": args.total_steps or budget,
             **best_checkpoints(run_dirs[""]),
         }
     elif args.name in SEEDS:
@@ -414,7 +449,15 @@ def main(argv: list[str] | None = None) -> int:
             "benchmark": f"A3C with and without an LSTM on {TRAIN[args.name][2]}, 2 workers",
             "meta": meta,
             "commands": commands,
-            **lstm_against_feed_forward(args.name, run_dirs),
+            **last_evaluations(args.name, run_dirs),
+        }
+    elif args.name == "impala_minatar":
+        result = {
+            "benchmark": "acrl IMPALA (2 actors) against acrl A3C (2 workers) on MinAtar/Breakout-v1, 1M steps",
+            "meta": meta,
+            "commands": commands,
+            "total_steps": args.total_steps or 1_000_000,
+            **last_evaluations(args.name, run_dirs),
         }
     elif args.name in ("dqn_minatar_1m", "dqn_minatar_v0_1m"):
         game = TRAIN[args.name][2]

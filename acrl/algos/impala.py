@@ -38,6 +38,7 @@ from __future__ import annotations
 import contextlib
 import math
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -334,14 +335,17 @@ class IMPALA(Agent):
         for max_steps 0), then the new weights published; `num_steps` grows by the steps they hold.
 
         Metrics: train/ policy_loss, value_loss, entropy (per-step means), rho (mean pi / mu), grad_norm (before
-        clipping), policy_lag (updates between the weights that acted and the learner's), learning_rate; the
-        rollout/ episode statistics of the episodes that ended in the unrolls taken.
+        clipping), policy_lag (updates between the weights that acted and the learner's), wait_s (seconds the
+        learner waited for the unrolls: the rest of the iteration is its own work), learning_rate; the rollout/
+        episode statistics of the episodes that ended in the unrolls taken.
         """
         cfg = self.config
         count = min(cfg.batch_size, math.ceil(max_steps / (cfg.unroll_length * cfg.n_envs)))
         if count == 0:
             return {}
+        waiting = time.perf_counter()
         unrolls = self._pool.take(count)
+        wait_s = time.perf_counter() - waiting
         for unroll in unrolls:
             self.num_steps += unroll.steps
             self.episode_stats.add(unroll.episode_returns.tolist(), unroll.episode_lengths.tolist())
@@ -358,6 +362,7 @@ class IMPALA(Agent):
             **{f"train/{key}": value for key, value in metrics.items()},
             "train/grad_norm": float(grad_norm),
             "train/policy_lag": float(lag),
+            "train/wait_s": wait_s,
             "train/learning_rate": cfg.learning_rate,
             **self.episode_stats.metrics(),
         }

@@ -97,7 +97,14 @@ def test_a_run_counts_every_step_once_logs_its_metrics_and_resumes_from_its_chec
     assert agent.num_steps == 2000 and steps_of(run) == expected
     assert agent.updates == len(expected)
     text = (run / "metrics.csv").read_text()
-    for key in ("train/policy_loss", "train/value_loss", "train/entropy", "train/rho", "train/policy_lag"):
+    for key in (
+        "train/policy_loss",
+        "train/value_loss",
+        "train/entropy",
+        "train/rho",
+        "train/policy_lag",
+        "train/wait_s",
+    ):
         assert key in text.splitlines()[0]
     assert (run / "eval.json").is_file() and (run / "checkpoints" / "best.pt").is_file()
 
