@@ -33,7 +33,7 @@ from acrl.core.errors import InputError
 from acrl.core.loop import Callback, Run, train
 from acrl.core.plotting import read_curve
 from acrl.offline.collect import behavioral_run_dir, buffer_dataset, collect_dataset
-from acrl.offline.d4rl import collect_d4rl
+from acrl.offline.d4rl import MEDIUM_KINDS, collect_d4rl
 from acrl.offline.spec import DATASET_SEED, EXPERIMENTS, ExperimentSpec
 from acrl.parts.datasets import OfflineDataset, save_dataset
 from acrl.sweep.grid import train_run
@@ -356,16 +356,19 @@ def experiment_jobs(
                     after=(trainer.format(seed=seed),),
                 )
             )
-    if spec.d4rl:
+    if spec.d4rl:  # each kind gets the options `collect_d4rl` takes for it, and no other
         targets = {key: settings[key] for key in ("target_return", "expert_return") if settings[key] is not None}
         if "target_return" in targets:  # then --expert-return is the score's alone (`check_d4rl_returns`)
             targets.pop("expert_return", None)
-        d4rl = {"env_id": env_id, "train_steps": settings["steps_behavioral"], "seed": DATASET_SEED, **targets}
-        d4rl["overrides"] = {**overrides["behavioral_overrides"], **common}
+        sac_overrides = {**overrides["behavioral_overrides"], **common}
+        sac = {"train_steps": settings["steps_behavioral"], "overrides": sac_overrides}
         for kind in spec.buffers:
-            steps = None if kind == "medium-replay" else settings["dataset_size"]
-            budget = settings["steps_behavioral"] * (2 if kind == "medium-expert" else 1)
-            jobs.append(Job(dataset_job(spec, kind), d4rl_job, {"kind": kind, "steps": steps, **d4rl}, steps=budget))
+            options = {"kind": kind, "env_id": env_id, "seed": DATASET_SEED}
+            options["steps"] = None if kind == "medium-replay" else settings["dataset_size"]
+            options |= (sac if kind != "random" else {}) | (targets if kind in MEDIUM_KINDS else {})
+            sac_steps = {"random": 0, "medium-expert": 2}.get(kind, 1) * settings["steps_behavioral"]
+            budget = sac_steps + (options["steps"] or 0)  # the job's steps, for the progress bar
+            jobs.append(Job(dataset_job(spec, kind), d4rl_job, options, steps=budget))
     if datasets_only:
         return jobs
     for learner in sorted((spec.learner(name) for name in learners), key=lambda learner: -learner.cost):

@@ -8,7 +8,7 @@ import pytest
 
 from acrl.cli import main
 from acrl.offline.experiments import d4rl_scores
-from acrl.offline.jobs import VALUE_KEYS
+from acrl.offline.jobs import VALUE_KEYS, experiment_jobs
 from acrl.offline.report import results_table
 from acrl.offline.spec import D4RL, DISCRETE
 from acrl.parts.datasets import dataset_attrs
@@ -108,3 +108,22 @@ def test_bad_input_exits_2_before_announcing_or_writing_anything(argv, message, 
     err = capsys.readouterr().err
     assert message in err
     assert " -> " not in err and not (tmp_path / "out").exists()
+
+
+def test_each_kind_s_collection_gets_the_options_collect_d4rl_takes_for_it(tmp_path):
+    spec = D4RL.with_buffers(["random", "medium", "medium-replay", "expert", "medium-expert"])
+    settings = spec.resolve("Pendulum-v1", {"target_return": -900.0, "expert_return": -150.0, "steps_behavioral": 500})
+    settings |= {"dataset_size": 300, "updates": 10, "eval_freq": 5}
+    overrides = spec.overrides({"behavioral_overrides": {"batch_size": 32}})
+    jobs = experiment_jobs(spec, "Pendulum-v1", tmp_path, [0, 1], settings, overrides, ["bc"], 0.99)
+    collections = {job.name: job.kwargs for job in jobs if job.name.startswith("data-")}  # one per kind, not seed
+    sac = {"train_steps": 500, "overrides": {"batch_size": 32, "eval_freq": 5, "eval_episodes": 10}}
+    assert collections["data-random"] == {"kind": "random", "env_id": "Pendulum-v1", "seed": 0, "steps": 300}
+    assert collections["data-expert"] == {**collections["data-random"], "kind": "expert", **sac}
+    # --target-return stops the medium SAC; --expert-return is then the score's alone.
+    assert collections["data-medium"] == {**collections["data-expert"], "kind": "medium", "target_return": -900.0}
+    assert collections["data-medium-replay"]["steps"] is None  # its size is where its SAC stops
+    assert collections["data-medium-expert"]["target_return"] == -900.0
+    trained = {job.name: job.kwargs["flags"]["dataset"] for job in jobs if not job.name.startswith("data-")}
+    assert trained["s1/medium/bc"] == str(tmp_path / "data-medium/medium.h5")  # every seed on the one dataset
+    assert len(trained) == 2 * 5
