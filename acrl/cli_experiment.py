@@ -1,4 +1,4 @@
-"""`acrl experiment extrapolation|concurrent|discrete`: one subcommand per experiment of `acrl.offline.spec`.
+"""`acrl experiment extrapolation|concurrent|discrete|d4rl`: one subcommand per experiment of `acrl.offline.spec`.
 
 Each subcommand is a dataclass whose fields are the options that experiment takes, and no other, so
 that a flag of one experiment given to another is an unrecognized argument (tyro's parse). Its
@@ -23,7 +23,8 @@ import tyro
 from acrl.cli_parse import values
 from acrl.core.errors import InputError
 from acrl.core.files import rounded
-from acrl.offline.spec import CONCURRENT, DEFAULTS, DISCRETE, EXTRAPOLATION, ExperimentSpec
+from acrl.offline.d4rl import D4RL_KINDS
+from acrl.offline.spec import CONCURRENT, D4RL, DEFAULTS, DISCRETE, EXTRAPOLATION, ExperimentSpec
 
 
 @dataclass(kw_only=True)
@@ -129,18 +130,55 @@ class Discrete(ExperimentRun, agent_options(DISCRETE)):
     preset's eval_freq)."""
 
 
+@dataclass(kw_only=True)
+class D4rl(ExperimentRun, agent_options(D4RL)):
+    """D4RL's table (Fu et al. 2020): TD3+BC, IQL, CQL, BCQ and BC on D4RL's datasets built here (`acrl collect
+    --kind`), one per kind for every seed, in normalised score with IQM and 95% bootstrap CIs; prints the table,
+    writes JSON and a figure."""
+
+    spec: ClassVar[ExperimentSpec] = D4RL
+    env: Annotated[str, tyro.conf.arg(metavar="ENV_ID")]
+    """Environment id with a bounded Box action space, e.g. Hopper-v5 (D4RL's references score it); another task
+    needs --expert-return."""
+    kinds: Annotated[list[Literal[D4RL_KINDS]], tyro.conf.arg(metavar="KIND ...")] = field(
+        default_factory=lambda: list(D4RL.buffers)
+    )
+    """D4RL's dataset kinds to build and train on, the table's columns (default medium medium-replay)."""
+    steps_behavioral: int | None = None
+    """Environment steps of each SAC trained for the datasets: the medium one's most (it stops at its target), the
+    expert's all (default: the SAC preset's total_steps)."""
+    target_return: Annotated[float | None, tyro.conf.arg(metavar="R")] = None
+    """Evaluation return at which the medium SAC stops (default: a third of the way from the random return to the
+    expert's, D4RL's medium)."""
+    expert_return: Annotated[float | None, tyro.conf.arg(metavar="R")] = None
+    """On a task that is not D4RL's: the return its normalised score calls 100 (and, without --target-return, the
+    medium SAC stops a third of the way to it). D4RL's tasks take D4RL's references."""
+    dataset_size: int | None = None
+    """Transitions of the medium, expert, random and medium-expert datasets (default: --steps-behavioral)."""
+    updates: int | None = None
+    """Gradient updates of each learner (default: the TD3+BC preset's total_steps, CORL's 1M)."""
+    eval_freq: int | None = None
+    """Updates between the learners' evaluations, and steps between the SACs' (default: the TD3+BC preset's
+    eval_freq)."""
+    learners: Annotated[list[Literal[D4RL.names]], tyro.conf.arg(metavar="NAME ...")] = field(
+        default_factory=lambda: list(D4RL.names)
+    )
+    """The learners that train (default all)."""
+
+
 ExperimentCommand = (
     Annotated[Extrapolation, tyro.conf.subcommand("extrapolation")]
     | Annotated[Concurrent, tyro.conf.subcommand("concurrent")]
     | Annotated[Discrete, tyro.conf.subcommand("discrete")]
+    | Annotated[D4rl, tyro.conf.subcommand("d4rl")]
 )
 """The experiments, one subcommand each."""
 
 
 @dataclass
 class Experiment:
-    """Run a BCQ paper experiment (Fujimoto et al. 2019, Figure 2; discrete: Fujimoto et al. 2019b): extrapolation,
-    concurrent or discrete; prints its table, writes JSON and a figure."""
+    """Run an offline experiment: the BCQ paper's (Fujimoto et al. 2019, Figure 2; discrete: Fujimoto et al. 2019b),
+    extrapolation, concurrent or discrete, or D4RL's table (d4rl); prints its table, writes JSON and a figure."""
 
     experiment: Annotated[ExperimentCommand, tyro.conf.arg(name="")]
     """The experiment and its options."""
@@ -177,13 +215,14 @@ def experiment(args: Experiment) -> None:
         datasets_only=getattr(command, "datasets_only", False),
         progress=command.progress,
         options=ClusterOptions(address=command.address),
+        buffers=getattr(command, "kinds", None),
         **{key: getattr(command, key) for key in spec.settings},
     )
     if "datasets" in summary:
         print(json.dumps(rounded(summary["datasets"]), indent=2))
         print(f"datasets: {out / 'datasets.json'}", file=sys.stderr)
         return
-    print(experiment_markdown(spec, summary))
+    print(experiment_markdown(spec.with_buffers(summary["kinds"]) if spec.d4rl else spec, summary))
     print(f"table: {out / f'{spec.name}.json'}; figure: {out / f'{spec.name}.png'}", file=sys.stderr)
 
 

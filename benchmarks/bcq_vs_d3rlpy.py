@@ -69,25 +69,20 @@ PAPER = {
 # Runs under benchmarks/.venv-d3rlpy/bin/python: imports only d3rlpy, torch, numpy, gymnasium.
 
 
-def d3rlpy_worker(spec: dict) -> dict:
-    """Train d3rlpy's BCQ for spec["updates"] updates on spec["npz"], then evaluate; returns a result dict."""
-    import d3rlpy
-    import gymnasium as gym
-    import numpy as np
-    import torch
-    from d3rlpy.logging import NoopAdapterFactory
-    from d3rlpy.models import VectorEncoderFactory
-    from d3rlpy.preprocessing import MinMaxActionScaler
+def d3rlpy_dataset(npz: str):  # -> d3rlpy.dataset.MDPDataset; d3rlpy venv only
+    """The d3rlpy MDPDataset of an .npz written by `to_npz` (continuous actions).
 
-    torch.set_num_threads(spec["threads"])
-    d3rlpy.seed(spec["seed"])
-    arrays = np.load(spec["npz"])
+    d3rlpy rebuilds episodes from consecutive rows: next observation = the next row's observation, so
+    the last transition of an episode cut by a timeout is dropped (it has no next row); the last,
+    unfinished episode is ended where the data ends."""
+    import d3rlpy
+    import numpy as np
+
+    arrays = np.load(npz)
     terminals, timeouts = arrays["terminals"].astype(bool), arrays["timeouts"].astype(bool).copy()
     if not (terminals[-1] or timeouts[-1]):
-        timeouts[-1] = True  # the last, unfinished episode ends where the data ends
-    # d3rlpy rebuilds episodes from consecutive rows: next observation = the next row's observation;
-    # the last transition of an episode cut by a timeout is dropped (it has no next row).
-    dataset = d3rlpy.dataset.MDPDataset(
+        timeouts[-1] = True
+    return d3rlpy.dataset.MDPDataset(
         arrays["observations"],
         arrays["actions"],
         arrays["rewards"],
@@ -95,10 +90,70 @@ def d3rlpy_worker(spec: dict) -> dict:
         timeouts,
         action_space=d3rlpy.ActionSpace.CONTINUOUS,
     )
-    env = gym.make(spec["env_id"])
-    scaler = MinMaxActionScaler(
-        minimum=env.action_space.low.astype(np.float32), maximum=env.action_space.high.astype(np.float32)
+
+
+def d3rlpy_fit(algo, dataset, spec: dict) -> dict:  # d3rlpy venv only
+    """`algo.fit` for spec["updates"] updates with a no-op logger (timed), then spec["eval_episodes"]
+    deterministic episodes on spec["env_id"] seeded at spec["eval_seed"]: the result dict of a d3rlpy run
+    (library, version, updates, train_seconds, updates_per_s; return_mean and returns when evaluated)."""
+    import d3rlpy
+    import gymnasium as gym
+    import numpy as np
+    from d3rlpy.logging import NoopAdapterFactory
+
+    started = time.perf_counter()
+    algo.fit(
+        dataset,
+        n_steps=spec["updates"],
+        n_steps_per_epoch=spec["updates"],
+        show_progress=False,
+        logger_adapter=NoopAdapterFactory(),
+        save_interval=10**9,
     )
+    elapsed = time.perf_counter() - started
+    result = {
+        "library": "d3rlpy",
+        "version": d3rlpy.__version__,
+        "updates": spec["updates"],
+        "train_seconds": elapsed,
+        "updates_per_s": spec["updates"] / elapsed,
+    }
+    if spec["eval_episodes"]:
+        env, returns = gym.make(spec["env_id"]), []
+        obs, _ = env.reset(seed=spec["eval_seed"])
+        for _ in range(spec["eval_episodes"]):
+            total, done = 0.0, False
+            while not done:
+                action = algo.predict(np.asarray(obs, dtype=np.float32)[None])[0]
+                obs, reward, terminated, truncated, _ = env.step(action)
+                total += float(reward)
+                done = terminated or truncated
+            returns.append(total)
+            obs, _ = env.reset()
+        result.update(return_mean=float(np.mean(returns)), returns=returns)
+    return result
+
+
+def action_scaler(env_id: str):  # d3rlpy venv only
+    """d3rlpy's MinMaxActionScaler to `env_id`'s Box bounds: its policies act in [-1, 1], as acrl's do."""
+    import gymnasium as gym
+    import numpy as np
+    from d3rlpy.preprocessing import MinMaxActionScaler
+
+    space = gym.make(env_id).action_space
+    return MinMaxActionScaler(minimum=space.low.astype(np.float32), maximum=space.high.astype(np.float32))
+
+
+def d3rlpy_worker(spec: dict) -> dict:
+    """Train d3rlpy's BCQ for spec["updates"] updates on spec["npz"], then evaluate; returns a result dict."""
+    import d3rlpy
+    import torch
+    from d3rlpy.models import VectorEncoderFactory
+
+    torch.set_num_threads(spec["threads"])
+    d3rlpy.seed(spec["seed"])
+    dataset = d3rlpy_dataset(spec["npz"])
+    scaler = action_scaler(spec["env_id"])
     if spec["d3rlpy_defaults"]:
         config = d3rlpy.algos.BCQConfig(action_scaler=scaler)
     else:
@@ -121,37 +176,7 @@ def d3rlpy_worker(spec: dict) -> dict:
         )
     algo = config.create(device="cpu:0")
     algo.build_with_dataset(dataset)
-    started = time.perf_counter()
-    algo.fit(
-        dataset,
-        n_steps=spec["updates"],
-        n_steps_per_epoch=spec["updates"],
-        show_progress=False,
-        logger_adapter=NoopAdapterFactory(),
-        save_interval=10**9,
-    )
-    elapsed = time.perf_counter() - started
-    result = {
-        "library": "d3rlpy",
-        "version": d3rlpy.__version__,
-        "updates": spec["updates"],
-        "train_seconds": elapsed,
-        "updates_per_s": spec["updates"] / elapsed,
-    }
-    if spec["eval_episodes"]:
-        returns = []
-        obs, _ = env.reset(seed=spec["eval_seed"])
-        for _ in range(spec["eval_episodes"]):
-            total, done = 0.0, False
-            while not done:
-                action = algo.predict(np.asarray(obs, dtype=np.float32)[None])[0]
-                obs, reward, terminated, truncated, _ = env.step(action)
-                total += float(reward)
-                done = terminated or truncated
-            returns.append(total)
-            obs, _ = env.reset()
-        result.update(return_mean=float(np.mean(returns)), returns=returns)
-    return result
+    return d3rlpy_fit(algo, dataset, spec)
 
 
 # ------------------------------------------------------------------------------------ acrl side

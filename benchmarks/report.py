@@ -24,7 +24,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from sections import a3c, bcq, dqn, impala, memory, off_policy, pixels, ppo, precision, spectrum, sweep
+from sections import a3c, bcq, dqn, impala, memory, off_policy, offline, pixels, ppo, precision, spectrum, sweep
 from sections.glance import glance
 
 from acrl.core.files import write_text_atomic
@@ -80,6 +80,7 @@ SECTIONS: list[Callable[[dict[str, dict]], str]] = [
     dqn.dqn_vs_sb3,
     dqn.dqn_minatar,
     bcq.discrete_bcq_breakout,
+    offline.offline_vs_d3rlpy,
 ]
 """The page's sections in order."""
 

@@ -91,6 +91,7 @@ def run_experiment(
     datasets_only: bool = False,
     progress: bool = True,
     options: ClusterOptions | None = None,
+    buffers: Sequence[str] | None = None,
     **settings: Any,
 ) -> dict[str, Any]:
     """Run the experiment `spec` on `env_id` into `out_dir` (see the module docstring); write its summary.
@@ -116,22 +117,26 @@ def run_experiment(
         progress: a progress bar over the jobs' steps.
         options: where the jobs run (`acrl.sweep.executor`; default: a process pool on this machine, one job
             per core).
+        buffers: a D4RL experiment's dataset kinds (`ExperimentSpec.with_buffers`; default the spec's).
         **settings: the spec's settings (`spec.settings`; None or missing: the defaults for `env_id`,
             `ExperimentSpec.resolve`): steps_behavioral (behavioral environment steps), updates (gradient
             updates of each offline run), dataset_size (transitions of imitation and imperfect), final_noise
             (the final buffer's behavioral DDPG's N(0, final_noise) exploration, a fraction of max_action),
-            eval_freq (updates, or steps, between evaluations), eval_episodes (deterministic episodes each).
+            eval_freq (updates, or steps, between evaluations), eval_episodes (deterministic episodes each);
+            a D4RL experiment's target_return and expert_return (`acrl.offline.spec.check_d4rl_returns`).
     Returns:
         The summary written to NAME.json: meta (`experiment_meta`: command, commit, sessions, ...), env_id,
         seeds, the settings, the spec's constants, overrides, wall_clock_s (summed over the sessions that ran
         its jobs, `acrl.core.provenance.wall_clock_s`), acrl_version, results[buffer][agent] (per seed; the
         learners: return curve, final and best evaluations, value-estimate curves, run directory; the
         behavioral entries: its return, noise-free, and the data's episode return) and the table
-        (`acrl.offline.report.results_table`). With `datasets_only`, the summary written to datasets.json:
-        meta, settings and datasets[buffer] per seed (path, the behavioral policy's return, the data's
-        episode return).
+        (`acrl.offline.report.results_table`). A D4RL experiment's summary adds its buffers ("kinds"), the
+        references of its normalised scores ("reference", `d4rl_scores`), and the scores in its results.
+        With `datasets_only`, the summary written to datasets.json: meta, settings and datasets[buffer] per
+        seed (path, the behavioral policy's return, the data's episode return).
     Raises:
-        InputError: no seeds; an unknown, a repeated or no learner; learners with datasets_only; another
+        InputError: no seeds; an unknown, a repeated or no learner; learners with datasets_only; buffers for
+            an experiment whose buffers are fixed, or kinds that are not D4RL's; another
             action space, an unknown environment; a setting the spec does not take, a budget below 1; a bad
             override; an out_dir that holds something else; an address (`options`) without Ray installed,
             or that does not answer. All before any job.
@@ -142,6 +147,8 @@ def run_experiment(
     out_dir = Path(out_dir).resolve()
     if not seeds:
         raise InputError("--seeds needs at least one seed.")
+    if buffers is not None:
+        spec = spec.with_buffers(buffers)
     chosen = spec.check_learners(spec.names if learners is None else learners)
     if datasets_only and len(chosen) < len(spec.learners):
         raise InputError("--learners chooses who trains on the datasets; --datasets-only trains none of them.")
@@ -152,6 +159,7 @@ def run_experiment(
     warn_if_all_random(behavioral.total_steps, behavioral.start_steps)
     recorded = {
         "experiment": spec.name,
+        **({"kinds": list(spec.buffers)} if spec.d4rl else {}),
         **({"datasets_only": True} if datasets_only else {}),
         **({"learners": chosen} if len(chosen) < len(spec.learners) else {}),
         "env_id": env_id,
@@ -166,6 +174,7 @@ def run_experiment(
     head = {
         "meta": experiment_meta(out_dir, JOBS, load_before, origin, spec.libraries),
         "env_id": env_id,
+        **({"kinds": list(spec.buffers)} if spec.d4rl else {}),
         "seeds": list(seeds),
         **settings,
         **spec.constants,
@@ -178,6 +187,8 @@ def run_experiment(
         write_json_atomic(out_dir / "datasets.json", summary)
         return summary
     results = gather(spec, out_dir, seeds, chosen, done)
+    if spec.d4rl:
+        head["reference"] = d4rl_scores(spec, env_id, settings["expert_return"], results, done)
     summary = {**head, "results": results, "table": results_table(spec, results)}
     write_summary(spec, summary, out_dir)
     return summary
@@ -199,8 +210,9 @@ def collected(
     datasets: dict[str, list[dict[str, Any]]] = {kind: [] for kind in spec.buffers if kind != "concurrent"}
     for seed in seeds:
         for kind, entries in datasets.items():
-            job = dataset_job(kind).format(seed=seed)
-            best = {} if kind == "final" else {"return": policy_return(spec, out_dir, seed, datasets_only=True)}
+            job = dataset_job(spec, kind).format(seed=seed)
+            own = kind == "final" or spec.d4rl  # its job returns the behavioral policy's return
+            best = {} if own else {"return": policy_return(spec, out_dir, seed, datasets_only=True)}
             entries.append({"seed": seed, "path": str(out_dir / job / f"{kind}.h5"), **best, **done[job]})
     return datasets
 
@@ -230,12 +242,51 @@ def gather(
                     run = {"final": c["final"][name], "best": c["best"][name], "values": values, "run_dir": run_dir}
                     agents[name].append({"curve": c["curves"][name], **run})
                 continue
-            job = dataset_job(kind).format(seed=seed)
-            best = {} if kind == "final" else {"return": policy_return(spec, out_dir, seed)}
+            job = dataset_job(spec, kind).format(seed=seed)
+            if spec.d4rl:
+                best = {"return": done[job].get("policy_return")}  # medium-expert: two policies, none given
+            else:
+                best = {} if kind == "final" else {"return": policy_return(spec, out_dir, seed)}
             agents["behavioral"].append({**best, **done[job]})
             for name in learners:
                 agents[name].append(offline_result(out_dir, f"s{seed}/{kind}/{name}", done))
     return results
 
 
-__all__ = ["JOBS", "experiment_meta", "record_settings", "run_experiment"]
+def d4rl_scores(
+    spec: ExperimentSpec,
+    env_id: str,
+    expert_return: float | None,
+    results: dict[str, dict[str, list[dict[str, Any]]]],
+    done: Mapping[str, Mapping[str, Any]],
+) -> str:
+    """Add D4RL's normalised score (`acrl.offline.d4rl.reference_returns`: D4RL's references on its tasks, else
+    the random return each dataset measured and `expert_return`) to a D4RL experiment's results, in place: each
+    learner run's "score" (its final evaluation), "best_score" and "score_curve" ([[update, score], ...]), each
+    behavioral entry's "score" (its policy's return; None where it has none) and "data_episode_score"; return
+    the references as a sentence (each kind's where they differ)."""
+    from acrl.offline.d4rl import reference_returns
+
+    def score(refs: Any, value: float | None) -> float | None:
+        return None if value is None else refs.score(value)
+
+    sentences = {}
+    for kind, agents in results.items():
+        refs = reference_returns(env_id, done[dataset_job(spec, kind)]["random_return"], expert_return)
+        if expert_return is None:  # one of D4RL's tasks (`acrl.offline.spec.check_d4rl_returns`)
+            sentences[kind] = f"{refs.source}: random {refs.random:.1f}, expert {refs.expert:.1f}"
+        else:
+            sentences[kind] = f"random {refs.random:.1f} measured here, expert {refs.expert:.1f} (--expert-return)"
+        for entry in agents["behavioral"]:
+            entry["score"] = score(refs, entry["return"])
+            entry["data_episode_score"] = score(refs, entry["data_episode_return"])
+        for name in (name for name in agents if name != "behavioral"):
+            for run in agents[name]:
+                run |= {"score": refs.score(run["final"]), "best_score": refs.score(run["best"])}
+                run["score_curve"] = [[step, refs.score(value)] for step, value in run["curve"]]
+    if len(set(sentences.values())) == 1:
+        return next(iter(sentences.values()))
+    return "; ".join(f"{kind}: {sentence}" for kind, sentence in sentences.items())
+
+
+__all__ = ["JOBS", "d4rl_scores", "experiment_meta", "record_settings", "run_experiment"]

@@ -9,6 +9,8 @@
 - s{seed}/final (`collect_job`): the final buffer, every transition of a behavioral agent of its own.
 - s{seed}/data-KIND (`collect_job`): imitation and imperfect, collected by the best checkpoint of the
   spec's `policy` buffer's behavioral run.
+- data-KIND (`d4rl_job`): a D4RL experiment's dataset of each kind, one for all seeds
+  (`acrl.offline.d4rl.collect_d4rl`).
 - s{seed}/KIND/NAME (`train_run`): each learner on each dataset, the costliest learners' runs first.
 
 Every run writes latest.pt at every evaluation, so an interrupted job resumes from there; a collection
@@ -31,7 +33,8 @@ from acrl.core.errors import InputError
 from acrl.core.loop import Callback, Run, train
 from acrl.core.plotting import read_curve
 from acrl.offline.collect import behavioral_run_dir, buffer_dataset, collect_dataset
-from acrl.offline.spec import EXPERIMENTS, ExperimentSpec
+from acrl.offline.d4rl import MEDIUM_KINDS, collect_d4rl
+from acrl.offline.spec import DATASET_SEED, EXPERIMENTS, ExperimentSpec
 from acrl.parts.datasets import OfflineDataset, save_dataset
 from acrl.sweep.grid import train_run
 from acrl.sweep.jobs import Job
@@ -118,6 +121,22 @@ def collect_job(
     if kind == "final":
         result["return"] = run_curve(behavioral_run_dir(out))[-1][1]
     return result
+
+
+D4RL_ATTRS = ("random_return", "policy_return", "expert_return", "medium_return", "target_return", "stop_step")
+"""The attributes of a D4RL dataset (`acrl.offline.d4rl.collect_d4rl`) that its job returns, where it has them."""
+
+
+def d4rl_job(root: Path, job_dir: Path, callbacks: list[Callback], kind: str, **options: Any) -> dict[str, Any]:
+    """A D4RL experiment's job: `collect_d4rl` of `kind` into job_dir/KIND.h5 with `options` (env_id, steps,
+    train_steps, target_return, expert_return, seed, overrides), from scratch (what an interrupted attempt
+    left, its SACs' run directories included, is deleted). Returns the mean return of the dataset's complete
+    episodes ("data_episode_return") and the returns it records (`D4RL_ATTRS`, those it has)."""
+    _delete(job_dir)
+    job_dir.mkdir(parents=True)
+    data = collect_d4rl(kind, job_dir / f"{kind}.h5", **options)
+    recorded = {key: data.attrs[key] for key in D4RL_ATTRS if key in data.attrs}
+    return {"data_episode_return": mean_episode_return(data), **recorded}
 
 
 def _interrupted_concurrent(out_dir: Path, configs: dict[str, RunConfig]) -> dict[str, dict[str, Any]] | None:
@@ -265,8 +284,11 @@ def policy_source(spec: ExperimentSpec, datasets_only: bool = False) -> tuple[st
     return ("s{seed}/behavioral",) * 2 if datasets_only else ("s{seed}/concurrent", "s{seed}/concurrent/behavioral")
 
 
-def dataset_job(kind: str) -> str:
-    """The job ("{seed}" in it) that writes the dataset of buffer `kind`, as JOB/KIND.h5."""
+def dataset_job(spec: ExperimentSpec, kind: str) -> str:
+    """The job that writes `spec`'s dataset of buffer `kind`, as JOB/KIND.h5: "{seed}" in it, but for a D4RL
+    experiment's, one for all seeds."""
+    if spec.d4rl:
+        return f"data-{kind}"
     return "s{seed}/final" if kind == "final" else f"s{{seed}}/data-{kind}"
 
 
@@ -326,7 +348,7 @@ def experiment_jobs(
             kwargs = {"kind": kind, "steps": settings["dataset_size"], "policy": checkpoint, "seed": seed}
             jobs.append(
                 Job(
-                    dataset_job(kind).format(seed=seed),
+                    dataset_job(spec, kind).format(seed=seed),
                     collect_job,
                     {**kwargs, **spec.collect.get(kind, {})},
                     inputs=(checkpoint,),
@@ -334,13 +356,26 @@ def experiment_jobs(
                     after=(trainer.format(seed=seed),),
                 )
             )
+    if spec.d4rl:  # each kind gets the options `collect_d4rl` takes for it, and no other
+        targets = {key: settings[key] for key in ("target_return", "expert_return") if settings[key] is not None}
+        if "target_return" in targets:  # then --expert-return is the score's alone (`check_d4rl_returns`)
+            targets.pop("expert_return", None)
+        sac_overrides = {**overrides["behavioral_overrides"], **common}
+        sac = {"train_steps": settings["steps_behavioral"], "overrides": sac_overrides}
+        for kind in spec.buffers:
+            options = {"kind": kind, "env_id": env_id, "seed": DATASET_SEED}
+            options["steps"] = None if kind == "medium-replay" else settings["dataset_size"]
+            options |= (sac if kind != "random" else {}) | (targets if kind in MEDIUM_KINDS else {})
+            sac_steps = {"random": 0, "medium-expert": 2}.get(kind, 1) * settings["steps_behavioral"]
+            budget = sac_steps + (options["steps"] or 0)  # the job's steps, for the progress bar
+            jobs.append(Job(dataset_job(spec, kind), d4rl_job, options, steps=budget))
     if datasets_only:
         return jobs
     for learner in sorted((spec.learner(name) for name in learners), key=lambda learner: -learner.cost):
         values = spec.offline_values(learner, settings, overrides, gamma)
         for seed in seeds:
-            for kind in (kind for kind in spec.buffers if kind in COLLECTED):
-                writer = dataset_job(kind).format(seed=seed)
+            for kind in (kind for kind in spec.buffers if spec.d4rl or kind in COLLECTED):
+                writer = dataset_job(spec, kind).format(seed=seed)
                 dataset = f"{writer}/{kind}.h5"
                 flags = {"seed": seed, "total_steps": settings["updates"], "dataset": str(out_dir / dataset)}
                 kwargs = {"algo": learner.algo, "env_id": env_id, "preset": None, "overrides": values, "flags": flags}
@@ -357,4 +392,4 @@ def experiment_jobs(
     return jobs
 
 
-__all__ = ["collect_job", "concurrent_job", "episode_returns", "experiment_jobs", "run_concurrent"]
+__all__ = ["collect_job", "concurrent_job", "d4rl_job", "episode_returns", "experiment_jobs", "run_concurrent"]

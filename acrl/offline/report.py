@@ -8,7 +8,8 @@ episodes' first steps against their true discounted return: the extrapolation er
 Figure 2 (Fujimoto, Meger, Precup 2019): a column per buffer, evaluation return against updates
 (concurrent: against the behavioral agent's time steps) with the behavioral policy dashed, and below it
 the value estimates of the learners with a value function (solid) against the true value (dashed).
-`write_summary` writes all three as NAME.json, NAME.md and NAME.png. `merge_experiment` combines the
+A D4RL experiment's (`ExperimentSpec.d4rl`) show D4RL's normalised score where the others show returns
+(`SCORES`). `write_summary` writes all three as NAME.json, NAME.md and NAME.png. `merge_experiment` combines the
 summaries of one experiment run in parts (seeds or learners in separate sessions or machines).
 """
 
@@ -53,21 +54,34 @@ def _last(curve: list[list[float]]) -> float | None:
     return curve[-1][1] if curve else None
 
 
+SCORES = {"final": "score", "best": "best_score", "return": "score", "data_episode_return": "data_episode_score"}
+"""A D4RL experiment's tables and figure show a run's normalised score (`acrl.offline.experiments.d4rl_scores`)
+where the others show its return: the key each shows instead, and "score_curve" for "curve"."""
+
+
+def _key(spec: ExperimentSpec, key: str) -> str:
+    """The results' key of what `spec`'s tables show as `key`: `SCORES`' for a D4RL experiment's."""
+    return SCORES.get(key, "score_curve" if key == "curve" else key) if spec.d4rl else key
+
+
 def results_table(spec: ExperimentSpec, results: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """table[agent][buffer] of an experiment's results, for the behavioral policy and the learners that
     results[spec.buffers[0]] holds: the final evaluation over seeds as mean ± std ("final"), its IQM with
     95% bootstrap CI ("iqm", "iqm_ci"; `acrl.sweep.results.interval_estimates`), the best evaluation
     ("best"); for the learners with Q-values the last value estimates ("q_initial": Q(s_0, a_0),
     "true_value": the discounted return it estimates, "q_data", "q_policy"); for the behavioral policy
-    "return" and the data's episode return ("data_episodes"). A learner without runs in a buffer (the
-    concurrent runs of an experiment from before it was added) has None in every entry."""
+    "return" and the data's episode return ("data_episodes"). A D4RL experiment's (`spec.d4rl`) are
+    normalised scores (`SCORES`), with each learner's final return beside them ("final_return"). A learner
+    without runs in a buffer (the concurrent runs of an experiment from before it was added) has None in
+    every entry."""
     from acrl.sweep.results import interval_estimates
 
+    final, best = _key(spec, "final"), _key(spec, "best")
     learners = [learner.name for learner in learners_in(spec, results[spec.buffers[0]])]
     table: dict[str, dict[str, Any]] = {"behavioral": {}, **{name: {} for name in learners}}
     estimates = interval_estimates(
         {
-            f"{name}/{kind}": np.array([x["final"] for x in results[kind][name]])
+            f"{name}/{kind}": np.array([x[final] for x in results[kind][name]])
             for kind in spec.buffers
             for name in learners
             if results[kind][name]
@@ -77,17 +91,18 @@ def results_table(spec: ExperimentSpec, results: dict[str, Any]) -> dict[str, di
     for kind in spec.buffers:
         r = results[kind]
         table["behavioral"][kind] = {
-            "return": _mean_std([b["return"] for b in r["behavioral"]]),
-            "data_episodes": _mean_std([b["data_episode_return"] for b in r["behavioral"]]),
+            "return": _mean_std([b[_key(spec, "return")] for b in r["behavioral"]]),
+            "data_episodes": _mean_std([b[_key(spec, "data_episode_return")] for b in r["behavioral"]]),
         }
         for name in learners:
             runs = r[name]
             estimate = estimates.get(f"{name}/{kind}", missing)
             cell = {
-                "final": _mean_std([x["final"] for x in runs]),
+                "final": _mean_std([x[final] for x in runs]),
                 "iqm": estimate["iqm"],
                 "iqm_ci": estimate["iqm_ci"],
-                "best": _mean_std([x["best"] for x in runs]),
+                "best": _mean_std([x[best] for x in runs]),
+                **({"final_return": _mean_std([x["final"] for x in runs])} if spec.d4rl else {}),
             }
             for key, curve in CELL_VALUES:
                 cell[key] = _mean_std([_last(x["values"][curve]) for x in runs])
@@ -109,14 +124,17 @@ def _iqm(cell: dict[str, Any]) -> str:
     return f" ({cell['iqm']:.1f} [{cell['iqm_ci'][0]:.1f}, {cell['iqm_ci'][1]:.1f}])"
 
 
-def results_markdown(table: dict[str, Any], buffers: Sequence[str], learners: Sequence[Learner]) -> list[str]:
-    """The result tables (`results_table`) as markdown lines, a column per buffer: the final evaluation return
-    (mean ± std over seeds, IQM [95% CI]) of the behavioral policy and of each learner, the dataset's episodes,
-    then the value estimates of the learners with Q-values (Q at the evaluation episodes' first steps against
-    the true discounted return); "-" where a learner has no runs."""
+def results_markdown(
+    table: dict[str, Any], buffers: Sequence[str], learners: Sequence[Learner], what: str = "evaluation return"
+) -> list[str]:
+    """The result tables (`results_table`) as markdown lines, a column per buffer: the final `what` (the
+    evaluation return, or a D4RL experiment's normalised score; mean ± std over seeds, IQM [95% CI]) of the
+    behavioral policy and of each learner, the dataset's episodes, then the value estimates of the learners
+    with Q-values (Q at the evaluation episodes' first steps against the true discounted return); "-" where a
+    learner has no runs."""
     header = ["| | " + " | ".join(kind for kind in buffers) + " |", "| --- |" + " ---: |" * len(buffers)]
     lines = [
-        "Final evaluation return, mean ± std over seeds, and IQM [95% bootstrap CI]:",
+        f"Final {what}, mean ± std over seeds, and IQM [95% bootstrap CI]:",
         "",
         *header,
         "| behavioral policy | " + " | ".join(_cell(table["behavioral"][k]["return"]) for k in buffers) + " |",
@@ -143,6 +161,11 @@ def results_markdown(table: dict[str, Any], buffers: Sequence[str], learners: Se
     return lines
 
 
+def _what(spec: ExperimentSpec) -> str:
+    """What `spec`'s tables and figure show of a run."""
+    return "normalised score (D4RL)" if spec.d4rl else "evaluation return"
+
+
 def experiment_markdown(spec: ExperimentSpec, summary: dict[str, Any]) -> str:
     """An experiment's tables as markdown (`results_markdown`) under the spec's title and settings line, with its
     notes, the notes of the learners it holds, and "-: no runs" where a learner has none in a buffer."""
@@ -158,7 +181,7 @@ def experiment_markdown(spec: ExperimentSpec, summary: dict[str, Any]) -> str:
         "",
         spec.setup.format(**fields),
         "",
-        *results_markdown(summary["table"], spec.buffers, learners),
+        *results_markdown(summary["table"], spec.buffers, learners, _what(spec)),
         "",
         " ".join(notes),
         "",
@@ -174,10 +197,10 @@ def _band(curves: list[list[list[float]]]) -> tuple[np.ndarray, np.ndarray, np.n
 
 def plot_experiment(spec: ExperimentSpec, summary: dict[str, Any], out: str | Path) -> Path:
     """Figure 2's layout, a column per buffer of the spec. Top: the evaluation return of the learners the
-    summary holds (mean, band of one std over seeds) against updates (concurrent: behavioral time steps), the
-    behavioral policy dashed. Bottom: the value estimates of the learners with Q-values, Q(s0, a0) solid
-    against the true discounted return dashed (symlog scale: a diverging critic stays on the plot). Returns
-    the PNG path."""
+    summary holds (mean, band of one std over seeds; a D4RL experiment's in normalised score) against updates
+    (concurrent: behavioral time steps), the behavioral policy dashed. Bottom: the value estimates of the
+    learners with Q-values, Q(s0, a0) solid against the true discounted return dashed (symlog scale: a
+    diverging critic stays on the plot). Returns the PNG path."""
     buffers = spec.buffers
     learners = learners_in(spec, summary["results"][buffers[0]])
     fig, axes = plt.subplots(2, len(buffers), figsize=(4.2 * len(buffers), 6.8), sharex="col", squeeze=False)
@@ -186,7 +209,7 @@ def plot_experiment(spec: ExperimentSpec, summary: dict[str, Any], out: str | Pa
         top, bottom = axes[0, column], axes[1, column]
         for learner in learners:
             color, label = learner.color, learner.label
-            curves = [x["curve"] for x in r[learner.name] if x["curve"]]
+            curves = [x[_key(spec, "curve")] for x in r[learner.name] if x["curve"]]
             if curves:
                 steps, mean, std = _band(curves)
                 band(top, steps, mean, mean - std, mean + std, color, label)
@@ -200,14 +223,15 @@ def plot_experiment(spec: ExperimentSpec, summary: dict[str, Any], out: str | Pa
             if curves:
                 steps, mean, _ = _band(curves)
                 top.plot(steps, mean, "k--", label="behavioral")
-        elif r["behavioral"]:
-            top.axhline(np.mean([b["return"] for b in r["behavioral"]]), color="k", ls="--", label="behavioral")
-        top.set_title(f"{kind.capitalize()} buffer")
+        elif any(b[_key(spec, "return")] is not None for b in r["behavioral"]):  # medium-expert: no one policy
+            level = np.mean([b[_key(spec, "return")] for b in r["behavioral"]])
+            top.axhline(level, color="k", ls="--", label="behavioral")
+        top.set_title(f"{kind} dataset" if spec.d4rl else f"{kind.capitalize()} buffer")
         bottom.set_yscale("symlog")
         bottom.set_xlabel("time steps" if kind == "concurrent" else "updates")
         for ax in (top, bottom):
             ax.grid(alpha=0.3)
-    axes[0, 0].set_ylabel(f"average return ({summary['env_id']})")
+    axes[0, 0].set_ylabel(f"{'normalised score' if spec.d4rl else 'average return'} ({summary['env_id']})")
     axes[1, 0].set_ylabel("value at the first state")
     axes[0, 0].legend(fontsize=8)
     axes[1, 0].legend(fontsize=7)

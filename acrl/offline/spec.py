@@ -18,6 +18,10 @@ The buffers (the paper's Sec. 5):
 - imitation: the behavioral agent's best checkpoint (the `policy` buffer's behavioral run) acting
   without noise; imperfect: the same with noise and random actions (`acrl.offline.collect`).
 
+An experiment on D4RL's datasets (`ExperimentSpec.d4rl`, Fu et al. 2020, Sec. 5) has D4RL's kinds as its
+buffers, chosen per run (`with_buffers`), each built by `acrl.offline.d4rl.collect_d4rl`, and reports
+D4RL's normalised score.
+
 Adding an offline algorithm to an experiment's tables is one `Learner` line in its spec. This module
 imports no torch (the CLI reads the specs to build its options); the configs are built through the
 registry (`acrl.algos.make_config`) and validated without building a network.
@@ -25,6 +29,7 @@ registry (`acrl.algos.make_config`) and validated without building a network.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,6 +49,13 @@ Supp. D); `--dqn-set action_bins=N` changes it."""
 IMPERFECT_EPSILON = 0.2
 """Epsilon of the discrete imperfect buffer's epsilon-greedy behavioral policy (Fujimoto et al. 2019b, Sec. 5;
 `rand_action_p` of the authors' discrete_BCQ/main.py)."""
+
+COUNTS = ("steps_behavioral", "updates", "dataset_size", "eval_freq", "eval_episodes")
+"""The settings that are counts (integers >= 1)."""
+
+DATASET_SEED = 0
+"""The seed of a D4RL experiment's datasets (its SACs, environments and random actions): one dataset per kind,
+which every seed's learners train on, as D4RL publishes one per task and kind."""
 
 DEFAULTS = {"final_noise": 0.5, "eval_episodes": 10}
 """The settings' defaults that no preset gives: the paper's N(0, 0.5) exploration of the final buffer's DDPG,
@@ -107,6 +119,10 @@ class ExperimentSpec:
         collect: `acrl.offline.collect.collect_dataset` keywords per buffer, beyond its defaults.
         constants: fixed values its summary records (after the settings).
         libraries: the libraries whose versions its summary's meta records.
+        d4rl: its buffers are D4RL's dataset kinds (`acrl.offline.d4rl.D4RL_KINDS`; `buffers` the default, a run
+            chooses with `with_buffers`), each built once, with seed `DATASET_SEED`, by `collect_d4rl` (the
+            behavioral agent is its SAC), and its tables give D4RL's normalised score
+            (`acrl.offline.d4rl.normalized_score`) rather than returns.
     """
 
     name: str
@@ -124,6 +140,7 @@ class ExperimentSpec:
     collect: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     constants: Mapping[str, Any] = field(default_factory=dict)
     libraries: tuple[str, ...] = ("h5py",)
+    d4rl: bool = False
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -138,6 +155,20 @@ class ExperimentSpec:
     def learner(self, name: str) -> Learner:
         """The learner called `name` (a KeyError for another)."""
         return next(learner for learner in self.learners if learner.name == name)
+
+    def with_buffers(self, buffers: Sequence[str]) -> ExperimentSpec:
+        """This D4RL experiment (`d4rl`) on the dataset kinds `buffers`, in D4RL's order.
+
+        Raises:
+            InputError: an experiment whose buffers are fixed; no kind, an unknown one or one named twice.
+        """
+        from acrl.offline.d4rl import D4RL_KINDS  # imports torch, which the CLI's specs do not need
+
+        if not self.d4rl:
+            raise InputError(f"the {self.name} experiment's buffers are fixed ({', '.join(self.buffers)}).")
+        if not buffers or any(kind not in D4RL_KINDS for kind in buffers) or len(set(buffers)) < len(buffers):
+            raise InputError(f"--kinds must be one or more of {', '.join(D4RL_KINDS)}, each once; got {list(buffers)}.")
+        return dataclasses.replace(self, buffers=tuple(kind for kind in D4RL_KINDS if kind in buffers))
 
     def check_learners(self, learners: Sequence[str]) -> list[str]:
         """`learners` in the tables' order.
@@ -156,10 +187,12 @@ class ExperimentSpec:
         """The settings of `self.settings` in their order: `given`'s where not None, else the default for
         `env_id`: steps_behavioral the behavioral agent's preset total_steps, updates and eval_freq the first
         learner's preset total_steps and eval_freq (the configs' defaults without a preset), dataset_size
-        steps_behavioral (the final buffer's size, as in the paper), final_noise and eval_episodes `DEFAULTS`.
+        steps_behavioral (the final buffer's size, as in the paper), final_noise and eval_episodes `DEFAULTS`,
+        target_return and expert_return None (`check_d4rl_returns`).
 
         Raises:
-            InputError: a setting this experiment does not take; a budget below 1; a negative final_noise.
+            InputError: a setting this experiment does not take; a budget below 1; a negative final_noise; the
+                returns of a D4RL experiment that `check_d4rl_returns` refuses.
         """
         unknown = [key for key, value in given.items() if key not in self.settings and value is not None]
         if unknown:
@@ -173,13 +206,15 @@ class ExperimentSpec:
             "dataset_size": values["steps_behavioral"],
         }
         settings = {key: values.get(key, defaults.get(key)) for key in self.settings}
-        counts = {key: int(value) for key, value in settings.items() if key != "final_noise"}
+        counts = {key: int(value) for key, value in settings.items() if key in COUNTS}
         if min(counts.values()) < 1:
             raise InputError(f"{', '.join(counts)} must be >= 1, got {', '.join(map(str, counts.values()))}.")
         if "final_noise" in settings and not settings["final_noise"] >= 0:
             raise InputError(
                 f"--final-noise must be >= 0 (a std as a fraction of max_action), got {settings['final_noise']}."
             )
+        if self.d4rl:
+            check_d4rl_returns(env_id, settings["target_return"], settings["expert_return"])
         return {**settings, **counts}
 
     def overrides(self, given: Mapping[str, Mapping[str, Any] | None] | None) -> dict[str, dict[str, Any]]:
@@ -322,6 +357,32 @@ class ExperimentSpec:
             probe.close()
 
 
+def check_d4rl_returns(env_id: str, target_return: float | None, expert_return: float | None) -> None:
+    """Before any work, that a D4RL experiment on `env_id` can stop its medium SAC and normalise its scores:
+    on one of D4RL's tasks with D4RL's references (`acrl.offline.d4rl.D4RL_REFERENCE_RETURNS`), which set both
+    unless `target_return` is given; on another with `expert_return`, the expert end of its normalised score
+    (its random end is the random return each dataset measures) and, without `target_return`, where the medium
+    SAC stops (a third of the way from the random return to it, `acrl.offline.d4rl.medium_target`).
+
+    Raises:
+        InputError: `expert_return` on one of D4RL's tasks (its scores use D4RL's references); no `expert_return`
+            on another task.
+    """
+    from acrl.offline.d4rl import D4RL_REFERENCE_RETURNS  # imports torch, which the CLI's specs do not need
+
+    task = env_id.split("-v")[0]
+    if task in D4RL_REFERENCE_RETURNS and expert_return is not None:
+        raise InputError(
+            f"{env_id} is one of D4RL's tasks: its normalised scores and the medium SAC's stop use D4RL's reference "
+            "returns; drop --expert-return (--target-return R stops the medium SAC elsewhere)."
+        )
+    if task not in D4RL_REFERENCE_RETURNS and expert_return is None:
+        raise InputError(
+            f"{env_id} is not one of D4RL's tasks ({', '.join(D4RL_REFERENCE_RETURNS)}): give --expert-return R, the "
+            "return its normalised score calls 100 (the random return is measured here)."
+        )
+
+
 def _preset_config(algo: str, env_id: str) -> RunConfig:
     """`algo`'s config with the env's default preset applied (not validated: the defaults it gives are read)."""
     from acrl.algos import get_algorithm
@@ -398,11 +459,12 @@ DISCRETE = ExperimentSpec(
         Learner("discrete_bcq", "discrete BCQ", option="bcq", color="tab:red"),
         Learner("dqn", "DQN (offline)", same_gamma=True, color="tab:orange"),
         Learner("bc", "BC", algo="discrete_bc", color="tab:green"),
+        Learner("discrete_cql", "discrete CQL", option="cql", color="tab:brown"),
     ),
     settings=("steps_behavioral", "updates", "dataset_size", "eval_freq", "eval_episodes"),
     action_space=gym.spaces.Discrete,
     hint="For continuous actions run `acrl experiment extrapolation` (BCQ, DDPG, BC, VAE-BC and a discretised DQN).",
-    title="Discrete BCQ, offline DQN and BC on {env_id} (Fujimoto et al. 2019b, Sec. 5)",
+    title="{learners} on {env_id} (Fujimoto et al. 2019b, Sec. 5)",
     setup="Seeds {seeds}; behavioral DQN {steps_behavioral} steps (final buffer: its whole replay); imperfect: "
     "{dataset_size} transitions of its best checkpoint at epsilon {imperfect_epsilon}; {updates} updates per "
     "offline agent; evaluation: {eval_episodes} greedy episodes every {eval_freq}.",
@@ -416,10 +478,54 @@ DISCRETE = ExperimentSpec(
     libraries=("h5py", "minatar"),
 )
 """Fujimoto et al. 2019b, Sec. 5 (`acrl experiment discrete`): discrete BCQ (its preset; the MinAtar one takes the
-behavioral DQN's learning settings, as the authors give DQN and BCQ one parameter set), offline DQN (BCQ's gamma)
-and BC on the whole replay of a behavioral DQN (its env preset) and on its best checkpoint's epsilon-greedy data
+behavioral DQN's learning settings, as the authors give DQN and BCQ one parameter set), offline DQN (BCQ's gamma),
+BC and discrete CQL (Kumar et al. 2020, Appendix F; its preset, on discrete BCQ's learning settings) on the whole
+replay of a behavioral DQN (its env preset) and on its best checkpoint's epsilon-greedy data
 at epsilon 0.2. The authors also play a fifth of the episodes near noise-free (`low_noise_p`); acrl leaves those
 out. Its BC is `discrete_bc` (the softmax policy), kept under the name `bc` in results and options."""
 
-EXPERIMENTS = {spec.name: spec for spec in (EXTRAPOLATION, CONCURRENT, DISCRETE)}
+D4RL = ExperimentSpec(
+    name="d4rl",
+    behavioral="sac",
+    buffers=("medium", "medium-replay"),
+    learners=(
+        Learner("td3_bc", "TD3+BC", cost=1, color="tab:blue"),
+        Learner("iql", "IQL", cost=2, color="tab:purple"),
+        Learner("cql", "CQL", cost=4, color="tab:orange"),
+        Learner("bcq", "BCQ", cost=3, color="tab:red"),
+        Learner("bc", "BC", color="tab:green"),
+    ),
+    settings=(
+        "steps_behavioral",
+        "target_return",
+        "expert_return",
+        "dataset_size",
+        "updates",
+        "eval_freq",
+        "eval_episodes",
+    ),
+    action_space=gym.spaces.Box,
+    hint="For a Discrete action space run `acrl experiment discrete` (discrete BCQ, offline DQN, BC, discrete CQL).",
+    title="{learners} on D4RL-style {env_id} datasets (Fu et al. 2020, Sec. 5)",
+    setup="Seeds {seeds} of each learner, on one dataset per kind (seed {dataset_seed}); each SAC at most "
+    "{steps_behavioral} steps; medium, expert, random: {dataset_size} transitions (medium-replay: the medium SAC's "
+    "buffer where it stopped); {updates} updates per learner; evaluation: {eval_episodes} deterministic episodes every "
+    "{eval_freq} updates.",
+    notes="Normalised score 100 (R - R_random) / (R_expert - R_random) (Fu et al. 2020), references: {reference}. "
+    "behavioral policy: the policy that collected the dataset, sampling as it collected (medium-expert: two, "
+    "none given). dataset episodes: the mean return of the dataset's complete episodes, normalised. final: last "
+    "evaluation.",
+    constants={"dataset_seed": DATASET_SEED},
+    libraries=("h5py", "mujoco"),
+    d4rl=True,
+)
+"""D4RL's table (`acrl experiment d4rl`; Fu et al. 2020, Sec. 5, as CORL and d3rlpy report it): TD3+BC (Fujimoto
+and Gu 2021), IQL (Kostrikov et al. 2022), CQL (Kumar et al. 2020), BCQ and BC, each with its preset (the papers'
+D4RL locomotion settings), on D4RL's datasets built here for the environment (default medium and medium-replay),
+in normalised score. TD3+BC leads: its preset gives the default budget, CORL's 1M updates with an evaluation
+every 5,000. The datasets are built once per kind, not once per seed: D4RL publishes one
+dataset per task and kind, and the seeds of CORL's and d3rlpy's tables vary the learner on it; building them per
+seed would also multiply the SAC training, the bulk of the cost, by the seeds."""
+
+EXPERIMENTS = {spec.name: spec for spec in (EXTRAPOLATION, CONCURRENT, DISCRETE, D4RL)}
 """The experiments by name."""

@@ -22,8 +22,10 @@ DISCRETE_AGENTS = {
     "discrete_bcq": "discrete BCQ",
     "dqn": "DQN (offline)",
     "bc": "BC",
+    "discrete_cql": "discrete CQL",
 }
-"""The discrete experiment's agents (acrl.offline.spec.DISCRETE)."""
+"""The discrete experiment's agents (acrl.offline.spec.DISCRETE); a result from before discrete CQL joined it has the
+first four."""
 
 
 class Extrapolation:

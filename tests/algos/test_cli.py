@@ -26,7 +26,7 @@ from acrl.cli import (
     one_line_warnings,
     synopsis,
 )
-from acrl.cli_experiment import Concurrent, Discrete, Extrapolation
+from acrl.cli_experiment import Concurrent, D4rl, Discrete, Extrapolation
 from acrl.core.errors import InputError
 from acrl.sweep.grid import SweepSpec
 from tests.conftest import ROOT, run_cli
@@ -181,7 +181,7 @@ def test_handlers_cover_every_subcommand():
     assert set(HANDLERS) == set(COMMANDS.values())
 
 
-@pytest.mark.parametrize("command", [Extrapolation, Concurrent, Discrete])
+@pytest.mark.parametrize("command", [Extrapolation, Concurrent, Discrete, D4rl])
 def test_each_experiment_command_has_its_specs_settings_and_an_option_per_agent(command):
     """The command takes exactly the settings its spec resolves, and a --NAME-set for the behavioral agent and for
     each learner of its spec, so a learner added to a spec without its option fails here."""
@@ -190,6 +190,7 @@ def test_each_experiment_command_has_its_specs_settings_and_an_option_per_agent(
     sets = {name for name in fields if name.endswith("_set")}
     assert sets == {"behavioral_set", *(f"{learner.option}_set" for learner in spec.learners)}
     budgets = {"steps_behavioral", "updates", "dataset_size", "final_noise", "eval_freq", "eval_episodes"}
+    budgets |= {"target_return", "expert_return"}
     assert fields & budgets == set(spec.settings)
 
 
@@ -198,13 +199,13 @@ def test_each_experiment_command_has_its_specs_settings_and_an_option_per_agent(
     [
         (
             ["experiment"],
-            "acrl experiment needs one of extrapolation, concurrent, discrete "
+            "acrl experiment needs one of extrapolation, concurrent, discrete, d4rl "
             "(`acrl experiment --help` describes them).",
         ),
         (
             ["experiment", "extrapolaton"],
             "unknown experiment 'extrapolaton' (did you mean extrapolation?); choose "
-            "extrapolation, concurrent, discrete.",
+            "extrapolation, concurrent, discrete, d4rl.",
         ),
         (
             ["experiment", "discrete"],

@@ -55,7 +55,8 @@ def run_experiment(out: Path, env_id: str, capsys, *flags: str) -> dict:
     argv += ["--dataset-size", "150", "--eval-freq", "40", "--eval-episodes", "1", "--seeds", "3", "--out", str(out)]
     assert main([*argv, "--no-progress", *flags]) == 0
     stdout = capsys.readouterr().out
-    assert "| discrete BCQ |" in stdout and "| DQN (offline) |" in stdout and "Value estimates" in stdout
+    assert "| discrete BCQ |" in stdout and "| DQN (offline) |" in stdout and "| discrete CQL |" in stdout
+    assert "Value estimates" in stdout
     files = {"discrete.json", "discrete.md", "discrete.png", "s3", "experiment.yaml", "sessions.json"}
     assert {p.name for p in out.iterdir()} == files
     assert "| DQN (offline) |" in (out / "discrete.md").read_text()
@@ -69,6 +70,7 @@ def test_the_discrete_experiment_writes_its_table_figure_and_runs(tmp_path, caps
     tiny = ["hidden_sizes=[16]", "batch_size=8"]
     behavioral = [*TINY_DQN, "hidden_sizes=[16]", "train_freq=1", "utd_ratio=1"]
     flags = ["--behavioral-set", *behavioral, "--dqn-set", *tiny, "--bcq-set", *tiny, "--bc-set", *tiny]
+    flags += ["--cql-set", *tiny]
     summary = run_experiment(out, "CartPole-v1", capsys, *flags)
     assert list(summary["table"]) == ["behavioral", *LEARNERS] and summary["imperfect_epsilon"] == 0.2
     assert all(list(row) == list(BUFFERS) for row in summary["table"].values())
@@ -95,7 +97,8 @@ def test_the_discrete_experiment_writes_its_table_figure_and_runs(tmp_path, caps
 def test_on_minatar_frames_stay_bool_from_the_replay_to_the_offline_agents(tmp_path, capsys):
     out = tmp_path / "exp"
     flags = ["--behavioral-set", *TINY_DQN, "--dqn-set", "batch_size=8", "--bcq-set", "batch_size=8"]
-    summary = run_experiment(out, "MinAtar/Breakout-v1", capsys, *flags, "--bc-set", "batch_size=8")
+    flags += ["--bc-set", "batch_size=8", "--cql-set", "batch_size=8"]
+    summary = run_experiment(out, "MinAtar/Breakout-v1", capsys, *flags)
     final, imperfect = load_dataset(out / "s3/final/final.h5"), load_dataset(out / "s3/data-imperfect/imperfect.h5")
     assert final.observations.shape == (200, 10, 10, 4)
     assert final.observations.dtype == imperfect.next_observations.dtype == np.bool_
@@ -119,6 +122,7 @@ def test_on_minatar_frames_stay_bool_from_the_replay_to_the_offline_agents(tmp_p
             "unrecognized arguments --vae-bc-set kl_weight=1",
         ),
         (["discrete", "--env", "MinAtar/Breakout-v1", "--bcq-set", "threshold=1.5"], "(discrete_bcq): threshold"),
+        (["discrete", "--env", "MinAtar/Breakout-v1", "--cql-set", "cql_alpha=-1"], "(discrete_cql): cql_alpha"),
         (["discrete", "--env", "MinAtar/Breakout-v1", "--steps-behavioral", "1000"], "epsilon_decay_steps=100000"),
     ],
 )

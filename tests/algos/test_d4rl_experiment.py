@@ -1,0 +1,129 @@
+"""`acrl experiment d4rl`: D4RL's table at a tiny budget on Pendulum (the files, the table's shape, the normalised
+scores against the returns they scale), its scores and IQM by hand, resuming, and the bad input it refuses before
+any work."""
+
+import json
+
+import pytest
+
+from acrl.cli import main
+from acrl.offline.experiments import d4rl_scores
+from acrl.offline.jobs import VALUE_KEYS, experiment_jobs
+from acrl.offline.report import results_table
+from acrl.offline.spec import D4RL, DISCRETE
+from acrl.parts.datasets import dataset_attrs
+
+TINY = ["hidden_sizes=[32]", "batch_size=32"]
+NO_VALUES = {key: [] for key in VALUE_KEYS}
+
+PENDULUM = [
+    *("experiment", "d4rl", "--env", "Pendulum-v1", "--kinds", "medium"),
+    *("--learners", "bc", "td3_bc", "--steps-behavioral", "400", "--eval-freq", "100", "--eval-episodes", "1"),
+    *("--target-return", "-3000", "--expert-return", "-150", "--dataset-size", "300", "--updates", "200"),
+    *("--seeds", "0", "--no-progress", "--behavioral-set", *TINY, "--bc-set", *TINY, "--td3-bc-set", *TINY),
+]
+"""Two learners on Pendulum's medium dataset, whose SAC stops at its first evaluation (step 100:
+any Pendulum episode returns more than -3000), 200 updates each; scores 100 (R - R_random) / (-150 - R_random)."""
+
+
+def test_the_d4rl_experiment_writes_its_table_in_normalised_scores_and_resumes(tmp_path, capsys):
+    out = tmp_path / "exp"
+    assert main([*PENDULUM, "--out", str(out)]) == 0
+    stdout = capsys.readouterr().out
+    assert "| TD3+BC |" in stdout and "| BC |" in stdout and "Final normalised score (D4RL)" in stdout
+    assert "expert -150.0 (--expert-return)" in stdout
+    files = {"d4rl.json", "d4rl.md", "d4rl.png", "experiment.yaml", "sessions.json", "s0", "data-medium"}
+    assert {p.name for p in out.iterdir()} == files  # one dataset per kind, not per seed
+    summary = json.loads((out / "d4rl.json").read_text())
+    assert summary["kinds"] == ["medium"] and summary["dataset_seed"] == 0
+    assert list(summary["table"]) == ["behavioral", "td3_bc", "bc"]  # the spec's order: TD3+BC leads
+    assert all(list(row) == ["medium"] for row in summary["table"].values())
+    for kind in summary["kinds"]:
+        low = dataset_attrs(out / f"data-{kind}/{kind}.h5")["random_return"]
+        assert low < -150.0
+        behavioral = summary["results"][kind]["behavioral"][0]
+        assert behavioral["score"] == pytest.approx(100 * (behavioral["return"] - low) / (-150.0 - low))
+        for name in ("td3_bc", "bc"):
+            run = summary["results"][kind][name][0]
+            assert [step for step, _ in run["curve"]] == [100, 200]
+            assert run["score"] == pytest.approx(100 * (run["final"] - low) / (-150.0 - low))
+            assert run["score_curve"][0][1] == pytest.approx(100 * (run["curve"][0][1] - low) / (-150.0 - low))
+            cell = summary["table"][name][kind]
+            assert cell["final"] == [pytest.approx(run["score"]), 0.0] and cell["final_return"] == [run["final"], 0.0]
+    # The same command again resumes: every job is done, the summary is rewritten from them.
+    assert main([*PENDULUM, "--out", str(out)]) == 0
+    assert "3 of 3 experiment jobs finished before" in capsys.readouterr().err
+    again = json.loads((out / "d4rl.json").read_text())["results"]["medium"]
+    assert again["bc"][0]["score"] == pytest.approx(summary["results"]["medium"]["bc"][0]["score"])
+
+
+def test_scores_and_their_iqm_by_hand():
+    # Hopper takes D4RL's references: random -20.272305, expert 3234.3, so R = -20.272305 + 3254.572305 x / 100
+    # scores x. Four seeds of TD3+BC scoring 10, 20, 30, 40: IQM (25% trimmed mean) 25, mean 25, std sqrt(125).
+    spec = D4RL.with_buffers(["medium"])
+    returns = {score: -20.272305 + 3254.572305 * score / 100 for score in (10, 20, 30, 40, 50, 60)}
+    runs = [
+        {"curve": [[5, returns[60]], [10, returns[s]]], "final": returns[s], "best": returns[60], "values": NO_VALUES}
+        for s in (10, 20, 30, 40)
+    ]
+    behavioral = [{"return": returns[50], "data_episode_return": returns[60]}] * 4
+    results = {"medium": {"behavioral": [dict(b) for b in behavioral], "td3_bc": runs}}
+    done = {"data-medium": {"random_return": -123.0}}  # measured here; Hopper's scores take D4RL's
+    reference = d4rl_scores(spec, "Hopper-v5", None, results, done)
+    assert "D4RL's hopper references" in reference and "random -20.3, expert 3234.3" in reference
+    assert [run["score"] for run in runs] == pytest.approx([10, 20, 30, 40])
+    assert runs[0]["score_curve"] == [[5, pytest.approx(60)], [10, pytest.approx(10)]]
+    assert results["medium"]["behavioral"][0]["score"] == pytest.approx(50)
+    table = results_table(spec, results)
+    cell = table["td3_bc"]["medium"]
+    assert cell["iqm"] == pytest.approx(25.0) and cell["final"] == [pytest.approx(25.0), pytest.approx(125**0.5)]
+    assert cell["best"] == [pytest.approx(60.0), pytest.approx(0.0, abs=1e-9)]
+    assert table["behavioral"]["medium"]["data_episodes"] == [pytest.approx(60.0), pytest.approx(0.0, abs=1e-9)]
+    assert cell["iqm_ci"][0] <= 25.0 <= cell["iqm_ci"][1]
+
+
+def test_the_d4rl_experiment_chooses_its_kinds_the_others_do_not():
+    assert D4RL.with_buffers(["medium-expert", "random", "medium"]).buffers == ("random", "medium", "medium-expert")
+    for kinds in ([], ["medium", "medium"], ["final"]):
+        with pytest.raises(Exception, match="--kinds must be one or more of random, medium"):
+            D4RL.with_buffers(kinds)
+    with pytest.raises(Exception, match="the discrete experiment's buffers are fixed"):
+        DISCRETE.with_buffers(["medium"])
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--env", "Hopper-v5", "--expert-return", "3000"], "Hopper-v5 is one of D4RL's tasks"),
+        (["--env", "Pendulum-v1"], "Pendulum-v1 is not one of D4RL's tasks"),
+        (["--env", "CartPole-v1"], "For a Discrete action space run `acrl experiment discrete`"),
+        (["--env", "Hopper-v5", "--kinds", "medium", "medium"], "--kinds must be one or more of"),
+        (["--env", "Hopper-v5", "--iql-set", "expectile=1.5"], "(iql): expectile must lie in (0, 1)"),
+        (["--env", "Hopper-v5", "--updates", "0"], "must be >= 1"),
+        (["--env", "Hopper-v5", "--final-noise", "0.3"], "unrecognized arguments --final-noise 0.3"),
+    ],
+)
+def test_bad_input_exits_2_before_announcing_or_writing_anything(argv, message, tmp_path, capsys):
+    assert main(["experiment", "d4rl", *argv, "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert message in err
+    assert " -> " not in err and not (tmp_path / "out").exists()
+
+
+def test_each_kind_s_collection_gets_the_options_collect_d4rl_takes_for_it(tmp_path):
+    spec = D4RL.with_buffers(["random", "medium", "medium-replay", "expert", "medium-expert"])
+    settings = spec.resolve("Pendulum-v1", {"target_return": -900.0, "expert_return": -150.0, "steps_behavioral": 500})
+    settings |= {"dataset_size": 300, "updates": 10, "eval_freq": 5}
+    overrides = spec.overrides({"behavioral_overrides": {"batch_size": 32}})
+    jobs = experiment_jobs(spec, "Pendulum-v1", tmp_path, [0, 1], settings, overrides, ["bc"], 0.99)
+    collections = {job.name: job.kwargs for job in jobs if job.name.startswith("data-")}  # one per kind, not seed
+    sac = {"train_steps": 500, "overrides": {"batch_size": 32, "eval_freq": 5, "eval_episodes": 10}}
+    assert collections["data-random"] == {"kind": "random", "env_id": "Pendulum-v1", "seed": 0, "steps": 300}
+    assert collections["data-expert"] == {**collections["data-random"], "kind": "expert", **sac}
+    # --target-return stops the medium SAC; --expert-return is then the score's alone.
+    assert collections["data-medium"] == {**collections["data-expert"], "kind": "medium", "target_return": -900.0}
+    assert collections["data-medium-replay"]["steps"] is None  # its size is where its SAC stops
+    assert collections["data-medium-expert"]["target_return"] == -900.0
+    trained = {job.name: job.kwargs["flags"]["dataset"] for job in jobs if not job.name.startswith("data-")}
+    assert trained["s1/medium/bc"] == str(tmp_path / "data-medium/medium.h5")  # every seed on the one dataset
+    assert len(trained) == 2 * 5
