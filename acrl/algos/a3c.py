@@ -63,12 +63,11 @@ import torch
 import torch.multiprocessing as mp
 
 from acrl.algos.base import Agent
-from acrl.core.config import RunConfig, in_unit_interval, layer_widths, positive
+from acrl.core.config import RunConfig, in_unit_interval, positive
 from acrl.core.devices import precision_context
 from acrl.core.envs import ActionAdapter, LeanSyncVectorEnv
 from acrl.core.errors import InputError, TrainingError
-from acrl.parts.actor_critic import Action, ActorCritic, State
-from acrl.parts.nets import ACTIVATIONS
+from acrl.parts.actor_critic import Action, ActorCritic, State, check_model_settings
 from acrl.parts.normalization import IdentityNormalizer, ObservationNormalizer
 from acrl.parts.observations import make_normalizer
 from acrl.parts.optim import SharedAdam, SharedRMSprop, anneal_learning_rate, flatten_parameters
@@ -182,11 +181,7 @@ class A3CConfig(RunConfig):
             raise InputError("rmsprop_alpha must lie in [0, 1) and optimizer_eps must be >= 0.")
         if self.ent_coef < 0 or self.vf_coef < 0:
             raise InputError("ent_coef and vf_coef must be >= 0.")
-        if self.activation not in ACTIVATIONS:
-            raise InputError(f"activation must be one of {', '.join(ACTIVATIONS)}, got {self.activation!r}.")
-        layer_widths(self, "hidden_sizes", "critic_hidden_sizes")
-        if self.lstm_hidden_size < 0:
-            raise InputError(f"lstm_hidden_size must be >= 0 (0: no LSTM), got {self.lstm_hidden_size}.")
+        check_model_settings(self)
         methods = mp.get_all_start_methods()
         if self.start_method not in methods:
             raise InputError(f"start_method must be one of {', '.join(methods)} here, got {self.start_method!r}.")

@@ -47,11 +47,10 @@ import numpy as np
 import torch
 
 from acrl.algos.base import Agent
-from acrl.core.config import RunConfig, in_unit_interval, layer_widths, positive
+from acrl.core.config import RunConfig, in_unit_interval, positive
 from acrl.core.errors import InputError
-from acrl.parts.actor_critic import Action, ActorCritic, State
+from acrl.parts.actor_critic import Action, ActorCritic, State, check_model_settings
 from acrl.parts.actors import ActorPool, Unroll
-from acrl.parts.nets import ACTIVATIONS
 from acrl.parts.observations import make_normalizer
 from acrl.parts.optim import SharedRMSprop
 from acrl.parts.ray_session import connect, require
@@ -119,11 +118,7 @@ class IMPALAConfig(RunConfig):
             raise InputError("rmsprop_alpha must lie in [0, 1) and rmsprop_eps must be >= 0.")
         if self.ent_coef < 0 or self.vf_coef < 0:
             raise InputError("ent_coef and vf_coef must be >= 0.")
-        if self.activation not in ACTIVATIONS:
-            raise InputError(f"activation must be one of {', '.join(ACTIVATIONS)}, got {self.activation!r}.")
-        layer_widths(self, "hidden_sizes", "critic_hidden_sizes")
-        if self.lstm_hidden_size < 0:
-            raise InputError(f"lstm_hidden_size must be >= 0 (0: no LSTM), got {self.lstm_hidden_size}.")
+        check_model_settings(self)
 
 
 def batch_unrolls(unrolls: list[Unroll], device: torch.device) -> dict[str, Any]:

@@ -38,10 +38,10 @@ import numpy as np
 import torch
 
 from acrl.algos.base import Agent
-from acrl.core.config import RunConfig, in_unit_interval, layer_widths, positive
+from acrl.core.config import RunConfig, in_unit_interval, positive
 from acrl.core.envs import make_vec_env
 from acrl.core.errors import InputError
-from acrl.parts.actor_critic import Action, ActorCritic, State
+from acrl.parts.actor_critic import Action, ActorCritic, State, check_model_settings
 from acrl.parts.normalization import ObservationNormalizer, RewardScaler
 from acrl.parts.observations import make_normalizer
 from acrl.parts.optim import anneal_learning_rate, clip_grad_norm, flatten_parameters
@@ -132,13 +132,9 @@ class PPOConfig(RunConfig):
                 f"{self.n_steps} * {self.n_envs} = {rollout}; got {self.batch_size}. "
                 f"Divisors of {rollout} that work: {', '.join(map(str, divisors))}."
             )
-        if self.activation not in ("tanh", "relu"):
-            raise InputError(f"activation must be 'tanh' or 'relu', got {self.activation!r}.")
-        layer_widths(self, "hidden_sizes")
+        check_model_settings(self, ("hidden_sizes",))
         if self.ent_coef < 0 or self.vf_coef < 0 or self.critic_weight_decay < 0:
             raise InputError("ent_coef, vf_coef and critic_weight_decay must be >= 0.")
-        if self.lstm_hidden_size < 0:
-            raise InputError(f"lstm_hidden_size must be >= 0 (0: no LSTM), got {self.lstm_hidden_size}.")
         if self.seq_len is not None and not self.lstm_hidden_size:
             raise InputError("seq_len applies to a policy with an LSTM only: set lstm_hidden_size > 0 or drop seq_len.")
         length = self.sequence_length

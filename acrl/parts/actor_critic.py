@@ -44,9 +44,11 @@ import gymnasium as gym
 import torch
 from torch import nn
 
+from acrl.core.config import layer_widths
+from acrl.core.errors import InputError
 from acrl.parts.encoders import make_encoder
 from acrl.parts.heads import CategoricalHead, GaussianHead, head_on
-from acrl.parts.nets import LayerChain, Linear, ValueNet, forward_chain, layer_chain
+from acrl.parts.nets import ACTIVATIONS, LayerChain, Linear, ValueNet, forward_chain, layer_chain
 from acrl.parts.observations import is_image
 from acrl.parts.recurrent import LSTMCore
 
@@ -125,6 +127,17 @@ class ObservationCritic(ValueNet):
 
     def forward(self, obs: torch.Tensor, features: torch.Tensor | None) -> torch.Tensor:  # type: ignore[override]
         return self.net(obs).squeeze(-1).float()
+
+
+def check_model_settings(config: Any, layers: tuple[str, ...] = ("hidden_sizes", "critic_hidden_sizes")) -> None:
+    """Raise `InputError` for a config's model fields that no `ActorCritic` is built from (PPO's, A3C's and
+    IMPALA's validate): an activation not in `acrl.parts.nets.ACTIVATIONS`, a field of `layers` that is not a
+    list of positive widths, a negative lstm_hidden_size."""
+    if config.activation not in ACTIVATIONS:
+        raise InputError(f"activation must be one of {', '.join(ACTIVATIONS)}, got {config.activation!r}.")
+    layer_widths(config, *layers)
+    if config.lstm_hidden_size < 0:
+        raise InputError(f"lstm_hidden_size must be >= 0 (0: no LSTM), got {config.lstm_hidden_size}.")
 
 
 class ActorCritic(nn.Module):
