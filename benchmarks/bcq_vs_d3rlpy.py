@@ -35,12 +35,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
+
+import meta
 
 ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv-d3rlpy"
@@ -183,48 +184,17 @@ def d3rlpy_worker(spec: dict) -> dict:
 
 
 def ensure_venv() -> Path:
-    """benchmarks/.venv-d3rlpy/bin/python, creating the venv first if needed.
-
-    Raises:
-        RuntimeError: venv creation or pip failed (its output is in the message).
-    """
-    python = VENV / "bin" / "python"
-    check = [str(python), "-c", "import d3rlpy, mujoco, imageio"]
-    if python.exists() and subprocess.run(check, capture_output=True).returncode == 0:
-        return python
+    """benchmarks/.venv-d3rlpy/bin/python (`meta.ensure_venv`: d3rlpy, acrl's torch and mujoco, imageio)."""
     import mujoco
 
-    steps = [
-        [sys.executable, "-m", "venv", str(VENV)],
-        [
-            str(python),
-            "-m",
-            "pip",
-            "install",
-            "-q",
-            "torch==2.13.0",
-            "d3rlpy",
-            f"mujoco=={mujoco.__version__}",
-            "imageio",
-        ],
-    ]
-    for command in steps:
-        if command[0] == sys.executable and python.exists():
-            continue
-        print("+", " ".join(command), file=sys.stderr)
-        done = subprocess.run(command, capture_output=True, text=True)
-        if done.returncode:
-            raise RuntimeError(f"setting up {VENV} failed ({' '.join(command)}):\n{done.stdout}\n{done.stderr}")
-    return python
+    packages = ["torch==2.13.0", "d3rlpy", f"mujoco=={mujoco.__version__}", "imageio"]
+    return meta.ensure_venv(VENV, "d3rlpy, mujoco, imageio", packages)
 
 
 def run_d3rlpy(python: Path, spec: dict, script: str = __file__) -> dict:
     """`d3rlpy_worker(spec)` of `script` (a benchmark with a --d3rlpy-worker option; default this one)
-    in the d3rlpy venv's python; its result dict (RuntimeError if it fails)."""
-    done = subprocess.run([str(python), script, "--d3rlpy-worker", json.dumps(spec)], capture_output=True, text=True)
-    if done.returncode:
-        raise RuntimeError(f"d3rlpy worker failed:\n{done.stderr[-4000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    in the d3rlpy venv's python (`meta.run_worker`); its result dict (RuntimeError if it fails)."""
+    return meta.run_worker(python, script, "--d3rlpy-worker", spec)
 
 
 def to_npz(h5: Path, npz: Path) -> None:

@@ -41,7 +41,8 @@ OMP_NUM_THREADS=1).
 
 RLlib's `import ray.rllib` needs packages acrl's venv lacks (dm-tree, ...), so RLlib runs in a venv of its own,
 benchmarks/.venv-rllib (gitignored; created on first use with `python -m venv` and `pip install
-"ray[rllib]==<acrl's ray>" torch==<acrl's torch> minatar gymnasium==<acrl's>`), in a subprocess that prints its
+"ray[rllib]==<acrl's ray>" torch==<acrl's torch> minatar`: the gymnasium RLlib pins, 1.2.2 for Ray 2.60,
+where acrl has 1.4; CartPole-v1 and MinAtar's environments are the same in both), in a subprocess that prints its
 result as JSON, as benchmarks/bcq_vs_d3rlpy.py runs d3rlpy.
 
     python benchmarks/impala_vs_rllib.py --out benchmarks/results/impala_vs_rllib.json   # idle machine, ~30 min
@@ -54,15 +55,15 @@ Prints a markdown table and writes --out (default benchmarks/results/tmp/impala_
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import json
-import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+import meta
 from meta import ROOT, scratch_path
 
 VENV = ROOT / "benchmarks" / ".venv-rllib"
@@ -160,6 +161,7 @@ def rllib_worker(spec: dict) -> dict:
     return {
         "library": "RLlib",
         "version": ray.__version__,
+        "gymnasium": importlib.metadata.version("gymnasium"),
         "steps": s1,
         "iterations": len(marks),
         "steps_per_s": (s1 - s0) / max(t1 - t0, 1e-9),
@@ -230,44 +232,18 @@ def time_acrl(algo: str, env_id: str, count: int, steps: int, threads: int, seed
 
 
 def ensure_venv() -> Path:
-    """benchmarks/.venv-rllib/bin/python, creating the venv first if needed (acrl's ray, torch and gymnasium).
-
-    Raises:
-        RuntimeError: venv creation or pip failed (its output is in the message).
-    """
-    python = VENV / "bin" / "python"
-    check = [str(python), "-c", "import ray.rllib, minatar"]
-    if python.exists() and subprocess.run(check, capture_output=True).returncode == 0:
-        return python
-    import gymnasium
+    """benchmarks/.venv-rllib/bin/python (`meta.ensure_venv`: acrl's ray with rllib, acrl's torch, minatar; the
+    gymnasium RLlib pins, 1.2.2 for Ray 2.60, where acrl has 1.4)."""
     import ray
     import torch
 
-    steps = [
-        [sys.executable, "-m", "venv", str(VENV)],
-        [
-            *(str(python), "-m", "pip", "install", "-q", f"ray[rllib]=={ray.__version__}"),
-            *(f"torch=={torch.__version__.split('+')[0]}", f"gymnasium=={gymnasium.__version__}", "minatar"),
-        ],
-    ]
-    for command in steps:
-        if command[0] == sys.executable and python.exists():
-            continue
-        print("+", " ".join(command), file=sys.stderr)
-        done = subprocess.run(command, capture_output=True, text=True)
-        if done.returncode:
-            raise RuntimeError(f"setting up {VENV} failed ({' '.join(command)}):\n{done.stdout}\n{done.stderr}")
-    return python
+    packages = [f"ray[rllib]=={ray.__version__}", f"torch=={torch.__version__.split('+')[0]}", "minatar"]
+    return meta.ensure_venv(VENV, "ray.rllib, minatar", packages)
 
 
 def run_rllib(python: Path, spec: dict) -> dict:
-    """`rllib_worker(spec)` in the RLlib venv's python; its result (RuntimeError if it fails)."""
-    env = {**os.environ, "PYTHONPATH": ""}  # not acrl's: the venv has no acrl
-    command = [str(python), __file__, "--rllib-worker", json.dumps(spec)]
-    done = subprocess.run(command, capture_output=True, text=True, env=env)
-    if done.returncode:
-        raise RuntimeError(f"RLlib worker failed:\n{done.stderr[-4000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    """`rllib_worker(spec)` in the RLlib venv's python (`meta.run_worker`); its result (RuntimeError if it fails)."""
+    return meta.run_worker(python, __file__, "--rllib-worker", spec)
 
 
 def rllib_spec(env_id: str, actors: int, steps: int, threads: int, seed: int) -> dict:

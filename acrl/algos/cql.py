@@ -25,6 +25,8 @@ the policy and a uniform proposal pick and up at the dataset's, the CQL(H) regul
 
 Each update, as acrl's SAC: the critics (TD + CQL penalty; the Lagrange multiplier, when tuned, steps on
 the same batch's diffs), the actor on the updated critics, the entropy temperature, the target critics.
+`CQL` is a `SAC`: the networks, their optimizers and the actor's and temperature's steps are SAC's
+(`SAC._build_sac` with actor_learning_rate, `SAC.policy_step`); the critics' loss and target are its own.
 The sampled actions and their log-densities are drawn without gradients (the authors' detach), so the
 penalty trains the critics only. Not included: the authors' optional behaviour-cloning warm-up of the
 policy (policy_eval_start) and the max-backup target. Correctness (docs/correctness.md items 1, 9, 19):
@@ -44,13 +46,12 @@ from typing import ClassVar
 import gymnasium as gym
 import torch
 
-from acrl.algos.off_policy import OffPolicyAgent, TDConfig
-from acrl.algos.sac import Temperature, squashed_gaussian_actor
+from acrl.algos.off_policy import TDConfig
+from acrl.algos.sac import SAC, Temperature
 from acrl.core.config import RunConfig, layer_widths, positive
-from acrl.core.envs import require_finite_bounds
 from acrl.core.errors import InputError
-from acrl.parts.nets import TwinQ, inplace_relu
-from acrl.parts.optim import hard_update, polyak_update
+from acrl.parts.nets import inplace_relu
+from acrl.parts.optim import polyak_update
 from acrl.parts.returns import td_target
 
 MAX_LAGRANGE_MULTIPLIER = 1e6
@@ -116,7 +117,7 @@ def cql_penalty(q_sampled: torch.Tensor, log_density: torch.Tensor, q_data: torc
     return torch.logsumexp(q_sampled - log_density, dim=1) - q_data
 
 
-class CQL(OffPolicyAgent):
+class CQL(SAC):
     """CQL agent on SAC, offline: `CQL(dataset="hopper-medium.h5", seed=0).learn(100_000)`; `num_steps` counts
     updates. `predict` takes tanh of the policy's mean (deterministic) or a sample.
 
@@ -135,39 +136,15 @@ class CQL(OffPolicyAgent):
 
     def _build_networks(self) -> None:
         cfg = self.config
-        require_finite_bounds(self.action_space, "CQL's tanh-squashed policy")
-        self.actor = squashed_gaussian_actor(self.obs_dim, self.act_dim, cfg.hidden_sizes)
-        self.critic = TwinQ(self.obs_dim, self.act_dim, cfg.hidden_sizes)
-        self.critic_target = TwinQ(self.obs_dim, self.act_dim, cfg.hidden_sizes)
-        hard_update(self.critic_target, self.critic)  # exact copies at the start (docs/correctness.md item 9)
-        self.critic_target.requires_grad_(False)
-        self.auto_alpha = cfg.ent_coef is None
-        self.temperature = Temperature(cfg.init_ent_coef if self.auto_alpha else cfg.ent_coef)
-        self.temperature.requires_grad_(self.auto_alpha)
-        self.target_entropy = float(-self.act_dim if cfg.target_entropy is None else cfg.target_entropy)
+        self._build_sac(cfg.actor_learning_rate)
         self.lagrangian = cfg.target_action_gap is not None
         self.lagrange_multiplier = Temperature(1.0)  # alpha' = exp(log alpha'), the authors' log_alpha_prime 0
         self.lagrange_multiplier.requires_grad_(self.lagrangian)
-        self.nets = {
-            "actor": self.actor,
-            "critic": self.critic,
-            "critic_target": self.critic_target,
-            "temperature": self.temperature,
-            "lagrange_multiplier": self.lagrange_multiplier,
-        }
-        self.actor_optimizer = torch.optim.Adam(self.actor.parameters(), lr=cfg.actor_learning_rate, fused=True)
-        self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), lr=cfg.learning_rate, fused=True)
-        self.optimizers = {"actor": self.actor_optimizer, "critic": self.critic_optimizer}
-        if self.auto_alpha:
-            self.alpha_optimizer = torch.optim.Adam(self.temperature.parameters(), lr=cfg.actor_learning_rate)
-            self.optimizers["temperature"] = self.alpha_optimizer
+        self.nets["lagrange_multiplier"] = self.lagrange_multiplier
         if self.lagrangian:
             self.lagrange_optimizer = torch.optim.Adam(self.lagrange_multiplier.parameters(), lr=cfg.learning_rate)
             self.optimizers["lagrange_multiplier"] = self.lagrange_optimizer
         inplace_relu(self.critic, self.critic_target)
-
-    def _policy_action(self, obs: torch.Tensor, deterministic: bool) -> torch.Tensor:
-        return self.actor.sample(obs, deterministic)[0]
 
     @torch.no_grad()
     def sampled_actions(self, obs: torch.Tensor, next_obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -227,26 +204,12 @@ class CQL(OffPolicyAgent):
         critic_loss.backward()
         self.critic_optimizer.step()
 
-        with self.autocast():
-            new_actions, log_pi = self.actor.sample(obs)
-            policy_loss = (alpha * log_pi - torch.min(*self.critic(obs, new_actions))).mean()
-        self.actor_optimizer.zero_grad(set_to_none=True)
-        policy_loss.backward(inputs=list(self.actor.parameters()))  # no critic gradients needed
-        self.actor_optimizer.step()
         metrics |= {
             "train/value_loss": value_loss.item(),
             "train/cql_penalty": 0.5 * (gap1 + gap2).item(),
             "train/q_mean": q1.detach().mean().item(),
-            "train/policy_loss": policy_loss.item(),
-            "train/entropy": -log_pi.detach().mean().item(),
-            "train/ent_coef": alpha.item(),
         }
-        if self.auto_alpha:  # SAC's Eq. 18
-            ent_coef_loss = -(self.temperature.log_alpha * (log_pi + self.target_entropy).detach()).mean()
-            self.alpha_optimizer.zero_grad(set_to_none=True)
-            ent_coef_loss.backward()
-            self.alpha_optimizer.step()
-            metrics["train/ent_coef_loss"] = ent_coef_loss.item()
+        metrics |= self.policy_step(obs, alpha)  # SAC's actor and temperature steps, on the updated critics
         polyak_update(self.critic_target, self.critic, cfg.tau)
         return metrics
 

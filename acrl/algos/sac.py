@@ -112,8 +112,14 @@ class SAC(OffPolicyAgent):
     config: SACConfig
 
     def _build_networks(self) -> None:
+        self._build_sac(self.config.learning_rate)
+
+    def _build_sac(self, actor_learning_rate: float) -> None:
+        """The tanh-squashed actor, the twin critics and their targets (exact copies), the temperature, and their
+        Adam optimizers: the critics at the config's learning_rate, the actor and the temperature (when tuned) at
+        `actor_learning_rate` (SAC: the same, Table 1; CQL: slower)."""
         cfg = self.config
-        require_finite_bounds(self.action_space, "SAC's tanh-squashed actor")
+        require_finite_bounds(self.action_space, f"{self.algo.upper()}'s tanh-squashed actor")
         self.actor = squashed_gaussian_actor(self.obs_dim, self.act_dim, cfg.hidden_sizes)
         self.critic = TwinQ(self.obs_dim, self.act_dim, cfg.hidden_sizes)
         self.critic_target = TwinQ(self.obs_dim, self.act_dim, cfg.hidden_sizes)
@@ -129,11 +135,11 @@ class SAC(OffPolicyAgent):
             "critic_target": self.critic_target,
             "temperature": self.temperature,
         }
-        self.actor_optimizer = torch.optim.Adam(self.actor.parameters(), lr=cfg.learning_rate, fused=True)
+        self.actor_optimizer = torch.optim.Adam(self.actor.parameters(), lr=actor_learning_rate, fused=True)
         self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), lr=cfg.learning_rate, fused=True)
         self.optimizers = {"actor": self.actor_optimizer, "critic": self.critic_optimizer}
         if self.auto_alpha:
-            self.alpha_optimizer = torch.optim.Adam(self.temperature.parameters(), lr=cfg.learning_rate)
+            self.alpha_optimizer = torch.optim.Adam(self.temperature.parameters(), lr=actor_learning_rate)
             self.optimizers["temperature"] = self.alpha_optimizer
 
     # ----------------------------------------------------------------- acting
@@ -166,6 +172,30 @@ class SAC(OffPolicyAgent):
         """
         return -(self.temperature.log_alpha * (log_pi + self.target_entropy).detach()).mean()
 
+    def policy_step(self, obs: torch.Tensor, alpha: torch.Tensor) -> dict[str, float]:
+        """The actor's Adam step on E_s [alpha log pi(a|s) - min(Q1, Q2)(s, a)], a ~ pi(.|s) (Eq. 7, 9, on the
+        critics as they are), then alpha's on `alpha_loss` when tuned (Eq. 18); obs (B, obs_dim) float32, alpha a
+        0-d tensor. Keys: train/policy_loss, train/entropy (-mean log pi), train/ent_coef, train/ent_coef_loss
+        when alpha is tuned."""
+        with self.autocast():
+            actions, log_pi = self.actor.sample(obs)
+            policy_loss = (alpha * log_pi - torch.min(*self.critic(obs, actions))).mean()
+        self.actor_optimizer.zero_grad(set_to_none=True)
+        policy_loss.backward(inputs=list(self.actor.parameters()))  # no critic gradients needed
+        self.actor_optimizer.step()
+        metrics = {
+            "train/policy_loss": policy_loss.item(),
+            "train/entropy": -log_pi.detach().mean().item(),
+            "train/ent_coef": alpha.item(),
+        }
+        if self.auto_alpha:
+            ent_coef_loss = self.alpha_loss(log_pi)
+            self.alpha_optimizer.zero_grad(set_to_none=True)
+            ent_coef_loss.backward()
+            self.alpha_optimizer.step()
+            metrics["train/ent_coef_loss"] = ent_coef_loss.item()
+        return metrics
+
     def _update(self, batch: dict[str, torch.Tensor]) -> dict[str, float]:
         """One gradient update (`OffPolicyAgent.update` counts it) of the critics, the actor, alpha
         (when tuned) and the target critics, from a replay batch (keys as `ReplayBuffer.sample`).
@@ -184,24 +214,7 @@ class SAC(OffPolicyAgent):
         value_loss.backward()
         self.critic_optimizer.step()
 
-        with self.autocast():
-            actions, log_pi = self.actor.sample(obs)
-            policy_loss = (alpha * log_pi - torch.min(*self.critic(obs, actions))).mean()  # Eq. 7, 9
-        self.actor_optimizer.zero_grad(set_to_none=True)
-        policy_loss.backward(inputs=list(self.actor.parameters()))  # no critic gradients needed
-        self.actor_optimizer.step()
-        metrics = {
-            "train/value_loss": value_loss.item(),
-            "train/q_mean": q1.detach().mean().item(),
-            "train/policy_loss": policy_loss.item(),
-            "train/entropy": -log_pi.detach().mean().item(),
-            "train/ent_coef": alpha.item(),
-        }
-        if self.auto_alpha:
-            ent_coef_loss = self.alpha_loss(log_pi)
-            self.alpha_optimizer.zero_grad(set_to_none=True)
-            ent_coef_loss.backward()
-            self.alpha_optimizer.step()
-            metrics["train/ent_coef_loss"] = ent_coef_loss.item()
+        metrics = {"train/value_loss": value_loss.item(), "train/q_mean": q1.detach().mean().item()}
+        metrics |= self.policy_step(obs, alpha)
         polyak_update(self.critic_target, self.critic, self.config.tau)
         return metrics

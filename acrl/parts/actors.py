@@ -257,10 +257,10 @@ class ActorPool:
                 ray.get(call)
             except ray.exceptions.RayError as exc:
                 why = " ".join(str(exc).split())[:500]
-                raise TrainingError(f"IMPALA actor {calls[call]} could not start: {why}") from None
+                raise TrainingError(f"Ray actor {calls[call]} could not start: {why}") from None
         if waiting:
             raise TrainingError(
-                f"{len(waiting)} of the {len(calls)} IMPALA actors did not start within {UNROLL_TIMEOUT_S:.0f} s: "
+                f"{len(waiting)} of the {len(calls)} Ray actors did not start within {UNROLL_TIMEOUT_S:.0f} s: "
                 f"the Ray cluster has {self._cpus()} CPUs, too few of them free; free some, or use fewer --actors."
             )
 
@@ -315,7 +315,7 @@ class ActorPool:
             done, _ = ray.wait(list(self.pending), num_returns=1, timeout=UNROLL_TIMEOUT_S)
             if not done:
                 raise TrainingError(
-                    f"no IMPALA actor sent an unroll within {UNROLL_TIMEOUT_S:.0f} s ({self.size} actors, the Ray "
+                    f"no Ray actor sent an unroll within {UNROLL_TIMEOUT_S:.0f} s ({self.size} actors, the Ray "
                     f"cluster has {self._cpus()} CPUs): they stalled, or cannot be placed."
                 )
             rank, incarnation = self.pending.pop(done[0])
@@ -331,7 +331,7 @@ class ActorPool:
                     self._queue(rank)
                 continue
             except ray.exceptions.RayTaskError as exc:
-                raise TrainingError(f"IMPALA actor {rank} failed: {exc}") from None
+                raise TrainingError(f"Ray actor {rank} failed: {exc}") from None
             if current:
                 self._queue(rank)
             unrolls.append(unroll)
@@ -348,7 +348,7 @@ class ActorPool:
 
         ray.kill(self.actors[rank])  # one that was only unreachable must not act on
         self.actors[rank], self.incarnations[rank] = None, self.incarnations[rank] + 1
-        died, cpus = f"IMPALA actor {rank} died ({type(exc).__name__})", self._cpus()
+        died, cpus = f"Ray actor {rank} died ({type(exc).__name__})", self._cpus()
         if self.size >= cpus:
             if self.size == 0:
                 raise TrainingError(
@@ -362,7 +362,7 @@ class ActorPool:
             return
         self.respawns += 1
         if self.respawns > RESPAWNS_PER_ACTOR * len(self.actors):
-            raise TrainingError(f"IMPALA actors died {self.respawns} times; giving up (last: {exc})")
+            raise TrainingError(f"Ray actors died {self.respawns} times; giving up (last: {exc})")
         print(f"acrl: warning: {died}; starting a new one", file=sys.stderr)
         self._spawn(rank)
 

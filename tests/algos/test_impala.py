@@ -232,14 +232,14 @@ def test_actors_killed_mid_run_are_replaced_or_dropped_and_each_step_is_counted_
     assert sum(u.steps for u in taken) == 1600 and len(taken) == 80
     assert len({u.observations.tobytes() for u in taken}) == 80  # no unroll taken twice
     err = capfd.readouterr().err
-    assert "IMPALA actor 0 died (ActorDiedError); starting a new one" in err
-    assert "IMPALA actor 1 died (ActorDiedError) and the Ray cluster has 1 CPUs left; going on with 1 actors" in err
+    assert "Ray actor 0 died (ActorDiedError); starting a new one" in err
+    assert "Ray actor 1 died (ActorDiedError) and the Ray cluster has 1 CPUs left; going on with 1 actors" in err
 
 
 def test_the_last_actor_dead_with_no_cpu_left_ends_the_run_with_a_training_error(local_ray, monkeypatch):
     agent = IMPALA("CartPole-v1", seed=1, eval_freq=0, **{**TINY, "actors": 1})
     killer = KillActors(agent, [(2, 0, 0)], monkeypatch)
-    with pytest.raises(TrainingError, match=r"IMPALA actor 0 died \(ActorDiedError\) and no actor is left"):
+    with pytest.raises(TrainingError, match=r"Ray actor 0 died \(ActorDiedError\) and no actor is left"):
         agent.learn(1600, progress=False, callbacks=[killer])
     assert agent.num_steps == 160 and agent._pool is None
 
@@ -265,7 +265,7 @@ def test_actors_that_send_no_unroll_within_the_deadline_end_the_run_with_a_train
     monkeypatch.setattr(ActorPool, "start", start_then_shorten_the_deadline)
     agent = IMPALA(lambda: Stalls(gym.make("CartPole-v1")), seed=1, eval_freq=0, **{**TINY, "actors": 1})
     started = time.monotonic()
-    with pytest.raises(TrainingError, match=r"no IMPALA actor sent an unroll within 3 s \(1 actors"):
+    with pytest.raises(TrainingError, match=r"no Ray actor sent an unroll within 3 s \(1 actors"):
         agent.learn(1600, progress=False)
     assert agent.num_steps == 0 and time.monotonic() - started < 60
 
