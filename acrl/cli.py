@@ -214,6 +214,8 @@ class Collect:
     else for medium-expert its expert's, measured)."""
     train_steps: int | None = None
     """Environment steps of each SAC trained for D4RL's kinds (default: the SAC preset's total_steps)."""
+    replay_out: Annotated[str | None, tyro.conf.arg(metavar="FILE")] = None
+    """--kind medium: also write its SAC's replay buffer, the medium-replay dataset, to FILE (one SAC for both)."""
     format: Literal[FORMATS] = "hdf5"
     """hdf5 (a file with D4RL's keys) or minari (a Minari dataset directory; vector observations)."""
     preset: Annotated[str | None, tyro.conf.arg(metavar="NAME")] = None
@@ -490,7 +492,7 @@ def collect(args: Collect) -> None:
         owners = "the BCQ paper's kinds (final, imitation, imperfect)"
     else:
         foreign = {"--target-return": args.target_return, "--expert-return": args.expert_return}
-        foreign["--train-steps"] = args.train_steps
+        foreign |= {"--train-steps": args.train_steps, "--replay-out": args.replay_out}
         owners = f"D4RL's kinds ({', '.join(D4RL_KINDS)})"
     given = [flag for flag, value in foreign.items() if value is not None]
     if given:
@@ -505,6 +507,7 @@ def collect(args: Collect) -> None:
             target_return=args.target_return,
             expert_return=args.expert_return,
             train_steps=args.train_steps,
+            replay_out=args.replay_out,
             **common,
         )
     else:

@@ -238,6 +238,7 @@ def collect_d4rl(
     overrides: dict[str, Any] | None = None,
     progress: bool = False,
     format: str = "hdf5",
+    replay_out: str | Path | None = None,
 ) -> OfflineDataset:
     """Build one of D4RL's datasets (see the module docstring) and write it to `out` (`write_dataset`).
 
@@ -257,6 +258,8 @@ def collect_d4rl(
         preset, overrides: the SACs' preset and further hyperparameters (--set), e.g. {"eval_freq": 5000}.
         progress: show the SACs' progress bars.
         format: "hdf5" or "minari".
+        replay_out: kind "medium" only: also write the medium-replay dataset, the same SAC's replay buffer, there
+            (in `format`), so that one SAC makes both, as D4RL's did; `out` is written last.
     Returns:
         the dataset written, attrs as the module docstring lists, with env_id, kind, behavioral_policy (run
         directories, or "uniform random"), algo, seed and acrl_version.
@@ -266,11 +269,20 @@ def collect_d4rl(
             expert_return, train_steps, preset, overrides); both target_return and expert_return; no
             environment; a policy of another environment; a medium target that cannot be set (no expert
             return: not a D4RL task); a SAC to train on an action space that is not a Box. After training: a
-            medium SAC that never reached its target (its run directory removed, nothing written).
+            medium SAC that never reached its target (its run directory removed, nothing written); replay_out
+            for a kind other than medium, or the same as `out`, or existing.
     """
     if kind not in D4RL_KINDS:
         raise InputError(f"unknown D4RL dataset kind {kind!r}; choose one of {', '.join(D4RL_KINDS)}.")
     out = check_out(out, format)
+    if replay_out is not None:
+        if kind != "medium":
+            raise InputError(
+                f"--replay-out writes medium-replay beside medium, from the same SAC: --kind medium, not {kind}."
+            )
+        replay_out = check_out(replay_out, format)
+        if replay_out == out:
+            raise InputError(f"--replay-out and the dataset are both {out}: give the medium-replay file its own name.")
     if kind == "medium-replay":
         if steps is not None:
             raise InputError(
@@ -354,13 +366,20 @@ def collect_d4rl(
             f"SAC trained here until its evaluation return {stop['return_mean']:.1f} reached {target:.1f} ({why}) at "
             f"step {stop['step']:,} ({attrs['medium_return']:.1f} per episode sampling)"
         )
+        medium_attrs = {"policy_return": attrs["medium_return"], "behavioral_policy": medium_dir, "algo": "sac"}
+        if kind == "medium-replay" or replay_out is not None:
+            replay = buffer_dataset(medium, "medium-replay", medium_dir, seed)
+            replay_recipe = f"the replay buffer of a {recipe}"
         if kind == "medium-replay":
-            data = buffer_dataset(medium, kind, medium_dir, seed)
-            attrs |= {"policy_return": attrs["medium_return"], "behavioral_policy": medium_dir, "algo": "sac"}
-            recipe = f"the replay buffer of a {recipe}"
+            data, recipe = replay, replay_recipe
+            attrs |= medium_attrs
         elif kind == "medium":
+            if replay_out is not None:  # the same SAC's buffer, written first: `out` last, as the job's mark of done
+                replay.attrs = attrs | medium_attrs | {"kind": "medium-replay"}
+                replay.attrs["recipe"] = f"D4RL's medium-replay (Fu et al. 2020, Sec. 5) on {env_id}: {replay_recipe}."
+                write_dataset(Path(replay_out), replay, format)
             data = _policy_data(medium, int(steps), seed)
-            attrs |= {"policy_return": attrs["medium_return"], "behavioral_policy": medium_dir, "algo": "sac"}
+            attrs |= medium_attrs
             recipe = f"the policy of a {recipe}"
         else:
             half = int(steps) // 2

@@ -28,7 +28,7 @@ from acrl.core.errors import InputError
 from acrl.core.files import write_json_atomic, write_text_atomic
 from acrl.core.provenance import load_average, provenance, sessions, source, wall_clock_s
 from acrl.core.version import __version__
-from acrl.offline.jobs import dataset_job, experiment_jobs, offline_result, policy_source
+from acrl.offline.jobs import dataset_job, dataset_result, experiment_jobs, offline_result, policy_source
 from acrl.offline.report import results_table, write_summary
 from acrl.offline.spec import ExperimentSpec
 from acrl.sweep.executor import run_jobs
@@ -213,7 +213,8 @@ def collected(
             job = dataset_job(spec, kind).format(seed=seed)
             own = kind == "final" or spec.d4rl  # its job returns the behavioral policy's return
             best = {} if own else {"return": policy_return(spec, out_dir, seed, datasets_only=True)}
-            entries.append({"seed": seed, "path": str(out_dir / job / f"{kind}.h5"), **best, **done[job]})
+            path = {"seed": seed, "path": str(out_dir / job / f"{kind}.h5")}
+            entries.append({**path, **best, **dataset_result(spec, kind, seed, done)})
     return datasets
 
 
@@ -242,12 +243,12 @@ def gather(
                     run = {"final": c["final"][name], "best": c["best"][name], "values": values, "run_dir": run_dir}
                     agents[name].append({"curve": c["curves"][name], **run})
                 continue
-            job = dataset_job(spec, kind).format(seed=seed)
+            data = dataset_result(spec, kind, seed, done)
             if spec.d4rl:
-                best = {"return": done[job].get("policy_return")}  # medium-expert: two policies, none given
+                best = {"return": data.get("policy_return")}  # medium-expert: two policies, none given
             else:
                 best = {} if kind == "final" else {"return": policy_return(spec, out_dir, seed)}
-            agents["behavioral"].append({**best, **done[job]})
+            agents["behavioral"].append({**best, **data})
             for name in learners:
                 agents[name].append(offline_result(out_dir, f"s{seed}/{kind}/{name}", done))
     return results
@@ -272,7 +273,7 @@ def d4rl_scores(
 
     sentences = {}
     for kind, agents in results.items():
-        refs = reference_returns(env_id, done[dataset_job(spec, kind)]["random_return"], expert_return)
+        refs = reference_returns(env_id, dataset_result(spec, kind, 0, done)["random_return"], expert_return)
         if expert_return is None:  # one of D4RL's tasks (`acrl.offline.spec.check_d4rl_returns`)
             sentences[kind] = f"{refs.source}: random {refs.random:.1f}, expert {refs.expert:.1f}"
         else:

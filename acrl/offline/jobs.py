@@ -10,7 +10,8 @@
 - s{seed}/data-KIND (`collect_job`): imitation and imperfect, collected by the best checkpoint of the
   spec's `policy` buffer's behavioral run.
 - data-KIND (`d4rl_job`): a D4RL experiment's dataset of each kind, one for all seeds
-  (`acrl.offline.d4rl.collect_d4rl`).
+  (`acrl.offline.d4rl.collect_d4rl`); medium-replay is written by data-medium when the experiment has both
+  (one SAC makes them).
 - s{seed}/KIND/NAME (`train_run`): each learner on each dataset, the costliest learners' runs first.
 
 Every run writes latest.pt at every evaluation, so an interrupted job resumes from there; a collection
@@ -35,7 +36,7 @@ from acrl.core.plotting import read_curve
 from acrl.offline.collect import behavioral_run_dir, buffer_dataset, collect_dataset
 from acrl.offline.d4rl import MEDIUM_KINDS, collect_d4rl
 from acrl.offline.spec import DATASET_SEED, EXPERIMENTS, ExperimentSpec
-from acrl.parts.datasets import OfflineDataset, save_dataset
+from acrl.parts.datasets import OfflineDataset, load_dataset, save_dataset
 from acrl.sweep.grid import train_run
 from acrl.sweep.jobs import Job
 
@@ -127,16 +128,32 @@ D4RL_ATTRS = ("random_return", "policy_return", "expert_return", "medium_return"
 """The attributes of a D4RL dataset (`acrl.offline.d4rl.collect_d4rl`) that its job returns, where it has them."""
 
 
-def d4rl_job(root: Path, job_dir: Path, callbacks: list[Callback], kind: str, **options: Any) -> dict[str, Any]:
+def d4rl_job(
+    root: Path, job_dir: Path, callbacks: list[Callback], kind: str, with_replay: bool = False, **options: Any
+) -> dict[str, dict[str, Any]]:
     """A D4RL experiment's job: `collect_d4rl` of `kind` into job_dir/KIND.h5 with `options` (env_id, steps,
     train_steps, target_return, expert_return, seed, overrides), from scratch (what an interrupted attempt
-    left, its SACs' run directories included, is deleted). Returns the mean return of the dataset's complete
-    episodes ("data_episode_return") and the returns it records (`D4RL_ATTRS`, those it has)."""
+    left, its SACs' run directories included, is deleted); `with_replay` (kind medium): the same SAC's
+    medium-replay dataset too, into job_dir/medium-replay.h5. Returns, for each dataset written (by kind), the
+    mean return of its complete episodes ("data_episode_return") and the returns it records (`D4RL_ATTRS`,
+    those it has); `dataset_result` reads them."""
     _delete(job_dir)
     job_dir.mkdir(parents=True)
-    data = collect_d4rl(kind, job_dir / f"{kind}.h5", **options)
-    recorded = {key: data.attrs[key] for key in D4RL_ATTRS if key in data.attrs}
-    return {"data_episode_return": mean_episode_return(data), **recorded}
+    replay_out = job_dir / "medium-replay.h5" if with_replay else None
+    data = collect_d4rl(kind, job_dir / f"{kind}.h5", replay_out=replay_out, **options)
+    written = {kind: data} | ({} if replay_out is None else {"medium-replay": load_dataset(replay_out)})
+    return {
+        name: {"data_episode_return": mean_episode_return(dataset)}
+        | {key: dataset.attrs[key] for key in D4RL_ATTRS if key in dataset.attrs}
+        for name, dataset in written.items()
+    }
+
+
+def dataset_result(spec: ExperimentSpec, kind: str, seed: int, done: Mapping[str, Any]) -> dict[str, Any]:
+    """What the job that wrote `spec`'s dataset of `kind` for `seed` (`dataset_job`) said about it, from the
+    finished jobs' results `done` (a D4RL job's are per kind: `d4rl_job`)."""
+    result = done[dataset_job(spec, kind).format(seed=seed)]
+    return result[kind] if spec.d4rl else result
 
 
 def _interrupted_concurrent(out_dir: Path, configs: dict[str, RunConfig]) -> dict[str, dict[str, Any]] | None:
@@ -286,9 +303,10 @@ def policy_source(spec: ExperimentSpec, datasets_only: bool = False) -> tuple[st
 
 def dataset_job(spec: ExperimentSpec, kind: str) -> str:
     """The job that writes `spec`'s dataset of buffer `kind`, as JOB/KIND.h5: "{seed}" in it, but for a D4RL
-    experiment's, one for all seeds."""
+    experiment's, one for all seeds (medium-replay beside medium, when the experiment has both: one SAC makes
+    them)."""
     if spec.d4rl:
-        return f"data-{kind}"
+        return "data-medium" if kind == "medium-replay" and "medium" in spec.buffers else f"data-{kind}"
     return "s{seed}/final" if kind == "final" else f"s{{seed}}/data-{kind}"
 
 
@@ -363,9 +381,13 @@ def experiment_jobs(
         sac_overrides = {**overrides["behavioral_overrides"], **common}
         sac = {"train_steps": settings["steps_behavioral"], "overrides": sac_overrides}
         for kind in spec.buffers:
+            if dataset_job(spec, kind) != f"data-{kind}":
+                continue  # written by another kind's job
             options = {"kind": kind, "env_id": env_id, "seed": DATASET_SEED}
             options["steps"] = None if kind == "medium-replay" else settings["dataset_size"]
             options |= (sac if kind != "random" else {}) | (targets if kind in MEDIUM_KINDS else {})
+            if kind == "medium" and "medium-replay" in spec.buffers:
+                options["with_replay"] = True
             sac_steps = {"random": 0, "medium-expert": 2}.get(kind, 1) * settings["steps_behavioral"]
             budget = sac_steps + (options["steps"] or 0)  # the job's steps, for the progress bar
             jobs.append(Job(dataset_job(spec, kind), d4rl_job, options, steps=budget))
@@ -392,4 +414,12 @@ def experiment_jobs(
     return jobs
 
 
-__all__ = ["collect_job", "concurrent_job", "d4rl_job", "episode_returns", "experiment_jobs", "run_concurrent"]
+__all__ = [
+    "collect_job",
+    "concurrent_job",
+    "d4rl_job",
+    "dataset_result",
+    "episode_returns",
+    "experiment_jobs",
+    "run_concurrent",
+]

@@ -1,6 +1,7 @@
 """`acrl collect` of D4RL's kinds (acrl.offline.d4rl) on Pendulum with tiny SACs: contents, returns, refusals."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -32,9 +33,11 @@ def expert(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def medium(tmp_path_factory):
-    """A `medium` collection of 150 transitions, its SAC stopped at -2000."""
+    """A `medium` collection of 150 transitions, its SAC stopped at -2000, with the same SAC's medium-replay
+    written beside it (m-replay.h5)."""
     out = tmp_path_factory.mktemp("medium") / "m.h5"
-    return collect_d4rl("medium", out, 150, env_id="Pendulum-v1", target_return=-2000.0, train_steps=600, overrides=SAC)
+    options = {"env_id": "Pendulum-v1", "target_return": -2000.0, "train_steps": 600, "overrides": SAC}
+    return collect_d4rl("medium", out, 150, replay_out=out.with_name("m-replay.h5"), **options)
 
 
 def test_random_actions_cover_the_action_space(tmp_path):
@@ -62,7 +65,7 @@ def test_medium_stops_at_its_target_and_records_its_returns(medium):
     assert "expert_return" not in attrs  # a given target: no expert
 
 
-def test_medium_replay_is_the_sac_buffer_up_to_its_stop(tmp_path):
+def test_medium_replay_is_the_sac_buffer_up_to_its_stop_the_same_as_beside_medium(tmp_path, medium):
     out = tmp_path / "mr.h5"
     data = collect_d4rl(
         "medium-replay", out, env_id="Pendulum-v1", target_return=-2000.0, train_steps=600, overrides=SAC
@@ -72,6 +75,14 @@ def test_medium_replay_is_the_sac_buffer_up_to_its_stop(tmp_path):
     np.testing.assert_array_equal(data.next_observations[:-1], data.observations[1:])  # one episode, unbroken
     assert data.attrs["policy_return"] == data.attrs["medium_return"]
     assert (sac_run_dir(out, "medium") / "checkpoints" / "best.pt").is_file()
+    # `replay_out` beside medium: the same SAC (same seed and settings) trained once for both, the same data.
+    beside = load_dataset(Path(medium.attrs["behavioral_policy"]).with_name("m-replay.h5"))
+    for key in D4RL_KEYS:
+        np.testing.assert_array_equal(getattr(beside, key), getattr(data, key), err_msg=key)
+    assert beside.attrs["kind"] == "medium-replay" and beside.attrs["stop_step"] == medium.attrs["stop_step"]
+    recipe = beside.attrs["recipe"]
+    assert recipe.startswith("D4RL's medium-replay") and "the replay buffer of a SAC" in recipe
+    assert beside.attrs["medium_return"] == medium.attrs["medium_return"] == beside.attrs["policy_return"]
 
 
 def test_expert_records_its_return(expert):
@@ -143,6 +154,8 @@ def test_the_cli_writes_a_minari_dataset_that_trains_and_scores(tmp_path, capsys
         (["--kind", "random", "--steps", "9", "--train-steps", "9"], "trains none: it takes uniformly random"),
         (["--kind", "expert", "--steps", "9", "--env", "CartPole-v1"], "SAC, which needs a Box action space"),
         (["--kind", "expert"], "--kind expert needs --steps N"),
+        (["--kind", "expert", "--steps", "9", "--replay-out", "r.h5"], "from the same SAC: --kind medium, not expert"),
+        (["--kind", "final", "--replay-out", "r.h5"], "--replay-out: for D4RL's kinds"),
     ],
 )
 def test_wrong_combinations_are_one_line_before_any_work(tmp_path, capsys, argv, message):

@@ -11,19 +11,19 @@ from acrl.offline.experiments import d4rl_scores
 from acrl.offline.jobs import VALUE_KEYS, experiment_jobs
 from acrl.offline.report import results_table
 from acrl.offline.spec import D4RL, DISCRETE
-from acrl.parts.datasets import dataset_attrs
+from acrl.parts.datasets import dataset_attrs, load_dataset
 
 TINY = ["hidden_sizes=[32]", "batch_size=32"]
 NO_VALUES = {key: [] for key in VALUE_KEYS}
 
 PENDULUM = [
-    *("experiment", "d4rl", "--env", "Pendulum-v1", "--kinds", "medium"),
+    *("experiment", "d4rl", "--env", "Pendulum-v1", "--kinds", "medium", "medium-replay"),
     *("--learners", "bc", "td3_bc", "--steps-behavioral", "400", "--eval-freq", "100", "--eval-episodes", "1"),
     *("--target-return", "-3000", "--expert-return", "-150", "--dataset-size", "300", "--updates", "200"),
     *("--seeds", "0", "--no-progress", "--behavioral-set", *TINY, "--bc-set", *TINY, "--td3-bc-set", *TINY),
 ]
-"""Two learners on Pendulum's medium dataset, whose SAC stops at its first evaluation (step 100:
-any Pendulum episode returns more than -3000), 200 updates each; scores 100 (R - R_random) / (-150 - R_random)."""
+"""Two learners on Pendulum's medium and medium-replay datasets, whose one SAC stops at its first evaluation (step
+100: any Pendulum episode returns more than -3000), 200 updates each; scores 100 (R - R_random) / (-150 - R_random)."""
 
 
 def test_the_d4rl_experiment_writes_its_table_in_normalised_scores_and_resumes(tmp_path, capsys):
@@ -34,12 +34,16 @@ def test_the_d4rl_experiment_writes_its_table_in_normalised_scores_and_resumes(t
     assert "expert -150.0 (--expert-return)" in stdout
     files = {"d4rl.json", "d4rl.md", "d4rl.png", "experiment.yaml", "sessions.json", "s0", "data-medium"}
     assert {p.name for p in out.iterdir()} == files  # one dataset per kind, not per seed
+    # medium-replay is the medium SAC's buffer: one SAC, trained once, writes both
+    data = {p.name for p in (out / "data-medium").iterdir()}
+    assert data == {"medium.h5", "medium-replay.h5", "medium-sac-medium", "job.json"}
+    assert len(load_dataset(out / "data-medium/medium-replay.h5")) == 100  # the SAC's 100 steps to its stop
     summary = json.loads((out / "d4rl.json").read_text())
-    assert summary["kinds"] == ["medium"] and summary["dataset_seed"] == 0
+    assert summary["kinds"] == ["medium", "medium-replay"] and summary["dataset_seed"] == 0
     assert list(summary["table"]) == ["behavioral", "td3_bc", "bc"]  # the spec's order: TD3+BC leads
-    assert all(list(row) == ["medium"] for row in summary["table"].values())
+    assert all(list(row) == ["medium", "medium-replay"] for row in summary["table"].values())
     for kind in summary["kinds"]:
-        low = dataset_attrs(out / f"data-{kind}/{kind}.h5")["random_return"]
+        low = dataset_attrs(out / f"data-medium/{kind}.h5")["random_return"]
         assert low < -150.0
         behavioral = summary["results"][kind]["behavioral"][0]
         assert behavioral["score"] == pytest.approx(100 * (behavioral["return"] - low) / (-150.0 - low))
@@ -52,7 +56,7 @@ def test_the_d4rl_experiment_writes_its_table_in_normalised_scores_and_resumes(t
             assert cell["final"] == [pytest.approx(run["score"]), 0.0] and cell["final_return"] == [run["final"], 0.0]
     # The same command again resumes: every job is done, the summary is rewritten from them.
     assert main([*PENDULUM, "--out", str(out)]) == 0
-    assert "3 of 3 experiment jobs finished before" in capsys.readouterr().err
+    assert "5 of 5 experiment jobs finished before" in capsys.readouterr().err
     again = json.loads((out / "d4rl.json").read_text())["results"]["medium"]
     assert again["bc"][0]["score"] == pytest.approx(summary["results"]["medium"]["bc"][0]["score"])
 
@@ -68,7 +72,7 @@ def test_scores_and_their_iqm_by_hand():
     ]
     behavioral = [{"return": returns[50], "data_episode_return": returns[60]}] * 4
     results = {"medium": {"behavioral": [dict(b) for b in behavioral], "td3_bc": runs}}
-    done = {"data-medium": {"random_return": -123.0}}  # measured here; Hopper's scores take D4RL's
+    done = {"data-medium": {"medium": {"random_return": -123.0}}}  # measured here; Hopper's scores take D4RL's
     reference = d4rl_scores(spec, "Hopper-v5", None, results, done)
     assert "D4RL's hopper references" in reference and "random -20.3, expert 3234.3" in reference
     assert [run["score"] for run in runs] == pytest.approx([10, 20, 30, 40])
@@ -120,10 +124,16 @@ def test_each_kind_s_collection_gets_the_options_collect_d4rl_takes_for_it(tmp_p
     sac = {"train_steps": 500, "overrides": {"batch_size": 32, "eval_freq": 5, "eval_episodes": 10}}
     assert collections["data-random"] == {"kind": "random", "env_id": "Pendulum-v1", "seed": 0, "steps": 300}
     assert collections["data-expert"] == {**collections["data-random"], "kind": "expert", **sac}
-    # --target-return stops the medium SAC; --expert-return is then the score's alone.
-    assert collections["data-medium"] == {**collections["data-expert"], "kind": "medium", "target_return": -900.0}
-    assert collections["data-medium-replay"]["steps"] is None  # its size is where its SAC stops
+    # --target-return stops the medium SAC; --expert-return is then the score's alone. Its job writes medium-replay
+    # too (the same SAC's buffer): no job of its own.
+    medium = {**collections["data-expert"], "kind": "medium", "target_return": -900.0, "with_replay": True}
+    assert collections["data-medium"] == medium and "data-medium-replay" not in collections
     assert collections["data-medium-expert"]["target_return"] == -900.0
     trained = {job.name: job.kwargs["flags"]["dataset"] for job in jobs if not job.name.startswith("data-")}
     assert trained["s1/medium/bc"] == str(tmp_path / "data-medium/medium.h5")  # every seed on the one dataset
+    assert trained["s0/medium-replay/bc"] == str(tmp_path / "data-medium/medium-replay.h5")
+    alone = experiment_jobs(
+        D4RL.with_buffers(["medium-replay"]), "Pendulum-v1", tmp_path, [0], settings, overrides, [], 0.99
+    )
+    assert [(job.name, job.kwargs["steps"]) for job in alone] == [("data-medium-replay", None)]  # where its SAC stops
     assert len(trained) == 2 * 5
