@@ -198,7 +198,7 @@ def test_loads_plain_torch_adam_checkpoints_and_stays_shared():
     shared.load_state_dict(plain.state_dict())  # an empty state must be recreated, shared
     p = next(model.parameters())
     assert shared.state[p]["step"].item() == 0.0 and shared.state[p]["exp_avg"].is_shared()
-    assert shared.param_groups[0]["foreach"] is False  # the in-place, single-tensor path
+    assert shared.param_groups[0]["fused"] is True  # its own path, whose step increment is in place
 
     model(torch.ones(1, 2)).sum().backward()
     plain.step()
