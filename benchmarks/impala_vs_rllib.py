@@ -148,7 +148,7 @@ def rllib_worker(spec: dict) -> dict:
     algo = config.build_algo()
     marks = []
     try:
-        while not marks or marks[-1][1] < spec["steps"]:
+        while len(marks) < 2 or marks[-1][1] < spec["steps"]:  # two marks at least: a rate between them
             result = algo.train()
             sampled = lifetime(result, "num_env_steps_sampled_lifetime")
             if sampled is None:
