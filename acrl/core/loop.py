@@ -273,6 +273,12 @@ class Run:
         if self.agent.episode_stats is not None:
             self.logger.log_episodes(self.agent.num_steps, self.agent.episode_stats.take_finished())
 
+    def _add_elapsed(self, metrics: dict[str, float]) -> None:
+        """Set metrics["time/elapsed_s"] to the run's wall time: the agent's own for this session (A3C's: since its
+        workers started), else the seconds since this session started, plus the earlier sessions'."""
+        earlier, started = self._clock
+        metrics["time/elapsed_s"] = earlier + metrics.get("time/elapsed_s", time.perf_counter() - started)
+
     def check_iteration(self, before: int, metrics: dict[str, float], seconds: float) -> None:
         """After an iteration that took the agent from step `before` in `seconds`: add the time/
         metrics, check that every metric and parameter is finite, tell the callbacks.
@@ -287,8 +293,7 @@ class Run:
         """
         agent = self.agent
         metrics.setdefault("time/fps", (agent.num_steps - before) / max(seconds, 1e-9))  # unless measured by the agent
-        earlier, started = self._clock
-        metrics["time/elapsed_s"] = earlier + metrics.get("time/elapsed_s", time.perf_counter() - started)
+        self._add_elapsed(metrics)
         check_finite(agent, metrics)
         for callback in self.callbacks:
             self.stopped |= bool(callback.on_iteration(agent.num_steps, metrics))
@@ -337,6 +342,7 @@ class Run:
             tail = {}
             if exc_type is None and agent.num_steps != self.logger.step:  # steps taken while training() closed
                 tail = agent.iteration(0)
+                self._add_elapsed(tail)  # the run's, as every row's: a resume reads it from the last row
                 self.log_episodes()
                 if not (self.run_dir is not None and self.done):  # else it joins the final evaluation's row
                     self.logger.log(agent.num_steps, tail)

@@ -302,6 +302,37 @@ def test_a_resumed_run_counts_its_earlier_evaluations_and_seconds(tmp_path, monk
     assert elapsed[2:] == sorted(elapsed[2:])
 
 
+class OwnClockAgent(ScriptedAgent):
+    """A ScriptedAgent that, as A3C, reports its own time/elapsed_s (1 s per iteration this session) and takes
+    3 more steps while `training()` closes (its workers finishing their rollouts)."""
+
+    def iteration(self, max_steps):
+        metrics = super().iteration(max_steps)
+        self.clock += 1.0
+        return {**metrics, "time/elapsed_s": self.clock}
+
+    @contextlib.contextmanager
+    def training(self):
+        self.clock = 0.0
+        yield
+        self.num_steps += 3
+
+
+def test_the_row_of_the_steps_taken_as_training_closes_counts_the_earlier_sessions_seconds(tmp_path):
+    """A session resumed at step 20 after 1,000 s, stopped at 40: its last row (the 3 steps taken while its
+    training closed, at step 43) is at 1,000 s plus its own 3 iterations' seconds, as the rows before it, so
+    that a second resume goes on from there."""
+    (tmp_path / "checkpoints").mkdir()
+    (tmp_path / "checkpoints" / "latest.pt").write_text("20")
+    (tmp_path / "metrics.csv").write_text("step,eval/return_mean,time/elapsed_s\n10,1.0,500.0\n20,2.0,1000.0\n")
+    agent = OwnClockAgent(total=100, eval_freq=1000, chunk=10)
+    agent.num_steps = 20
+    train([Run(agent, tmp_path, progress=False, callbacks=[Recorder(stop_at=40)])])
+    with (tmp_path / "metrics.csv").open() as f:
+        rows = [(int(row["step"]), float(row["time/elapsed_s"])) for row in csv.DictReader(f)]
+    assert rows == [(10, 500.0), (20, 1000.0), (30, 1001.0), (40, 1002.0), (43, 1003.0)]
+
+
 def test_eval_json_names_the_best_step_and_holds_the_last_evaluation(tmp_path):
     """Returns 5, 2, 1 at steps 10, 20, 30: best.pt is step 10's; the run ended on 1.0 at step 30."""
     agent = ScriptedAgent(total=30, eval_freq=10, returns=[5.0, 2.0, 1.0])
