@@ -1,8 +1,9 @@
-"""docs/benchmarks.md, bfloat16 against float32 (precision.json from benchmarks/precision.py)."""
+"""docs/benchmarks.md, bfloat16 against float32: the updates' speed (precision.json from benchmarks/precision.py)
+and learning (precision_parity.json from benchmarks/precision_parity.py)."""
 
 from __future__ import annotations
 
-from sections.formats import conditions, n, table, x
+from sections.formats import conditions, kilo, n, table, x
 
 LABELS = {
     "ppo_atari": "PPO update, Nature CNN, 84x84x4 frames (8 x 128 rollout, 4 epochs of minibatches of 256)",
@@ -40,6 +41,32 @@ The CPU's bfloat16 features: {features}. {conditions(d)}
 
 Faster in bf16: {faster}; slower: {slower}. bf16 pays where the products are large (batches of hundreds through
 convolutions or wide layers) and costs where they are small: A3C acts at batch 1 and its loss runs over 20 steps,
-where autocast's casts outweigh the faster products. `fp32` stays the default until learning parity is measured
-(issue #48 item 3: PPO and A3C on MinAtar Breakout, 3 seeds each, not yet run); `--set precision=bf16` is there
-for the large-batch updates measured faster here."""
+where autocast's casts outweigh the faster products. `fp32` stays the default; `--set precision=bf16` is there
+for the large-batch updates measured faster here.{parity(results)}"""
+
+
+def parity(results: dict[str, dict]) -> str:
+    """The learning half: each algorithm's final-evaluation IQM per precision with its 95% CI, and whether the
+    CIs overlap (the issue's parity test); empty until precision_parity.json exists."""
+    d = results.get("precision_parity")
+    if d is None:
+        return ""
+    rows = [
+        [
+            algo.upper(),
+            *(f"{n(r['iqm'][p], 2)} [{n(r['iqm_ci'][p][0], 2)}, {n(r['iqm_ci'][p][1], 2)}]" for p in ("fp32", "bf16")),
+            "yes" if r["cis_overlap"] else "**no**",
+        ]
+        for algo, r in d["algos"].items()
+    ]
+    commands = "; ".join(f"`{r['command']}`" for r in d["algos"].values())
+    missing = [algo.upper() for algo in ("ppo", "a3c") if algo not in d["algos"]]
+    todo = f" Not yet run: {', '.join(missing)}." if missing else ""
+    return f"""
+
+**Learning.** `python benchmarks/precision_parity.py` on {d["env_id"]}, {kilo(d["steps"])} environment steps per
+run, 3 seeds per precision, each algorithm's MinAtar preset: the final evaluation's IQM with its 95% bootstrap CI
+(`acrl sweep`'s statistic). Parity, the issue's test: the CIs overlap. Its sweeps: {commands}. {conditions(d)}
+
+{table(["algorithm", "fp32 IQM [95% CI]", "bf16 IQM [95% CI]", "CIs overlap"], "lrrl", rows)}
+{todo}"""
