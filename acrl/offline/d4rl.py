@@ -377,7 +377,7 @@ def collect_d4rl(
             if replay_out is not None:  # the same SAC's buffer, written first: `out` last, as the job's mark of done
                 replay.attrs = attrs | medium_attrs | {"kind": "medium-replay"}
                 replay.attrs["recipe"] = f"D4RL's medium-replay (Fu et al. 2020, Sec. 5) on {env_id}: {replay_recipe}."
-                write_dataset(Path(replay_out), replay, format)
+                write_dataset(replay_out, replay, format)
             data = _policy_data(medium, int(steps), seed)
             attrs |= medium_attrs
             recipe = f"the policy of a {recipe}"
