@@ -107,7 +107,10 @@ def impala_vs_rllib(results: dict[str, dict]) -> str:
             )
         options = ", ".join(f"{key}={value}" for key, value in r["rllib_model_config"].items())
         networks.append(f"{env}: `DefaultModelConfig({options})`")
-    rllib = f"RLlib {rllib_version} (its new API stack, in its own venv)" if d["rllib"]["run"] else "RLlib (not run)"
+    gyms = {run["gymnasium"] for r in d["envs"].values() for run in r["runs"].get("rllib", []) if "gymnasium" in run}
+    pinned = f" with the gymnasium it pins, {', '.join(sorted(gyms))}" if gyms else ""
+    rllib = f"RLlib {rllib_version} (its new API stack, in its own venv{pinned})"
+    rllib = rllib if d["rllib"]["run"] else "RLlib (not run)"
     return f"""### Speed against RLlib's IMPALA and acrl A3C
 
 `python benchmarks/impala_vs_rllib.py` (environment steps per second while training, evaluation off, each run's
