@@ -107,7 +107,8 @@ def impala_vs_rllib(results: dict[str, dict]) -> str:
             )
         options = ", ".join(f"{key}={value}" for key, value in r["rllib_model_config"].items())
         networks.append(f"{env}: `DefaultModelConfig({options})`")
-    gyms = {run["gymnasium"] for r in d["envs"].values() for run in r["runs"].get("rllib", []) if "gymnasium" in run}
+    runs = [run for r in d["envs"].values() for run in r.get("runs", {}).get("rllib", [])]
+    gyms = {run["gymnasium"] for run in runs if "gymnasium" in run}
     pinned = f" with the gymnasium it pins, {', '.join(sorted(gyms))}" if gyms else ""
     rllib = f"RLlib {rllib_version} (its new API stack, in its own venv{pinned})"
     rllib = rllib if d["rllib"]["run"] else "RLlib (not run)"
