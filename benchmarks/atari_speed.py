@@ -16,7 +16,10 @@ Parts (choose with --parts; all by default), on --env (default ALE/Pong-v5), one
   `NatureCNN`, is the Nature CNN (32 8x8/4, 64 4x4/2, 64 3x3/1, 512 units; frames / 255), with
   the heads on the features (net_arch []), as acrl's. Timed the same way: a callback stamps the
   end of the warm-up rollout, and the rate is the steps after it over the time after it, in a
-  fresh process. Ratio ppo / sb3: goal >= 1.5.
+  fresh process. Ratio ppo / sb3: goal >= 2.5 (issue #48).
+- ppo_bf16: part ppo with `precision=bf16` (the networks' forward passes under bfloat16 autocast, the
+  rollout's and the update's), on a CPU with bfloat16 instructions (`acrl.core.devices.cpu_bf16_features`;
+  skipped, said, elsewhere): its steps/s against part ppo's and SB3's.
 - raw: ale_py's AtariVectorEnv, 8 envs with the same settings, random actions: steps/s, and the
   ppo part's fraction of it.
 - roofline: the update's FLOPs per second against the machine's best rate, measured in the same
@@ -27,11 +30,13 @@ Parts (choose with --parts; all by default), on --env (default ALE/Pong-v5), one
   (input and weight gradients) except conv1, which needs no input gradient: an update sample costs
   6 MACs - 2 conv1 MACs FLOPs, n_epochs x n_envs x n_steps samples per rollout. The best rate: the
   fastest, in GFLOP/s, of each of the CNN's convolutions (forward, the minibatch's batch) and
-  torch.mm at the fc's shape and at 1024 x 1024 x 1024. Also the rollout's forward passes.
+  torch.mm at the fc's shape and at 1024 x 1024 x 1024, in float32 and, where part ppo_bf16 runs, in
+  bfloat16 too; the update's fraction is the faster precision's update against the best of them all
+  (goal >= 70%). Also the rollout's forward passes.
 - a3c: acrl A3C with --a3c-workers (default 2) workers of one env, t_max 5, against SB3 A2C with as
   many envs (DummyVecEnv) and n_steps 5, the same CNN (A3C's preset encoder; SB3's NatureCNN for
   the Nature one), over --a3c-steps steps each, steps / `learn` seconds (start-up included for
-  both): ratio, goal >= 2.
+  both): ratio, goal >= 3 (issue #48).
 - threads: parts ppo and sb3 again, each on --threads torch threads (default: the cores; acrl's
   `torch_threads`, SB3 `torch.set_num_threads`): a PPO update has the machine to itself between
   rollouts, and both libraries use its cores there. Steps/s of each and their ratio.
@@ -59,10 +64,11 @@ from typing import Any
 import torch
 from meta import scratch_path
 
+from acrl.core.devices import cpu_bf16_features
 from acrl.core.files import write_json_atomic
-from acrl.core.provenance import load_average, provenance
+from acrl.core.provenance import cpu_model, load_average, provenance
 
-PARTS = ("ppo", "sb3", "raw", "roofline", "a3c", "threads")
+PARTS = ("ppo", "ppo_bf16", "sb3", "raw", "roofline", "a3c", "threads")
 # Nature CNN per 4x84x84 sample, multiply-adds (see the module docstring)
 CONV_LAYERS = (  # (in channels, out channels, kernel, stride, input side)
     (4, 32, 8, 4, 84),
@@ -106,15 +112,17 @@ def peak_rss() -> dict[str, float]:
 
 
 # ---------------------------------------------------------------- each part in its own process
-def acrl_ppo(env_id: str, rollouts: int, threads: int = 1) -> dict[str, Any]:
-    """acrl PPO on `threads` torch threads: one warm-up rollout, then `rollouts` timed collect + update; the
-    update phase timed apart."""
+def acrl_ppo(env_id: str, rollouts: int, threads: int = 1, precision: str = "fp32") -> dict[str, Any]:
+    """acrl PPO on `threads` torch threads in `precision`: one warm-up rollout, then `rollouts` timed collect +
+    update; the update phase timed apart."""
     import acrl
 
     torch.set_num_threads(threads)
     values = ppo_preset(env_id)
     steps_per_rollout = values["n_envs"] * values["n_steps"]
-    values.update(seed=0, total_steps=(rollouts + 1) * steps_per_rollout, eval_freq=0, torch_threads=threads)
+    values.update(
+        seed=0, total_steps=(rollouts + 1) * steps_per_rollout, eval_freq=0, torch_threads=threads, precision=precision
+    )
     agent = acrl.PPO(env_id, **values)
     agent.collect()
     agent.update()
@@ -137,6 +145,7 @@ def acrl_ppo(env_id: str, rollouts: int, threads: int = 1) -> dict[str, Any]:
         "n_epochs": values["n_epochs"],
         "batch_size": values["batch_size"],
         "actions": int(agent.act_dim),
+        "precision": precision,
         "peak_rss": peak_rss(),
     }
 
@@ -217,9 +226,9 @@ def raw_env(env_id: str, n_envs: int, steps: int) -> dict[str, Any]:
     return {"steps": steps, "seconds": seconds, "steps_per_s": steps / seconds, "n_envs": n_envs}
 
 
-def best_rate(batch: int, repeats: int = 10) -> dict[str, float]:
+def best_rate(batch: int, dtype: torch.dtype = torch.float32, repeats: int = 10) -> dict[str, float]:
     """GFLOP/s of the Nature CNN's convolutions (forward, batch `batch`) and of torch.mm at the fc's shape
-    and at 1024^3, each the median of `repeats` warm runs; "best" the fastest."""
+    and at 1024^3, in `dtype`, each the median of `repeats` warm runs; "best" the fastest."""
 
     def timed(fn: Any, flops: float) -> float:
         for _ in range(3):
@@ -234,15 +243,39 @@ def best_rate(batch: int, repeats: int = 10) -> dict[str, float]:
     rates = {}
     with torch.no_grad():
         for i, (c_in, c_out, kernel, stride, side) in enumerate(CONV_LAYERS, 1):
-            x, conv = torch.randn(batch, c_in, side, side), torch.nn.Conv2d(c_in, c_out, kernel, stride)
+            x = torch.randn(batch, c_in, side, side, dtype=dtype)
+            conv = torch.nn.Conv2d(c_in, c_out, kernel, stride, dtype=dtype)
             out = (side - kernel) // stride + 1
             rates[f"conv{i}"] = timed(lambda x=x, conv=conv: conv(x), 2 * batch * c_out * out * out * c_in * kernel**2)
-        a, b = torch.randn(batch, 3136), torch.randn(3136, 512)
+        a, b = torch.randn(batch, 3136, dtype=dtype), torch.randn(3136, 512, dtype=dtype)
         rates["mm fc"] = timed(lambda: torch.mm(a, b), 2 * batch * 3136 * 512)
-        a = b = torch.randn(1024, 1024)
+        a = b = torch.randn(1024, 1024, dtype=dtype)
         rates["mm 1024"] = timed(lambda: torch.mm(a, b), 2 * 1024**3)
     rates["best"] = max(rates.values())
     return rates
+
+
+def roofline(results: dict[str, Any]) -> dict[str, Any]:
+    """The PPO runs' update and rollout GFLOP/s (per precision, from their timings and the FLOPs counted by hand)
+    against the best rate of `best_rate` measured now, in float32 and, where a bf16 run is in `results`, in
+    bfloat16; update_of_best: the faster update's GFLOP/s over the best rate of all."""
+    runs = [results[part] for part in ("ppo", "ppo_bf16") if part in results]
+    batch = runs[0]["batch_size"] if runs else 256
+    rates = {"fp32": best_rate(batch)}
+    if "ppo_bf16" in results:
+        rates["bf16"] = best_rate(batch, torch.bfloat16)
+    best = max(r["best"] for r in rates.values())
+    out: dict[str, Any] = {"rates_gflops": rates, "best_gflops": best, "batch": batch}
+    for run in runs:
+        samples = run["steps"] * run["n_epochs"]  # each step of a rollout is a sample of each epoch
+        out[run["precision"]] = {
+            "update_gflops": samples * update_flops_per_sample(run["actions"]) / run["update_s"] / 1e9,
+            "rollout_gflops": run["steps"] * 2 * nature_macs(run["actions"]) / run["collect_s"] / 1e9,
+        }
+    if runs:
+        out["update_flops_per_sample"] = update_flops_per_sample(runs[0]["actions"])
+        out["update_of_best"] = max(out[run["precision"]]["update_gflops"] for run in runs) / best
+    return out
 
 
 def a3c_vs_a2c(env_id: str, workers: int, steps: int) -> dict[str, Any]:
@@ -328,6 +361,12 @@ def main() -> None:
         results["ppo"] = ppo = in_fresh_process(acrl_ppo, args.env, args.rollouts)
         results["memory"] = {**ppo["peak_rss"], "goal_mb": 2048}
         print(f"acrl PPO: {ppo['steps_per_s']:.0f} steps/s; peak RSS {ppo['peak_rss']['self_mb']:.0f} MB", flush=True)
+    if "ppo_bf16" in args.parts:
+        if cpu_bf16_features():
+            results["ppo_bf16"] = ppo = in_fresh_process(acrl_ppo, args.env, args.rollouts, 1, "bf16")
+            print(f"acrl PPO, bf16: {ppo['steps_per_s']:.0f} steps/s", flush=True)
+        else:
+            print(f"ppo_bf16: skipped, this CPU ({cpu_model()}) has no bfloat16 instructions", flush=True)
     if "sb3" in args.parts:
         results["sb3"] = sb3 = in_fresh_process(sb3_ppo, args.env, args.rollouts)
         print(f"SB3 PPO: {sb3['steps_per_s']:.0f} steps/s", flush=True)
@@ -335,23 +374,9 @@ def main() -> None:
         results["raw"] = raw = raw_env(args.env, 8, args.raw_steps)
         print(f"raw AtariVectorEnv: {raw['steps_per_s']:.0f} steps/s", flush=True)
     if "roofline" in args.parts:
-        ppo = results.get("ppo")
-        batch = ppo["batch_size"] if ppo else 256
-        rates = best_rate(batch)
-        roofline: dict[str, Any] = {"rates_gflops": rates, "batch": batch}
-        if ppo:
-            rollouts = ppo["steps"] // (ppo["n_envs"] * ppo["n_steps"])
-            samples = rollouts * ppo["n_epochs"] * ppo["n_envs"] * ppo["n_steps"]
-            update_gflops = samples * update_flops_per_sample(ppo["actions"]) / ppo["update_s"] / 1e9
-            rollout_gflops = ppo["steps"] * 2 * nature_macs(ppo["actions"]) / ppo["collect_s"] / 1e9
-            roofline.update(
-                update_flops_per_sample=update_flops_per_sample(ppo["actions"]),
-                update_gflops=update_gflops,
-                rollout_gflops=rollout_gflops,
-                update_of_best=update_gflops / rates["best"],
-            )
-            print(f"update: {update_gflops:.1f} GFLOP/s = {update_gflops / rates['best']:.0%} of the best", flush=True)
-        results["roofline"] = roofline
+        results["roofline"] = roofline(results)
+        if "update_of_best" in results["roofline"]:
+            print(f"update: {results['roofline']['update_of_best']:.0%} of the best rate", flush=True)
     if "a3c" in args.parts:
         results["a3c"] = a3c = a3c_vs_a2c(args.env, args.a3c_workers, args.a3c_steps)
         print(f"A3C / A2C: {a3c['ratio']:.2f}", flush=True)
@@ -364,6 +389,10 @@ def main() -> None:
     ratios = {}
     if "ppo" in results and "sb3" in results:
         ratios["acrl/sb3"] = results["ppo"]["steps_per_s"] / results["sb3"]["steps_per_s"]
+    if "ppo_bf16" in results and "sb3" in results:
+        ratios["acrl bf16/sb3"] = results["ppo_bf16"]["steps_per_s"] / results["sb3"]["steps_per_s"]
+    if "ppo_bf16" in results and "ppo" in results:
+        ratios["bf16/fp32"] = results["ppo_bf16"]["steps_per_s"] / results["ppo"]["steps_per_s"]
     if "ppo" in results and "raw" in results:
         ratios["acrl/raw"] = results["ppo"]["steps_per_s"] / results["raw"]["steps_per_s"]
     results["ratios"] = ratios
