@@ -2,9 +2,9 @@
 
 Parts (choose with --parts; all by default), on --env (default ALE/Pong-v5), one torch thread unless said:
 
-- ppo: acrl PPO with its `ALE/*-v5` preset (8 envs x 128 steps, 4 epochs, 4 minibatches, the Nature
-  CNN; `acrl.core.envs.make_vec_env`'s AtariVectorEnv: episodic life, clipped rewards, 84x84 gray,
-  stack 4, frameskip 4, 30 no-ops, sticky actions 0.25), `collect` then `update` for one warm-up
+- ppo: acrl PPO with its `ALE/*-v5` preset in float32 (`precision=fp32`; 8 envs x 128 steps, 4 epochs,
+  4 minibatches, the Nature CNN; `acrl.core.envs.make_vec_env`'s AtariVectorEnv: episodic life, clipped
+  rewards, 84x84 gray, stack 4, frameskip 4, 30 no-ops, sticky actions 0.25), `collect` then `update` for one warm-up
   rollout and then --rollouts timed ones: training steps/s = steps / (collect + update seconds).
   It runs in a fresh process, whose peak RSS (`resource.getrusage` ru_maxrss of the process and of
   its children) is part "memory": goal <= 2 GB.

@@ -24,6 +24,11 @@ picks up where it stopped:
 - `ppo_pong_no_sticky`: the same run on PongNoFrameskip-v4, the same game and preprocessing without
   sticky actions (repeat_action_probability 0: CleanRL's ppo_atari setting), to tell what sticky
   actions cost from a fault in the learner. Same budget and time.
+- `ppo_pong_10m`, `ppo_breakout_10m`: `acrl train ppo --env PongNoFrameskip-v4` (BreakoutNoFrameskip-v4) with the
+  preset's 10M agent steps (40M frames), CleanRL ppo_atari's budget and setting (no sticky actions), in the default
+  precision (bf16 on a CPU with bfloat16 instructions), on 2 torch threads, 5 whole games every 250k steps; then
+  best.pt on 10 fresh games. Issue #48's goals: >= +18 on Pong and >= 300 on Breakout within 10M steps (CleanRL:
+  20.36 and 414.7). About 6-7 hours each on the 2-core Xeon, over several sessions (`acrl resume`).
 - `a3c_pong`: `acrl train a3c --env ALE/Pong-v5 --preset original --workers 2` (the A3C paper's
   agent) for seed 0, 4M agent steps (about 2 hours: 600-750 steps/s on the 2-core Zen 4 EPYC with
   its evaluations, about 750 on the Xeon), 5 whole games every 250k steps; then best.pt on 10
@@ -65,6 +70,8 @@ picks up where it stopped:
 
     python benchmarks/seed_runs.py ppo_pong --out benchmarks/results/ppo_pong.json
     python benchmarks/seed_runs.py ppo_pong_no_sticky --out benchmarks/results/ppo_pong_no_sticky.json
+    python benchmarks/seed_runs.py ppo_pong_10m --out benchmarks/results/ppo_pong_10m.json
+    python benchmarks/seed_runs.py ppo_breakout_10m --out benchmarks/results/ppo_breakout_10m.json
     python benchmarks/seed_runs.py a3c_pong --out benchmarks/results/a3c_pong.json
     python benchmarks/seed_runs.py a3c_pong_reference --out benchmarks/results/a3c_pong_reference.json
     python benchmarks/seed_runs.py a3c_pong_reference_sticky --out benchmarks/results/a3c_pong_reference_sticky.json
@@ -167,6 +174,8 @@ TRAIN = {
         *("ppo", "--env", "PongNoFrameskip-v4", "--total-steps", "2500000"),
         *("--set", "torch_threads=2", *ATARI_EVAL),
     ],
+    "ppo_pong_10m": ["ppo", "--env", "PongNoFrameskip-v4", "--set", "torch_threads=2", *ATARI_EVAL],
+    "ppo_breakout_10m": ["ppo", "--env", "BreakoutNoFrameskip-v4", "--set", "torch_threads=2", *ATARI_EVAL],
     "a3c_pong": [
         *("a3c", "--env", "ALE/Pong-v5", "--preset", "original", "--workers", "2", "--total-steps", "4000000"),
         *("--set", *ATARI_EVAL),
@@ -183,6 +192,8 @@ TRAIN = {
 SEEDS = {
     "ppo_pong": range(1),
     "ppo_pong_no_sticky": range(1),
+    "ppo_pong_10m": range(1),
+    "ppo_breakout_10m": range(1),
     "a3c_pong": range(1),
     "a3c_pong_reference": range(3),
     "a3c_pong_reference_sticky": range(1),

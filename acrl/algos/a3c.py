@@ -63,11 +63,11 @@ import torch
 import torch.multiprocessing as mp
 
 from acrl.algos.base import Agent
-from acrl.core.config import RunConfig, in_unit_interval, positive
+from acrl.core.config import in_unit_interval, positive
 from acrl.core.devices import precision_context
 from acrl.core.envs import ActionAdapter, LeanSyncVectorEnv
 from acrl.core.errors import InputError, TrainingError
-from acrl.parts.actor_critic import Action, ActorCritic, State, check_model_settings
+from acrl.parts.actor_critic import Action, ActorCritic, ActorCriticConfig, State
 from acrl.parts.normalization import IdentityNormalizer, ObservationNormalizer
 from acrl.parts.observations import make_normalizer
 from acrl.parts.optim import SharedAdam, SharedRMSprop, anneal_learning_rate, flatten_parameters
@@ -92,9 +92,10 @@ UPDATE_STATS = ("policy_loss", "value_loss", "entropy", "lr", "grad_norm")
 
 
 @dataclass
-class A3CConfig(RunConfig):
+class A3CConfig(ActorCriticConfig):
     """A3C hyperparameters. Defaults: Mnih et al. 2016 (t_max 5, shared RMSProp, entropy 0.01) with the
-    optimizer settings and 64-64 tanh networks of OpenAI Baselines / Stable-Baselines3 A2C.
+    optimizer settings and 64-64 tanh networks of OpenAI Baselines / Stable-Baselines3 A2C. The model's settings
+    are `ActorCriticConfig`'s (with an LSTM, any n_envs: a state per environment).
 
     Attributes:
         workers: worker processes (default: the number of cores); start_method: "fork" (Linux's default),
@@ -115,18 +116,6 @@ class A3CConfig(RunConfig):
             (Algorithm S3's accumulated gradients, as the reference implementations).
         max_grad_norm: each worker's gradient norm is clipped to this (None: not clipped).
         reward_scale: rewards are multiplied by this for the returns (logged returns are unscaled).
-        hidden_sizes: the actor's (or the shared trunk's) hidden layers; critic_hidden_sizes: the
-            critic's (None: hidden_sizes; unused with shared_trunk); activation: "tanh" or "relu" (all
-            three for vector observations).
-        encoder: the observation encoder, "auto" (from the observation space: "mlp" for vectors,
-            "nature" for frames of 36x36 or more, else "minatar") or one of "mlp", "nature", "a3c" (the
-            paper's, Sec. 8), "minatar" (`acrl.parts.encoders`); a run's config.yaml records the one used.
-        shared_trunk: one trunk with a policy and a value head (the paper's Atari nets); always on for
-            image observations (their config.yaml records true), a choice for vectors.
-        log_std_init / log_std_min: the Gaussian policy's initial log-std and its floor.
-        lstm_hidden_size: cells of an LSTM after the encoder, shared by the policy and the value (0: a
-            feed-forward model; the paper's A3C LSTM has 256); shared_trunk is then on (config.yaml
-            records true) and critic_hidden_sizes unused. Any n_envs (a state per environment).
         normalize_obs / obs_clip: running observation normalization shared by all workers (None: from the
             observation space, on for vectors and off for image frames; true is refused for frames; a
             run's config.yaml records the value used), its bound.
@@ -149,14 +138,6 @@ class A3CConfig(RunConfig):
     loss_reduction: str = "mean"
     max_grad_norm: float | None = 0.5
     reward_scale: float = 1.0
-    hidden_sizes: tuple[int, ...] = (64, 64)
-    critic_hidden_sizes: tuple[int, ...] | None = None
-    activation: str = "tanh"
-    encoder: str = "auto"
-    shared_trunk: bool = False
-    log_std_init: float = 0.0
-    log_std_min: float = -5.0
-    lstm_hidden_size: int = 0
     normalize_obs: bool | None = None
     obs_clip: float = 10.0
     start_method: str = field(default_factory=default_start_method)
@@ -181,7 +162,6 @@ class A3CConfig(RunConfig):
             raise InputError("rmsprop_alpha must lie in [0, 1) and optimizer_eps must be >= 0.")
         if self.ent_coef < 0 or self.vf_coef < 0:
             raise InputError("ent_coef and vf_coef must be >= 0.")
-        check_model_settings(self)
         methods = mp.get_all_start_methods()
         if self.start_method not in methods:
             raise InputError(f"start_method must be one of {', '.join(methods)} here, got {self.start_method!r}.")
@@ -464,7 +444,6 @@ class A3C(Agent):
     def _build(self) -> None:
         cfg = self.config
         self.model = ActorCritic.from_config(self.observation_space, self.action_space, cfg)
-        cfg.encoder, cfg.shared_trunk = self.model.encoder_name, self.model.shared_trunk  # for config.yaml
         self.parameters = flatten_parameters(self.model)
         self.model.share_memory()
         if cfg.optimizer == "adam":

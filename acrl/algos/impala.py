@@ -47,9 +47,9 @@ import numpy as np
 import torch
 
 from acrl.algos.base import Agent
-from acrl.core.config import RunConfig, in_unit_interval, positive
+from acrl.core.config import in_unit_interval, positive
 from acrl.core.errors import InputError
-from acrl.parts.actor_critic import Action, ActorCritic, State, check_model_settings
+from acrl.parts.actor_critic import Action, ActorCritic, ActorCriticConfig, State
 from acrl.parts.actors import ActorPool, Unroll
 from acrl.parts.observations import make_normalizer
 from acrl.parts.optim import SharedRMSprop
@@ -60,9 +60,10 @@ from acrl.parts.workers import picklable_env
 
 
 @dataclass
-class IMPALAConfig(RunConfig):
+class IMPALAConfig(ActorCriticConfig):
     """IMPALA hyperparameters; defaults are the paper's Atari settings (Espeholt et al. 2018, Table G.1; the
-    DMLab ones of Table D.1 share them but for the unroll length), with acrl's 64-64 tanh networks for vectors.
+    DMLab ones of Table D.1 share them but for the unroll length), with acrl's 64-64 tanh networks for vectors
+    (the model's settings are `ActorCriticConfig`'s).
 
     Attributes:
         actors: Ray actors, one CPU each (the paper's Atari runs had 48).
@@ -77,11 +78,6 @@ class IMPALAConfig(RunConfig):
         gamma: discount (0.99); vtrace_lambda: lambda of V-trace's traces (1).
         rho_bar, c_bar, pg_rho_bar: V-trace's clipping thresholds of rho, c and the policy gradient's rho (1).
         ent_coef: the entropy bonus's weight (0.01); vf_coef: the baseline cost (0.5).
-        hidden_sizes, activation, critic_hidden_sizes, shared_trunk: the MLP for vectors (see `ActorCritic`).
-        encoder: "auto" (from the observation space) or one of "mlp", "nature", "a3c", "minatar"; a run's
-            config.yaml records the one used.
-        lstm_hidden_size: cells of an LSTM after the encoder (0: feed-forward).
-        log_std_init, log_std_min: the Gaussian policy's initial log-std and floor (Box actions).
     """
 
     actors: int = 2
@@ -99,14 +95,6 @@ class IMPALAConfig(RunConfig):
     pg_rho_bar: float = 1.0
     ent_coef: float = 0.01
     vf_coef: float = 0.5
-    hidden_sizes: tuple[int, ...] = (64, 64)
-    critic_hidden_sizes: tuple[int, ...] | None = None
-    activation: str = "tanh"
-    encoder: str = "auto"
-    shared_trunk: bool = False
-    lstm_hidden_size: int = 0
-    log_std_init: float = 0.0
-    log_std_min: float = -5.0
 
     def validate(self) -> None:
         """Raise `InputError` for values IMPALA cannot run with (see the attribute list)."""
@@ -118,7 +106,6 @@ class IMPALAConfig(RunConfig):
             raise InputError("rmsprop_alpha must lie in [0, 1) and rmsprop_eps must be >= 0.")
         if self.ent_coef < 0 or self.vf_coef < 0:
             raise InputError("ent_coef and vf_coef must be >= 0.")
-        check_model_settings(self)
 
 
 def batch_unrolls(unrolls: list[Unroll], device: torch.device) -> dict[str, Any]:
@@ -236,7 +223,6 @@ class IMPALA(Agent):
     def _build(self) -> None:
         cfg = self.config
         self.model = ActorCritic.from_config(self.observation_space, self.action_space, cfg).to(self.device)
-        cfg.encoder, cfg.shared_trunk = self.model.encoder_name, self.model.shared_trunk  # for config.yaml
         self.optimizer = SharedRMSprop(
             self.model.parameters(), lr=cfg.learning_rate, alpha=cfg.rmsprop_alpha, eps=cfg.rmsprop_eps, eps_inside=True
         )

@@ -38,10 +38,10 @@ import numpy as np
 import torch
 
 from acrl.algos.base import Agent
-from acrl.core.config import RunConfig, in_unit_interval, positive
+from acrl.core.config import in_unit_interval, positive
 from acrl.core.envs import make_vec_env
 from acrl.core.errors import InputError
-from acrl.parts.actor_critic import Action, ActorCritic, State, check_model_settings
+from acrl.parts.actor_critic import Action, ActorCritic, ActorCriticConfig, State
 from acrl.parts.normalization import ObservationNormalizer, RewardScaler
 from acrl.parts.observations import make_normalizer
 from acrl.parts.optim import anneal_learning_rate, clip_grad_norm, flatten_parameters
@@ -51,8 +51,9 @@ from acrl.parts.stats import EpisodeStats
 
 
 @dataclass
-class PPOConfig(RunConfig):
-    """PPO hyperparameters; defaults are the paper's MuJoCo settings (Schulman et al. 2017, Table 3).
+class PPOConfig(ActorCriticConfig):
+    """PPO hyperparameters; defaults are the paper's MuJoCo settings (Schulman et al. 2017, Table 3). The model's
+    settings are `ActorCriticConfig`'s: by default a 64-64 tanh actor and critic, separate, for vectors.
 
     Attributes:
         n_steps: steps per environment per rollout (the horizon T).
@@ -70,15 +71,8 @@ class PPOConfig(RunConfig):
             vectors and off for image frames, which the network scales; true is refused for frames; a
             run's config.yaml records the value used); obs_clip: bound after normalising.
         normalize_reward: scale rewards by the running std of the discounted return.
-        hidden_sizes: hidden layers of the actor and of the critic (separate networks; vector observations).
-        activation: "tanh" or "relu" (vector observations).
-        encoder: the observation encoder, "auto" (from the observation space: "mlp" for vectors,
-            "nature" for frames of 36x36 or more, else "minatar") or one of "mlp", "nature", "a3c",
-            "minatar" (`acrl.parts.encoders`); a run's config.yaml records the one used.
-        log_std_init: initial log-std of the Gaussian policy; log_std_min: its floor.
         critic_weight_decay: L2 weight decay on the critic's parameters (Adam's weight_decay).
-        lstm_hidden_size: cells of the LSTM between the encoder and the heads (0: a feed-forward
-            policy); seq_len: the steps of a training sequence with an LSTM (None: n_steps, each
+        seq_len: the steps of a training sequence with an LSTM (lstm_hidden_size > 0; None: n_steps, each
             environment's whole rollout, as CleanRL's ppo_atari_lstm); it must divide n_steps and
             batch_size (a minibatch is batch_size / seq_len sequences).
     """
@@ -100,13 +94,7 @@ class PPOConfig(RunConfig):
     normalize_obs: bool | None = None
     obs_clip: float = 10.0
     normalize_reward: bool = False
-    hidden_sizes: tuple[int, ...] = (64, 64)
-    activation: str = "tanh"
-    log_std_init: float = 0.0
-    log_std_min: float = -5.0
     critic_weight_decay: float = 0.0
-    encoder: str = "auto"
-    lstm_hidden_size: int = 0
     seq_len: int | None = None
 
     def validate(self) -> None:
@@ -132,7 +120,6 @@ class PPOConfig(RunConfig):
                 f"{self.n_steps} * {self.n_envs} = {rollout}; got {self.batch_size}. "
                 f"Divisors of {rollout} that work: {', '.join(map(str, divisors))}."
             )
-        check_model_settings(self, ("hidden_sizes",))
         if self.ent_coef < 0 or self.vf_coef < 0 or self.critic_weight_decay < 0:
             raise InputError("ent_coef, vf_coef and critic_weight_decay must be >= 0.")
         if self.seq_len is not None and not self.lstm_hidden_size:
@@ -182,23 +169,13 @@ class PPO(Agent):
     algo = "ppo"
     config_class = PPOConfig
     image_observations = True
+    bf16_on_frames = True  # Pong: 1.29x the steps/s, MinAtar: learning parity (docs/benchmarks.md, bfloat16)
     config: PPOConfig
 
     def _build(self) -> None:
         cfg = self.config
         space = self.observation_space
-        self.model = ActorCritic(
-            space,
-            self.action_space,
-            cfg.hidden_sizes,
-            cfg.activation,
-            cfg.encoder,
-            cfg.channels,
-            cfg.lstm_hidden_size,
-            log_std_init=cfg.log_std_init,
-            log_std_min=cfg.log_std_min,
-        )
-        cfg.encoder = self.model.encoder_name  # for config.yaml
+        self.model = ActorCritic.from_config(space, self.action_space, cfg)
         self.nets = {"model": self.model}
         # The actor's parameters and gradients are one flat tensor and the critic's another
         # (`flatten_parameters`, on the agent's device): zeroing the gradients, clipping their norm

@@ -6,14 +6,15 @@ says what was used. Checkpoints are device-free: `acrl.core.checkpoint.load_chec
 every tensor to the CPU and the agent moves them to its own device, so a checkpoint written on
 a GPU loads on a CPU-only machine and the reverse.
 
-Precision: `precision="fp32" | "bf16"` in every config. "bf16" runs the networks' forward passes under
+Precision: `precision="auto" | "fp32" | "bf16"` in every config. "bf16" runs the networks' forward passes under
 `torch.autocast(device_type, dtype=torch.bfloat16)` (`precision_context`, the one place that decides it;
 the algorithms enter it around acting and around their updates' forward passes and losses, never around
 `backward` or an optimizer step, whose gradients follow the dtypes autocast chose). Parameters, gradients,
 optimizer state, returns, advantages, targets, losses and checkpoints stay float32: every network returns
 float32 whatever it computed inside (`acrl.parts.nets`), docs/correctness.md item 16. "bf16" is refused
 where the hardware has no bfloat16 arithmetic (`check_precision`: a CPU without AVX512-BF16, AMX-BF16 or
-Arm's BF16, where autocast would emulate it slower than float32; a GPU older than Ampere).
+Arm's BF16, where autocast would emulate it slower than float32; a GPU older than Ampere). "auto", the default,
+is `auto_precision`'s choice, which the agent records in its config (config.yaml says which one ran).
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ FP32_HINT = "--set precision=fp32 for a new run; --precision fp32 for acrl resum
 """How a user asks for float32 instead, in `check_precision`'s refusals."""
 
 PRECISIONS = ("fp32", "bf16")
-"""The values of a config's `precision`: float32 throughout, or bfloat16 autocast of the networks' forward passes."""
+"""The precisions a run computes in: float32 throughout, or bfloat16 autocast of the networks' forward passes. A
+config's `precision` is one of them or "auto" (`auto_precision`)."""
 
 BF16_CPU_FEATURES = ("avx512_bf16", "amx_bf16", "bf16")
 """CPU features with bfloat16 arithmetic in hardware, as `torch.cpu.get_capabilities` and Linux's /proc/cpuinfo
@@ -115,6 +117,14 @@ def cpu_bf16_features(cpuinfo: Path = Path("/proc/cpuinfo")) -> tuple[str, ...]:
         return ()
     flags = set(" ".join(re.findall(r"^(?:flags|Features)\s*:(.*)$", text, re.MULTILINE)).split())
     return tuple(name for name in BF16_CPU_FEATURES if name in flags)
+
+
+def auto_precision(device: torch.device, bf16_pays: bool) -> str:
+    """What a config's `precision="auto"` runs: "bf16" where the agent says bfloat16 pays (`bf16_pays`:
+    `acrl.algos.base.Agent.bf16_on_frames` with image observations) and `device` is a CPU with bfloat16
+    instructions (`cpu_bf16_features`); "fp32" elsewhere: a CPU without them is never slowed by emulated
+    bfloat16, and on a GPU bf16 is not measured yet (ask for it with precision="bf16")."""
+    return "bf16" if bf16_pays and device.type == "cpu" and cpu_bf16_features() else "fp32"
 
 
 def check_precision(device: torch.device, precision: str) -> None:

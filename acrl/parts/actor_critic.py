@@ -38,13 +38,14 @@ costs more than the arithmetic), a CNN as a module. Callers act under `torch.no_
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import gymnasium as gym
 import torch
 from torch import nn
 
-from acrl.core.config import layer_widths
+from acrl.core.config import RunConfig, layer_widths
 from acrl.core.errors import InputError
 from acrl.parts.encoders import make_encoder
 from acrl.parts.heads import CategoricalHead, GaussianHead, head_on
@@ -129,15 +130,44 @@ class ObservationCritic(ValueNet):
         return self.net(obs).squeeze(-1).float()
 
 
-def check_model_settings(config: Any, layers: tuple[str, ...] = ("hidden_sizes", "critic_hidden_sizes")) -> None:
-    """Raise `InputError` for a config's model fields that no `ActorCritic` is built from (PPO's, A3C's and
-    IMPALA's validate): an activation not in `acrl.parts.nets.ACTIVATIONS`, a field of `layers` that is not a
-    list of positive widths, a negative lstm_hidden_size."""
-    if config.activation not in ACTIVATIONS:
-        raise InputError(f"activation must be one of {', '.join(ACTIVATIONS)}, got {config.activation!r}.")
-    layer_widths(config, *layers)
-    if config.lstm_hidden_size < 0:
-        raise InputError(f"lstm_hidden_size must be >= 0 (0: no LSTM), got {config.lstm_hidden_size}.")
+@dataclass
+class ActorCriticConfig(RunConfig):
+    """The model settings of the actor-critic algorithms (PPO, A3C, IMPALA, APPO), one `ActorCritic` built from
+    them (`ActorCritic.from_config`); each algorithm's config extends this one.
+
+    Attributes:
+        hidden_sizes: the MLP's hidden layers for vector observations: the actor's, or the shared trunk's;
+            critic_hidden_sizes: the separate critic's (None: hidden_sizes; unused with a shared trunk).
+        activation: "tanh" or "relu" (vector observations).
+        encoder: the observation encoder, "auto" (from the observation space: "mlp" for vectors, "nature" for
+            frames of 36x36 or more, else "minatar") or one of "mlp", "nature", "a3c" (the A3C paper's, Sec. 8),
+            "minatar" (`acrl.parts.encoders`); a run's config.yaml records the one used.
+        shared_trunk: the value as a head on the policy's trunk for vectors too (the A3C paper's nets; otherwise
+            a separate critic MLP); always on for frames and with an LSTM, where config.yaml records true.
+        lstm_hidden_size: cells of an LSTM after the encoder, shared by the policy and the value (0: a
+            feed-forward model; the A3C paper's LSTM agent has 256).
+        log_std_init / log_std_min: the Gaussian policy's initial log-std and its floor (Box actions).
+    """
+
+    hidden_sizes: tuple[int, ...] = (64, 64)
+    critic_hidden_sizes: tuple[int, ...] | None = None
+    activation: str = "tanh"
+    encoder: str = "auto"
+    shared_trunk: bool = False
+    lstm_hidden_size: int = 0
+    log_std_init: float = 0.0
+    log_std_min: float = -5.0
+
+    def validate(self) -> None:
+        """Raise `InputError` for model settings no `ActorCritic` is built from: an activation not in
+        `acrl.parts.nets.ACTIVATIONS`, layers that are not a list of positive widths, a negative
+        lstm_hidden_size; then the algorithm's own checks (subclasses extend this)."""
+        super().validate()
+        if self.activation not in ACTIVATIONS:
+            raise InputError(f"activation must be one of {', '.join(ACTIVATIONS)}, got {self.activation!r}.")
+        layer_widths(self, "hidden_sizes", "critic_hidden_sizes")
+        if self.lstm_hidden_size < 0:
+            raise InputError(f"lstm_hidden_size must be >= 0 (0: no LSTM), got {self.lstm_hidden_size}.")
 
 
 class ActorCritic(nn.Module):
@@ -203,12 +233,15 @@ class ActorCritic(nn.Module):
 
     @classmethod
     def from_config(
-        cls, observation_space: gym.spaces.Box, action_space: gym.spaces.Discrete | gym.spaces.Box, config: Any
+        cls,
+        observation_space: gym.spaces.Box,
+        action_space: gym.spaces.Discrete | gym.spaces.Box,
+        config: ActorCriticConfig,
     ) -> ActorCritic:
-        """The actor-critic a config's fields describe (A3C's and IMPALA's: hidden_sizes, activation, encoder,
-        channels, lstm_hidden_size, shared_trunk, critic_hidden_sizes, log_std_init, log_std_min), on the CPU.
-        Raises what the constructor raises."""
-        return cls(
+        """The actor-critic a config describes (its `ActorCriticConfig` fields and `channels`), on the CPU. The
+        config then records what `"auto"` and the frames resolved to, for config.yaml: the encoder used and
+        whether the value shares the trunk. Raises what the constructor raises."""
+        model = cls(
             observation_space,
             action_space,
             config.hidden_sizes,
@@ -221,6 +254,8 @@ class ActorCritic(nn.Module):
             config.log_std_init,
             config.log_std_min,
         )
+        config.encoder, config.shared_trunk = model.encoder_name, model.shared_trunk
+        return model
 
     @staticmethod
     def _rebuild_chain(module: nn.Module, incompatible_keys: Any) -> None:

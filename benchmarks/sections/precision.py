@@ -41,8 +41,33 @@ The CPU's bfloat16 features: {features}. {conditions(d)}
 
 Faster in bf16: {faster}; slower: {slower}. bf16 pays where the products are large (batches of hundreds through
 convolutions or wide layers) and costs where they are small: A3C acts at batch 1 and its loss runs over 20 steps,
-where autocast's casts outweigh the faster products. `fp32` stays the default; `--set precision=bf16` is there
-for the large-batch updates measured faster here.{parity(results)}"""
+where autocast's casts outweigh the faster products.{fused_adam(results)}
+
+The default, `precision=auto`, is bf16 for PPO on image observations on a CPU with bfloat16
+instructions{whole_loop(results)}, with its learning parity below, and fp32 everywhere
+else (A3C, vectors, a GPU, a CPU without them); config.yaml records the one that ran. `--set precision=bf16` asks
+for it elsewhere, such as the BCQ and SAC updates measured faster here.{parity(results)}"""
+
+
+def fused_adam(results: dict[str, dict]) -> str:
+    """A3C's worker timed again after its shared Adam moved to torch's fused kernel (precision_a3c.json, the part
+    a3c_atari of benchmarks/precision.py); empty without it."""
+    d = results.get("precision_a3c")
+    if d is None:
+        return ""
+    before, after = results["precision"]["parts"]["a3c_atari"], d["parts"]["a3c_atari"]
+    return (
+        f" A3C's worker again after its shared Adam moved to torch's fused kernel (`{d['meta']['command']}` at "
+        f"{d['meta']['commit'][:7]}, {d['meta']['date'][:16].replace('T', ' ')} UTC, the same machine kind): fp32 "
+        f"{n(after['fp32'], 1)} updates/s against {n(before['fp32'], 1)} in the table, bf16 {n(after['bf16'], 1)} "
+        f"({x(after['ratio_bf16_over_fp32'])} fp32's)."
+    )
+
+
+def whole_loop(results: dict[str, dict]) -> str:
+    """PPO's whole training loop in bf16 against fp32 on Atari (atari_speed.json's part ppo_bf16); empty without it."""
+    ratio = results.get("atari_speed", {}).get("results", {}).get("ratios", {}).get("bf16/fp32")
+    return "" if ratio is None else f" (its whole training loop on Atari {x(ratio)} fp32's, the Atari speed section)"
 
 
 def parity(results: dict[str, dict]) -> str:

@@ -9,6 +9,11 @@ import numpy as np
 import pytest
 import torch
 
+from acrl.algos.a3c import A3CConfig
+from acrl.algos.appo import APPOConfig
+from acrl.algos.impala import IMPALAConfig
+from acrl.algos.ppo import PPOConfig
+from acrl.core.errors import InputError
 from acrl.parts.actor_critic import ActorCritic, FeedForwardCore
 from acrl.parts.recurrent import LSTMCore
 from tests.conftest import hand_lstm, script_ramp_lstm
@@ -124,6 +129,27 @@ def test_frames_share_the_trunk_and_vectors_do_not_unless_asked():
     assert ActorCritic(box(3), gym.spaces.Discrete(2), shared_trunk=True).shared_trunk
     lstm = ActorCritic(box(3), gym.spaces.Discrete(2), lstm_hidden_size=4)
     assert lstm.shared_trunk and isinstance(lstm.actor.core, LSTMCore)
+
+
+@pytest.mark.parametrize("config_class", [PPOConfig, A3CConfig, IMPALAConfig, APPOConfig])
+def test_every_actor_critic_config_checks_and_records_the_model_settings(config_class):
+    """The settings are declared and checked once (`ActorCriticConfig`), for every on-policy algorithm; the
+    config then records what "auto" and frames resolved to: a 12x12 frame takes the MinAtar CNN (under 36x36)
+    and shares the trunk, though shared_trunk was asked false."""
+    for values, message in (
+        ({"activation": "gelu"}, "activation must be one of"),
+        ({"critic_hidden_sizes": (64, 0)}, "critic_hidden_sizes must be a non-empty list of positive"),
+        ({"lstm_hidden_size": -1}, "lstm_hidden_size must be >= 0"),
+    ):
+        with pytest.raises(InputError, match=message):
+            config_class(**values).validate()
+    config = config_class(channels="last")
+    ActorCritic.from_config(gym.spaces.Box(0, 255, (12, 12, 3), np.uint8), gym.spaces.Discrete(2), config)
+    assert (config.encoder, config.shared_trunk) == ("minatar", True)
+    config = config_class(shared_trunk=True, hidden_sizes=(8,))
+    model = ActorCritic.from_config(box(3), gym.spaces.Discrete(2), config)
+    assert (config.encoder, config.shared_trunk) == ("mlp", True)
+    assert sum(p.numel() for p in model.parameters()) == (3 * 8 + 8) + (8 * 2 + 2) + (8 + 1)
 
 
 # ------------------------------------------------------------------ the interface with an LSTM core

@@ -119,9 +119,10 @@ def test_benchmarks_write_to_the_scratch_folder_by_default():
 
 def test_the_pixel_benchmarks_render_from_their_results(tmp_path):
     """minatar_vs_sb3.json and atari_speed.json (hand-made, small) each add a section and README rows:
-    PPO 1,500 against SB3's 1,000 steps/s is 1.50× (goal ≥ 1.5× met), 2,000 against 1,250 on 2 threads 1.60×,
-    1,500 of the raw env's 3,000 is 50%,
-    A3C 2,400 against A2C 1,600 is 1.50× (goal ≥ 2× not met), a peak RSS of 900.4 MB is 900 MB (≤ 2 GB met);
+    PPO 1,500 against SB3's 1,000 steps/s is 1.50× (goal ≥ 2.5× not met), in bf16 2,600 is 2.60× (met) and
+    1.73× fp32's, 2,000 against 1,250 on 2 threads 1.60×, 1,500 of the raw env's 3,000 is 50%; the bf16 update's
+    75 GFLOP/s, the faster, is 75% of the best rate 100 (goal ≥ 70% met);
+    A3C 2,400 against A2C 1,600 is 1.50× (goal ≥ 3× not met), a peak RSS of 900.4 MB is 900 MB (≤ 2 GB met);
     on MinAtar acrl PPO's IQM 10 is below SB3 PPO's 12, so 0 of 1 rows are at or above. Without the files
     the page has neither section (test_committed_page_is_what_the_results_build)."""
     report = benchmark_module()
@@ -148,7 +149,16 @@ def test_the_pixel_benchmarks_render_from_their_results(tmp_path):
             "raw": {"steps_per_s": 3000.0},
             "memory": {"self_mb": 900.4, "children_mb": 0.0},
             "a3c": {"acrl A3C": {"steps_per_s": 2400.0}, "SB3 A2C": {"steps_per_s": 1600.0}, "ratio": 1.5},
-            "ratios": {"acrl/sb3": 1.5, "acrl/raw": 0.5},
+            "ppo_bf16": {"steps_per_s": 2600.0},
+            "ratios": {"acrl/sb3": 1.5, "acrl/raw": 0.5, "acrl bf16/sb3": 2.6, "bf16/fp32": 2600 / 1500},
+            "roofline": {
+                "rates_gflops": {"fp32": {"best": 60.0}, "bf16": {"best": 100.0}},
+                "best_gflops": 100.0,
+                "fp32": {"update_gflops": 45.0, "rollout_gflops": 10.0},
+                "bf16": {"update_gflops": 75.0, "rollout_gflops": 12.5},
+                "update_flops_per_sample": 55_100_000,
+                "update_of_best": 0.75,
+            },
             "threads": {"threads": 2, "acrl": 2000.0, "sb3": 1250.0, "ratio": 1.6},
         },
     }
@@ -157,19 +167,27 @@ def test_the_pixel_benchmarks_render_from_their_results(tmp_path):
     page = report.render(results)
     assert "| Breakout-v1 | acrl PPO | 10.00 | [9.00, 11.00] | 10.00 | 10.0 |" in page
     assert "Target (acrl's IQM at or above SB3's on every row) **not met**: below on acrl PPO on Breakout-v1." in page
-    assert "acrl 1,500, SB3 1,000: **1.50×** (goal ≥ 1.5×: **met**)" in page
+    assert "acrl 1,500, SB3 1,000: **1.50×** (goal ≥ 2.5×: **not met**)" in page
+    assert "2,600 steps/s, 1.73× fp32's: **2.60×** SB3's (goal ≥ 2.5×: **met**)" in page
+    assert "The update: fp32 45.0, bf16 75.0 GFLOP/s" in page and "55.1 MFLOP a sample); the faster is **75%**" in page
+    assert (
+        "(100.0 GFLOP/s, the fastest of the CNN's convolutions and torch.mm in fp32 and bf16; goal ≥ 70%: **met**)"
+        in (page)
+    )
+    assert "The rollout's forward passes: fp32 10.0, bf16 12.5 GFLOP/s." in page
     assert "3,000 steps/s; acrl PPO runs at 50% of it." in page
     assert "The same on 2 torch threads" in page and "acrl 2,000, SB3 1,250: **1.60×**." in page
     assert "Peak RSS of the acrl PPO process: 900 MB (goal ≤ 2,048 MB: **met**)" in page
-    assert "2,400 steps/s against SB3 A2C with as many envs, n_steps 5: 1,600: **1.50×** (goal ≥ 2×: **not met**)" in (
+    assert "2,400 steps/s against SB3 A2C with as many envs, n_steps 5: 1,600: **1.50×** (goal ≥ 3×: **not met**)" in (
         page
     )
     glance = report.with_glance("x\n<!-- results:start -->\n<!-- results:end -->\n", results)
     assert (
-        "| PPO Atari training steps/s against SB3 (8 envs) | 1.50× (1 thread), 1.60× (2 threads) | ≥ 1.5×: met on 1 "
-        in (glance)
+        "| PPO Atari training steps/s against SB3 (8 envs) | 1.50× (1 thread), 2.60× (1 thread, bf16), 1.60× "
+        "(2 threads) | ≥ 2.5× on 1 thread: met |" in glance
     )
-    assert "| A3C Atari, 2 workers, against SB3 A2C, 2 envs (t_max 5) | 1.50× | ≥ 2×: not met |" in glance
+    assert "| A3C Atari, 2 workers, against SB3 A2C, 2 envs (t_max 5) | 1.50× | ≥ 3×: not met |" in glance
+    assert "| PPO Atari update against the best kernel (fp32 or bf16) | 75% | ≥ 70%: met |" in glance
     assert "| Peak RSS of a PPO Atari run | 900 MB | ≤ 2 GB: met |" in glance
     assert "| 0 of 1 | every row: not met |" in glance
 
