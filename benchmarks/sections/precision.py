@@ -57,10 +57,9 @@ def fused_adam(results: dict[str, dict]) -> str:
         return ""
     before, after = results["precision"]["parts"]["a3c_atari"], d["parts"]["a3c_atari"]
     return (
-        f" A3C's worker again after its shared Adam moved to torch's fused kernel (`{d['meta']['command']}` at "
-        f"{d['meta']['commit'][:7]}, {d['meta']['date'][:16].replace('T', ' ')} UTC, the same machine kind): fp32 "
-        f"{n(after['fp32'], 1)} updates/s against {n(before['fp32'], 1)} in the table, bf16 {n(after['bf16'], 1)} "
-        f"({x(after['ratio_bf16_over_fp32'])} fp32's)."
+        f" A3C's worker timed again after its shared Adam moved to torch's fused kernel: fp32 {n(after['fp32'], 1)} "
+        f"updates/s against {n(before['fp32'], 1)} in the table, bf16 {n(after['bf16'], 1)} "
+        f"({x(after['ratio_bf16_over_fp32'])} fp32's). {conditions(d)}"
     )
 
 
