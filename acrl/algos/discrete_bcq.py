@@ -32,7 +32,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from acrl.algos.q_learning import QLearningAgent, QLearningConfig
+from acrl.algos.q_learning import OfflineQLearningConfig, QLearningAgent
 from acrl.core.config import RunConfig
 from acrl.core.errors import InputError
 from acrl.parts.encoders import make_encoder
@@ -40,25 +40,16 @@ from acrl.parts.nets import output_layer
 
 
 @dataclass
-class DiscreteBCQConfig(QLearningConfig):
+class DiscreteBCQConfig(OfflineQLearningConfig):
     """Discrete BCQ hyperparameters: the authors' non-Atari settings (sfujim/BCQ discrete_BCQ/main.py).
 
-    Attributes (besides QLearningConfig's: Adam, polyak tau 0.005 every update, no clipping):
-        env_id: the environment used for evaluation (default: the dataset's `env_id`).
-        total_steps: gradient updates (50,000).
-        batch_size: transitions per update (64).
-        learning_rate: Adam step size of the Q-network and imitation head (3e-4).
-        hidden_sizes: hidden ReLU layers of the Q-network and of the imitation head (256, 256).
+    Attributes (besides OfflineQLearningConfig's, the learning settings; its hidden_sizes are the Q-network's
+    and the imitation head's):
         threshold: tau: an action is allowed when G(a|s) / max G(.|s) > threshold; in [0, 1)
             (0.3). 0 allows every action (DQN), values near 1 imitate.
         imitation_l2: weight of the mean squared imitation logits in the loss (0.01).
     """
 
-    env_id: str = "CartPole-v1"
-    total_steps: int = 50_000
-    batch_size: int = 64
-    learning_rate: float = 3e-4
-    hidden_sizes: tuple[int, ...] = (256, 256)
     threshold: float = 0.3
     imitation_l2: float = 0.01
 

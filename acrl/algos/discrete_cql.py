@@ -26,32 +26,21 @@ from typing import Any, ClassVar
 
 import torch
 
-from acrl.algos.q_learning import QLearningAgent, QLearningConfig
+from acrl.algos.q_learning import OfflineQLearningConfig, QLearningAgent
 from acrl.core.config import RunConfig
 from acrl.core.errors import InputError
 from acrl.parts.heads import DiscreteQ
 
 
 @dataclass
-class DiscreteCQLConfig(QLearningConfig):
+class DiscreteCQLConfig(OfflineQLearningConfig):
     """Discrete CQL hyperparameters: the penalty's weight alpha 1.0 (Kumar et al. 2020, Appendix F; d3rlpy's
-    DiscreteCQL), with the learning settings of acrl's other discrete offline learner, discrete BCQ (the
-    authors' non-Atari settings, sfujim/BCQ discrete_BCQ/main.py), so the two compare on the same footing.
+    DiscreteCQL), with discrete BCQ's learning settings (`OfflineQLearningConfig`).
 
-    Attributes (besides QLearningConfig's: Adam, polyak tau 0.005 every update, no clipping):
-        env_id: the environment used for evaluation (default: the dataset's `env_id`).
-        total_steps: gradient updates (50,000).
-        batch_size: transitions per update (64).
-        learning_rate: Adam step size (3e-4).
-        hidden_sizes: hidden ReLU layers of the Q-network's MLP, vector observations (256, 256).
+    Attributes (besides OfflineQLearningConfig's):
         cql_alpha: alpha, the penalty's weight, >= 0 (1.0; 0 is offline Double DQN).
     """
 
-    env_id: str = "CartPole-v1"
-    total_steps: int = 50_000
-    batch_size: int = 64
-    learning_rate: float = 3e-4
-    hidden_sizes: tuple[int, ...] = (256, 256)
     cql_alpha: float = 1.0
 
     def validate(self) -> None:

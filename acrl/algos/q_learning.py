@@ -97,6 +97,25 @@ class QLearningConfig(TDConfig):
         layer_widths(self, "hidden_sizes")
 
 
+@dataclass
+class OfflineQLearningConfig(QLearningConfig):
+    """The learning settings of the discrete offline learners, discrete BCQ and discrete CQL, so that the two
+    compare on the same footing: discrete BCQ's authors' non-Atari settings (sfujim/BCQ discrete_BCQ/main.py).
+
+    Attributes (besides QLearningConfig's: Adam, 256-256 ReLU layers, polyak tau 0.005 every update, no
+    clipping):
+        env_id: the environment used for evaluation (default: the dataset's `env_id`).
+        total_steps: gradient updates (50,000).
+        batch_size: transitions per update (64).
+        learning_rate: Adam step size (3e-4).
+    """
+
+    env_id: str = "CartPole-v1"
+    total_steps: int = 50_000
+    batch_size: int = 64
+    learning_rate: float = 3e-4
+
+
 @torch.no_grad()
 def double_q_target(
     next_actions: torch.Tensor,
