@@ -109,11 +109,17 @@ def glance(results: dict[str, dict]) -> str:
         runs = results["a3c_pong_reference"]["runs"]
         scores = [r["best_checkpoint_fresh_10_games"] for r in runs.values()]
         hours = [r["hours_to_best"] - r.get("paused_hours", 0.0) for r in runs.values()]
+        result = f"{', '.join(signed(v, 1) for v in scores)} ({len(scores)} of 3 seeds; "
+        result += f"{', '.join(f'{h:.1f}' for h in hours)} h)"
+        for seed, r in results.get("a3c_pong_reference_sticky", {}).get("runs", {}).items():
+            result += (
+                f"; with sticky actions (ALE/Pong-v5), seed {seed}: {signed(r['best_checkpoint_fresh_10_games'], 1)} "
+                f"({r['hours_to_best']:.1f} h)"
+            )
         rows.append(
             [
                 "A3C Pong (no sticky actions), 2 workers, best.pt on 10 games (the `reference` preset)",
-                f"{', '.join(signed(v, 1) for v in scores)} ({len(scores)} of 3 seeds; "
-                f"{', '.join(f'{h:.1f}' for h in hours)} h)",
+                result,
                 f"≥ +18 within 2 h: {said(min(scores) >= 18 and max(hours) <= 2)}",
             ]
         )
