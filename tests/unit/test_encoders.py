@@ -4,8 +4,10 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 
 from acrl.core.errors import InputError
+from acrl.parts import encoders
 from acrl.parts.encoders import CNNEncoder, make_encoder
 from acrl.parts.heads import head_on
 
@@ -66,6 +68,32 @@ def test_uint8_frames_are_scaled_by_1_over_255_and_transposed_inside_the_network
     expected = reference(encoder, obs.permute(0, 3, 1, 2).float() / 255.0)
     torch.testing.assert_close(encoder(obs), expected, rtol=1e-5, atol=1e-6)
     assert not torch.allclose(encoder(obs), reference(encoder, obs.permute(0, 3, 1, 2).float()))
+
+
+def test_under_bf16_autocast_the_frames_reach_the_first_convolution_as_bfloat16_and_lose_nothing(monkeypatch):
+    encoder, _, _ = make_encoder(frames((4, 84, 84)), "a3c", (), "tanh")  # Atari's channels-first frames
+    obs = torch.randint(0, 256, (3, 4, 84, 84), dtype=torch.uint8)
+    obs[0, 0, :2, :2] = torch.tensor([[0, 255], [254, 1]], dtype=torch.uint8)
+    first = encoder.net[0]
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        # float32 frames that autocast casts for the convolution: 0..255 are exact in bfloat16 as in float32
+        x = F.conv2d(
+            obs.float().contiguous(memory_format=torch.channels_last), first.weight * (1.0 / 255.0), first.bias, 4
+        )
+        for layer in list(encoder.net)[1:]:
+            x = layer(x)
+        seen = []
+        conv2d = F.conv2d
+        monkeypatch.setattr(
+            encoders.F,
+            "conv2d",
+            lambda x, *args: (
+                seen.append((x.dtype, x.is_contiguous(memory_format=torch.channels_last))) or conv2d(x, *args)
+            ),
+        )
+        features = encoder(obs)
+    assert seen[0] == (torch.bfloat16, True)  # the first convolution's input (the others follow it)
+    assert torch.equal(features, x)
 
 
 def test_bool_frames_are_cast_without_scaling_and_channels_first_stay():
