@@ -38,6 +38,9 @@ picks up where it stopped:
   2 hours each at 600 steps/s), 5 whole games every 250k steps; then best.pt on 10 fresh games. The issue's goal:
   >= +18 within 2 hours and 4M steps. Each run's sessions (steps, commit, CPU, load) come from its sessions.json.
 - `a3c_pong_reference_sticky`: the same on ALE/Pong-v5 (ALE v5's sticky actions, 0.25), seed 0.
+- `impala_pong`: `acrl train impala --env PongNoFrameskip-v4 --actors 2` (the Atari preset: the paper's shallow
+  agent with an LSTM, 4M steps) for seed 0, evaluated as the A3C runs. The issue's goal (#49): >= +18 with A3C's
+  Pong budget, 2 hours of wall clock and 4M agent steps. About 1.2k steps/s here: an hour.
 - `a3c_lstm_popgym`: `acrl train a3c --env popgym-PositionOnlyCartPoleEasy-v0 --workers 2` with the
   `default` preset (256 LSTM cells) and the `feed_forward` one (the same without the LSTM), seeds
   0-2 each (150k steps, a few minutes a run); the statistic is the run's last evaluation (10
@@ -75,6 +78,7 @@ picks up where it stopped:
     python benchmarks/seed_runs.py a3c_pong --out benchmarks/results/a3c_pong.json
     python benchmarks/seed_runs.py a3c_pong_reference --out benchmarks/results/a3c_pong_reference.json
     python benchmarks/seed_runs.py a3c_pong_reference_sticky --out benchmarks/results/a3c_pong_reference_sticky.json
+    python benchmarks/seed_runs.py impala_pong --out benchmarks/results/impala_pong.json
     python benchmarks/seed_runs.py sac_hopper --jobs 3 --out benchmarks/results/sac_hopper.json
     python benchmarks/seed_runs.py dqn_cartpole --out benchmarks/results/dqn_cartpole.json
     python benchmarks/seed_runs.py ppo_ant_1m --jobs 2 --out benchmarks/results/ppo_ant_1m_rerun.json
@@ -188,6 +192,7 @@ TRAIN = {
         *("a3c", "--env", "ALE/Pong-v5", "--preset", "reference", "--workers", "2"),
         *("--set", *ATARI_EVAL),
     ],
+    "impala_pong": [*("impala", "--env", "PongNoFrameskip-v4", "--actors", "2"), *("--set", *ATARI_EVAL)],
 }
 SEEDS = {
     "ppo_pong": range(1),
@@ -197,6 +202,7 @@ SEEDS = {
     "a3c_pong": range(1),
     "a3c_pong_reference": range(3),
     "a3c_pong_reference_sticky": range(1),
+    "impala_pong": range(1),
 }
 """Seeds where not 0-2: one Pong run is what fits in a session here."""
 SETTING_TRAIN = {

@@ -1,6 +1,6 @@
 """docs/benchmarks.md, the pixel sections: MinAtar against SB3 (minatar_vs_sb3.json), Atari speed
 (atari_speed.json) and Pong-v5 from pixels (ppo_pong.json, ppo_pong_no_sticky.json, a3c_pong.json,
-a3c_pong_reference.json, a3c_pong_reference_sticky.json)."""
+a3c_pong_reference.json, a3c_pong_reference_sticky.json, impala_pong.json)."""
 
 from __future__ import annotations
 
@@ -107,8 +107,8 @@ fresh process). {conditions(d)}
 
 def pong(results: dict[str, dict]) -> str:
     """PPO and A3C learning Pong-v5, and PPO and A3C on PongNoFrameskip-v4 (ppo_pong.json, ppo_pong_no_sticky.json,
-    a3c_pong.json, a3c_pong_reference.json, a3c_pong_reference_sticky.json from `seed_runs.py`); empty until one
-    exists."""
+    a3c_pong.json, a3c_pong_reference.json, a3c_pong_reference_sticky.json, impala_pong.json from `seed_runs.py`);
+    empty until one exists."""
     rows, notes = [], []
     for name, label, goal in (
         ("ppo_pong", "PPO, 8 envs (the `ALE/*-v5` preset), 2 torch threads", 18),
@@ -121,6 +121,7 @@ def pong(results: dict[str, dict]) -> str:
         ),
         ("a3c_pong_reference", "A3C `reference` on PongNoFrameskip-v4, 2 workers", 18),
         ("a3c_pong_reference_sticky", "A3C `reference` on ALE/Pong-v5, 2 workers", "(sticky actions' cost)"),
+        ("impala_pong", "IMPALA (the Atari preset) on PongNoFrameskip-v4, 2 actors", 18),
     ):
         if name not in results:
             continue
@@ -128,7 +129,7 @@ def pong(results: dict[str, dict]) -> str:
         for seed, r in d["runs"].items():
             score = r["best_checkpoint_fresh_10_games"]
             target = f"≥ +{goal}: {met(score >= goal)}" if isinstance(goal, int) else goal
-            if name == "a3c_pong_reference":  # the goal: best.pt within 2 h (paused time aside) and 4M steps
+            if name in ("a3c_pong_reference", "impala_pong"):  # best.pt within 2 h (paused time aside) and 4M steps
                 hours = r["hours_to_best"] - r.get("paused_hours", 0.0)
                 target = f"≥ +{goal} within 2 h: {met(score >= goal and hours <= 2.0)} ({hours:.1f} h to best.pt)"
             rows.append(
@@ -165,7 +166,7 @@ def pong(results: dict[str, dict]) -> str:
         "best.pt, 10 games",
         "goal",
     ]
-    return f"""## Pong-v5 from pixels: PPO and A3C
+    return f"""## Pong-v5 from pixels: PPO, A3C and IMPALA
 
 Whole games, raw scores (−21 to +21), deterministic actions; an agent step is 4 frames (ALE v5, sticky actions
 0.25; PongNoFrameskip-v4 is the same game and preprocessing without them, to tell what sticky actions cost from a
