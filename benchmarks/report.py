@@ -75,6 +75,7 @@ SECTIONS: list[Callable[[dict[str, dict]], str]] = [
     sweep.sweep_speedup,
     pixels.minatar_vs_sb3,
     pixels.atari_speed,
+    pixels.atari_profile,
     pixels.pong,
     memory.memory,
     dqn.dqn_vs_sb3,

@@ -105,6 +105,35 @@ fresh process). {conditions(d)}
 {body}"""
 
 
+def atari_profile(results: dict[str, dict]) -> str:
+    """Where PPO's Atari time goes, operator by operator, in fp32 and bf16 (atari_profile.json); empty until it
+    exists."""
+    d = results.get("atari_profile")
+    if d is None:
+        return ""
+    rows = []
+    for precision, p in d["profiles"].items():
+        for phase in ("collect", "update"):
+            r = p[phase]
+            ops = ", ".join(
+                f"{op['op'].removeprefix('aten::')} {pct(op['share'])}" for op in r["top"] if op["share"] >= 0.02
+            )
+            rows.append(
+                [precision, phase, n(r["wall_s"] / d["settings"]["rollouts"], 2), pct(r["outside_ops_share"]), ops]
+            )
+    return f"""### Where PPO's Atari time goes
+
+`python benchmarks/atari_profile.py` (torch.profiler, {d["settings"]["rollouts"]} rollouts and as many updates
+after a warm-up, one thread, {d["env"]}): the seconds of a rollout of 1,024 steps (`collect`) and of its update
+(4 epochs of 4 minibatches of 256) with the profiler on, the share outside torch's operators (the environment, which
+steps in ALE's threads, and Python), and the operators that took 2% or more of the phase's wall clock (self time).
+{conditions(d)}
+
+{table(["precision", "phase", "s per rollout", "outside torch", "operators (share of the wall clock)"], "llrrl", rows)}
+
+{d.get("reading", "")}"""
+
+
 def pong(results: dict[str, dict]) -> str:
     """PPO and A3C learning Pong-v5, and PPO and A3C on PongNoFrameskip-v4 (ppo_pong.json, ppo_pong_no_sticky.json,
     a3c_pong.json, a3c_pong_reference.json, a3c_pong_reference_sticky.json, impala_pong.json from `seed_runs.py`);

@@ -86,10 +86,11 @@ def parity(results: dict[str, dict]) -> str:
     commands = "; ".join(f"`{r['command']}`" for r in d["algos"].values())
     missing = [algo.upper() for algo in ("ppo", "a3c") if algo not in d["algos"]]
     todo = f"\n\nNot yet run: {', '.join(missing)}." if missing else ""
+    note = f"\n\n{d['note']}" if "note" in d else ""
     return f"""
 
 **Learning.** `python benchmarks/precision_parity.py` on {d["env_id"]}, {kilo(d["steps"])} environment steps per
 run, 3 seeds per precision, each algorithm's MinAtar preset: the final evaluation's IQM with its 95% bootstrap CI
 (`acrl sweep`'s statistic). Parity, the issue's test: the CIs overlap. Its sweeps: {commands}. {conditions(d)}
 
-{table(["algorithm", "fp32 IQM [95% CI]", "bf16 IQM [95% CI]", "CIs overlap"], "lrrl", rows)}{todo}"""
+{table(["algorithm", "fp32 IQM [95% CI]", "bf16 IQM [95% CI]", "CIs overlap"], "lrrl", rows)}{note}{todo}"""
