@@ -121,6 +121,27 @@ def atari_profile(results: dict[str, dict]) -> str:
             rows.append(
                 [precision, phase, n(r["wall_s"] / d["settings"]["rollouts"], 2), pct(r["outside_ops_share"]), ops]
             )
+    shares = {
+        precision: {phase: {op["op"]: op["share"] for op in p[phase]["top"]} for phase in ("collect", "update")}
+        for precision, p in d["profiles"].items()
+    }
+    fastest = "bf16" if "bf16" in shares else "fp32"
+    update, collect = shares[fastest]["update"], d["profiles"][fastest]["collect"]
+    conv = update.get("aten::convolution_backward", 0) + update.get("aten::mkldnn_convolution", 0)
+    raw = results.get("atari_speed", {}).get("results", {}).get("raw")
+    emulator = (
+        f": the raw env alone takes {n(1024 / raw['steps_per_s'], 2)} s for 1,024 steps (the Atari speed section)"
+        if raw
+        else ""
+    )
+    reading = (
+        f"In {fastest}, the update is mostly the convolutions ({pct(conv)}, backward and forward), then copies "
+        f"(`copy_`, {pct(update.get('aten::copy_', 0))}) and the minibatches' gather (`index`, "
+        f"{pct(update.get('aten::index', 0))}); the optimizer's fused step is "
+        f"{pct(update.get('aten::_fused_adam_', 0))}. "
+        f"A rollout spends {pct(collect['outside_ops_share'])} of its time outside torch, about what the emulator "
+        f"costs{emulator}."
+    )
     return f"""### Where PPO's Atari time goes
 
 `python benchmarks/atari_profile.py` (torch.profiler, {d["settings"]["rollouts"]} rollouts and as many updates
@@ -131,7 +152,7 @@ steps in ALE's threads, and Python), and the operators that took 2% or more of t
 
 {table(["precision", "phase", "s per rollout", "outside torch", "operators (share of the wall clock)"], "llrrl", rows)}
 
-{d.get("reading", "")}"""
+{reading}"""
 
 
 def pong(results: dict[str, dict]) -> str:
