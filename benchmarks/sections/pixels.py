@@ -121,16 +121,17 @@ def atari_profile(results: dict[str, dict]) -> str:
             rows.append(
                 [precision, phase, n(r["wall_s"] / d["settings"]["rollouts"], 2), pct(r["outside_ops_share"]), ops]
             )
-    shares = {
-        precision: {phase: {op["op"]: op["share"] for op in p[phase]["top"]} for phase in ("collect", "update")}
-        for precision, p in d["profiles"].items()
-    }
-    fastest = "bf16" if "bf16" in shares else "fp32"
-    update, collect = shares[fastest]["update"], d["profiles"][fastest]["collect"]
+    fastest = "bf16" if "bf16" in d["profiles"] else "fp32"
+    profile = d["profiles"][fastest]
+    update, collect, steps = (
+        {op["op"]: op["share"] for op in profile["update"]["top"]},
+        profile["collect"],
+        profile["steps_per_rollout"],
+    )
     conv = update.get("aten::convolution_backward", 0) + update.get("aten::mkldnn_convolution", 0)
     raw = results.get("atari_speed", {}).get("results", {}).get("raw")
     emulator = (
-        f": the raw env alone takes {n(1024 / raw['steps_per_s'], 2)} s for 1,024 steps (the Atari speed section)"
+        f": the raw env alone takes {n(steps / raw['steps_per_s'], 2)} s for {n(steps)} steps (the Atari speed section)"
         if raw
         else ""
     )
