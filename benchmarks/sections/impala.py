@@ -64,6 +64,7 @@ def impala_minatar(results: dict[str, dict]) -> str:
         for key in IMPALA_MINATAR
     ]
     mine, peer = (settings[key]["iqm"] for key in IMPALA_MINATAR)
+    note = f"\n\n{d['note']}" if "note" in d else ""
     return f"""### MinAtar/Breakout-v1 at {kilo(d["total_steps"])} steps, against acrl A3C
 
 `python benchmarks/seed_runs.py impala_minatar` (each algorithm's MinAtar preset on the MinAtar CNN, IMPALA with 2
@@ -73,7 +74,7 @@ actors, A3C with 2 workers, seeds 0–2 each, one run at a time; {d["statistic"]
 {table(["", "last evaluation per seed", "IQM [95% CI]"], "lll", rows)}
 
 Goal (#49: IMPALA's IQM at or above A3C's at the same steps): {met(mine >= peer)} ({n(mine, 2)} against
-{n(peer, 2)})."""
+{n(peer, 2)}).{note}"""
 
 
 def impala_vs_rllib(results: dict[str, dict]) -> str:
