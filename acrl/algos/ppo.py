@@ -169,7 +169,7 @@ class PPO(Agent):
     algo = "ppo"
     config_class = PPOConfig
     image_observations = True
-    bf16_on_frames = True  # Pong: 1.73x the steps/s, MinAtar: learning parity (docs/benchmarks.md, bfloat16)
+    bf16_on_frames = True  # Pong: 1.7-2.1x the steps/s, MinAtar: learning parity (docs/benchmarks.md, bfloat16)
     config: PPOConfig
 
     def _build(self) -> None:

@@ -78,8 +78,14 @@ def glance(results: dict[str, dict]) -> str:
         if "threads" in atari:
             result += f", {x(atari['threads']['ratio'])} ({atari['threads']['threads']} threads)"
         best = max(ratios["acrl/sb3"], ratios.get("acrl bf16/sb3", 0.0))
+        # this machine's speed moves by 10-20% between runs minutes apart (atari_speed.json's note)
+        close = " (by less than the spread between runs)" if abs(best / 2.5 - 1) < 0.1 else ""
         rows.append(
-            ["PPO Atari training steps/s against SB3 (8 envs)", result, f"≥ 2.5× on 1 thread: {said(best >= 2.5)}"]
+            [
+                "PPO Atari training steps/s against SB3 (8 envs)",
+                result,
+                f"≥ 2.5× on 1 thread: {said(best >= 2.5)}{close}",
+            ]
         )
     if "a3c" in atari:
         ratio = atari["a3c"]["ratio"]

@@ -182,9 +182,14 @@ def test_the_pixel_benchmarks_render_from_their_results(tmp_path):
         page
     )
     glance = report.with_glance("x\n<!-- results:start -->\n<!-- results:end -->\n", results)
-    assert (
+    assert (  # 2.6 is 4% above the goal, less than this machine's spread between runs
         "| PPO Atari training steps/s against SB3 (8 envs) | 1.50× (1 thread), 2.60× (1 thread, bf16), 1.60× "
-        "(2 threads) | ≥ 2.5× on 1 thread: met |" in glance
+        "(2 threads) | ≥ 2.5× on 1 thread: met (by less than the spread between runs) |" in glance
+    )
+    atari["results"]["ratios"]["acrl bf16/sb3"] = 2.8  # 12% above: plainly met
+    (results / "atari_speed.json").write_text(json.dumps(atari))
+    assert "(2 threads) | ≥ 2.5× on 1 thread: met |" in report.with_glance(
+        "x\n<!-- results:start -->\n<!-- results:end -->\n", results
     )
     assert "| A3C Atari, 2 workers, against SB3 A2C, 2 envs (t_max 5) | 1.50× | ≥ 3×: not met |" in glance
     assert "| PPO Atari update against the best kernel (fp32 or bf16) | 75% | ≥ 70%: met |" in glance
