@@ -64,6 +64,8 @@ def impala_minatar(results: dict[str, dict]) -> str:
         for key in IMPALA_MINATAR
     ]
     mine, peer = (settings[key]["iqm"] for key in IMPALA_MINATAR)
+    (low, high), (peer_low, peer_high) = (settings[key]["iqm_ci"] for key in IMPALA_MINATAR)
+    overlap = "overlap" if low <= peer_high and peer_low <= high else "do not overlap"
     note = f"\n\n{d['note']}" if "note" in d else ""
     return f"""### MinAtar/Breakout-v1 at {kilo(d["total_steps"])} steps, against acrl A3C
 
@@ -74,7 +76,7 @@ actors, A3C with 2 workers, seeds 0–2 each, one run at a time; {d["statistic"]
 {table(["", "last evaluation per seed", "IQM [95% CI]"], "lll", rows)}
 
 Goal (#49: IMPALA's IQM at or above A3C's at the same steps): {met(mine >= peer)} ({n(mine, 2)} against
-{n(peer, 2)}).{note}"""
+{n(peer, 2)}; the 95% CIs {overlap}).{note}"""
 
 
 def impala_vs_rllib(results: dict[str, dict]) -> str:
