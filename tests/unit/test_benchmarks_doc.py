@@ -261,30 +261,6 @@ def test_the_dqn_best_checkpoints_render_from_their_results(tmp_path):
     )
 
 
-def test_the_impala_minatar_comparison_says_whether_the_cis_overlap(tmp_path):
-    """impala_minatar.json (hand-made): IMPALA's IQM 12 [9, 15] under A3C's 13 [10, 17] is not met with the CIs
-    overlapping; IMPALA's 20 [18, 22] is met with them apart."""
-    report = benchmark_module()
-    results = tmp_path / "results"
-    shutil.copytree(ROOT / "benchmarks" / "results", results, ignore=shutil.ignore_patterns("tmp"))
-    meta = {"command": "python benchmarks/seed_runs.py impala_minatar", "date": "2026-12-06T20:00:00+00:00"}
-
-    def setting(iqm: float, ci: list[float]) -> dict:
-        return {"runs": [{"final_return_mean": value} for value in (ci[0], iqm, ci[1])], "iqm": iqm, "iqm_ci": ci}
-
-    for impala, verdict in (
-        (setting(12.0, [9.0, 15.0]), "**not met** (12.00 against 13.00; the 95% CIs overlap)"),
-        (setting(20.0, [18.0, 22.0]), "**met** (20.00 against 13.00; the 95% CIs do not overlap)"),
-    ):
-        settings = {
-            "acrl IMPALA, 2 actors (the MinAtar preset)": impala,
-            "acrl A3C, 2 workers (the MinAtar preset)": setting(13.0, [10.0, 17.0]),
-        }
-        d = {"meta": meta, "total_steps": 1_000_000, "statistic": "the last evaluation", "settings": settings}
-        (results / "impala_minatar.json").write_text(json.dumps(d))
-        assert verdict in " ".join(report.render(results).split())
-
-
 def test_the_dqn_minatar_runs_render_against_the_paper(tmp_path):
     """dqn_minatar_v0_1m.json (hand-made, cut at 350k steps): the paper's DQN there is 6.0 + (8.3 - 6.0) * 150/300 =
     7.15 between its points at 200k and 500k; an IQM CI of [6.5, 7.0] is below it (not met), [6.5, 7.2] reaches it
