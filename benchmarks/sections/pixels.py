@@ -129,8 +129,6 @@ def atari_profile(results: dict[str, dict]) -> str:
         profile["steps_per_rollout"],
     )
     conv = update.get("aten::convolution_backward", 0) + update.get("aten::mkldnn_convolution", 0)
-    # the rollout's shuffle: `index` (advanced indexing) before c598eb5, `index_select` since
-    gather_op = "index_select" if "aten::index_select" in update else "index"
     raw = results.get("atari_speed", {}).get("results", {}).get("raw")
     emulator = (
         f": the raw env alone takes {n(steps / raw['steps_per_s'], 2)} s for {n(steps)} steps (the Atari speed section)"
@@ -139,8 +137,8 @@ def atari_profile(results: dict[str, dict]) -> str:
     )
     reading = (
         f"In {fastest}, the update is mostly the convolutions ({pct(conv)}, backward and forward), then copies "
-        f"(`copy_`, {pct(update.get('aten::copy_', 0))}) and the minibatches' gather (`{gather_op}`, "
-        f"{pct(update.get('aten::' + gather_op, 0))}); the optimizer's fused step is "
+        f"(`copy_`, {pct(update.get('aten::copy_', 0))}) and the minibatches' gather (`index_select`, "
+        f"{pct(update.get('aten::index_select', 0))}); the optimizer's fused step is "
         f"{pct(update.get('aten::_fused_adam_', 0))}. "
         f"A rollout spends {pct(collect['outside_ops_share'])} of its time outside torch, about what the emulator "
         f"costs{emulator}."
