@@ -9,7 +9,7 @@ the learner's, and corrects for that lag with V-trace (Eq. 1, `acrl.parts.return
     rerun the batch's T + 1 observations from the unrolls' first states -> log pi(a_t|x_t), H[pi], V(x_t)
     v_s, A_s = vtrace(log mu, log pi, r, V, ...)                     (rho-bar, c-bar; A_s with v_{s+1}, Sec. 4.2)
     loss = sum_{s, n} [-A_s log pi(a_s|x_s) + vf_coef 1/2 (v_s - V(x_s))^2 - ent_coef H[pi(.|x_s)]]
-    clip the gradient's global norm, one RMSProp step, publish the weights (one ray.put)
+    clip the gradient's global norm, one RMSProp (or Adam) step, publish the weights (one ray.put)
 
 The loss sums over the batch's steps, as the paper's code (deepmind/scalable_agent: `.5 * reduce_sum` of the
 squared baseline advantages, times the baseline cost 0.5), with RMSProp's epsilon inside the square root, as
@@ -72,8 +72,10 @@ class IMPALAConfig(ActorCriticConfig):
         batch_size: unrolls per learner update (32).
         address: the Ray cluster to run the actors on, "auto" or HOST:PORT (None: start Ray on this machine
             for the run and shut it down after).
-        learning_rate: RMSProp's step size (0.0006); rmsprop_alpha: its decay (0.99); rmsprop_eps: its epsilon,
-            inside the square root (0.1).
+        optimizer: "rmsprop" (the paper's) or "adam" (Kingma & Ba 2015; the A3C references' for Pong, acrl A3C's
+            `reference` preset).
+        learning_rate: the optimizer's step size (0.0006); rmsprop_alpha: RMSProp's decay (0.99); rmsprop_eps: its
+            epsilon, inside the square root (0.1); adam_eps: Adam's epsilon (1e-8; betas are torch's 0.9, 0.999).
         max_grad_norm: the global gradient norm is clipped to this (40).
         gamma: discount (0.99); vtrace_lambda: lambda of V-trace's traces (1).
         rho_bar, c_bar, pg_rho_bar: V-trace's clipping thresholds of rho, c and the policy gradient's rho (1).
@@ -84,9 +86,11 @@ class IMPALAConfig(ActorCriticConfig):
     unroll_length: int = 20
     batch_size: int = 32
     address: str | None = None
+    optimizer: str = "rmsprop"
     learning_rate: float = 0.0006
     rmsprop_alpha: float = 0.99
     rmsprop_eps: float = 0.1
+    adam_eps: float = 1e-8
     max_grad_norm: float = 40.0
     gamma: float = 0.99
     vtrace_lambda: float = 1.0
@@ -102,8 +106,10 @@ class IMPALAConfig(ActorCriticConfig):
         positive(self, "actors", "unroll_length", "batch_size", "learning_rate", "max_grad_norm", "rho_bar", "c_bar")
         positive(self, "pg_rho_bar")
         in_unit_interval(self, "gamma", "vtrace_lambda")
-        if not 0 <= self.rmsprop_alpha < 1 or self.rmsprop_eps < 0:
-            raise InputError("rmsprop_alpha must lie in [0, 1) and rmsprop_eps must be >= 0.")
+        if self.optimizer not in ("rmsprop", "adam"):
+            raise InputError(f"optimizer must be 'rmsprop' or 'adam', got {self.optimizer!r}.")
+        if not 0 <= self.rmsprop_alpha < 1 or self.rmsprop_eps < 0 or self.adam_eps < 0:
+            raise InputError("rmsprop_alpha must lie in [0, 1), and rmsprop_eps and adam_eps must be >= 0.")
         if self.ent_coef < 0 or self.vf_coef < 0:
             raise InputError("ent_coef and vf_coef must be >= 0.")
 
@@ -223,9 +229,17 @@ class IMPALA(Agent):
     def _build(self) -> None:
         cfg = self.config
         self.model = ActorCritic.from_config(self.observation_space, self.action_space, cfg).to(self.device)
-        self.optimizer = SharedRMSprop(
-            self.model.parameters(), lr=cfg.learning_rate, alpha=cfg.rmsprop_alpha, eps=cfg.rmsprop_eps, eps_inside=True
-        )
+        self.optimizer: torch.optim.Optimizer
+        if cfg.optimizer == "adam":
+            self.optimizer = torch.optim.Adam(self.model.parameters(), lr=cfg.learning_rate, eps=cfg.adam_eps)
+        else:
+            self.optimizer = SharedRMSprop(
+                self.model.parameters(),
+                lr=cfg.learning_rate,
+                alpha=cfg.rmsprop_alpha,
+                eps=cfg.rmsprop_eps,
+                eps_inside=True,
+            )
         self.nets = {"model": self.model}
         self.optimizers = {"optimizer": self.optimizer}
         self.obs_normalizer = make_normalizer(self.observation_space, False)  # float32 vectors, raw frames

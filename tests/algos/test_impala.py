@@ -281,12 +281,26 @@ def test_more_actors_than_the_cluster_has_cpus_is_refused_before_anything_is_wri
     [
         ("CartPole-v1", {"actors": 0}, "actors must be > 0, got 0"),
         ("CartPole-v1", {"unroll_length": 0}, "unroll_length must be > 0, got 0"),
+        ("CartPole-v1", {"optimizer": "sgd"}, "optimizer must be 'rmsprop' or 'adam', got 'sgd'"),
         ("NoSuchEnv-v0", {}, "unknown environment"),
     ],
 )
 def test_bad_input_is_refused_when_the_agent_is_built(env, values, message):
     with pytest.raises(InputError, match=message):
         IMPALA(env, **values)
+
+
+def test_the_adam_learner_first_moves_every_parameter_by_the_learning_rate_against_its_gradient():
+    # Adam's first step (Kingma & Ba 2015, Algorithm 1, bias-corrected): m / sqrt(v) = g / |g|, so each weight
+    # moves by lr * sign(g), where RMSProp's first step (epsilon 0.1 inside the root) moves it by
+    # lr g / sqrt(0.01 g^2 + 0.1).
+    agent = IMPALA("CartPole-v1", optimizer="adam", learning_rate=0.01, adam_eps=0.0)
+    before = [p.detach().clone() for p in agent.model.parameters()]
+    for p in agent.model.parameters():
+        p.grad = torch.full_like(p, -3.0)
+    agent.optimizer.step()
+    for old, p in zip(before, agent.model.parameters()):
+        torch.testing.assert_close(p.detach(), old + 0.01)
 
 
 def test_without_ray_learning_is_refused_naming_the_extra_and_writes_nothing(tmp_path, monkeypatch):
