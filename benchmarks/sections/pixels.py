@@ -156,6 +156,12 @@ steps in ALE's threads, and Python), and the operators that took 2% or more of t
 {reading}"""
 
 
+def hours_to_best(run: dict) -> float:
+    """A Pong run's wall clock to its best checkpoint, hours, less the time it was paused (`seed_runs.pong_run`'s
+    `hours_to_best` and `paused_hours`): what the 2-hour goals of A3C and IMPALA count."""
+    return run["hours_to_best"] - run.get("paused_hours", 0.0)
+
+
 def pong(results: dict[str, dict]) -> str:
     """PPO and A3C learning Pong-v5, and PPO and A3C on PongNoFrameskip-v4 (ppo_pong.json, ppo_pong_no_sticky.json,
     a3c_pong.json, a3c_pong_reference.json, a3c_pong_reference_sticky.json, impala_pong.json from `seed_runs.py`);
@@ -181,7 +187,7 @@ def pong(results: dict[str, dict]) -> str:
             score = r["best_checkpoint_fresh_10_games"]
             target = f"≥ +{goal}: {met(score >= goal)}" if isinstance(goal, int) else goal
             if name in ("a3c_pong_reference", "impala_pong"):  # best.pt within 2 h (paused time aside) and 4M steps
-                hours = r["hours_to_best"] - r.get("paused_hours", 0.0)
+                hours = hours_to_best(r)
                 target = f"≥ +{goal} within 2 h: {met(score >= goal and hours <= 2.0)} ({hours:.1f} h to best.pt)"
             rows.append(
                 [

@@ -14,6 +14,8 @@ import shutil
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -465,3 +467,23 @@ def test_every_benchmark_module_stays_under_600_lines():
     assert ROOT / "benchmarks" / "sections" / "formats.py" in modules
     long = {p.relative_to(ROOT).as_posix(): n for p in modules if (n := len(p.read_text().splitlines())) > 600}
     assert not long, f"modules over 600 lines: {long}"
+
+
+@pytest.mark.parametrize(
+    "score, hours, paused, goal",
+    [(19.0, 1.8, 0.0, "met"), (19.0, 2.4, 0.0, "not met"), (19.0, 2.4, 0.5, "met"), (17.9, 1.0, 0.0, "not met")],
+)
+def test_the_impala_pong_glance_row_needs_18_within_2_hours_less_the_pauses(tmp_path, score, hours, paused, goal):
+    """impala_pong.json (hand-made): the glance shows best.pt's 10-game score and the hours to it, less the hours
+    the run was paused, and meets the goal only with >= +18 within 2 hours."""
+    report = benchmark_module()
+    results = tmp_path / "results"
+    shutil.copytree(ROOT / "benchmarks" / "results", results, ignore=shutil.ignore_patterns("tmp"))
+    run = {"best_checkpoint_fresh_10_games": score, "hours_to_best": hours, "paused_hours": paused}
+    (results / "impala_pong.json").write_text(json.dumps({"runs": {"0": run}}))
+    glance = report.with_glance("x\n<!-- results:start -->\n<!-- results:end -->\n", results)
+    row = (
+        f"| IMPALA Pong (no sticky actions), 2 actors, best.pt on 10 games (the Atari preset) | "
+        f"{score:+.1f} ({hours - paused:.1f} h) | ≥ +18 within 2 h: {goal} |"
+    )
+    assert row in glance
