@@ -119,7 +119,8 @@ def impala_vs_rllib(results: dict[str, dict]) -> str:
 
 `python benchmarks/impala_vs_rllib.py` (environment steps per second while training, evaluation off, each run's
 steady rate after its first iteration, the median of {s["repeats"]} runs of {n(s["steps"])} steps, the libraries
-taking turns going first): acrl IMPALA with the environment's preset against {rllib} with as many env runners of
+taking turns going first): acrl IMPALA with the environment's preset at the recorded commit (the settings column;
+presets changed since are not rerun here) against {rllib} with as many env runners of
 as many environments (`num_envs_per_env_runner`), unrolls as long (`rollout_fragment_length`), batches as large
 (`train_batch_size_per_learner`, in steps), its learner in the driver as acrl's (`num_learners=0`), the same
 learner settings and the same networks ({"; ".join(networks)}; on MinAtar RLlib's catalog gives the policy and
