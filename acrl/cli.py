@@ -308,9 +308,13 @@ def resume(args: Resume) -> None:
             --actors for a run without actors or below 1.
     """
     from acrl.algos import load
+    from acrl.core.checkpoint import restore_run_files
     from acrl.core.loop import ConsoleReport
 
     run_dir = existing_run_dir(args.run_dir)
+    restored = restore_run_files(run_dir)  # a directory laid anew around a latest.pt copied from another machine
+    if restored:
+        print(f"restored {', '.join(restored)} from checkpoints/latest.pt", file=sys.stderr)
     agent = load(run_dir / "checkpoints" / "latest.pt", device=args.device, precision=args.precision)
     if args.actors is not None:
         if not hasattr(agent.config, "actors"):

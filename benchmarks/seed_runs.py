@@ -94,7 +94,11 @@ picks up where it stopped:
     python benchmarks/seed_runs.py sac_hopper --total-steps 2000 --seeds 0     # a check in seconds
 
 A run too long for one session is read as far as it got with --as-is (its JSON says `finished`: false) and
-continued later by the same command without it.
+continued later by the same command without it. So that another machine can continue it, its latest.pt is
+committed as benchmarks/checkpoints/NAME_RUN.pt (RUN: the run directory's name, e.g. s0): where the run
+directory has no checkpoint, the same command goes on from that file (the checkpoint carries the run's curve,
+training episodes and sessions, which `acrl resume` writes back; best.pt stays behind: the next evaluation
+above the run's best writes a new one).
 
 Without --out the result goes to benchmarks/results/tmp/NAME.json. Run directories go under
 --runs (default runs/seed-runs/NAME); give a fresh --runs to repeat a result from scratch.
@@ -104,6 +108,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import statistics
 import subprocess
 import sys
@@ -118,6 +123,9 @@ from acrl.core.files import write_json_atomic
 from acrl.core.plotting import read_curve
 from acrl.core.provenance import load_average, provenance, sessions
 from acrl.sweep.results import interval_estimates
+
+CHECKPOINTS = ROOT / "benchmarks" / "checkpoints"
+"""The committed latest.pt of the runs longer than a session, NAME_RUN.pt (`train`)."""
 
 # the settings of a3c_pendulum_1m's current round: its run directories' names, flags on top of the preset, seeds
 A3C_PENDULUM = {
@@ -223,12 +231,20 @@ def acrl(*args: str) -> str:
     ).stdout
 
 
-def train(command: list[str], run_dir: Path, seed: int, flags: list[str], total_steps: int | None) -> Path:
+def train(
+    command: list[str], run_dir: Path, seed: int, flags: list[str], total_steps: int | None, committed: Path
+) -> Path:
     """`acrl train COMMAND` (a `TRAIN` or `SETTING_TRAIN` entry) for one seed into `run_dir` (`acrl resume` where
-    it holds an unfinished run, nothing where it holds a finished one); returns `run_dir`."""
+    it holds an unfinished run, nothing where it holds a finished one); returns `run_dir`. Where `run_dir` has no
+    checkpoint and `committed` (the run's latest.pt in benchmarks/checkpoints) exists, the run goes on from it: its
+    latest.pt carries its curve and sessions (`acrl resume` restores them)."""
     if (run_dir / "eval.json").is_file():
         return run_dir
-    if (run_dir / "config.yaml").is_file():
+    latest = run_dir / "checkpoints" / "latest.pt"
+    if not latest.is_file() and committed.is_file():  # a machine laid anew
+        latest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(committed, latest)
+    if latest.is_file():
         acrl("resume", str(run_dir), "--no-progress")
         return run_dir
     budget = ["--total-steps", str(total_steps)] if total_steps else []
@@ -437,7 +453,19 @@ def main(argv: list[str] | None = None) -> int:
         if args.as_is:
             done = [run_dir for _, _, run_dir, _ in jobs]
         else:
-            done = list(pool.map(lambda job: train(command(job[0]), job[2], job[1], job[3], args.total_steps), jobs))
+            done = list(
+                pool.map(
+                    lambda job: train(
+                        command(job[0]),
+                        job[2],
+                        job[1],
+                        job[3],
+                        args.total_steps,
+                        CHECKPOINTS / f"{args.name}_{job[2].name}.pt",
+                    ),
+                    jobs,
+                )
+            )
     run_dirs: dict[str, dict[int, Path]] = {}
     for (key, seed, _, _), run_dir in zip(jobs, done, strict=True):
         run_dirs.setdefault(key, {})[seed] = run_dir

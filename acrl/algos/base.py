@@ -447,15 +447,17 @@ class Agent:
                 f"(different environment or network sizes?): {exc}"
             ) from None
 
-    def save(self, path: str | Path, replay_buffer: bool = True) -> None:
+    def save(self, path: str | Path, replay_buffer: bool = True, run_files: dict[str, str] | None = None) -> None:
         """Write a checkpoint (atomically) that `load` and `acrl resume` can continue from.
 
         Args:
             path: the file to write (its directory is created).
             replay_buffer: include the replay buffer where the agent keeps one and its config
                 asks for it (`save_replay_buffer`); the run loop passes False for best.pt.
+            run_files: the run directory's history for latest.pt to carry (`acrl.core.checkpoint.RUN_FILES`).
         """
-        save_checkpoint(path, self.algo, self.config.to_dict(), self.state_dict(replay_buffer), rng_state(self.rng))
+        state = self.state_dict(replay_buffer)
+        save_checkpoint(path, self.algo, self.config.to_dict(), state, rng_state(self.rng), run_files)
 
     @classmethod
     def load(

@@ -8,6 +8,9 @@ from it. Layout:
     algo: "ppo" | "a3c" | ..., config: dict (the algorithm's config as plain data),
     state: dict (module and optimizer state dicts, normaliser statistics, counters),
     rng: dict (python, numpy and torch generator states)
+    run_files: dict (optional; a run's latest.pt only): file name -> text of the run directory's
+        history (metrics.csv, episodes.csv, sessions.json), so that the checkpoint alone carries a run
+        to another machine (`restore_run_files`)
 
 A change of layout bumps `FORMAT_VERSION` and adds to `MIGRATIONS` the function that turns a
 payload of the version before into the new layout; `load_checkpoint` applies them in turn, so
@@ -28,7 +31,7 @@ import numpy as np
 import torch
 
 from acrl.core.errors import InputError
-from acrl.core.files import atomic_path
+from acrl.core.files import atomic_path, write_text_atomic
 from acrl.core.version import __version__
 
 FORMAT = "acrl-checkpoint"
@@ -65,12 +68,23 @@ def _tuples(value: Any) -> Any:
     return tuple(_tuples(v) for v in value) if isinstance(value, (list, tuple)) else value
 
 
+RUN_FILES = ("metrics.csv", "episodes.csv", "sessions.json")
+"""A run directory's history that its latest.pt carries: the curve, the training episodes and the sessions
+(the wall clock of a run that spans machines is summed from them)."""
+
+
 def save_checkpoint(
-    path: str | Path, algo: str, config: dict[str, Any], state: dict[str, Any], rng: dict[str, Any]
+    path: str | Path,
+    algo: str,
+    config: dict[str, Any],
+    state: dict[str, Any],
+    rng: dict[str, Any],
+    run_files: dict[str, str] | None = None,
 ) -> None:
     """Write a checkpoint atomically (`acrl.core.files.atomic_path`), creating its directory.
 
-    A crash mid-write leaves the previous checkpoint intact.
+    A crash mid-write leaves the previous checkpoint intact. `run_files` (names in `RUN_FILES` -> their
+    text) is stored where given.
     """
     payload = {
         "format": FORMAT,
@@ -80,6 +94,7 @@ def save_checkpoint(
         "config": config,
         "state": state,
         "rng": rng,
+        **({"run_files": run_files} if run_files else {}),
     }
     with atomic_path(path) as tmp:
         torch.save(payload, tmp)
@@ -131,6 +146,33 @@ def load_checkpoint(path: str | Path) -> dict[str, Any]:
                 f"({exc!r}): its state does not have that format's layout."
             ) from None
     return {**payload, "format_version": FORMAT_VERSION}
+
+
+def run_files(run_dir: Path) -> dict[str, str]:
+    """The `RUN_FILES` that `run_dir` holds, name -> text (what a run's latest.pt carries)."""
+    return {name: (run_dir / name).read_text() for name in RUN_FILES if (run_dir / name).is_file()}
+
+
+def restore_run_files(run_dir: Path) -> list[str]:
+    """Write the run files that `run_dir/checkpoints/latest.pt` carries and `run_dir` lacks (each atomically):
+    a run directory laid anew on another machine around a copied latest.pt gets its curve, episodes and
+    sessions back, so that `acrl resume` continues them. Files the directory has are kept (where it has them
+    all the checkpoint is not read). Returns the names written. Raises InputError as `load_checkpoint`; a name
+    outside `RUN_FILES` (a checkpoint that would write elsewhere) is refused.
+    """
+    if all((run_dir / name).exists() for name in RUN_FILES):
+        return []
+    path = run_dir / "checkpoints" / "latest.pt"
+    files = load_checkpoint(path).get("run_files", {})
+    unknown = sorted(set(files) - set(RUN_FILES))
+    if unknown:
+        raise InputError(f"{path} carries run files {unknown}; a checkpoint carries only {list(RUN_FILES)}.")
+    written = []
+    for name, text in files.items():
+        if not (run_dir / name).exists():
+            write_text_atomic(run_dir / name, text)
+            written.append(name)
+    return written
 
 
 def _flat_optimizer_state(payload: dict[str, Any]) -> dict[str, Any]:

@@ -55,6 +55,7 @@ from typing import Any, Protocol
 import torch
 from torch import nn
 
+from acrl.core.checkpoint import run_files
 from acrl.core.config import RunConfig
 from acrl.core.errors import InputError, TrainingError
 from acrl.core.files import write_json_atomic
@@ -164,8 +165,8 @@ class Trainable(Protocol):
     def record_video(self, path: Path, max_steps: int | None = None, keep_frames: bool = False) -> dict[str, Any]:
         """An MP4 of one evaluation episode (`acrl.core.video.record_video`), for `video_freq`."""
 
-    def save(self, path: str | Path, replay_buffer: bool = True) -> None:
-        """Write a checkpoint; `replay_buffer=False` leaves a replay buffer out."""
+    def save(self, path: str | Path, replay_buffer: bool = True, run_files: dict[str, str] | None = None) -> None:
+        """Write a checkpoint; `replay_buffer=False` leaves a replay buffer out; `run_files` are carried in it."""
 
     def write_config(self, run_dir: Path) -> None:
         """Write run_dir/config.yaml."""
@@ -355,10 +356,12 @@ class Run:
             self.logger.close()
 
     def save_latest(self) -> None:
-        """Write checkpoints/latest.pt (replay buffer included where the config says) and tell the callbacks."""
+        """Write checkpoints/latest.pt (replay buffer included where the config says; the run's history, so that
+        it alone carries the run to another machine: `acrl.core.checkpoint.restore_run_files`) and tell the
+        callbacks."""
         path = self.run_dir / "checkpoints" / "latest.pt"
-        self.agent.save(path)
         self._record.mark(end_step=self.agent.num_steps, load_average_end=load_average())
+        self.agent.save(path, run_files=run_files(self.run_dir))
         for callback in self.callbacks:
             callback.on_checkpoint(self.agent.num_steps, path)
 

@@ -487,3 +487,20 @@ def test_the_impala_pong_glance_row_needs_18_within_2_hours_less_the_pauses(tmp_
         f"{score:+.1f} ({hours - paused:.1f} h) | ≥ +18 within 2 h: {goal} |"
     )
     assert row in glance
+
+
+def test_a_seed_run_without_a_checkpoint_goes_on_from_its_committed_latest_pt(tmp_path, monkeypatch):
+    """A machine laid anew: the run directory is missing, benchmarks/checkpoints holds the run's latest.pt. The
+    script copies it into the run directory and resumes it; it never starts the run again from step 0."""
+    seed_runs = benchmark_module("seed_runs")
+    calls = []
+    monkeypatch.setattr(seed_runs, "acrl", lambda *args: calls.append(args) or "")
+    committed = tmp_path / "ppo_pong_10m_s0.pt"
+    committed.write_bytes(b"the committed checkpoint")
+    run_dir = tmp_path / "runs" / "s0"
+    assert seed_runs.train(["ppo"], run_dir, 0, [], None, committed) == run_dir
+    assert (run_dir / "checkpoints" / "latest.pt").read_bytes() == b"the committed checkpoint"
+    assert calls == [("resume", str(run_dir), "--no-progress")]
+    calls.clear()
+    assert seed_runs.train(["ppo"], tmp_path / "runs" / "s1", 1, [], None, tmp_path / "missing.pt")
+    assert calls[0][:2] == ("train", "ppo")

@@ -62,10 +62,11 @@ class ScriptedAgent:
         self.evaluated.append(self.num_steps)
         return {"return_mean": next(self.returns), "return_std": 0.0, "returns": [], "deterministic": True}
 
-    def save(self, path, replay_buffer=True):
+    def save(self, path, replay_buffer=True, run_files=None):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(str(self.num_steps))
         self.saved.append((path.name, self.num_steps, replay_buffer))
+        self.run_files = run_files
 
     def write_config(self, run_dir):
         run_dir.mkdir(parents=True, exist_ok=True)

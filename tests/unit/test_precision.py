@@ -87,10 +87,11 @@ def test_fp32_is_no_context_and_bf16_is_bfloat16_autocast():
 
 
 def test_a_large_product_leaves_onednn_float32_for_autocast():
-    """torch_fast.linear sends 64 x 256 x 256 (4M multiply-adds) float32 products to oneDNN, which autocast
-    does not see: under autocast the product goes to F.linear and comes out bfloat16."""
-    x, weight = torch.randn(64, 256), torch.randn(256, 256)
-    assert 64 * 256 * 256 >= torch_fast.ONEDNN_MIN_MACS
+    """torch_fast.linear sends 128 x 512 x 512 (32M multiply-adds, oneDNN's on every CPU: Zen's threshold) float32
+    products to oneDNN, which autocast does not see: under autocast the product goes to F.linear and comes out
+    bfloat16."""
+    x, weight = torch.randn(128, 512), torch.randn(512, 512)
+    assert 128 * 512 * 512 >= torch_fast.ONEDNN_MIN_MACS
     with precision_context(torch.device("cpu"), "bf16"):
         assert torch_fast.linear(x, weight).dtype == torch.bfloat16
     assert torch_fast.linear(x, weight).dtype == torch.float32
