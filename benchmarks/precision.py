@@ -1,6 +1,6 @@
 """bfloat16 against float32 (a config's `precision`, `acrl.core.devices.precision_context`): the updates of
-PPO and A3C on Atari-sized frames and of BCQ, TD3 and SAC at the papers' sizes, each precision on the same
-code, side by side in one run.
+PPO and A3C on Atari-sized frames and of BCQ, TD3, SAC, TD3+BC, IQL and CQL at the papers' sizes, each precision
+on the same code, side by side in one run.
 
 Parts (choose with --parts; all by default), on --threads torch threads (default 1):
 
@@ -17,6 +17,9 @@ Parts (choose with --parts; all by default), on --threads torch threads (default
 - bcq, td3, sac: `Agent.learn` from a replay buffer of random Hopper-v5-shaped transitions at the sizes of
   `update_roofline.SIZES` (BCQ: VAE 750-750, actor and critics 400-300, batch 100; TD3: 400-300, batch 100;
   SAC: 256-256, batch 256). Unit: updates/s.
+- td3_bc, iql, cql: the same from the same buffer with their Hopper-v5 presets (the papers' D4RL settings:
+  256-256, batch 256; CQL's critics 256-256-256 over 31 actions per state, about 30 TD3+BC updates' work,
+  so the one whose budget bf16 would move most on a CPU). Unit: updates/s.
 
 Each part builds an fp32 and a bf16 agent, warms both up, then times them in turn, --repeats times: the
 rates are the medians, the ratio bf16 / fp32 the median of the paired ratios (the machine's speed drifts
@@ -148,7 +151,8 @@ def a3c_atari(precision: str, quick: bool, threads: int, device: str):
 
 
 def off_policy(algo: str):
-    """The timer factory of `algo` ("bcq", "td3" or "sac") at `update_roofline.SIZES` on a random buffer."""
+    """The timer factory of `algo` ("bcq", "td3" or "sac" at `update_roofline.SIZES`; "td3_bc", "iql" or "cql" at
+    their Hopper-v5 presets) on a random buffer."""
 
     def factory(precision: str, quick: bool, threads: int, device: str):
         import acrl
@@ -166,8 +170,8 @@ def off_policy(algo: str):
             rng.random(n) < 0.01,
             np.zeros(n, bool),
         )
-        cls = {"bcq": acrl.BCQ, "td3": acrl.TD3, "sac": acrl.SAC}[algo]
-        agent = cls(
+        classes = {"bcq": acrl.BCQ, "td3": acrl.TD3, "sac": acrl.SAC, "td3_bc": acrl.TD3BC, "iql": acrl.IQL}
+        agent = {**classes, "cql": acrl.CQL}[algo](
             "Hopper-v5",
             buffer=buffer,
             precision=precision,
@@ -175,7 +179,7 @@ def off_policy(algo: str):
             eval_freq=0,
             torch_threads=threads,
             device=device,
-            **SIZES[algo],
+            **SIZES.get(algo, {}),
         )
 
         def timed(updates: int) -> float:
@@ -196,6 +200,9 @@ PARTS = {
     "bcq": (off_policy("bcq"), 200, "updates per second"),
     "td3": (off_policy("td3"), 1000, "updates per second"),
     "sac": (off_policy("sac"), 600, "updates per second"),
+    "td3_bc": (off_policy("td3_bc"), 500, "updates per second"),
+    "iql": (off_policy("iql"), 400, "updates per second"),
+    "cql": (off_policy("cql"), 20, "updates per second"),
 }
 """name -> (timer factory, units timed per repeat: a few seconds each on one thread, what the rate counts)."""
 

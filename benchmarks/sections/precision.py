@@ -11,6 +11,9 @@ LABELS = {
     "bcq": "BCQ update (VAE 750-750, actor and critics 400-300, batch 100)",
     "td3": "TD3 update (400-300, batch 100)",
     "sac": "SAC update (256-256, batch 256)",
+    "td3_bc": "TD3+BC update (256-256, batch 256)",
+    "iql": "IQL update (256-256, batch 256)",
+    "cql": "CQL update (critics 256-256-256 over 31 actions per state, batch 256)",
 }
 
 
