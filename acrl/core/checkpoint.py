@@ -69,8 +69,8 @@ def _tuples(value: Any) -> Any:
 
 
 RUN_FILES = ("metrics.csv", "episodes.csv", "sessions.json")
-"""A run directory's history that its latest.pt carries: the curve, the training episodes and the sessions
-(the wall clock of a run that spans machines is summed from them)."""
+"""A run directory's history that its latest.pt carries: the curve (whose time/elapsed_s a resumed run's clock
+goes on from), the training episodes and the sessions."""
 
 
 def save_checkpoint(
