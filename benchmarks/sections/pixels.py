@@ -164,12 +164,13 @@ def hours_to_best(run: dict) -> float:
 
 def pong(results: dict[str, dict]) -> str:
     """PPO and A3C learning Pong-v5, and PPO and A3C on PongNoFrameskip-v4 (ppo_pong.json, ppo_pong_no_sticky.json,
-    a3c_pong.json, a3c_pong_reference.json, a3c_pong_reference_sticky.json, impala_pong.json from `seed_runs.py`);
-    empty until one exists."""
+    ppo_pong_10m.json, a3c_pong.json, a3c_pong_reference.json, a3c_pong_reference_sticky.json, impala_pong.json
+    from `seed_runs.py`); empty until one exists."""
     rows, notes = [], []
     for name, label, goal in (
         ("ppo_pong", "PPO, 8 envs (the `ALE/*-v5` preset), 2 torch threads", 18),
         ("ppo_pong_no_sticky", "PPO as above on PongNoFrameskip-v4 (no sticky actions)", "(sticky actions' cost)"),
+        ("ppo_pong_10m", "PPO, CleanRL's budget (10M steps) on PongNoFrameskip-v4, 2 torch threads", 18),
         (
             "a3c_pong",
             "A3C `original` before 2026-12-06, 2 workers (the paper's agent then: the mean loss, torch's RMSProp "
@@ -229,8 +230,9 @@ Whole games, raw scores (−21 to +21), deterministic actions; an agent step is 
 0.25; PongNoFrameskip-v4 is the same game and preprocessing without them, to tell what sticky actions cost from a
 fault in the learner). The evaluation curves and the training games' scores are in the JSON files. For scale: CleanRL's
 ppo_atari reports about +20 on PongNoFrameskip-v4 (no sticky actions) after 10M agent steps, 40M frames (Huang et
-al. 2022); PPO here has a quarter of that, 10M frames. The A3C paper trained on 16 CPU threads and plots Pong
-against hours of training (Mnih et al. 2016, Figure 1); A3C here has 2 workers.
+al. 2022); the first PPO runs here have a quarter of that, 10M frames, the 10M-step one all of it. The A3C paper
+trained on 16 CPU threads and plots Pong against hours of training (Mnih et al. 2016, Figure 1); A3C here has 2
+workers.
 
 {table(header, "lrrrrrrl", rows)}
 
