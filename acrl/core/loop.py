@@ -258,6 +258,7 @@ class Run:
                 end_step=agent.num_steps,
                 cpu=cpu_model(),
                 cores=len(os.sched_getaffinity(0)),
+                precision=agent.config.precision,  # a run resumed elsewhere may change it (`acrl resume --precision`)
                 load_average_start=load_average(),
             )
         return self

@@ -68,7 +68,10 @@ def test_a_run_resumed_from_its_copied_latest_pt_keeps_its_curve_episodes_sessio
     assert len(episodes) == 2 and rows(second / "episodes.csv")[:2] == episodes
     sessions = json.loads((second / "sessions.json").read_text())["train"]
     assert sessions[0] == json.loads((first / "sessions.json").read_text())["train"][0]
-    assert [(s["start_step"], s["end_step"]) for s in sessions] == [(0, 400), (400, 450)]
+    assert [(s["start_step"], s["end_step"], s["precision"]) for s in sessions] == [
+        (0, 400, "fp32"),
+        (400, 450, "fp32"),
+    ]
     assert restore_run_files(second) == []  # a directory that has its history keeps it
 
 
