@@ -28,7 +28,10 @@ picks up where it stopped:
   preset's 10M agent steps (40M frames), CleanRL ppo_atari's budget and setting (no sticky actions), in the default
   precision (bf16 on a CPU with bfloat16 instructions), on 2 torch threads, 5 whole games every 250k steps; then
   best.pt on 10 fresh games. Issue #48's goals: >= +18 on Pong and >= 300 on Breakout within 10M steps (CleanRL:
-  20.36 and 414.7). About 6-7 hours each on the 2-core Xeon, over several sessions (`acrl resume`).
+  20.36 and 414.7). About 6-7 hours each on the 2-core Xeon, over several sessions (`acrl resume`). The Pong run met
+  its goal at 2.0M steps and was stopped there (best.pt +20.8; from 857k in fp32, `acrl resume RUN --precision fp32`,
+  on an AMD EPYC without bfloat16 instructions: a run resumed on such a CPU needs it, and on a bf16 CPU again
+  `--precision bf16`, since the checkpoint keeps the precision it last ran in).
 - `a3c_pong`: `acrl train a3c --env ALE/Pong-v5 --preset original --workers 2` (the A3C paper's
   agent) for seed 0, 4M agent steps (about 2 hours: 600-750 steps/s on the 2-core Zen 4 EPYC with
   its evaluations, about 750 on the Xeon), 5 whole games every 250k steps; then best.pt on 10

@@ -170,7 +170,7 @@ def pong(results: dict[str, dict]) -> str:
     for name, label, goal in (
         ("ppo_pong", "PPO, 8 envs (the `ALE/*-v5` preset), 2 torch threads", 18),
         ("ppo_pong_no_sticky", "PPO as above on PongNoFrameskip-v4 (no sticky actions)", "(sticky actions' cost)"),
-        ("ppo_pong_10m", "PPO, CleanRL's budget (10M steps) on PongNoFrameskip-v4, 2 torch threads", 18),
+        ("ppo_pong_10m", "PPO 10M (CleanRL's budget) on PongNoFrameskip-v4, 2 torch threads", 18),
         (
             "a3c_pong",
             "A3C `original` before 2026-12-06, 2 workers (the paper's agent then: the mean loss, torch's RMSProp "
