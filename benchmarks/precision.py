@@ -170,8 +170,9 @@ def off_policy(algo: str):
             rng.random(n) < 0.01,
             np.zeros(n, bool),
         )
-        classes = {"bcq": acrl.BCQ, "td3": acrl.TD3, "sac": acrl.SAC, "td3_bc": acrl.TD3BC, "iql": acrl.IQL}
-        agent = {**classes, "cql": acrl.CQL}[algo](
+        classes = {"bcq": acrl.BCQ, "td3": acrl.TD3, "sac": acrl.SAC}
+        classes |= {"td3_bc": acrl.TD3BC, "iql": acrl.IQL, "cql": acrl.CQL}
+        agent = classes[algo](
             "Hopper-v5",
             buffer=buffer,
             precision=precision,

@@ -66,7 +66,6 @@ class ScriptedAgent:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(str(self.num_steps))
         self.saved.append((path.name, self.num_steps, replay_buffer))
-        self.run_files = run_files
 
     def write_config(self, run_dir):
         run_dir.mkdir(parents=True, exist_ok=True)
