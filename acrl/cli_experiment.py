@@ -64,7 +64,17 @@ def agent_options(spec: ExperimentSpec) -> type:
 
 
 @dataclass(kw_only=True)
-class Extrapolation(ExperimentRun, agent_options(EXTRAPOLATION)):
+class Mergeable:
+    """The option of an experiment whose table may be made in parts."""
+
+    merge: Annotated[list[str], values("JSON")] = field(default_factory=list)
+    """Instead of running, combine the NAME.json of runs of one experiment over disjoint seeds (e.g. --seeds 0 1 in
+    one session, --seeds 2 in another) or of other --learners on the same seeds into --out; takes no other
+    settings."""
+
+
+@dataclass(kw_only=True)
+class Extrapolation(ExperimentRun, Mergeable, agent_options(EXTRAPOLATION)):
     """The BCQ paper's Figure 2 (Fujimoto et al. 2019): the behavioral policy, BCQ, off-policy DDPG, BC, VAE-BC
     and DQN on discretised actions on the final, concurrent, imitation and imperfect buffers of one behavioral
     DDPG; prints its table, writes JSON and a figure."""
@@ -91,10 +101,6 @@ class Extrapolation(ExperimentRun, agent_options(EXTRAPOLATION)):
     )
     """The learners that train (default all), e.g. --learners vae_bc dqn for the columns a table made before they
     existed lacks, on its datasets redone (the same runs as --datasets-only); --merge joins the two."""
-    merge: Annotated[list[str], values("JSON")] = field(default_factory=list)
-    """Instead of running, combine the extrapolation.json of runs of one experiment over disjoint seeds (e.g.
-    --seeds 0 1 in one session, --seeds 2 in another) or of other --learners on the same seeds into --out; takes
-    no other settings."""
 
 
 @dataclass(kw_only=True)
@@ -131,7 +137,7 @@ class Discrete(ExperimentRun, agent_options(DISCRETE)):
 
 
 @dataclass(kw_only=True)
-class D4rl(ExperimentRun, agent_options(D4RL)):
+class D4rl(ExperimentRun, Mergeable, agent_options(D4RL)):
     """D4RL's table (Fu et al. 2020): TD3+BC, IQL, CQL, BCQ and BC on D4RL's datasets built here (`acrl collect
     --kind`), one per kind for every seed, in normalised score with IQM and 95% bootstrap CIs; prints the table,
     writes JSON and a figure."""
@@ -164,6 +170,10 @@ class D4rl(ExperimentRun, agent_options(D4RL)):
         default_factory=lambda: list(D4RL.names)
     )
     """The learners that train (default all)."""
+    datasets_from: Annotated[str | None, tyro.conf.arg(metavar="DIR")] = None
+    """Copy the datasets from the --out of an earlier d4rl experiment on --env (its data-KIND directories) rather
+    than build them: the parts of a table run in several sessions or on several machines (--seeds 0 in one, --seeds
+    1 2 in another, then --merge) train on the same datasets."""
 
 
 ExperimentCommand = (
@@ -216,6 +226,7 @@ def experiment(args: Experiment) -> None:
         progress=command.progress,
         options=ClusterOptions(address=command.address),
         buffers=getattr(command, "kinds", None),
+        datasets_from=getattr(command, "datasets_from", None),
         **{key: getattr(command, key) for key in spec.settings},
     )
     if "datasets" in summary:
@@ -226,8 +237,8 @@ def experiment(args: Experiment) -> None:
     print(f"table: {out / f'{spec.name}.json'}; figure: {out / f'{spec.name}.png'}", file=sys.stderr)
 
 
-def merge(command: Extrapolation) -> None:
-    """`acrl experiment extrapolation --merge PART.json ... --out DIR`: print the merged table
+def merge(command: Extrapolation | D4rl) -> None:
+    """`acrl experiment extrapolation|d4rl --merge PART.json ... --out DIR`: print the merged table
     (`acrl.offline.report.merge_experiment`).
 
     Raises:
@@ -258,5 +269,5 @@ def merge(command: Extrapolation) -> None:
             raise InputError(f"{path} is an experiment on {parts[-1].get('env_id')!r}, not on --env {command.env!r}.")
     summary = merge_experiment(spec, parts, command.out)
     out = Path(command.out)
-    print(experiment_markdown(spec, summary))
+    print(experiment_markdown(spec.with_buffers(summary["kinds"]) if spec.d4rl else spec, summary))
     print(f"table: {out / f'{spec.name}.json'}; figure: {out / f'{spec.name}.png'}", file=sys.stderr)

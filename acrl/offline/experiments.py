@@ -92,6 +92,7 @@ def run_experiment(
     progress: bool = True,
     options: ClusterOptions | None = None,
     buffers: Sequence[str] | None = None,
+    datasets_from: str | Path | None = None,
     **settings: Any,
 ) -> dict[str, Any]:
     """Run the experiment `spec` on `env_id` into `out_dir` (see the module docstring); write its summary.
@@ -118,6 +119,10 @@ def run_experiment(
         options: where the jobs run (`acrl.sweep.executor`; default: a process pool on this machine, one job
             per core).
         buffers: a D4RL experiment's dataset kinds (`ExperimentSpec.with_buffers`; default the spec's).
+        datasets_from: a D4RL experiment's datasets copied from the output directory of an earlier one on
+            `env_id` rather than built (`acrl.offline.jobs.given_datasets`): a table over several sessions or
+            machines runs its seeds in parts on one set of datasets, which the merge of the parts checks.
+            Recorded in experiment.yaml and the summary.
         **settings: the spec's settings (`spec.settings`; None or missing: the defaults for `env_id`,
             `ExperimentSpec.resolve`): steps_behavioral (behavioral environment steps), updates (gradient
             updates of each offline run), dataset_size (transitions of imitation and imperfect), final_noise
@@ -130,12 +135,14 @@ def run_experiment(
         its jobs, `acrl.core.provenance.wall_clock_s`), acrl_version, results[buffer][agent] (per seed; the
         learners: return curve, final and best evaluations, value-estimate curves, run directory; the
         behavioral entries: its return, noise-free, and the data's episode return) and the table
-        (`acrl.offline.report.results_table`). A D4RL experiment's summary adds its buffers ("kinds"), the
-        references of its normalised scores ("reference", `d4rl_scores`), and the scores in its results.
+        (`acrl.offline.report.results_table`). A D4RL experiment's summary adds its buffers ("kinds"),
+        "datasets_from" where given, the references of its normalised scores ("reference", `d4rl_scores`),
+        and the scores in its results.
         With `datasets_only`, the summary written to datasets.json: meta, settings and datasets[buffer] per
         seed (path, the behavioral policy's return, the data's episode return).
     Raises:
-        InputError: no seeds; an unknown, a repeated or no learner; learners with datasets_only; buffers for
+        InputError: no seeds; an unknown, a repeated or no learner; learners or datasets_from with
+            datasets_only; datasets that `given_datasets` refuses; buffers for
             an experiment whose buffers are fixed, or kinds that are not D4RL's; another
             action space, an unknown environment; a setting the spec does not take, a budget below 1; a bad
             override; an out_dir that holds something else; an address (`options`) without Ray installed,
@@ -152,6 +159,9 @@ def run_experiment(
     chosen = spec.check_learners(spec.names if learners is None else learners)
     if datasets_only and len(chosen) < len(spec.learners):
         raise InputError("--learners chooses who trains on the datasets; --datasets-only trains none of them.")
+    if datasets_only and datasets_from is not None:
+        raise InputError("--datasets-from gives the datasets; --datasets-only would only copy them.")
+    datasets_from = None if datasets_from is None else Path(datasets_from).resolve()
     spec.check_env(env_id)
     settings = spec.resolve(env_id, settings)
     overrides = spec.overrides(overrides)
@@ -162,19 +172,23 @@ def run_experiment(
         **({"kinds": list(spec.buffers)} if spec.d4rl else {}),
         **({"datasets_only": True} if datasets_only else {}),
         **({"learners": chosen} if len(chosen) < len(spec.learners) else {}),
+        **({"datasets_from": str(datasets_from)} if datasets_from is not None else {}),
         "env_id": env_id,
         "seeds": list(seeds),
         **settings,
         **overrides,
     }
     on_start = record_settings(out_dir, recorded, f"experiment {spec.name} on {env_id} -> {out_dir}")
-    jobs = experiment_jobs(spec, env_id, out_dir, seeds, settings, overrides, chosen, gamma, datasets_only)
+    jobs = experiment_jobs(
+        spec, env_id, out_dir, seeds, settings, overrides, chosen, gamma, datasets_only, datasets_from
+    )
     load_before, origin = load_average(), source()
     done = run_jobs(jobs, out_dir, options or ClusterOptions(), progress, on_start=on_start, label=JOBS)
     head = {
         "meta": experiment_meta(out_dir, JOBS, load_before, origin, spec.libraries),
         "env_id": env_id,
         **({"kinds": list(spec.buffers)} if spec.d4rl else {}),
+        **({"datasets_from": str(datasets_from)} if datasets_from is not None else {}),
         "seeds": list(seeds),
         **settings,
         **spec.constants,

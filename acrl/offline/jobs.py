@@ -11,7 +11,7 @@
   spec's `policy` buffer's behavioral run.
 - data-KIND (`d4rl_job`): a D4RL experiment's dataset of each kind, one for all seeds
   (`acrl.offline.d4rl.collect_d4rl`); medium-replay is written by data-medium when the experiment has both
-  (one SAC makes them).
+  (one SAC makes them); or, given an earlier experiment's (`copy_datasets_job`), a copy of them.
 - s{seed}/KIND/NAME (`train_run`): each learner on each dataset, the costliest learners' runs first.
 
 Every run writes latest.pt at every evaluation, so an interrupted job resumes from there; a collection
@@ -20,6 +20,7 @@ restarts from scratch (`collect_job` deletes what an interrupted attempt left).
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -36,7 +37,7 @@ from acrl.core.plotting import read_curve
 from acrl.offline.collect import behavioral_run_dir, buffer_dataset, collect_dataset
 from acrl.offline.d4rl import MEDIUM_KINDS, collect_d4rl
 from acrl.offline.spec import DATASET_SEED, EXPERIMENTS, ExperimentSpec
-from acrl.parts.datasets import OfflineDataset, load_dataset, save_dataset
+from acrl.parts.datasets import OfflineDataset, dataset_attrs, load_dataset, save_dataset
 from acrl.sweep.grid import train_run
 from acrl.sweep.jobs import Job
 
@@ -147,6 +148,53 @@ def d4rl_job(
         | {key: dataset.attrs[key] for key in D4RL_ATTRS if key in dataset.attrs}
         for name, dataset in written.items()
     }
+
+
+def given_datasets(spec: ExperimentSpec, env_id: str, source: Path) -> dict[str, list[str]]:
+    """The dataset jobs of D4RL experiment `spec` on `env_id` that an earlier one's output directory `source`
+    has finished ({job name: the kinds it writes}, `dataset_job`): its data-KIND/job.json with a result for
+    each kind, and each data-KIND/KIND.h5 a dataset of `env_id`. A table over several sessions or machines
+    thus trains every part on one set of datasets (`acrl.offline.report.merge_experiment` checks it).
+
+    Raises:
+        InputError: `spec` is not a D4RL experiment; `source` lacks a finished job, a kind's result or file;
+            a file that is not a dataset, or one of another environment.
+    """
+    if not spec.d4rl:
+        raise InputError(f"datasets_from takes D4RL datasets; the {spec.name} experiment collects its own.")
+    jobs: dict[str, list[str]] = {}
+    for kind in spec.buffers:
+        jobs.setdefault(dataset_job(spec, kind), []).append(kind)
+    hint = f"give the --out of a D4RL experiment on {env_id} whose datasets are written (its data-KIND directories)"
+    for job, kinds in jobs.items():
+        marker = source / job / "job.json"
+        try:
+            result = json.loads(marker.read_text())["result"]
+        except (OSError, ValueError, KeyError) as exc:
+            raise InputError(f"--datasets-from {source}: no finished {job} job ({marker}: {exc}); {hint}.") from None
+        for kind in kinds:
+            path = source / job / f"{kind}.h5"
+            if kind not in result or not path.is_file():
+                raise InputError(f"--datasets-from {source}: {job} has no {kind} dataset ({path}); {hint}.")
+            written_for = dataset_attrs(path).get("env_id")
+            if written_for != env_id:
+                raise InputError(f"--datasets-from {source}: {path} is a dataset of {written_for}, not of {env_id}.")
+    return jobs
+
+
+def copy_datasets_job(
+    root: Path, job_dir: Path, callbacks: list[Callback], source: str, kinds: Sequence[str]
+) -> dict[str, dict[str, Any]]:
+    """A D4RL experiment's dataset job whose datasets are given (`given_datasets`): each KIND.h5 of `kinds`
+    copied from `source` (the same job's directory in an earlier experiment) into job_dir, from scratch; returns
+    that job's result for them (`d4rl_job`'s), so the summary records the same returns as the experiment that
+    built them."""
+    _delete(job_dir)
+    job_dir.mkdir(parents=True)
+    for kind in kinds:
+        shutil.copyfile(Path(source) / f"{kind}.h5", job_dir / f"{kind}.h5")
+    result = json.loads((Path(source) / "job.json").read_text())["result"]
+    return {kind: result[kind] for kind in kinds}
 
 
 def dataset_result(spec: ExperimentSpec, kind: str, seed: int, done: Mapping[str, Any]) -> dict[str, Any]:
@@ -320,6 +368,7 @@ def experiment_jobs(
     learners: Sequence[str],
     gamma: float,
     datasets_only: bool = False,
+    datasets_from: Path | None = None,
 ) -> list[Job]:
     """The jobs of one experiment (see the module docstring), the long ones first.
 
@@ -333,6 +382,8 @@ def experiment_jobs(
         learners: the learners that train (names of `spec.learners`, in its order).
         gamma: the first learner's discount, which the `same_gamma` learners take.
         datasets_only: the behavioral runs and datasets only, no learner.
+        datasets_from: a D4RL experiment's datasets copied from this earlier one's output directory rather
+            than built (`given_datasets`, which checks it first; `copy_datasets_job`).
     """
     common = {"eval_freq": settings["eval_freq"], "eval_episodes": settings["eval_episodes"]}
     trainer, policy = policy_source(spec, datasets_only)
@@ -374,7 +425,13 @@ def experiment_jobs(
                     after=(trainer.format(seed=seed),),
                 )
             )
-    if spec.d4rl:  # each kind gets the options `collect_d4rl` takes for it, and no other
+    if datasets_from is not None:
+        for job, kinds in given_datasets(spec, env_id, datasets_from).items():
+            source = datasets_from / job
+            kwargs = {"source": str(source), "kinds": kinds}
+            files = tuple(str(source / name) for name in ("job.json", *(f"{kind}.h5" for kind in kinds)))
+            jobs.append(Job(job, copy_datasets_job, kwargs, inputs=files, steps=1))
+    elif spec.d4rl:  # each kind gets the options `collect_d4rl` takes for it, and no other
         targets = {key: settings[key] for key in ("target_return", "expert_return") if settings[key] is not None}
         if "target_return" in targets:  # then --expert-return is the score's alone (`check_d4rl_returns`)
             targets.pop("expert_return", None)
@@ -417,9 +474,11 @@ def experiment_jobs(
 __all__ = [
     "collect_job",
     "concurrent_job",
+    "copy_datasets_job",
     "d4rl_job",
     "dataset_result",
     "episode_returns",
     "experiment_jobs",
+    "given_datasets",
     "run_concurrent",
 ]

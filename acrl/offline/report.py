@@ -252,12 +252,15 @@ def merge_experiment(spec: ExperimentSpec, parts: Sequence[dict[str, Any]], out_
     the same seeds (`run_experiment`'s `learners`, e.g. those added after a table was made, on its datasets
     redone). Each learner's run of a seed comes from one part, and every learner has every seed. A seed's
     behavioral entries come from the first part that has it; any other part with that seed must report the
-    same behavioral returns and data episode returns for every buffer, the mark of the same datasets.
+    same behavioral returns and data episode returns for every buffer, the mark of the same datasets (a D4RL
+    experiment's parts all of them, whatever their seeds: one dataset of each kind serves every seed, e.g.
+    given to each part by `run_experiment`'s `datasets_from`). A D4RL experiment's parts share their kinds and
+    score references too.
     results[buffer][agent] in the order of the seeds (an agent with no runs in a buffer for some seed, as a
     concurrent run from before it was added, has none there), the table over all of them (`results_table`),
-    wall_clock_s summed, acrl_version the parts' versions (distinct, comma-separated), meta the merge's own
-    `provenance` (no load average: it measures nothing) with the parts' meta as "parts"; written to out_dir
-    as `write_summary` writes it. The runs' directories stay those of the parts.
+    wall_clock_s summed, the spec's constants, acrl_version the parts' versions (distinct, comma-separated),
+    meta the merge's own `provenance` (no load average: it measures nothing) with the parts' meta as "parts";
+    written to out_dir as `write_summary` writes it. The runs' directories stay those of the parts.
 
     Raises:
         InputError: fewer than two parts; a part without one of the spec's settings, overrides or
@@ -267,8 +270,10 @@ def merge_experiment(spec: ExperimentSpec, parts: Sequence[dict[str, Any]], out_
     """
     if len(parts) < 2:
         raise InputError(f"merging takes two or more {spec.name}.json files, got {len(parts)}.")
-    shared = ("env_id", *spec.settings, "overrides")
     first = parts[0]
+    if spec.d4rl:  # its datasets' kinds, and the returns its scores scale by, are the parts' own
+        spec = spec.with_buffers(first.get("kinds", spec.buffers))
+    shared = ("env_id", *(("kinds", "reference") if spec.d4rl else ()), *spec.settings, "overrides")
     for p, part in enumerate(parts):
         missing = [key for key in (*shared, "acrl_version") if key not in part]
         if missing:
@@ -287,8 +292,9 @@ def merge_experiment(spec: ExperimentSpec, parts: Sequence[dict[str, Any]], out_
     sources: dict[tuple[int, str], tuple[int, int]] = {}  # (seed, learner) -> (part, index)
     for p, part in enumerate(parts):
         for i, seed in enumerate(part["seeds"]):
-            if seed in behavioral:
-                q, j = behavioral[seed]
+            earlier = (0, 0) if spec.d4rl else behavioral.get(seed)  # D4RL: one dataset of a kind for every seed
+            if earlier is not None:
+                q, j = earlier
                 for kind in spec.buffers:
                     ours, theirs = part["results"][kind]["behavioral"][i], parts[q]["results"][kind]["behavioral"][j]
                     for key in ("return", "data_episode_return"):
@@ -297,8 +303,7 @@ def merge_experiment(spec: ExperimentSpec, parts: Sequence[dict[str, Any]], out_
                                 f"seed {seed}'s {kind} behavioral {key} is {ours[key]} in part {p + 1} and "
                                 f"{theirs[key]} in part {q + 1}: learners merge only on the same datasets."
                             )
-            else:
-                behavioral[seed] = (p, i)
+            behavioral.setdefault(seed, (p, i))
             for learner in learners_in(spec, part["results"][spec.buffers[0]]):
                 if (seed, learner.name) in sources:
                     raise InputError(
@@ -323,6 +328,7 @@ def merge_experiment(spec: ExperimentSpec, parts: Sequence[dict[str, Any]], out_
     summary = {
         "meta": {**provenance(None, spec.libraries), "parts": [part.get("meta") for part in parts]},
         **{key: first[key] for key in shared},
+        **spec.constants,
         "acrl_version": ", ".join(dict.fromkeys(part["acrl_version"] for part in parts)),
         "seeds": seeds,
         "wall_clock_s": None if None in times else round(sum(times), 1),

@@ -2,7 +2,10 @@
 scores against the returns they scale), its scores and IQM by hand, resuming, and the bad input it refuses before
 any work."""
 
+import filecmp
 import json
+import subprocess
+import sys
 
 import pytest
 
@@ -20,16 +23,25 @@ PENDULUM = [
     *("experiment", "d4rl", "--env", "Pendulum-v1", "--kinds", "medium", "medium-replay"),
     *("--learners", "bc", "td3_bc", "--steps-behavioral", "400", "--eval-freq", "100", "--eval-episodes", "1"),
     *("--target-return", "-3000", "--expert-return", "-150", "--dataset-size", "300", "--updates", "200"),
-    *("--seeds", "0", "--no-progress", "--behavioral-set", *TINY, "--bc-set", *TINY, "--td3-bc-set", *TINY),
+    *("--no-progress", "--behavioral-set", *TINY, "--bc-set", *TINY, "--td3-bc-set", *TINY),
 ]
 """Two learners on Pendulum's medium and medium-replay datasets, whose one SAC stops at its first evaluation (step
 100: any Pendulum episode returns more than -3000), 200 updates each; scores 100 (R - R_random) / (-150 - R_random)."""
 
 
-def test_the_d4rl_experiment_writes_its_table_in_normalised_scores_and_resumes(tmp_path, capsys):
-    out = tmp_path / "exp"
-    assert main([*PENDULUM, "--out", str(out)]) == 0
-    stdout = capsys.readouterr().out
+@pytest.fixture(scope="module")
+def pendulum(tmp_path_factory):
+    """The PENDULUM experiment of seed 0, run once for the module: (its --out, its stdout)."""
+    out = tmp_path_factory.mktemp("d4rl") / "exp"
+    completed = subprocess.run(
+        [sys.executable, "-m", "acrl", *PENDULUM, "--seeds", "0", "--out", str(out)], capture_output=True, text=True
+    )
+    assert completed.returncode == 0, completed.stderr
+    return out, completed.stdout
+
+
+def test_the_d4rl_experiment_writes_its_table_in_normalised_scores_and_resumes(pendulum, capsys):
+    out, stdout = pendulum
     assert "| TD3+BC |" in stdout and "| BC |" in stdout and "Final normalised score (D4RL)" in stdout
     assert "expert -150.0 (--expert-return)" in stdout
     files = {"d4rl.json", "d4rl.md", "d4rl.png", "experiment.yaml", "sessions.json", "s0", "data-medium"}
@@ -55,10 +67,49 @@ def test_the_d4rl_experiment_writes_its_table_in_normalised_scores_and_resumes(t
             cell = summary["table"][name][kind]
             assert cell["final"] == [pytest.approx(run["score"]), 0.0] and cell["final_return"] == [run["final"], 0.0]
     # The same command again resumes: every job is done, the summary is rewritten from them.
-    assert main([*PENDULUM, "--out", str(out)]) == 0
+    assert main([*PENDULUM, "--seeds", "0", "--out", str(out)]) == 0
     assert "5 of 5 experiment jobs finished before" in capsys.readouterr().err
     again = json.loads((out / "d4rl.json").read_text())["results"]["medium"]
     assert again["bc"][0]["score"] == pytest.approx(summary["results"]["medium"]["bc"][0]["score"])
+
+
+def test_a_part_on_the_datasets_of_another_merges_with_it_into_one_table(pendulum, tmp_path, capsys):
+    """Seed 1 on seed 0's datasets (--datasets-from): the same files byte for byte, no SAC trained; merged with seed
+    0's part, the table has both seeds and each cell is their mean. A part on other datasets does not merge."""
+    first, _ = pendulum
+    part = tmp_path / "s1"
+    assert main([*PENDULUM, "--seeds", "1", "--datasets-from", str(first), "--out", str(part)]) == 0
+    copied = part / "data-medium"
+    assert {p.name for p in copied.iterdir()} == {"medium.h5", "medium-replay.h5", "job.json"}
+    for name in ("medium.h5", "medium-replay.h5"):
+        assert filecmp.cmp(copied / name, first / "data-medium" / name, shallow=False)
+    ours, theirs = (json.loads((d / "d4rl.json").read_text()) for d in (part, first))
+    assert ours["datasets_from"] == str(first) and ours["seeds"] == [1]
+    for kind in ("medium", "medium-replay"):
+        assert ours["results"][kind]["behavioral"] == theirs["results"][kind]["behavioral"]
+    capsys.readouterr()
+    merge = ["experiment", "d4rl", "--env", "Pendulum-v1", "--no-progress", "--merge"]
+    assert main([*merge, str(first / "d4rl.json"), str(part / "d4rl.json"), "--out", str(tmp_path / "m")]) == 0
+    assert "| TD3+BC |" in capsys.readouterr().out
+    merged = json.loads((tmp_path / "m" / "d4rl.json").read_text())
+    assert merged["seeds"] == [0, 1] and merged["kinds"] == ["medium", "medium-replay"]
+    assert merged["dataset_seed"] == 0 and merged["reference"] == theirs["reference"]
+    for kind in ("medium", "medium-replay"):
+        scores = [p["results"][kind]["bc"][0]["score"] for p in (theirs, ours)]
+        assert merged["table"]["bc"][kind]["final"][0] == pytest.approx(sum(scores) / 2)
+    # Seed 1 with a dataset of other episodes (its data's episode return differs): refused, nothing written.
+    other = json.loads((part / "d4rl.json").read_text())
+    other["results"]["medium"]["behavioral"][0]["data_episode_return"] += 1.0
+    (tmp_path / "other.json").write_text(json.dumps(other))
+    argv = [*merge, str(first / "d4rl.json"), str(tmp_path / "other.json"), "--out", str(tmp_path / "m2")]
+    assert main(argv) == 2
+    assert "learners merge only on the same datasets" in capsys.readouterr().err
+    assert not (tmp_path / "m2").exists()
+    # Datasets of another environment: refused before anything is written.
+    argv = ["experiment", "d4rl", "--env", "Hopper-v5", "--datasets-from", str(first), "--out", str(tmp_path / "h")]
+    assert main(argv) == 2
+    assert "is a dataset of Pendulum-v1, not of Hopper-v5" in capsys.readouterr().err
+    assert not (tmp_path / "h").exists()
 
 
 def test_scores_and_their_iqm_by_hand():
@@ -105,6 +156,7 @@ def test_the_d4rl_experiment_chooses_its_kinds_the_others_do_not():
         (["--env", "Hopper-v5", "--iql-set", "expectile=1.5"], "(iql): expectile must lie in (0, 1)"),
         (["--env", "Hopper-v5", "--updates", "0"], "must be >= 1"),
         (["--env", "Hopper-v5", "--final-noise", "0.3"], "unrecognized arguments --final-noise 0.3"),
+        (["--env", "Hopper-v5", "--datasets-from", "/nonexistent"], "no finished data-medium job"),
     ],
 )
 def test_bad_input_exits_2_before_announcing_or_writing_anything(argv, message, tmp_path, capsys):
