@@ -71,6 +71,7 @@ ALGOS = ("td3_bc", "iql", "cql", "bc")
 
 CORL = {
     "hopper-medium-v2": {"bc": 53.5, "td3_bc": 60.4, "cql": 59.1, "iql": 67.5},
+    "hopper-medium-replay-v2": {"bc": 29.8, "td3_bc": 64.4, "cql": 95.1, "iql": 97.4},
     "locomotion average": {"bc": 50.4, "td3_bc": 76.5, "cql": 78.3, "iql": 81.6},
 }
 """CORL's published D4RL normalised scores (Tarasov et al. 2023, "CORL: Research-oriented Deep Offline

@@ -81,6 +81,7 @@ SECTIONS: list[Callable[[dict[str, dict]], str]] = [
     dqn.dqn_vs_sb3,
     dqn.dqn_minatar,
     bcq.discrete_bcq_breakout,
+    offline.d4rl_hopper,
     offline.offline_vs_d3rlpy,
 ]
 """The page's sections in order."""

@@ -1,11 +1,17 @@
-"""docs/benchmarks.md, acrl's TD3+BC, IQL, CQL and BC against d3rlpy's on the same D4RL-style datasets
-(offline_vs_d3rlpy.json from benchmarks/offline_vs_d3rlpy.py), with CORL's published D4RL scores as the range."""
+"""docs/benchmarks.md, D4RL's table on Hopper-v5 with datasets built here (d4rl_hopper.json, an `acrl experiment
+d4rl` summary) and acrl's TD3+BC, IQL, CQL and BC against d3rlpy's on the same datasets (offline_vs_d3rlpy.json from
+benchmarks/offline_vs_d3rlpy.py), each with CORL's published D4RL scores as the range."""
 
 from __future__ import annotations
 
 import statistics
 
-from sections.formats import conditions, met, n, table, x
+from offline_vs_d3rlpy import CORL
+
+from sections.formats import conditions, met, n, pm, table, x
+
+D4RL_LEARNERS = {"td3_bc": "TD3+BC", "iql": "IQL", "cql": "CQL", "bcq": "BCQ", "bc": "BC"}
+"""The D4RL experiment's learners (acrl.offline.spec.D4RL), in its table's order."""
 
 LABELS = {"td3_bc": "TD3+BC", "iql": "IQL", "cql": "CQL", "bc": "BC"}
 """The algorithms, in the table's order."""
@@ -71,3 +77,44 @@ last checkpoint, 1M updates) on D4RL's own datasets, which were made by other SA
 not a like-for-like comparison.
 
 {table(["CORL, D4RL", *LABELS.values()], "lrrrr", corl)}"""
+
+
+def d4rl_hopper(results: dict[str, dict]) -> str:
+    """The D4RL experiment's table on Hopper-v5: each learner's final normalised score per dataset kind (mean ± std
+    over seeds, and the IQM with its 95% bootstrap CI), the behavioral policy's and the dataset's episodes', and
+    CORL's last scores on D4RL's datasets of the same names below. Empty until the result exists."""
+    d = results.get("d4rl_hopper")
+    if d is None:
+        return ""
+    t, kinds = d["table"], d["kinds"]
+    learners = [name for name in D4RL_LEARNERS if name in t]
+    rows = [["behavioral policy", *(pm(t["behavioral"][k]["return"], 1) for k in kinds)]]
+    for name in learners:
+        cells = [t[name][k] for k in kinds]
+        rows.append([D4RL_LEARNERS[name], *(pm(c["final"], 1) for c in cells)])
+        rows.append([f"{D4RL_LEARNERS[name]}: IQM [95% CI]", *(_cell(c["iqm"], *c["iqm_ci"]) for c in cells)])
+    rows.append(["dataset episodes", *(pm(t["behavioral"][k]["data_episodes"], 1) for k in kinds)])
+    corl = [
+        [f"hopper-{k}-v2", *(n(CORL[f"hopper-{k}-v2"][a], 1) if a in CORL[f"hopper-{k}-v2"] else "-" for a in learners)]
+        for k in kinds
+        if f"hopper-{k}-v2" in CORL
+    ]
+    hours = "not recorded" if d["wall_clock_s"] is None else f"{d['wall_clock_s'] / 3600:.1f} hours"
+    labels = [D4RL_LEARNERS[a] for a in learners]
+    names = " and ".join([", ".join(labels[:-1]), labels[-1]] if len(labels) > 1 else labels)
+    return f"""## D4RL's table on Hopper-v5, datasets built here
+
+`acrl experiment d4rl` (`benchmarks/results/d4rl_hopper.{{json,md,png}}`) on the Hopper-v5 {" and ".join(kinds)}
+datasets committed in `benchmarks/data/d4rl_hopper_v5` (built here the way D4RL built them: its README): {names},
+each with its preset for the task (the papers' D4RL settings, `acrl/presets/`), {len(d["seeds"])} seeds,
+{d["updates"]:,} updates per run (CORL trains 1M), {hours} of wall clock. Score: D4RL's normalised score of each
+run's last evaluation ({d["eval_episodes"]} deterministic episodes; {d["reference"]}), mean ± std over seeds and the
+IQM with its 95% bootstrap CI (rliable; with 3 seeds the IQM is the mean).
+{conditions(d)}
+
+{table(["", *kinds], "l" + "r" * len(kinds), rows)}
+
+For scale, CORL's last scores (Tarasov et al. 2023, 1M updates, D4RL's own datasets made by other SAC runs on gym's
+v3 task): the range, not a like-for-like comparison.
+
+{table(["CORL, D4RL", *(D4RL_LEARNERS[a] for a in learners)], "l" + "r" * len(learners), corl)}"""

@@ -15,7 +15,7 @@ if str(ROOT / "benchmarks") not in sys.path:
     sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from offline_vs_d3rlpy import d3rlpy_settings  # noqa: E402
-from sections.offline import offline_vs_d3rlpy  # noqa: E402
+from sections.offline import d4rl_hopper, offline_vs_d3rlpy  # noqa: E402
 
 
 def hopper(algo: str):
@@ -73,3 +73,31 @@ def test_every_field_is_json(algo):
     import json
 
     assert json.loads(json.dumps(d3rlpy_settings(algo, hopper(algo)))) == d3rlpy_settings(algo, hopper(algo))
+
+
+def test_the_d4rl_table_shows_each_learner_s_scores_and_corl_s_beside_them():
+    """A hand-made d4rl_hopper.json (two kinds, two learners): mean ± std and IQM [CI] per learner to one decimal,
+    the behavioral policy's and the dataset's scores, CORL's last scores in the learners' order."""
+
+    def cell(final: float) -> dict:
+        return {"final": [final, 2.0], "iqm": final + 0.5, "iqm_ci": [final - 3.0, final + 4.0], "best": [80.0, 1.0]}
+
+    table = {
+        "behavioral": {k: {"return": [31.1, 0.0], "data_episodes": [32.4, 0.0]} for k in ("medium", "medium-replay")},
+        "td3_bc": {"medium": cell(55.0), "medium-replay": cell(40.0)},
+        "bc": {"medium": cell(50.0), "medium-replay": cell(20.0)},
+    }
+    d = {
+        "meta": {}, "kinds": ["medium", "medium-replay"], "seeds": [0, 1, 2], "updates": 10000, "eval_episodes": 10,
+        "wall_clock_s": 5400.0, "reference": "D4RL's hopper references", "table": table,
+    }  # fmt: skip
+    text = d4rl_hopper({"d4rl_hopper": d})
+    assert "Hopper-v5 medium and medium-replay\ndatasets" in text and "its README): TD3+BC and BC,\n" in text
+    assert "3 seeds,\n10,000 updates per run (CORL trains 1M), 1.5 hours of wall clock" in text
+    assert "| behavioral policy | 31.1 ± 0.0 | 31.1 ± 0.0 |" in text
+    assert "| TD3+BC | 55.0 ± 2.0 | 40.0 ± 2.0 |" in text
+    assert "| TD3+BC: IQM [95% CI] | 55.5 [52.0, 59.0] | 40.5 [37.0, 44.0] |" in text
+    assert "| BC | 50.0 ± 2.0 | 20.0 ± 2.0 |" in text
+    assert "| dataset episodes | 32.4 ± 0.0 | 32.4 ± 0.0 |" in text
+    assert "| hopper-medium-v2 | 60.4 | 53.5 |" in text and "| hopper-medium-replay-v2 | 64.4 | 29.8 |" in text
+    assert d4rl_hopper({}) == ""
