@@ -77,6 +77,7 @@ SECTIONS: list[Callable[[dict[str, dict]], str]] = [
     pixels.atari_speed,
     pixels.atari_profile,
     pixels.pong,
+    pixels.breakout,
     memory.memory,
     dqn.dqn_vs_sb3,
     dqn.dqn_minatar,

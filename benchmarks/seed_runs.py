@@ -310,10 +310,11 @@ def ppo_ant_1m(run_dirs: dict[int, Path]) -> dict[str, Any]:
     }
 
 
-def pong_run(run_dir: Path) -> dict[str, Any]:
-    """One Pong run: its evaluations (5 whole games each), training game scores (rollout/ep_return_mean, the
-    mean of the last 100 whole games), best.pt on 10 fresh deterministic games (seed 123), the wall clock of the
-    run and up to its best checkpoint (`time/elapsed_s`: its sessions summed), and its sessions (sessions.json)."""
+def atari_run(run_dir: Path) -> dict[str, Any]:
+    """One Atari run (Pong, Breakout): its evaluations (5 whole games each), training game scores
+    (rollout/ep_return_mean, the mean of the last 100 whole games), best.pt on 10 fresh deterministic games (seed
+    123), the wall clock of the run and up to its best checkpoint (`time/elapsed_s`: its sessions summed), and its
+    sessions (sessions.json)."""
     evals = curve(run_dir)
     best_step, best = max(evals, key=lambda row: row[1])
     steps, train_scores = read_curve(run_dir, "rollout/ep_return_mean")
@@ -492,7 +493,7 @@ def main(argv: list[str] | None = None) -> int:
             "meta": meta,
             "commands": commands,
             "evaluation": "deterministic whole games (raw scores): 5 every 250k agent steps, then best.pt on 10",
-            "runs": {str(seed): pong_run(run_dir) for seed, run_dir in run_dirs[""].items()},
+            "runs": {str(seed): atari_run(run_dir) for seed, run_dir in run_dirs[""].items()},
         }
     elif args.name in ("a3c_lstm_popgym", "a3c_lstm_minatar"):
         result = {

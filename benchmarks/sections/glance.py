@@ -122,6 +122,16 @@ def glance(results: dict[str, dict]) -> str:
                 f"≥ +18: {said(min(scores) >= 18)}",
             ]
         )
+    if "ppo_breakout_10m" in results:
+        runs = results["ppo_breakout_10m"]["runs"].values()
+        scores = [r["best_checkpoint_fresh_10_games"] for r in runs]
+        rows.append(
+            [
+                "PPO Breakout (no sticky actions) within 10M agent steps, best.pt on 10 games",
+                ", ".join(f"{n(r['best_checkpoint_fresh_10_games'], 1)} at {kilo(r['best_step'])}" for r in runs),
+                f"≥ 300: {said(min(scores) >= 300)}",
+            ]
+        )
     if "a3c_pong_reference" in results:
         runs = results["a3c_pong_reference"]["runs"]
         scores = [r["best_checkpoint_fresh_10_games"] for r in runs.values()]

@@ -4,6 +4,8 @@ a3c_pong_reference.json, a3c_pong_reference_sticky.json, impala_pong.json)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+
 from sections.formats import conditions, kilo, met, n, pct, signed, table, x
 
 
@@ -157,17 +159,63 @@ steps in ALE's threads, and Python), and the operators that took 2% or more of t
 
 
 def hours_to_best(run: dict) -> float:
-    """A Pong run's wall clock to its best checkpoint, hours, less the time it was paused (`seed_runs.pong_run`'s
+    """A Pong run's wall clock to its best checkpoint, hours, less the time it was paused (`seed_runs.atari_run`'s
     `hours_to_best` and `paused_hours`): what the 2-hour goals of A3C and IMPALA count."""
     return run["hours_to_best"] - run.get("paused_hours", 0.0)
+
+
+def game_rows(
+    results: dict[str, dict], runs: Iterable[tuple[str, str, int | str]], score: Callable[..., str]
+) -> tuple[list[list[str]], list[str]]:
+    """The table rows and notes of the Atari runs of `seed_runs.py` (`atari_run`) among `results`: for each
+    (result name, label, goal: a score to reach, or a note), a row per seed (agent steps, hours, the best and last
+    evaluations, best.pt on 10 fresh games, the goal met or not) and a note per result (its training games, its
+    note, its conditions); scores written by `score` (`signed` or `n`: goals whole, the rest to one decimal)."""
+    rows, notes = [], []
+    for name, label, goal in runs:
+        if name not in results:
+            continue
+        d = results[name]
+        for seed, r in d["runs"].items():
+            fresh = r["best_checkpoint_fresh_10_games"]
+            target = f"≥ {score(goal)}: {met(fresh >= goal)}" if isinstance(goal, int) else goal
+            if name in ("a3c_pong_reference", "impala_pong"):  # best.pt within 2 h (paused time aside) and 4M steps
+                hours = hours_to_best(r)
+                target = f"≥ {score(goal)} within 2 h: {met(fresh >= goal and hours <= 2.0)} ({hours:.1f} h to best.pt)"
+            rows.append(
+                [
+                    label,
+                    seed,
+                    kilo(r["eval_curve"][-1][0]) + (" (unfinished)" if r.get("finished") is False else ""),
+                    f"{r['training_hours']:.1f}" if "training_hours" in r else "not recorded",
+                    f"{score(r['best_eval'], 1)} at {kilo(r['best_step'])}",
+                    score(r["final_eval"], 1),
+                    score(fresh, 1),
+                    target,
+                ]
+            )
+        games = "; ".join(
+            f"seed {seed}, {score(r['training_curve'][0][1], 1)} at {kilo(r['training_curve'][0][0])} and "
+            f"{score(r['training_curve'][-1][1], 1)} at {kilo(r['training_curve'][-1][0])}"
+            for seed, r in d["runs"].items()
+        )
+        note = f" {d['note']}" if "note" in d else ""
+        notes.append(
+            f"{label.split(',')[0]}: training games (stochastic actions, the mean of the last 100): {games}.{note} "
+            f"{conditions(d)}"
+        )
+    return rows, notes
+
+
+GAME_HEADER = ["agent", "seed", "agent steps", "hours", "best evaluation (5 games)", "last evaluation"]
+"""The Atari runs' table columns, before best.pt's score and the goal."""
 
 
 def pong(results: dict[str, dict]) -> str:
     """PPO and A3C learning Pong-v5, and PPO and A3C on PongNoFrameskip-v4 (ppo_pong.json, ppo_pong_no_sticky.json,
     ppo_pong_10m.json, a3c_pong.json, a3c_pong_reference.json, a3c_pong_reference_sticky.json, impala_pong.json
     from `seed_runs.py`); empty until one exists."""
-    rows, notes = [], []
-    for name, label, goal in (
+    runs = (
         ("ppo_pong", "PPO, 8 envs (the `ALE/*-v5` preset), 2 torch threads", 18),
         ("ppo_pong_no_sticky", "PPO as above on PongNoFrameskip-v4 (no sticky actions)", "(sticky actions' cost)"),
         ("ppo_pong_10m", "PPO 10M (CleanRL's budget) on PongNoFrameskip-v4, 2 torch threads", 18),
@@ -180,50 +228,11 @@ def pong(results: dict[str, dict]) -> str:
         ("a3c_pong_reference", "A3C `reference` on PongNoFrameskip-v4, 2 workers", 18),
         ("a3c_pong_reference_sticky", "A3C `reference` on ALE/Pong-v5, 2 workers", "(sticky actions' cost)"),
         ("impala_pong", "IMPALA (the Atari preset) on PongNoFrameskip-v4, 2 actors", 18),
-    ):
-        if name not in results:
-            continue
-        d = results[name]
-        for seed, r in d["runs"].items():
-            score = r["best_checkpoint_fresh_10_games"]
-            target = f"≥ +{goal}: {met(score >= goal)}" if isinstance(goal, int) else goal
-            if name in ("a3c_pong_reference", "impala_pong"):  # best.pt within 2 h (paused time aside) and 4M steps
-                hours = hours_to_best(r)
-                target = f"≥ +{goal} within 2 h: {met(score >= goal and hours <= 2.0)} ({hours:.1f} h to best.pt)"
-            rows.append(
-                [
-                    label,
-                    seed,
-                    kilo(r["eval_curve"][-1][0]) + (" (unfinished)" if r.get("finished") is False else ""),
-                    f"{r['training_hours']:.1f}" if "training_hours" in r else "not recorded",
-                    f"{signed(r['best_eval'], 1)} at {kilo(r['best_step'])}",
-                    signed(r["final_eval"], 1),
-                    signed(r["best_checkpoint_fresh_10_games"], 1),
-                    target,
-                ]
-            )
-        games = "; ".join(
-            f"seed {seed}, {signed(r['training_curve'][0][1], 1)} at {kilo(r['training_curve'][0][0])} and "
-            f"{signed(r['training_curve'][-1][1], 1)} at {kilo(r['training_curve'][-1][0])}"
-            for seed, r in d["runs"].items()
-        )
-        note = f" {d['note']}" if "note" in d else ""
-        notes.append(
-            f"{label.split(',')[0]}: training games (stochastic actions, the mean of the last 100): {games}.{note} "
-            f"{conditions(d)}"
-        )
+    )
+    rows, notes = game_rows(results, runs, signed)
     if not rows:
         return ""
-    header = [
-        "agent",
-        "seed",
-        "agent steps",
-        "hours",
-        "best evaluation (5 games)",
-        "last evaluation",
-        "best.pt, 10 games",
-        "goal",
-    ]
+    header = [*GAME_HEADER, "best.pt, 10 games", "goal"]
     return f"""## Pong-v5 from pixels: PPO, A3C and IMPALA
 
 Whole games, raw scores (−21 to +21), deterministic actions; an agent step is 4 frames (ALE v5, sticky actions
@@ -235,5 +244,24 @@ trained on 16 CPU threads and plots Pong against hours of training (Mnih et al. 
 workers.
 
 {table(header, "lrrrrrrl", rows)}
+
+{chr(10).join("- " + note for note in notes)}"""
+
+
+def breakout(results: dict[str, dict]) -> str:
+    """PPO on BreakoutNoFrameskip-v4 with CleanRL's budget (ppo_breakout_10m.json from `seed_runs.py`); empty until
+    it exists."""
+    label = "PPO 10M (CleanRL's budget) on BreakoutNoFrameskip-v4, 2 torch threads"
+    rows, notes = game_rows(results, [("ppo_breakout_10m", label, 300)], n)
+    if not rows:
+        return ""
+    return f"""## Breakout from pixels: PPO with CleanRL's budget
+
+Whole games (5 lives), raw scores, deterministic actions, no sticky actions; an agent step is 4 frames. CleanRL's
+ppo_atari reports 414.7 ± 28.1 on BreakoutNoFrameskip-v4 after 10M agent steps, 40M frames, 3 seeds (Huang et al.
+2022); issue #48's goal is 300 within the same budget. The evaluation curve and the training games' scores are in the
+JSON file.
+
+{table([*GAME_HEADER, "best.pt, 10 games", "goal"], "lrrrrrrl", rows)}
 
 {chr(10).join("- " + note for note in notes)}"""

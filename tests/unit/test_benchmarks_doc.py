@@ -240,6 +240,35 @@ def test_the_pong_runs_render_from_their_results(tmp_path):
     assert row in glance
 
 
+def test_the_breakout_run_renders_from_its_result(tmp_path):
+    """ppo_breakout_10m.json (hand-made): scores unsigned to one decimal, best.pt's 312.4 meets the 300 goal, 287.0
+    would not; the glance row says so."""
+    report = benchmark_module()
+    results = tmp_path / "results"
+    shutil.copytree(ROOT / "benchmarks" / "results", results, ignore=shutil.ignore_patterns("tmp"))
+    run = {
+        "best_eval": 330.2,
+        "best_step": 6250000,
+        "final_eval": 301.6,
+        "best_checkpoint_fresh_10_games": 312.4,
+        "training_hours": 9.5,
+        "finished": True,
+        "eval_curve": [[250000, 2.0], [10000000, 301.6]],
+        "training_curve": [[8192, 1.2], [10000000, 250.44]],
+    }
+    meta = {"command": "python benchmarks/seed_runs.py ppo_breakout_10m", "date": "2026-12-08T16:00:00+00:00"}
+    (results / "ppo_breakout_10m.json").write_text(json.dumps({"meta": meta, "runs": {"0": run}}))
+    page = report.render(results)
+    label = "PPO 10M (CleanRL's budget) on BreakoutNoFrameskip-v4, 2 torch threads"
+    assert f"| {label} | 0 | 10M | 9.5 | 330.2 at 6250k | 301.6 | 312.4 | ≥ 300: **met** |" in page
+    assert "seed 0, 1.2 at 8k and 250.4 at 10M." in page
+    glance = report.with_glance("x\n<!-- results:start -->\n<!-- results:end -->\n", results)
+    assert "| PPO Breakout (no sticky actions) within 10M agent steps, best.pt on 10 games | 312.4 at 6250k |" in glance
+    run["best_checkpoint_fresh_10_games"] = 287.0
+    (results / "ppo_breakout_10m.json").write_text(json.dumps({"meta": meta, "runs": {"0": run}}))
+    assert "| 287.0 | ≥ 300: **not met** |" in report.render(results)
+
+
 def test_the_dqn_best_checkpoints_render_from_their_results(tmp_path):
     """dqn_cartpole.json (hand-made): best.pt scores of 500, 470 and 500 solve (>= 475) 2 of 3 seeds, not met;
     the glance row lists the three."""
