@@ -112,24 +112,16 @@ def glance(results: dict[str, dict]) -> str:
                 f"≥ +18: {said(min(scores) >= 18)}",
             ]
         )
-    if "ppo_pong_10m" in results:
-        runs = results["ppo_pong_10m"]["runs"].values()
+    for name, game, goal, score in (("ppo_pong_10m", "Pong", 18, signed), ("ppo_breakout_10m", "Breakout", 300, n)):
+        if name not in results:
+            continue
+        runs = results[name]["runs"].values()
         scores = [r["best_checkpoint_fresh_10_games"] for r in runs]
         rows.append(
             [
-                "PPO Pong (no sticky actions) within 10M agent steps, best.pt on 10 games",
-                ", ".join(f"{signed(r['best_checkpoint_fresh_10_games'], 1)} at {kilo(r['best_step'])}" for r in runs),
-                f"≥ +18: {said(min(scores) >= 18)}",
-            ]
-        )
-    if "ppo_breakout_10m" in results:
-        runs = results["ppo_breakout_10m"]["runs"].values()
-        scores = [r["best_checkpoint_fresh_10_games"] for r in runs]
-        rows.append(
-            [
-                "PPO Breakout (no sticky actions) within 10M agent steps, best.pt on 10 games",
-                ", ".join(f"{n(r['best_checkpoint_fresh_10_games'], 1)} at {kilo(r['best_step'])}" for r in runs),
-                f"≥ 300: {said(min(scores) >= 300)}",
+                f"PPO {game} (no sticky actions) within 10M agent steps, best.pt on 10 games",
+                ", ".join(f"{score(r['best_checkpoint_fresh_10_games'], 1)} at {kilo(r['best_step'])}" for r in runs),
+                f"≥ {score(goal)}: {said(min(scores) >= goal)}",
             ]
         )
     if "a3c_pong_reference" in results:
