@@ -1,18 +1,22 @@
 """acrl's TD3+BC, IQL, CQL and BC against d3rlpy 2.8's on the same D4RL-style datasets (issue #50 item 4):
 D4RL's normalised score after the same number of updates with the same hyperparameters, and updates/s on
-one thread, each pair run side by side.
+one thread.
 
-The datasets are acrl's (`acrl collect --kind medium ...`, or the data-KIND/KIND.h5 of an `acrl experiment
-d4rl` run), read by d3rlpy from the same arrays (`bcq_vs_d3rlpy.to_npz`, `d3rlpy_dataset`). d3rlpy pins
-another gymnasium, so it runs in its own venv, benchmarks/.venv-d3rlpy, in a subprocess
-(`bcq_vs_d3rlpy.ensure_venv`, `run_d3rlpy`: the one place that sets it up and runs it). acrl trains in this
-process. Both take `--threads` torch threads (default 1) and alternate who goes first (acrl on even seeds).
-Each run's training time excludes evaluation; its evaluation is `--eval-episodes` deterministic episodes on
-an environment seeded at seed + 10,000. The normalised score is `acrl.offline.d4rl.normalized_score`: D4RL's
+acrl's side is a D4RL table, the summary (d4rl.json) of `acrl experiment d4rl` or of its --merge: each run's
+final normalised score and its training updates/s (`acrl.offline.jobs.training_rate`: evaluations left out),
+its runs two at a time on the 2 cores, one thread each. d3rlpy's side is run here on the same datasets (given as
+--datasets: each must be the table's dataset of its kind, whose episode return the table records, or it is
+refused), seeds, updates and evaluation episodes, `--jobs` runs at a time (default 2, one thread each: the
+table's conditions). So acrl's numbers are the ones a user of `acrl experiment d4rl` gets, and each algorithm
+trains once per library. The datasets are read by d3rlpy from the same arrays (`bcq_vs_d3rlpy.to_npz`,
+`d3rlpy_dataset`). d3rlpy pins another gymnasium, so it runs in its own venv, benchmarks/.venv-d3rlpy, in a
+subprocess (`bcq_vs_d3rlpy.ensure_venv`, `run_d3rlpy`: the one place that sets it up and runs it). Its
+training time excludes evaluation; its evaluation is the table's episodes on an environment seeded at seed +
+10,000, as acrl's evaluations are. The normalised score is `acrl.offline.d4rl.normalized_score`: D4RL's
 references on its tasks, else the dataset's random return and `--expert-return`.
 
-The settings are acrl's config for the environment (`acrl.algos.make_config`: the env's preset, the
-papers' D4RL settings), and d3rlpy's config is built from them (`d3rlpy_settings`). Where
+The settings are those of the table's runs (`acrl.algos.make_config`: the env's preset, the papers' D4RL
+settings, with the table's --ALGO-set overrides), and d3rlpy's config is built from them (`d3rlpy_settings`). Where
 d3rlpy 2.8's defaults differ, the script sets its fields to acrl's:
 
 - TD3PlusBCConfig: actor/critic_learning_rate 3e-4, batch_size 256, gamma 0.99, tau 0.005,
@@ -41,16 +45,17 @@ What stays different: d3rlpy drops the last transition of each episode cut by a 
 where acrl keeps it with its stored next observation; IQL's policy mean is squashed by tanh in acrl (the
 authors') and not in d3rlpy; the networks' initialisations are each library's own.
 
-    # datasets first (a SAC trained here per kind; hours on Hopper), or those of an `acrl experiment d4rl` run
-    acrl experiment d4rl --env Hopper-v5 --kinds medium medium-replay --learners bc --updates 1000 --out runs/d4rl
-    # the comparison, on an idle machine (each pair in turn; the same command again resumes it)
-    python benchmarks/offline_vs_d3rlpy.py --datasets runs/d4rl/data-medium/medium.h5 \\
-        runs/d4rl/data-medium-replay/medium-replay.h5 --updates 100000 --seeds 0 1 2 \\
-        --out benchmarks/results/offline_vs_d3rlpy.json
-    # a smoke test of both sides (tiny budget, one seed, one episode)
-    python benchmarks/offline_vs_d3rlpy.py --datasets FILE.h5 --quick
+    # acrl's side: the D4RL table, in parts on the committed datasets, then merged (docs/offline.md)
+    acrl experiment d4rl --env Hopper-v5 --datasets-from benchmarks/data/d4rl_hopper_v5 --updates 10000 \\
+        --seeds 0 --out runs/d4rl-s0        # then --seeds 1, --seeds 2, and --merge into runs/d4rl
+    # d3rlpy's side against it, on an idle machine (the same command again resumes it)
+    python benchmarks/offline_vs_d3rlpy.py --table runs/d4rl/d4rl.json \\
+        --datasets benchmarks/data/d4rl_hopper_v5/data-medium/medium.h5 \\
+        benchmarks/data/d4rl_hopper_v5/data-medium/medium-replay.h5 --out benchmarks/results/offline_vs_d3rlpy.json
+    # a smoke test of d3rlpy's side (200 updates, the table's first seed, one episode)
+    python benchmarks/offline_vs_d3rlpy.py --table runs/d4rl/d4rl.json --datasets FILE.h5 --quick
 
-Results: --out (default benchmarks/results/tmp/offline_vs_d3rlpy.json), rewritten after every pair, with
+Results: --out (default benchmarks/results/tmp/offline_vs_d3rlpy.json), rewritten after every d3rlpy run, with
 `provenance()` (command, commit, date, CPU, load average before and after, versions);
 benchmarks/sections/offline.py renders it in docs/benchmarks.md beside CORL's published D4RL scores.
 """
@@ -60,7 +65,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from bcq_vs_d3rlpy import SCRATCH, action_scaler, d3rlpy_dataset, d3rlpy_fit, ensure_venv, run_d3rlpy, to_npz
@@ -118,15 +124,14 @@ def d3rlpy_worker(spec: dict) -> dict:
 # ------------------------------------------------------------------------------------ acrl side
 
 
-def acrl_config(algo: str, h5: Path, seed: int, updates: int, threads: int) -> tuple[type, object]:
-    """acrl's agent class and validated config of `algo` on `h5` (its env's preset), training `updates` updates on
-    `threads` threads without evaluating or checkpointing during the run."""
+def acrl_config(algo: str, env_id: str, h5: Path, seed: int, updates: int, overrides: dict):
+    """acrl's validated config of `algo` on `h5` as a D4RL table's run had it: the env's preset with the table's
+    `overrides` of `algo`, `updates` updates, `seed`."""
     from acrl.algos import make_config
-    from acrl.parts.datasets import dataset_attrs
 
-    env_id = dataset_attrs(h5)["env_id"]
-    flags = {"dataset": str(h5), "seed": seed, "total_steps": updates, "eval_freq": 0, "torch_threads": threads}
-    return make_config(algo, env_id, None, None, "--set", checkpoint_freq=10**9, **flags)
+    return make_config(algo, env_id, None, None, "--set", dataset=str(h5), seed=seed, total_steps=updates, **overrides)[
+        1
+    ]
 
 
 def d3rlpy_settings(algo: str, config) -> dict:
@@ -192,98 +197,111 @@ def d3rlpy_settings(algo: str, config) -> dict:
     }
 
 
-def run_acrl(cls: type, config, eval_episodes: int) -> dict:
-    """Train acrl's agent of `config` for its total_steps (timed), then evaluate; its result dict."""
-    import torch
-
-    import acrl
-
-    agent = cls(config.env_id, config=config)
-    agent.load_data()
-    torch.set_num_threads(config.torch_threads)
-    started = time.perf_counter()
-    agent.learn(config.total_steps, progress=False)
-    elapsed = time.perf_counter() - started
-    result = {
-        "library": "acrl",
-        "version": acrl.__version__,
-        "updates": config.total_steps,
-        "train_seconds": elapsed,
-        "updates_per_s": config.total_steps / elapsed,
-    }
-    if eval_episodes:
-        evaluation = agent.evaluate(eval_episodes)
-        result.update(return_mean=evaluation["return_mean"], returns=evaluation["returns"])
-    return result
-
-
-def score(result: dict, env_id: str, attrs: dict, expert_return: float | None) -> float | None:
-    """D4RL's normalised score of a run's return (`normalized_score`), None without references."""
+def score(return_mean: float, env_id: str, attrs: dict, expert_return: float | None) -> float | None:
+    """D4RL's normalised score of a return (`normalized_score`), None without references."""
     from acrl.core.errors import InputError
     from acrl.offline.d4rl import normalized_score
 
-    if "return_mean" not in result:
-        return None
     try:
-        return normalized_score(result["return_mean"], env_id, attrs.get("random_return"), expert_return)
+        return normalized_score(return_mean, env_id, attrs.get("random_return"), expert_return)
     except InputError:
         return None
 
 
-def pair(python: Path, h5: Path, algo: str, seed: int, args: argparse.Namespace) -> dict:
-    """acrl's and d3rlpy's `algo` on `h5` for args.updates updates at `seed`, in turn (acrl first on even seeds)."""
+def table_datasets(table: dict, datasets: list[Path]) -> dict[str, Path]:
+    """{kind: dataset} of `datasets` (HDF5 files of the table's kinds, by their `kind` attribute), each checked to
+    be the table's own: its complete episodes' mean return equals the one the table records for its kind (to 1e-6,
+    the summary's rounding). Raises SystemExit naming a dataset of no kind of the table's, or of other data."""
+    from acrl.offline.jobs import mean_episode_return
+    from acrl.parts.datasets import dataset_attrs, load_dataset
+
+    found = {}
+    for h5 in datasets:
+        kind = dataset_attrs(h5).get("kind")
+        if kind not in table["kinds"]:
+            raise SystemExit(f"offline_vs_d3rlpy: {h5} is a {kind} dataset; the table's kinds are {table['kinds']}.")
+        recorded = table["results"][kind]["behavioral"][0]["data_episode_return"]
+        ours = mean_episode_return(load_dataset(h5))
+        if ours is None or abs(ours - recorded) > 1e-6 * max(1.0, abs(recorded)):
+            raise SystemExit(
+                f"offline_vs_d3rlpy: {h5}'s episodes return {ours} on average, the table's {kind} dataset {recorded}: "
+                "d3rlpy must learn from the data acrl learnt from."
+            )
+        found[kind] = h5
+    return found
+
+
+def d3rlpy_rows(
+    python: Path,
+    table: dict,
+    datasets: dict[str, Path],
+    args: argparse.Namespace,
+    rows: list[dict],
+    save: Callable[[list[dict]], None],
+) -> list[dict]:
+    """d3rlpy's run of each of args.algos on each dataset for each seed of the table, beside the table's acrl run:
+    the table's updates and evaluation episodes (args.quick: 200 updates, the first seed, one episode), args.jobs
+    at a time, a whole seed's runs first. Runs already in `rows` (an interrupted comparison's) are kept; `save(rows)`
+    after each new one."""
     from acrl.parts.datasets import dataset_attrs
 
-    cls, config = acrl_config(algo, h5, seed, args.updates, args.threads)
-    attrs = dataset_attrs(h5)
-    npz = SCRATCH / f"{h5.stem}.npz"
-    if not npz.exists():
-        to_npz(h5, npz)
-    settings = d3rlpy_settings(algo, config)
-    d3_spec = {
-        "algo": algo,
-        "env_id": config.env_id,
-        "npz": str(npz),
-        "seed": seed,
-        "updates": args.updates,
-        "threads": args.threads,
-        "eval_episodes": args.eval_episodes,
-        "eval_seed": seed + 10_000,
-        "settings": settings,
-    }
-    row = {"dataset": str(h5), "kind": attrs.get("kind", h5.stem), "algo": algo, "seed": seed}
-    for lib in ("acrl", "d3rlpy") if seed % 2 == 0 else ("d3rlpy", "acrl"):
-        if lib == "acrl":
-            row["acrl"] = run_acrl(cls, config, args.eval_episodes)
-        else:
-            row["d3rlpy"] = run_d3rlpy(python, d3_spec, __file__)
-    for lib in ("acrl", "d3rlpy"):
-        row[lib]["score"] = score(row[lib], config.env_id, attrs, args.expert_return)
-    row["d3rlpy_settings"] = settings
-    return row
+    env_id, seeds = table["env_id"], table["seeds"][:1] if args.quick else table["seeds"]
+    updates, episodes = (200, 1) if args.quick else (table["updates"], table["eval_episodes"])
+
+    def row(kind: str, algo: str, seed: int) -> dict:
+        h5, ours = datasets[kind], table["results"][kind][algo][table["seeds"].index(seed)]
+        attrs = dataset_attrs(h5)
+        npz = SCRATCH / f"{h5.stem}.npz"
+        if not npz.exists():
+            to_npz(h5, npz)
+        config = acrl_config(algo, env_id, h5, seed, updates, table["overrides"].get(f"{algo}_overrides", {}))
+        settings = d3rlpy_settings(algo, config)
+        spec = {"algo": algo, "env_id": env_id, "npz": str(npz), "seed": seed, "updates": updates}
+        spec |= {"threads": 1, "eval_episodes": episodes, "eval_seed": seed + 10_000, "settings": settings}
+        d3 = run_d3rlpy(python, spec, __file__)
+        d3["score"] = score(d3["return_mean"], env_id, attrs, table.get("expert_return"))
+        acrl = {"score": ours["score"], "return_mean": ours["final"], "updates_per_s": ours["updates_per_s"]}
+        print(
+            f"{kind} {algo} seed {seed}: score acrl {acrl['score']:.1f}, d3rlpy {d3['score']}; updates/s acrl "
+            f"{acrl['updates_per_s']:.1f}, d3rlpy {d3['updates_per_s']:.1f}",
+            file=sys.stderr,
+        )
+        return {"dataset": str(h5), "kind": kind, "algo": algo, "seed": seed, "acrl": acrl, "d3rlpy": d3} | {
+            "acrl_run_dir": ours["run_dir"],
+            "d3rlpy_settings": settings,
+        }
+
+    done = {(r["kind"], r["algo"], r["seed"]) for r in rows}
+    todo = [(k, a, s) for s in seeds for k in datasets for a in args.algos if (k, a, s) not in done]
+    rows = list(rows)
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        for future in as_completed([pool.submit(row, *key) for key in todo]):
+            rows.append(future.result())
+            save(rows)
+    return rows
 
 
 def main(argv: list[str] | None = None) -> int:
     """Command line (see the module docstring); returns the exit code (1 when d3rlpy cannot be set up)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--datasets", nargs="+", type=Path, help="acrl D4RL-style datasets (HDF5)")
+    parser.add_argument("--table", type=Path, help="acrl's side: an `acrl experiment d4rl` summary (d4rl.json)")
+    parser.add_argument("--datasets", nargs="+", type=Path, help="the table's datasets (HDF5), one per kind")
     parser.add_argument("--algos", nargs="+", default=list(ALGOS), choices=ALGOS)
-    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
-    parser.add_argument("--updates", type=int, default=100_000, help="updates per run (CORL: 1M)")
-    parser.add_argument("--eval-episodes", type=int, default=10)
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--expert-return", type=float, help="the score's expert return on a task not D4RL's")
-    parser.add_argument("--quick", action="store_true", help="smoke test: 200 updates, seed 0, 1 episode")
+    parser.add_argument("--jobs", type=int, default=2, help="d3rlpy runs at a time, one thread each")
+    parser.add_argument("--quick", action="store_true", help="smoke test: 200 updates, one seed, 1 episode")
     parser.add_argument("--out", type=Path, default=scratch_path("offline_vs_d3rlpy"))
     parser.add_argument("--d3rlpy-worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.d3rlpy_worker:
         print(json.dumps(d3rlpy_worker(json.loads(args.d3rlpy_worker))))
         return 0
-    if not args.datasets:
-        parser.error("--datasets FILE.h5 ... is required")
-    if args.quick:
-        args.updates, args.seeds, args.eval_episodes = 200, [0], 1
+    if not args.table or not args.datasets:
+        parser.error("--table D4RL.json and --datasets FILE.h5 ... are required")
+    table = json.loads(args.table.read_text())
+    lacking = [a for a in args.algos if a not in table["results"][table["kinds"][0]]]
+    if lacking:
+        parser.error(f"the table has no runs of {', '.join(lacking)}: choose --algos among its learners")
+    datasets = table_datasets(table, args.datasets)
 
     from acrl.core.files import write_json_atomic
     from acrl.core.provenance import load_average, provenance
@@ -295,26 +313,19 @@ def main(argv: list[str] | None = None) -> int:
         print(f"offline_vs_d3rlpy: cannot set up d3rlpy: {exc}", file=sys.stderr)
         return 1
     SCRATCH.mkdir(parents=True, exist_ok=True)
-    same = {"updates": args.updates, "threads": args.threads, "eval_episodes": args.eval_episodes}
+    same = {"table": str(args.table), "quick": args.quick, "jobs": args.jobs}
     rows = []
-    if args.out.is_file():  # the same comparison, interrupted: keep its finished pairs
+    if args.out.is_file():  # the same comparison, interrupted: keep its finished runs
         old = json.loads(args.out.read_text())
         rows = old["rows"] if all(old.get(key) == value for key, value in same.items()) else []
-    done = {(row["dataset"], row["algo"], row["seed"]) for row in rows}
-    for h5 in args.datasets:
-        for algo in args.algos:
-            for seed in args.seeds:
-                if (str(h5), algo, seed) in done:
-                    continue
-                rows.append(pair(python, h5, algo, seed, args))
-                a, d = rows[-1]["acrl"], rows[-1]["d3rlpy"]
-                print(
-                    f"{h5.name} {algo} seed {seed}: score acrl {a['score']}, d3rlpy {d['score']}; updates/s "
-                    f"acrl {a['updates_per_s']:.1f}, d3rlpy {d['updates_per_s']:.1f}",
-                    file=sys.stderr,
-                )
-                summary = {**same, "meta": provenance(load_before, ["mujoco", "h5py"]), "rows": rows, "corl": CORL}
-                write_json_atomic(args.out, summary)
+    updates = 200 if args.quick else table["updates"]
+    head = {**same, "updates": updates, "threads": 1, "eval_episodes": 1 if args.quick else table["eval_episodes"]}
+
+    def save(rows: list[dict]) -> None:
+        summary = {**head, "meta": provenance(load_before, ["mujoco", "h5py"]), "rows": rows, "corl": CORL}
+        write_json_atomic(args.out, summary)
+
+    d3rlpy_rows(python, table, datasets, args, rows, save)
     print(f"results: {args.out}", file=sys.stderr)
     return 0
 

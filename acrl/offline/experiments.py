@@ -133,8 +133,8 @@ def run_experiment(
         The summary written to NAME.json: meta (`experiment_meta`: command, commit, sessions, ...), env_id,
         seeds, the settings, the spec's constants, overrides, wall_clock_s (summed over the sessions that ran
         its jobs, `acrl.core.provenance.wall_clock_s`), acrl_version, results[buffer][agent] (per seed; the
-        learners: return curve, final and best evaluations, value-estimate curves, run directory; the
-        behavioral entries: its return, noise-free, and the data's episode return) and the table
+        learners: return curve, final and best evaluations, value-estimate curves, training updates/s, run
+        directory; the behavioral entries: its return, noise-free, and the data's episode return) and the table
         (`acrl.offline.report.results_table`). A D4RL experiment's summary adds its buffers ("kinds"),
         "datasets_from" where given, the references of its normalised scores ("reference", `d4rl_scores`),
         and the scores in its results.

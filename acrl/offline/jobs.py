@@ -78,9 +78,19 @@ def value_curves(run_dir: Path) -> dict[str, list[list[float]]]:
     return {key: run_curve(run_dir, f"eval/{key}") for key in VALUE_KEYS}
 
 
+def training_rate(run_dir: Path) -> float:
+    """A finished run's training steps per second (offline: updates/s), its evaluations left out: its steps over
+    the seconds of its iterations, each metrics.csv row's steps over its `time/fps` (`acrl.core.loop`: an
+    iteration's steps over its own seconds)."""
+    steps, fps = read_curve(run_dir, "time/fps")
+    spans = np.diff(np.concatenate([[0.0], steps]))
+    return float(spans.sum() / (spans / fps).sum())
+
+
 def offline_result(out_dir: Path, name: str, trained: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     """One finished offline run (job `name`, "s{seed}/KIND/NAME") as the results hold it: curve
-    [[update, return], ...], final (the last evaluation's return), best, values (`VALUE_KEYS` curves), run_dir."""
+    [[update, return], ...], final (the last evaluation's return), best, values (`VALUE_KEYS` curves),
+    updates_per_s (`training_rate`), run_dir."""
     run_dir = out_dir / name
     curve = run_curve(run_dir)
     return {
@@ -88,6 +98,7 @@ def offline_result(out_dir: Path, name: str, trained: Mapping[str, Mapping[str, 
         "final": curve[-1][1],
         "best": trained[name]["best"],
         "values": value_curves(run_dir),
+        "updates_per_s": training_rate(run_dir),
         "run_dir": str(run_dir),
     }
 
@@ -481,4 +492,5 @@ __all__ = [
     "experiment_jobs",
     "given_datasets",
     "run_concurrent",
+    "training_rate",
 ]

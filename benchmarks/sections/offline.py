@@ -61,13 +61,15 @@ def offline_vs_d3rlpy(results: dict[str, dict]) -> str:
     header = ["dataset", "algorithm", "seeds", "acrl score", "d3rlpy score", "acrl upd/s", "d3rlpy upd/s"]
     return f"""## Offline RL beyond BCQ: TD3+BC, IQL, CQL and BC against d3rlpy
 
-`python benchmarks/offline_vs_d3rlpy.py --datasets ... --updates {d["updates"]}` (`benchmarks/offline_vs_d3rlpy.py`):
-each algorithm in both libraries on the same D4RL-style datasets built here (`acrl experiment d4rl`, `acrl collect
---kind`), with acrl's settings for the task given to d3rlpy's config classes (the script's docstring lists each field
-that differs by default and how it is aligned), {d["updates"]:,} updates, {d["threads"]} torch thread(s), the two
-runs of a pair side by side, evaluated on {d["eval_episodes"]} deterministic episodes. Score: D4RL's normalised
-score, mean over seeds [95% bootstrap CI]; updates/s: the median over seeds. Goals (issue #50): acrl's score at or
-above d3rlpy's (its CI reaching d3rlpy's or above), and at least {x(SPEED_GOAL, 0)} d3rlpy's updates/s.
+`python benchmarks/offline_vs_d3rlpy.py --table ... --datasets ...` (`benchmarks/offline_vs_d3rlpy.py`): acrl's side is
+the D4RL table above (each run's final normalised score, and its training updates/s with its evaluations left out,
+the table's runs two at a time on the 2 cores); d3rlpy 2.8 trains the same algorithms on the same datasets (checked
+against the table's dataset returns), seeds and budget, {d["updates"]:,} updates, {d["jobs"]} runs at a time, with
+acrl's settings given to its config classes (the script's docstring lists each field that differs by default and
+how it is aligned), {d["threads"]} torch thread per run, evaluated on {d["eval_episodes"]} deterministic episodes.
+Score: D4RL's normalised score, mean over seeds [95% bootstrap CI]; updates/s: the median over seeds. Goals (issue
+#50): acrl's score at or above d3rlpy's (its CI reaching d3rlpy's or above), and at least {x(SPEED_GOAL, 0)}
+d3rlpy's updates/s.
 {conditions(d)}
 
 {table([*header, "acrl / d3rlpy", "goals"], "lllrrrrrrl", rows)}

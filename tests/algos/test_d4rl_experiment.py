@@ -11,7 +11,7 @@ import pytest
 
 from acrl.cli import main
 from acrl.offline.experiments import d4rl_scores
-from acrl.offline.jobs import VALUE_KEYS, experiment_jobs
+from acrl.offline.jobs import VALUE_KEYS, experiment_jobs, training_rate
 from acrl.offline.report import results_table
 from acrl.offline.spec import D4RL, DISCRETE
 from acrl.parts.datasets import dataset_attrs, load_dataset
@@ -63,6 +63,7 @@ def test_the_d4rl_experiment_writes_its_table_in_normalised_scores_and_resumes(p
             run = summary["results"][kind][name][0]
             assert [step for step, _ in run["curve"]] == [100, 200]
             assert run["score"] == pytest.approx(100 * (run["final"] - low) / (-150.0 - low))
+            assert run["updates_per_s"] == pytest.approx(training_rate(run["run_dir"]))
             assert run["score_curve"][0][1] == pytest.approx(100 * (run["curve"][0][1] - low) / (-150.0 - low))
             cell = summary["table"][name][kind]
             assert cell["final"] == [pytest.approx(run["score"]), 0.0] and cell["final_return"] == [run["final"], 0.0]
@@ -110,6 +111,12 @@ def test_a_part_on_the_datasets_of_another_merges_with_it_into_one_table(pendulu
     assert main(argv) == 2
     assert "is a dataset of Pendulum-v1, not of Hopper-v5" in capsys.readouterr().err
     assert not (tmp_path / "h").exists()
+
+
+def test_a_run_s_training_rate_leaves_its_evaluations_out(tmp_path):
+    # Rows of 100 updates at 50/s (2 s) and 200 at 100/s (2 s), the evaluations' time in no row: 300 in 4 s.
+    (tmp_path / "metrics.csv").write_text("step,time/fps,time/elapsed_s\n100,50.0,9.0\n300,100.0,20.0\n")
+    assert training_rate(tmp_path) == pytest.approx(75.0)
 
 
 def test_scores_and_their_iqm_by_hand():

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -14,7 +15,8 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT / "benchmarks") not in sys.path:
     sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from offline_vs_d3rlpy import d3rlpy_settings  # noqa: E402
+import offline_vs_d3rlpy as script  # noqa: E402
+from offline_vs_d3rlpy import d3rlpy_rows, d3rlpy_settings, table_datasets  # noqa: E402
 from sections.offline import d4rl_hopper, offline_vs_d3rlpy  # noqa: E402
 
 
@@ -56,7 +58,7 @@ def test_the_section_shows_scores_speeds_and_the_goals():
         run("cql", 0, (10.0, 50.0), (90.0, 30.0)),
         run("cql", 1, (12.0, 60.0), (90.0, 30.0)),
     ]
-    result = {"updates": 1000, "threads": 1, "eval_episodes": 10, "rows": rows, "meta": {}}
+    result = {"updates": 1000, "threads": 1, "jobs": 2, "eval_episodes": 10, "rows": rows, "meta": {}}
     result["corl"] = {"hopper-medium-v2": {"bc": 53.5, "td3_bc": 60.4, "cql": 59.1, "iql": 67.5}}
     text = offline_vs_d3rlpy({"offline_vs_d3rlpy": result})
     lines = {line.split(" | ")[1]: line for line in text.splitlines() if line.startswith("| medium |")}
@@ -101,3 +103,69 @@ def test_the_d4rl_table_shows_each_learner_s_scores_and_corl_s_beside_them():
     assert "| dataset episodes | 32.4 ± 0.0 | 32.4 ± 0.0 |" in text
     assert "| hopper-medium-v2 | 60.4 | 53.5 |" in text and "| hopper-medium-replay-v2 | 64.4 | 29.8 |" in text
     assert d4rl_hopper({}) == ""
+
+
+def hopper_dataset(path: Path, rewards: list[float]) -> Path:
+    """A 4-row Hopper-v5 medium dataset, two episodes of two steps (a terminal, then a timeout)."""
+    import numpy as np
+
+    from acrl.parts.datasets import OfflineDataset, save_dataset
+
+    obs = np.zeros((4, 11), dtype=np.float32)
+    data = OfflineDataset(
+        observations=obs,
+        actions=np.zeros((4, 3), dtype=np.float32),
+        rewards=np.array(rewards, dtype=np.float32),
+        next_observations=obs,
+        terminals=np.array([False, True, False, False]),
+        timeouts=np.array([False, False, False, True]),
+        attrs={"env_id": "Hopper-v5", "kind": "medium", "random_return": -20.0},
+    )
+    save_dataset(path, data)
+    return path
+
+
+def test_d3rlpy_runs_beside_the_table_s_runs_on_its_own_datasets(tmp_path, monkeypatch):
+    """acrl's numbers come from the table (its score, final return and updates/s); d3rlpy runs once per seed with
+    the table's budget, evaluation episodes, seeds + 10,000 and overrides, its return scored with D4RL's hopper
+    references; a finished run is not run again; a dataset with other episodes than the table's is refused."""
+    h5 = hopper_dataset(tmp_path / "medium.h5", [1.0, 2.0, 3.0, 4.0])  # episodes 3 and 7: mean 5
+    runs = [{"score": 40.0 + seed, "final": 1300.0, "updates_per_s": 90.0, "run_dir": f"s{seed}"} for seed in (0, 1)]
+    table = {
+        "env_id": "Hopper-v5",
+        "kinds": ["medium"],
+        "seeds": [0, 1],
+        "updates": 3000,
+        "eval_episodes": 7,
+        "expert_return": None,
+        "overrides": {"td3_bc_overrides": {"alpha": 1.0}},
+        "results": {"medium": {"behavioral": [{"data_episode_return": 5.0}] * 2, "td3_bc": runs}},
+    }
+    assert table_datasets(table, [h5]) == {"medium": h5}
+    other = hopper_dataset(tmp_path / "other.h5", [1.0, 2.0, 3.0, 5.0])
+    with pytest.raises(SystemExit, match="the table's medium dataset 5.0"):
+        table_datasets(table, [other])
+
+    specs = []
+
+    def fake_d3rlpy(python, spec, script):
+        specs.append(spec)
+        return {"return_mean": -20.0 + 3254.572305 * 0.5, "updates_per_s": 30.0}  # D4RL's hopper: score 50
+
+    monkeypatch.setattr(script, "run_d3rlpy", fake_d3rlpy)
+    monkeypatch.setattr(script, "SCRATCH", tmp_path)
+    args = argparse.Namespace(algos=["td3_bc"], jobs=1, quick=False)
+    saved = []
+    rows = d3rlpy_rows(Path("python"), table, {"medium": h5}, args, [], saved.append)
+    assert [(r["seed"], r["acrl"]["score"], r["acrl"]["updates_per_s"]) for r in rows] == [
+        (0, 40.0, 90.0),
+        (1, 41.0, 90.0),
+    ]
+    assert [r["d3rlpy"]["score"] for r in rows] == [pytest.approx(50.0, abs=0.01)] * 2
+    assert [(s["seed"], s["updates"], s["eval_episodes"], s["eval_seed"]) for s in specs] == [
+        (0, 3000, 7, 10_000),
+        (1, 3000, 7, 10_001),
+    ]
+    assert specs[0]["settings"]["alpha"] == 1.0 and len(saved) == 2  # the table's override; saved after each run
+    again = d3rlpy_rows(Path("python"), table, {"medium": h5}, args, rows[:1], saved.append)
+    assert len(specs) == 3 and [r["seed"] for r in again] == [0, 1]  # seed 0 kept, seed 1 run again
