@@ -107,11 +107,11 @@ def d4rl_hopper(results: dict[str, dict]) -> str:
     return f"""## D4RL's table on Hopper-v5, datasets built here
 
 `acrl experiment d4rl` (`benchmarks/results/d4rl_hopper.{{json,md,png}}`) on the Hopper-v5 {" and ".join(kinds)}
-datasets committed in `benchmarks/data/d4rl_hopper_v5` (built here the way D4RL built them: its README): {names},
-each with its preset for the task (the papers' D4RL settings, `acrl/presets/`), {len(d["seeds"])} seeds,
-{d["updates"]:,} updates per run (CORL trains 1M), {hours} of wall clock. Score: D4RL's normalised score of each
-run's last evaluation ({d["eval_episodes"]} deterministic episodes; {d["reference"]}), mean ± std over seeds and the
-IQM with its 95% bootstrap CI (rliable; with 3 seeds the IQM is the mean).
+datasets committed in `benchmarks/data/d4rl_hopper_v5` (built here the way D4RL built them: its README):
+{names}, each with its preset for the task (the papers' D4RL settings, `acrl/presets/`),
+{len(d["seeds"])} seeds, {d["updates"]:,} updates per run (CORL trains 1M), {hours} of wall clock. Score: D4RL's
+normalised score of each run's last evaluation ({d["eval_episodes"]} deterministic episodes), mean ± std over seeds
+and the IQM with its 95% bootstrap CI (rliable; with 3 seeds the IQM is the mean). References: {d["reference"]}.
 {conditions(d)}
 
 {table(["", *kinds], "l" + "r" * len(kinds), rows)}

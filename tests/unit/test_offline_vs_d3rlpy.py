@@ -94,8 +94,9 @@ def test_the_d4rl_table_shows_each_learner_s_scores_and_corl_s_beside_them():
         "wall_clock_s": 5400.0, "reference": "D4RL's hopper references", "table": table,
     }  # fmt: skip
     text = d4rl_hopper({"d4rl_hopper": d})
-    assert "Hopper-v5 medium and medium-replay\ndatasets" in text and "its README): TD3+BC and BC,\n" in text
-    assert "3 seeds,\n10,000 updates per run (CORL trains 1M), 1.5 hours of wall clock" in text
+    assert "Hopper-v5 medium and medium-replay\ndatasets" in text and "its README):\nTD3+BC and BC, each" in text
+    assert "\n3 seeds, 10,000 updates per run (CORL trains 1M), 1.5 hours of wall clock" in text
+    assert "References: D4RL's hopper references." in text
     assert "| behavioral policy | 31.1 ± 0.0 | 31.1 ± 0.0 |" in text
     assert "| TD3+BC | 55.0 ± 2.0 | 40.0 ± 2.0 |" in text
     assert "| TD3+BC: IQM [95% CI] | 55.5 [52.0, 59.0] | 40.5 [37.0, 44.0] |" in text
