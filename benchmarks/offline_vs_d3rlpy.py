@@ -129,9 +129,10 @@ def acrl_config(algo: str, env_id: str, h5: Path, seed: int, updates: int, overr
     `overrides` of `algo`, `updates` updates, `seed`."""
     from acrl.algos import make_config
 
-    return make_config(algo, env_id, None, None, "--set", dataset=str(h5), seed=seed, total_steps=updates, **overrides)[
-        1
-    ]
+    _, config = make_config(
+        algo, env_id, None, None, "--set", dataset=str(h5), seed=seed, total_steps=updates, **overrides
+    )
+    return config
 
 
 def d3rlpy_settings(algo: str, config) -> dict:
@@ -231,6 +232,12 @@ def table_datasets(table: dict, datasets: list[Path]) -> dict[str, Path]:
     return found
 
 
+def run_budget(table: dict, quick: bool) -> tuple[list[int], int, int]:
+    """d3rlpy's seeds, updates and evaluation episodes: the table's, or for a smoke test (`quick`) its first seed,
+    200 updates and one episode."""
+    return (table["seeds"][:1], 200, 1) if quick else (table["seeds"], table["updates"], table["eval_episodes"])
+
+
 def d3rlpy_rows(
     python: Path,
     table: dict,
@@ -240,20 +247,20 @@ def d3rlpy_rows(
     save: Callable[[list[dict]], None],
 ) -> list[dict]:
     """d3rlpy's run of each of args.algos on each dataset for each seed of the table, beside the table's acrl run:
-    the table's updates and evaluation episodes (args.quick: 200 updates, the first seed, one episode), args.jobs
-    at a time, a whole seed's runs first. Runs already in `rows` (an interrupted comparison's) are kept; `save(rows)`
-    after each new one."""
+    `run_budget`, args.jobs at a time, a whole seed's runs first. Runs already in `rows` (an interrupted
+    comparison's) are kept; `save(rows)` after each new one. Each dataset is written once as the .npz d3rlpy reads,
+    before any run starts (runs of one dataset then read one finished file)."""
     from acrl.parts.datasets import dataset_attrs
 
-    env_id, seeds = table["env_id"], table["seeds"][:1] if args.quick else table["seeds"]
-    updates, episodes = (200, 1) if args.quick else (table["updates"], table["eval_episodes"])
+    env_id = table["env_id"]
+    seeds, updates, episodes = run_budget(table, args.quick)
+    npzs = {kind: SCRATCH / f"{h5.stem}.npz" for kind, h5 in datasets.items()}
+    for kind, npz in npzs.items():
+        to_npz(datasets[kind], npz)
 
     def row(kind: str, algo: str, seed: int) -> dict:
-        h5, ours = datasets[kind], table["results"][kind][algo][table["seeds"].index(seed)]
+        h5, npz, ours = datasets[kind], npzs[kind], table["results"][kind][algo][table["seeds"].index(seed)]
         attrs = dataset_attrs(h5)
-        npz = SCRATCH / f"{h5.stem}.npz"
-        if not npz.exists():
-            to_npz(h5, npz)
         config = acrl_config(algo, env_id, h5, seed, updates, table["overrides"].get(f"{algo}_overrides", {}))
         settings = d3rlpy_settings(algo, config)
         spec = {"algo": algo, "env_id": env_id, "npz": str(npz), "seed": seed, "updates": updates}
@@ -318,8 +325,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.out.is_file():  # the same comparison, interrupted: keep its finished runs
         old = json.loads(args.out.read_text())
         rows = old["rows"] if all(old.get(key) == value for key, value in same.items()) else []
-    updates = 200 if args.quick else table["updates"]
-    head = {**same, "updates": updates, "threads": 1, "eval_episodes": 1 if args.quick else table["eval_episodes"]}
+    _, updates, episodes = run_budget(table, args.quick)
+    head = {**same, "updates": updates, "threads": 1, "eval_episodes": episodes}
 
     def save(rows: list[dict]) -> None:
         summary = {**head, "meta": provenance(load_before, ["mujoco", "h5py"]), "rows": rows, "corl": CORL}

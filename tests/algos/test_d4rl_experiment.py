@@ -2,6 +2,7 @@
 scores against the returns they scale), its scores and IQM by hand, resuming, and the bad input it refuses before
 any work."""
 
+import csv
 import filecmp
 import json
 import subprocess
@@ -63,7 +64,8 @@ def test_the_d4rl_experiment_writes_its_table_in_normalised_scores_and_resumes(p
             run = summary["results"][kind][name][0]
             assert [step for step, _ in run["curve"]] == [100, 200]
             assert run["score"] == pytest.approx(100 * (run["final"] - low) / (-150.0 - low))
-            assert run["updates_per_s"] == pytest.approx(training_rate(run["run_dir"]))
+            rates = [float(r["time/fps"]) for r in csv.DictReader(open(f"{run['run_dir']}/metrics.csv"))]
+            assert min(rates) <= run["updates_per_s"] <= max(rates)  # the iterations' rates, evaluations left out
             assert run["score_curve"][0][1] == pytest.approx(100 * (run["curve"][0][1] - low) / (-150.0 - low))
             cell = summary["table"][name][kind]
             assert cell["final"] == [pytest.approx(run["score"]), 0.0] and cell["final_return"] == [run["final"], 0.0]
