@@ -20,7 +20,10 @@ What is measured, per torch thread count (--threads, default 1 and 2):
 
 Sizes: BCQ (Fujimoto et al. 2019, Supp. D): VAE 750-750, actor and critics 400-300, batch 100,
 10 sampled actions per next state; TD3 (Fujimoto et al. 2018, Appendix C): 400-300, batch 100,
-policy delay 2; SAC (Haarnoja et al. 2018, Table 1): 256-256, batch 256.
+policy delay 2; SAC (Haarnoja et al. 2018, Table 1): 256-256, batch 256; CQL (Kumar et al. 2020, Appendix F, the
+D4RL table's settings): 256-256-256, batch 256, 10 sampled actions per state from each of the uniform proposal,
+pi(.|s) and pi(.|s'), the fixed penalty weight 5 (cql_alpha) and the deterministic backup (d3rlpy: alpha_learning_rate 0,
+soft_q_backup False).
 
 acrl and d3rlpy take turns going first: acrl for the first, third, ... algorithm, d3rlpy for the others.
 
@@ -55,8 +58,16 @@ SIZES = {
     },
     "td3": {"batch_size": 100, "hidden_sizes": [400, 300], "learning_rate": 1e-3, "policy_delay": 2},
     "sac": {"batch_size": 256, "hidden_sizes": [256, 256], "learning_rate": 3e-4},
+    "cql": {
+        "batch_size": 256,
+        "hidden_sizes": [256, 256, 256],
+        "learning_rate": 3e-4,
+        "actor_learning_rate": 1e-4,
+        "n_action_samples": 10,
+        "cql_alpha": 5.0,
+    },
 }
-UPDATES = {"bcq": 200, "td3": 1000, "sac": 600}
+UPDATES = {"bcq": 200, "td3": 1000, "sac": 600, "cql": 40}
 """Timed updates per repeat: a few seconds each at acrl's speed."""
 
 
@@ -107,11 +118,20 @@ def d3rlpy_worker(spec: dict) -> dict:
             "critic_learning_rate": s["learning_rate"],
             "batch_size": s["batch_size"],
         }
-        config = (
-            d3rlpy.algos.TD3Config(update_actor_interval=s["policy_delay"], **common)
-            if spec["algo"] == "td3"
-            else d3rlpy.algos.SACConfig(temp_learning_rate=s["learning_rate"], **common)
-        )
+        if spec["algo"] == "td3":
+            config = d3rlpy.algos.TD3Config(update_actor_interval=s["policy_delay"], **common)
+        elif spec["algo"] == "sac":
+            config = d3rlpy.algos.SACConfig(temp_learning_rate=s["learning_rate"], **common)
+        else:
+            common["actor_learning_rate"] = s["actor_learning_rate"]
+            config = d3rlpy.algos.CQLConfig(
+                temp_learning_rate=s["actor_learning_rate"],
+                alpha_learning_rate=0.0,
+                conservative_weight=s["cql_alpha"],
+                n_action_samples=s["n_action_samples"],
+                soft_q_backup=False,
+                **common,
+            )
     algo = config.create(device="cpu:0")
     algo.build_with_dataset(dataset)
 
@@ -173,7 +193,7 @@ def acrl_agent(algo: str, arrays: dict, threads: int):
         arrays["terminals"],
         arrays["timeouts"],
     )
-    cls = {"bcq": acrl.BCQ, "td3": acrl.TD3, "sac": acrl.SAC}[algo]
+    cls = {"bcq": acrl.BCQ, "td3": acrl.TD3, "sac": acrl.SAC, "cql": acrl.CQL}[algo]
     return cls("Hopper-v5", buffer=buffer, seed=0, eval_freq=0, torch_threads=threads, **SIZES[algo])
 
 

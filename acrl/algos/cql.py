@@ -156,11 +156,10 @@ class CQL(SAC):
         """
         n, (b, d) = self.config.n_action_samples, (len(obs), self.act_dim)
         uniform = torch.rand(b, n, d, device=obs.device) * 2.0 - 1.0
-        at_s, log_pi_s = self.actor.sample(obs.repeat_interleave(n, dim=0))
-        at_next, log_pi_next = self.actor.sample(next_obs.repeat_interleave(n, dim=0))
-        actions = torch.cat([uniform, at_s.view(b, n, d), at_next.view(b, n, d)], dim=1)
+        at_s, log_pi_s = self.actor.sample_n(obs, n)
+        at_next, log_pi_next = self.actor.sample_n(next_obs, n)
         log_uniform = torch.full((b, n), -d * math.log(2.0), device=obs.device)
-        return actions, torch.cat([log_uniform, log_pi_s.view(b, n), log_pi_next.view(b, n)], dim=1)
+        return torch.cat([uniform, at_s, at_next], dim=1), torch.cat([log_uniform, log_pi_s, log_pi_next], dim=1)
 
     def _update(self, batch: dict[str, torch.Tensor]) -> dict[str, float]:
         """One update (`OffPolicyAgent.update` counts it): the critics on the TD error plus the CQL penalty

@@ -268,6 +268,14 @@ class SquashedGaussianHead(_Head):
         u = mean if deterministic else mean + log_std.exp() * torch.randn_like(mean)
         return torch.tanh(u), squashed_log_prob(u, mean, log_std)
 
+    def sample_n(self, obs: torch.Tensor, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """n reparameterised samples per state: actions (B, n, act_dim) in [-1, 1] and log pi (B, n), float32,
+        for obs (B, obs_dim). The same draws as `sample` on obs repeated n times row by row
+        (`repeat_interleave`) from the same generator state, for one forward pass on B rows instead of B n."""
+        mean, log_std = (t.unsqueeze(1) for t in self.mean_log_std(self.encoder(obs)))
+        u = mean + log_std.exp() * torch.randn(len(obs), n, mean.shape[-1], dtype=mean.dtype, device=mean.device)
+        return torch.tanh(u), squashed_log_prob(u, mean, log_std)
+
 
 def head_on(
     encoder: nn.Module,
