@@ -56,7 +56,10 @@ authors') and not in d3rlpy; the networks' initialisations are each library's ow
     python benchmarks/offline_vs_d3rlpy.py --table runs/d4rl/d4rl.json --datasets FILE.h5 --quick
 
 Results: --out (default benchmarks/results/tmp/offline_vs_d3rlpy.json), rewritten after every d3rlpy run, with
-`provenance()` (command, commit, date, CPU, load average before and after, versions);
+`provenance()` (command, commit, date, CPU, load average before and after, versions) as `meta`. The same command
+with other --algos adds their runs to an existing --out of the same table (a comparison run by parts, e.g. CQL's
+hours in a session of their own): `parts` keeps each invocation's provenance, and each row its `part` (an index
+into it);
 benchmarks/sections/offline.py renders it in docs/benchmarks.md beside CORL's published D4RL scores.
 """
 
@@ -321,15 +324,19 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     SCRATCH.mkdir(parents=True, exist_ok=True)
     same = {"table": str(args.table), "quick": args.quick, "jobs": args.jobs}
-    rows = []
-    if args.out.is_file():  # the same comparison, interrupted: keep its finished runs
+    rows, parts = [], []
+    if args.out.is_file():  # the same comparison, interrupted or run by parts: keep its finished runs
         old = json.loads(args.out.read_text())
-        rows = old["rows"] if all(old.get(key) == value for key, value in same.items()) else []
+        if all(old.get(key) == value for key, value in same.items()):
+            rows, parts = old["rows"], old["parts"]
     _, updates, episodes = run_budget(table, args.quick)
     head = {**same, "updates": updates, "threads": 1, "eval_episodes": episodes}
 
     def save(rows: list[dict]) -> None:
-        summary = {**head, "meta": provenance(load_before, ["mujoco", "h5py"]), "rows": rows, "corl": CORL}
+        meta = provenance(load_before, ["mujoco", "h5py"])
+        for row in rows:
+            row.setdefault("part", len(parts))  # this invocation's runs
+        summary = {**head, "meta": meta, "parts": [*parts, meta], "rows": rows, "corl": CORL}
         write_json_atomic(args.out, summary)
 
     d3rlpy_rows(python, table, datasets, args, rows, save)

@@ -20,10 +20,10 @@ What is measured, per torch thread count (--threads, default 1 and 2):
 
 Sizes: BCQ (Fujimoto et al. 2019, Supp. D): VAE 750-750, actor and critics 400-300, batch 100,
 10 sampled actions per next state; TD3 (Fujimoto et al. 2018, Appendix C): 400-300, batch 100,
-policy delay 2; SAC (Haarnoja et al. 2018, Table 1): 256-256, batch 256; CQL (Kumar et al. 2020, Appendix F, the
-D4RL table's settings): 256-256-256, batch 256, 10 sampled actions per state from each of the uniform proposal,
-pi(.|s) and pi(.|s'), the fixed penalty weight 5 (cql_alpha) and the deterministic backup (d3rlpy: alpha_learning_rate 0,
-soft_q_backup False).
+policy delay 2; SAC (Haarnoja et al. 2018, Table 1): 256-256, batch 256; CQL (Kumar et al. 2020, Appendix F,
+the D4RL table's settings): 256-256-256, batch 256, 10 sampled actions per state from each of the uniform
+proposal, pi(.|s) and pi(.|s'), the fixed penalty weight 5 (cql_alpha) and the deterministic backup (d3rlpy:
+alpha_learning_rate 0, soft_q_backup False).
 
 acrl and d3rlpy take turns going first: acrl for the first, third, ... algorithm, d3rlpy for the others.
 

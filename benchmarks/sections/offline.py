@@ -58,6 +58,16 @@ def offline_vs_d3rlpy(results: dict[str, dict]) -> str:
             rates = [n(speed["acrl"], 1), n(speed["d3rlpy"], 1), x(ratio)]
             rows.append([kind, label, str(len(runs)), *cells, *rates, met(goals[-1])])
     corl = [[name, *(n(scores[algo], 1) for algo in LABELS)] for name, scores in d["corl"].items()]
+    parts = d.get("parts", [])
+    if len(parts) > 1:  # run by parts: each one's algorithms and conditions
+        ran = [
+            ", ".join(LABELS[a] for a in LABELS if any(r["algo"] == a and r["part"] == i for r in d["rows"]))
+            for i in range(len(parts))
+        ]
+        items = (f"- {algos}: {conditions({'meta': meta})}" for algos, meta in zip(ran, parts, strict=True))
+        said = f"d3rlpy's side ran in {len(parts)} parts:\n\n" + "\n".join(items)
+    else:
+        said = conditions(d)
     header = ["dataset", "algorithm", "seeds", "acrl score", "d3rlpy score", "acrl upd/s", "d3rlpy upd/s"]
     return f"""## Offline RL beyond BCQ: TD3+BC, IQL, CQL and BC against d3rlpy
 
@@ -70,7 +80,7 @@ how it is aligned), {d["threads"]} torch thread per run, evaluated on {d["eval_e
 Score: D4RL's normalised score, mean over seeds [95% bootstrap CI]; updates/s: the median over seeds. Goals (issue
 #50): acrl's score at or above d3rlpy's (its CI reaching d3rlpy's or above), and at least {x(SPEED_GOAL, 0)}
 d3rlpy's updates/s.
-{conditions(d)}
+{said}
 
 {table([*header, "acrl / d3rlpy", "goals"], "lllrrrrrrl", rows)}
 

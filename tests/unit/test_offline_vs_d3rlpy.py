@@ -68,6 +68,13 @@ def test_the_section_shows_scores_speeds_and_the_goals():
     assert "| 3.00× | **not met** |" in lines["CQL"] and "Met for 1 of 2 rows" in text
     assert "| hopper-medium-v2 | 60.4 | 67.5 | 59.1 | 53.5 |" in text  # CORL's, in the order TD3+BC, IQL, CQL, BC
     assert offline_vs_d3rlpy({}) == ""
+    # run by parts: each part's algorithms with its own conditions
+    for row in rows:
+        row["part"] = 0 if row["algo"] == "td3_bc" else 1
+    result["parts"] = [{"command": "first", "cpu": "Xeon"}, {"command": "second", "cpu": "EPYC"}]
+    text = offline_vs_d3rlpy({"offline_vs_d3rlpy": result})
+    assert "d3rlpy's side ran in 2 parts:\n\n- TD3+BC: Regenerate: `first`. Recorded: Xeon." in text
+    assert "\n- CQL: Regenerate: `second`. Recorded: EPYC." in text
 
 
 @pytest.mark.parametrize("algo", ["td3_bc", "iql", "cql", "bc"])
@@ -170,3 +177,28 @@ def test_d3rlpy_runs_beside_the_table_s_runs_on_its_own_datasets(tmp_path, monke
     assert specs[0]["settings"]["alpha"] == 1.0 and len(saved) == 2  # the table's override; saved after each run
     again = d3rlpy_rows(Path("python"), table, {"medium": h5}, args, rows[:1], saved.append)
     assert len(specs) == 3 and [r["seed"] for r in again] == [0, 1]  # seed 0 kept, seed 1 run again
+
+
+def test_a_comparison_run_by_parts_keeps_each_part_s_runs_and_conditions(tmp_path, monkeypatch):
+    """`main` twice on one --out, TD3+BC then BC: the second keeps the first's rows, adds its own, and records both
+    invocations' provenance in `parts`, each row its part's index."""
+    import json
+
+    h5 = hopper_dataset(tmp_path / "medium.h5", [1.0, 2.0, 3.0, 4.0])  # episodes 3 and 7: mean 5
+    run = {"score": 40.0, "final": 1300.0, "updates_per_s": 90.0, "run_dir": "s0"}
+    table = {
+        "env_id": "Hopper-v5", "kinds": ["medium"], "seeds": [0], "updates": 3000, "eval_episodes": 7,
+        "expert_return": None, "overrides": {},
+        "results": {"medium": {"behavioral": [{"data_episode_return": 5.0}], "td3_bc": [run], "bc": [run]}},
+    }  # fmt: skip
+    (tmp_path / "table.json").write_text(json.dumps(table))
+    monkeypatch.setattr(script, "ensure_venv", lambda: Path("python"))
+    monkeypatch.setattr(script, "run_d3rlpy", lambda python, spec, file: {"return_mean": 0.0, "updates_per_s": 30.0})
+    monkeypatch.setattr(script, "SCRATCH", tmp_path)
+    out = tmp_path / "out.json"
+    common = ["--table", str(tmp_path / "table.json"), "--datasets", str(h5), "--jobs", "1", "--out", str(out)]
+    assert script.main([*common, "--algos", "td3_bc"]) == 0
+    assert script.main([*common, "--algos", "bc"]) == 0
+    summary = json.loads(out.read_text())
+    assert [(r["algo"], r["part"]) for r in summary["rows"]] == [("td3_bc", 0), ("bc", 1)]
+    assert len(summary["parts"]) == 2 and summary["parts"][1] == summary["meta"]
