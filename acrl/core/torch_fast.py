@@ -8,7 +8,8 @@ Four fast paths, all on by default and all turned off together by the environmen
   acrl's 2-core machine MKL runs float32 products at about 100 GFLOP/s per thread and oneDNN at
   about 220, with the same IEEE float32 arithmetic (`benchmarks/update_roofline.py`). The gain
   depends on the CPU: on Zen 4 both run at about 90-100 GFLOP/s, so there only the largest
-  products take oneDNN (`ONEDNN_MIN_MACS_BY_CPU`). Fallback: `torch.nn.functional.linear`.
+  products take oneDNN (`ONEDNN_MIN_MACS_BY_CPU`); a weight gradient summed over a long batch goes to
+  torch.mm instead (`LONG_REDUCTION_ROWS`). Fallback: `torch.nn.functional.linear`.
 - `tanh`: large float32 CPU tensors as 2 sigmoid(2x) - 1: this build of torch vectorises
   sigmoid on the CPU but not tanh. Fallback: `torch.tanh`.
 - `lstm`: T steps of an `nn.LSTMCell` in one call of `torch.lstm`, the undocumented op behind
@@ -69,6 +70,13 @@ uses torch's own linear. 2M (the default): about where oneDNN's fixed ~12 us per
 e.g. 100 x 17 x 750, on the Zen 5 EPYC of `benchmarks/update_roofline.py`; larger on the CPUs of
 `ONEDNN_MIN_MACS_BY_CPU`."""
 
+LONG_REDUCTION_ROWS = 1024
+"""A layer's weight gradient over at least this many rows (a batch of B: the product sums over them) is computed
+by torch.mm, not oneDNN, which reads both operands transposed. On Zen 4 (one thread, idle, 2026-12-07), grad^T x
+at 7,680 rows, 256 -> 256 (CQL's critics on their sampled actions): oneDNN 59 GFLOP/s, torch.mm 82; at 2,560
+rows 59 and 81; CQL's whole update 4.55 against 4.13 updates/s (median of 3, alternating). Shorter batches keep
+`linear`'s choice (BCQ's 100 rows: 66 and 70, and oneDNN's gain on other CPUs was measured there)."""
+
 SIGMOID_TANH_MIN_ELEMENTS = 8192
 """`tanh` computes float32 CPU inputs with at least this many elements through the sigmoid:
 torch's own CPU tanh is not vectorised in this build (38 us on 256 x 64 against 4.6 us for
@@ -122,16 +130,26 @@ class _OneDNNLinear(torch.autograd.Function):
         need_x, need_weight, need_bias = ctx.needs_input_grad
         return (
             linear(grad, weight.t()) if need_x else None,
-            linear(grad.t(), x.t()) if need_weight else None,
+            _weight_gradient(grad, x) if need_weight else None,
             grad.sum(0) if need_bias else None,
         )
+
+
+def _weight_gradient(grad: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """dL/dW = grad^T x, (N, K) from grad (B, N) and x (B, K): the product sums over the batch. From
+    `LONG_REDUCTION_ROWS` rows torch.mm (MKL) computes it, faster there than oneDNN; below, `linear` (oneDNN from
+    `ONEDNN_MIN_MACS`). Both are differentiable (second derivatives)."""
+    if len(x) >= LONG_REDUCTION_ROWS:
+        return torch.mm(grad.t(), x)
+    return linear(grad.t(), x.t())
 
 
 def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
     """`torch.nn.functional.linear(x, weight, bias)`: x (B, K), weight (N, K), bias (N,) -> (B, N).
 
     2-D float32 CPU inputs with B * K * N >= `ONEDNN_MIN_MACS` go through oneDNN (forward and
-    both gradient products) when the private paths are on; everything else (other ranks, dtypes,
+    both gradient products, the weight's by torch.mm from `LONG_REDUCTION_ROWS` rows) when the private paths
+    are on; everything else (other ranks, dtypes,
     devices, small products, CPU autocast, compilation, torch.func transforms) is `F.linear`. Results agree
     with F.linear's to float32 round-off (the sums run in another order); each path is
     deterministic for a given thread count.

@@ -11,7 +11,7 @@ from sections.formats import conditions, kilo, met, n, pct, table, x
 def update_roofline(results: dict[str, dict]) -> str:
     d = results["update_roofline"]
     one, two = d["threads"]["1"], d["threads"]["2"]
-    names = {"bcq": "BCQ", "td3": "TD3", "sac": "SAC"}
+    names = {"bcq": "BCQ", "td3": "TD3", "sac": "SAC", "cql": "CQL"}
     rows1 = [
         [
             names[a],
@@ -31,12 +31,34 @@ def update_roofline(results: dict[str, dict]) -> str:
     bcq_products = one["bcq"]["rooflines"]
     mm = statistics.median(p["mm_gflops"] for p in bcq_products)
     best = statistics.median(p["best_gflops"] for p in bcq_products)
-    ratios = [s["acrl"] / s["d3rlpy"] for t in (one, two) for s in t.values()]
+    ratios = [t[a]["acrl"] / t[a]["d3rlpy"] for t in (one, two) for a in ("bcq", "td3", "sac")]
+    cql = one.get("cql")
+    reach = ""
+    if cql and cql["roofline_best"] < 2 * cql["d3rlpy"]:
+        reach = (
+            " So the 2× goal is out of reach in float32 on this CPU, whatever acrl's code; bfloat16 on a CPU that has "
+            "it (`precision=bf16`) is the way past it."
+        )
+    cql_sizes = "; CQL (the D4RL table's settings): 256-256-256, batch 256, 30 sampled actions per state" if cql else ""
+    cql_text = (
+        f"""
+
+CQL's update (issue #50's goal: at least 2× d3rlpy's updates/s) is another kind: {cql["gflop"]:.1f} GFLOP, most
+of it the twin critics' products over the 7,680 sampled state-action pairs of a batch (256 states × 30 actions: 10
+uniform, 10 from pi(.|s), 10 from pi(.|s')), forward and backward. Both libraries compute those same products, so
+the update is bound by them: the best-kernel roofline ({n(cql["roofline_best"], 1)} updates/s) is
+{x(cql["roofline_best"] / cql["d3rlpy"])} d3rlpy's rate, and acrl runs at {x(cql["acrl"] / cql["d3rlpy"])}, at
+{pct(cql["of_roofline_best"])} of the roofline.{reach} acrl's CQL samples the
+policy's actions for a state from one forward pass (`SquashedGaussianHead.sample_n`), and a weight gradient over
+more than `LONG_REDUCTION_ROWS` rows goes through torch.mm (`acrl.core.torch_fast`)."""
+        if cql
+        else ""
+    )
     return f"""## The off-policy update against the roofline and d3rlpy
 
 BCQ, TD3 and SAC at their papers' sizes on Hopper-v5 shapes (BCQ: VAE 750-750, 400-300 actor and
 critics, batch 100, 10 sampled actions per next state; TD3: 400-300, batch 100; SAC: 256-256,
-batch 256), `Agent.learn` from a random 100k-transition buffer, against d3rlpy
+batch 256{cql_sizes}), `Agent.learn` from a random 100k-transition buffer, against d3rlpy
 {d["d3rlpy_version"]} (its own venv, as it pins gymnasium 1.0.0) on the same arrays with the same sizes;
 median of {d["repeats"]} runs. The roofline: every matrix product of one update is recorded with its shape,
 each shape timed alone on the same thread count right after each run; its FLOPs over that time is
@@ -69,32 +91,32 @@ kernel" is the faster of MKL and oneDNN per shape. The file's tables are in
         )
     }
 
-What made it faster: on this machine's AMD EPYC (Zen 5), MKL runs float32 products at about
-{mm:.0f} GFLOP/s per thread and oneDNN, which ships inside the same torch, at about {best:.0f} with the same
-IEEE float32 arithmetic (BCQ's products). `acrl.parts.nets.Linear` (an `nn.Linear`, same parameters
-and checkpoints) sends every layer of at least 2M multiply-adds, forward and both gradients, through
-oneDNN (`torch.ops.mkldnn._linear_pointwise`); smaller layers (oneDNN costs ~12 µs a call) and
-every non-CPU device stay on `torch.nn.functional.linear`. BCQ went from 27 (no result file) to
-{n(one["bcq"]["acrl"])} updates/s on one thread; a fixed-seed update gives torch's own losses to float
-round-off (`tests/unit/test_bcq.py::test_onednn_products_leave_the_update_unchanged`) and the
-hand-computed target tests pass unchanged. DDPG, TD3 and SAC also moved from `foreach` to fused Adam
-(TD3 +30%).
+In this run BCQ's products ran at {mm:.0f} GFLOP/s a thread through torch.mm and {best:.0f} through the best
+kernel per shape. What made the update faster (2026-12-01, on an AMD EPYC of the Zen 5 generation, where MKL ran
+float32 products at about 100 GFLOP/s a thread and oneDNN, which ships inside the same torch, at about 220 with
+the same IEEE float32 arithmetic): `acrl.parts.nets.Linear` (an `nn.Linear`, same parameters and checkpoints)
+sends every layer of at least 2M multiply-adds, forward and both gradients, through oneDNN
+(`torch.ops.mkldnn._linear_pointwise`); smaller layers (oneDNN costs ~12 µs a call) and every non-CPU device
+stay on `torch.nn.functional.linear`; on Zen 4, where the two libraries run at about the same rate, only
+products of at least 32M multiply-adds take oneDNN (`acrl.core.torch_fast.ONEDNN_MIN_MACS_BY_CPU`). BCQ went
+from 27 (no result file) to 45.6 updates/s on one thread there; a fixed-seed update gives torch's own losses to
+float round-off (`tests/unit/test_bcq.py::test_onednn_products_leave_the_update_unchanged`) and the
+hand-computed target tests pass unchanged. DDPG, TD3 and SAC also moved from `foreach` to fused Adam (TD3 +30%).
 
 Targets: BCQ ≥ 75% of the roofline on one thread, {met(one["bcq"]["of_roofline_mm"] >= 0.75)} against
 torch.mm's ({pct(one["bcq"]["of_roofline_mm"])}; {pct(one["bcq"]["of_roofline_best"])} of the best kernel's);
 TD3 and SAC ≥ 60%, {met(min(one["td3"]["of_roofline_mm"], one["sac"]["of_roofline_mm"]) >= 0.6)}
-({pct(one["td3"]["of_roofline_mm"])}, {pct(one["sac"]["of_roofline_mm"])}); ahead of d3rlpy on every one,
-{met(min(ratios) > 1)} ({min(ratios):.1f}–{max(ratios):.1f}×). BCQ on two threads ≥ 1.8× one thread:
-{met(d["scaling"]["bcq"]["2"] >= 1.8)}, {x(d["scaling"]["bcq"]["2"])} here (1.54× and 1.89× in two earlier
-runs the same day, no result file; two-thread timings on this 2-vCPU machine drift most). The products
-scale (oneDNN 1.85× on two threads, timed by hand), but about 7 ms of each 21 ms update is
-per-operation cost (the autograd engine, the dispatcher, three Adam steps, elementwise ops on
-batch-100 tensors) that eager PyTorch runs on one thread; before the change the slow MKL products hid
-it (1.78×, at 48 updates/s on two threads where it now does 62–75). Where TD3's time goes (one
-update, 3.3 ms, measured by phase by hand): its 60 products are small (batch 100), so about 40% of
-the update is that per-operation cost; by phase, target 0.7 ms, critic forward and backward 1.3 ms,
-its Adam 0.23, actor every second update 0.8, replay sampling 0.18 (cache misses on 100 random
-rows). The GPU half of this comparison (`benchmarks/gpu_checks.py`) waits for a GPU."""
+({pct(one["td3"]["of_roofline_mm"])}, {pct(one["sac"]["of_roofline_mm"])}); BCQ, TD3 and SAC ahead of d3rlpy on
+every one, {met(min(ratios) > 1)} ({min(ratios):.1f}–{max(ratios):.1f}×). BCQ on two threads ≥ 1.8× one thread:
+{met(d["scaling"]["bcq"]["2"] >= 1.8)}, {x(d["scaling"]["bcq"]["2"])} here (1.54× and 1.89× in two runs on the
+Zen 5 on 2026-12-01, no result file; two-thread timings on a 2-vCPU machine drift most). On the Zen 5 the
+products scaled (oneDNN 1.85× on two threads, timed by hand), but about 7 ms of each 21 ms update was
+per-operation cost (the autograd engine, the dispatcher, three Adam steps, elementwise ops on batch-100 tensors)
+that eager PyTorch runs on one thread. Where TD3's time went there (one update, 3.3 ms, measured by phase by
+hand): its 60 products are small (batch 100), so about 40% of the update is that per-operation cost; by phase,
+target 0.7 ms, critic forward and backward 1.3 ms, its Adam 0.23, actor every second update 0.8, replay sampling
+0.18 (cache misses on 100 random rows).{cql_text} The GPU half of this comparison (`benchmarks/gpu_checks.py`)
+waits for a GPU."""
 
 
 def sac_hopper(results: dict[str, dict]) -> str:

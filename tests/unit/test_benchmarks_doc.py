@@ -489,6 +489,23 @@ def test_the_bcq_spectrum_renders_a_sentence_per_row_against_the_behavioral_poli
     assert "`a.json` (2026-12-05, commit abcdef0, 10 min)" in page
 
 
+def test_the_roofline_section_says_when_cql_s_speed_goal_is_beyond_the_roofline():
+    """update_roofline.json with a hand-made CQL row: roofline 5 updates/s against d3rlpy's 4 (1.25×, under the 2×
+    goal) says the goal is out of reach in float32; a roofline of 10 (2.5×) does not."""
+    off_policy = benchmark_module("sections.off_policy")
+    d = json.loads((ROOT / "benchmarks" / "results" / "update_roofline.json").read_text())
+    row = {"acrl": 4.4, "d3rlpy": 4.0, "gflop": 14.8, "of_roofline_mm": 0.8, "of_roofline_best": 0.88}
+    for threads in ("1", "2"):
+        d["threads"][threads]["cql"] = row | {"roofline_best": 5.0}
+    d["scaling"]["cql"] = {"2": 1.5}
+    text = off_policy.update_roofline({"update_roofline": d})
+    assert "| CQL | 14.80 | 4.4 | 80% | 88% | 4.0 | 1.10× |" in text
+    assert "roofline (5.0 updates/s) is\n1.25× d3rlpy's rate, and acrl runs at 1.10×, at\n88% of the roofline." in text
+    assert "So the 2× goal is out of reach in float32" in text
+    d["threads"]["1"]["cql"]["roofline_best"] = 10.0
+    assert "out of reach" not in off_policy.update_roofline({"update_roofline": d})
+
+
 def test_every_benchmark_module_stays_under_600_lines():
     """The page's builder is one module per part of the page (benchmarks/sections/), not one 1,900-line file; no
     script or section grows past about 600 lines (issue 47)."""

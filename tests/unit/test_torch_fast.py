@@ -40,17 +40,21 @@ def _ops(fn):
 
 # ---------------------------------------------------------------------------- each path, both ways
 @needs_private
-def test_linear_private_and_fallback_paths_agree(private_apis):
+@pytest.mark.parametrize("rows", [100, torch_fast.LONG_REDUCTION_ROWS])
+def test_linear_private_and_fallback_paths_agree(private_apis, rows):
+    """Outputs and the three gradients, at a short batch and at one whose weight gradient torch.mm computes."""
     gen = torch.Generator().manual_seed(0)
-    x, w = torch.randn(100, 750, generator=gen), torch.randn(600, 750, generator=gen)
+    x, w = torch.randn(rows, 750, generator=gen), torch.randn(600, 750, generator=gen)
     b = torch.randn(600, generator=gen)
-    u = torch.randn(100, 600, generator=gen)
+    u = torch.randn(rows, 600, generator=gen)
     results = {}
     for enabled in (True, False):
         private_apis(enabled)
         xs, ws, bs = (t.clone().requires_grad_() for t in (x, w, b))
         ops = _ops(lambda: torch_fast.linear(xs, ws, bs).mul(u).sum().backward())  # noqa: B023
         assert ("mkldnn._linear_pointwise" in ops) == enabled, ops
+        if enabled:  # torch.mm only for the long batch's weight gradient
+            assert ("aten.mm" in ops) == (rows >= torch_fast.LONG_REDUCTION_ROWS), ops
         results[enabled] = [torch_fast.linear(xs, ws, bs).detach(), xs.grad, ws.grad, bs.grad]
     for private, public in zip(results[True], results[False], strict=True):
         torch.testing.assert_close(private, public, rtol=1e-4, atol=1e-3)
