@@ -47,7 +47,10 @@ def met(ok: bool) -> str:
 
 
 def table(header: list[str], align: str, rows: Iterable[list[str]]) -> str:
-    """A markdown table; `align` has one character per column, 'l' or 'r'."""
+    """A markdown table; `align` has one character per column, 'l' or 'r' (ValueError otherwise: a delimiter row
+    of another width is not a table to a markdown renderer)."""
+    if len(align) != len(header):
+        raise ValueError(f"table: {len(header)} columns but align {align!r} has {len(align)}")
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" if a == "l" else "---:" for a in align) + "|"]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     return "\n".join(lines)

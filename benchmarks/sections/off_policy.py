@@ -47,8 +47,9 @@ CQL's update (issue #50's goal: at least 2× d3rlpy's updates/s) is another kind
 of it the twin critics' products over the 7,680 sampled state-action pairs of a batch (256 states × 30 actions: 10
 uniform, 10 from pi(.|s), 10 from pi(.|s')), forward and backward. Both libraries compute those same products, so
 the update is bound by them: the best-kernel roofline ({n(cql["roofline_best"], 1)} updates/s) is
-{x(cql["roofline_best"] / cql["d3rlpy"])} d3rlpy's rate, and acrl runs at {x(cql["acrl"] / cql["d3rlpy"])}, at
-{pct(cql["of_roofline_best"])} of the roofline.{reach} acrl's CQL samples the
+{x(cql["roofline_best"] / cql["d3rlpy"])} d3rlpy's rate; acrl runs at {pct(cql["of_roofline_best"])} of it and
+d3rlpy at about {pct(cql["d3rlpy"] / cql["roofline_best"])} (acrl / d3rlpy {x(cql["acrl"] / cql["d3rlpy"])}).{reach}
+acrl's CQL samples the
 policy's actions for a state from one forward pass (`SquashedGaussianHead.sample_n`), and a weight gradient over
 more than `LONG_REDUCTION_ROWS` rows goes through torch.mm (`acrl.core.torch_fast`)."""
         if cql

@@ -82,7 +82,7 @@ Score: D4RL's normalised score, mean over seeds [95% bootstrap CI]; updates/s: t
 d3rlpy's updates/s.
 {said}
 
-{table([*header, "acrl / d3rlpy", "goals"], "lllrrrrrrl", rows)}
+{table([*header, "acrl / d3rlpy", "goals"], "llrrrrrrl", rows)}
 
 Met for {sum(goals)} of {len(goals)} rows. For scale, CORL's published D4RL normalised scores (Tarasov et al. 2023,
 last checkpoint, 1M updates) on D4RL's own datasets, which were made by other SAC runs on gym's v3 tasks: the range,

@@ -500,7 +500,10 @@ def test_the_roofline_section_says_when_cql_s_speed_goal_is_beyond_the_roofline(
     d["scaling"]["cql"] = {"2": 1.5}
     text = off_policy.update_roofline({"update_roofline": d})
     assert "| CQL | 14.80 | 4.4 | 80% | 88% | 4.0 | 1.10× |" in text
-    assert "roofline (5.0 updates/s) is\n1.25× d3rlpy's rate, and acrl runs at 1.10×, at\n88% of the roofline." in text
+    assert (
+        "roofline (5.0 updates/s) is\n1.25× d3rlpy's rate; acrl runs at 88% of it and\n"
+        "d3rlpy at about 80% (acrl / d3rlpy 1.10×)." in text
+    )
     assert "So the 2× goal is out of reach in float32" in text
     d["threads"]["1"]["cql"]["roofline_best"] = 10.0
     assert "out of reach" not in off_policy.update_roofline({"update_roofline": d})
