@@ -72,10 +72,11 @@ e.g. 100 x 17 x 750, on the Zen 5 EPYC of `benchmarks/update_roofline.py`; large
 
 LONG_REDUCTION_ROWS = 1024
 """A layer's weight gradient over at least this many rows (a batch of B: the product sums over them) is computed
-by torch.mm, not oneDNN, which reads both operands transposed. On Zen 4 (one thread, idle, 2026-12-07), grad^T x
-at 7,680 rows, 256 -> 256 (CQL's critics on their sampled actions): oneDNN 59 GFLOP/s, torch.mm 82; at 2,560
-rows 59 and 81; CQL's whole update 4.55 against 4.13 updates/s (median of 3, alternating). Shorter batches keep
-`linear`'s choice (BCQ's 100 rows: 66 and 70, and oneDNN's gain on other CPUs was measured there)."""
+by torch.mm, not oneDNN, which reads both operands transposed. On an AMD EPYC of family 25, model 1 (Zen 3: AVX2,
+no AVX-512; one thread, idle, 2026-12-07), grad^T x at 7,680 rows, 256 -> 256 (CQL's critics on their sampled
+actions): oneDNN 59 GFLOP/s, torch.mm 82; at 2,560 rows 59 and 81; CQL's whole update 4.55 against 4.13
+updates/s (median of 3, alternating). Shorter batches keep `linear`'s choice (BCQ's 100 rows: 66 and 70, and
+oneDNN's gain on other CPUs was measured there)."""
 
 SIGMOID_TANH_MIN_ELEMENTS = 8192
 """`tanh` computes float32 CPU inputs with at least this many elements through the sigmoid:

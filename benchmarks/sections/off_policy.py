@@ -98,10 +98,10 @@ float32 products at about 100 GFLOP/s a thread and oneDNN, which ships inside th
 the same IEEE float32 arithmetic): `acrl.parts.nets.Linear` (an `nn.Linear`, same parameters and checkpoints)
 sends every layer of at least 2M multiply-adds, forward and both gradients, through oneDNN
 (`torch.ops.mkldnn._linear_pointwise`); smaller layers (oneDNN costs ~12 µs a call) and every non-CPU device
-stay on `torch.nn.functional.linear`; on Zen 4, where the two libraries run at about the same rate, only
-products of at least 32M multiply-adds take oneDNN (`acrl.core.torch_fast.ONEDNN_MIN_MACS_BY_CPU`). BCQ went
-from 27 (no result file) to 45.6 updates/s on one thread there; a fixed-seed update gives torch's own losses to
-float round-off (`tests/unit/test_bcq.py::test_onednn_products_leave_the_update_unchanged`) and the
+stay on `torch.nn.functional.linear`; on AMD's family 25 (Zen 3 and 4), where the two libraries run at about the
+same rate, only products of at least 32M multiply-adds take oneDNN (`acrl.core.torch_fast.ONEDNN_MIN_MACS_BY_CPU`).
+BCQ went from 27 (no result file) to 45.6 updates/s on one thread on the Zen 5; a fixed-seed update gives torch's
+own losses to float round-off (`tests/unit/test_bcq.py::test_onednn_products_leave_the_update_unchanged`) and the
 hand-computed target tests pass unchanged. DDPG, TD3 and SAC also moved from `foreach` to fused Adam (TD3 +30%).
 
 Targets: BCQ ≥ 75% of the roofline on one thread, {met(one["bcq"]["of_roofline_mm"] >= 0.75)} against
