@@ -69,6 +69,22 @@ def offline_vs_d3rlpy(results: dict[str, dict]) -> str:
     else:
         said = conditions(d)
     header = ["dataset", "algorithm", "seeds", "acrl score", "d3rlpy score", "acrl upd/s", "d3rlpy upd/s"]
+    roofline = results.get("update_roofline")
+    alone = {} if roofline is None else roofline["threads"]["1"]
+    measured = [
+        f"{label} {n(alone[algo]['acrl'], 1)} against {n(alone[algo]['d3rlpy'], 1)} "
+        f"({x(alone[algo]['acrl'] / alone[algo]['d3rlpy'])})"
+        for algo, label in LABELS.items()
+        if "d3rlpy" in alone.get(algo, {}) and any(row["algo"] == algo for row in d["rows"])
+    ]
+    since = (
+        ""
+        if not measured
+        else ' The same update alone, one thread, in one process ("The off-policy update against the roofline and'
+        f" d3rlpy\" above, commit {roofline['meta']['commit'][:7]}), acrl's updates/s against d3rlpy's: "
+        + "; ".join(measured)
+        + " (the table's rates are its runs', at the commits the D4RL table's conditions list)."
+    )
     return f"""## Offline RL beyond BCQ: TD3+BC, IQL, CQL and BC against d3rlpy
 
 `python benchmarks/offline_vs_d3rlpy.py --table ... --datasets ...` (`benchmarks/offline_vs_d3rlpy.py`): acrl's side is
@@ -84,9 +100,9 @@ d3rlpy's updates/s.
 
 {table([*header, "acrl / d3rlpy", "goals"], "llrrrrrrl", rows)}
 
-Met for {sum(goals)} of {len(goals)} rows. For scale, CORL's published D4RL normalised scores (Tarasov et al. 2023,
-last checkpoint, 1M updates) on D4RL's own datasets, which were made by other SAC runs on gym's v3 tasks: the range,
-not a like-for-like comparison.
+Met for {sum(goals)} of {len(goals)} rows.{since} For scale, CORL's published D4RL normalised scores (Tarasov et al.
+2023, last checkpoint, 1M updates) on D4RL's own datasets, which were made by other SAC runs on gym's v3 tasks: the
+range, not a like-for-like comparison.
 
 {table(["CORL, D4RL", *LABELS.values()], "lrrrr", corl)}"""
 

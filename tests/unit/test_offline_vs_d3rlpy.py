@@ -67,7 +67,12 @@ def test_the_section_shows_scores_speeds_and_the_goals():
     # CQL: 11 against 55, its CI below d3rlpy's, however fast (3×).
     assert "| 3.00× | **not met** |" in lines["CQL"] and "Met for 1 of 2 rows" in text
     assert "| hopper-medium-v2 | 60.4 | 67.5 | 59.1 | 53.5 |" in text  # CORL's, in the order TD3+BC, IQL, CQL, BC
-    assert offline_vs_d3rlpy({}) == ""
+    assert offline_vs_d3rlpy({}) == "" and "The same update alone" not in text
+    # the update alone, as the roofline section measured it (CQL's there; BCQ's has no row here): 4.0 / 5.0 = 0.80
+    roofline = {"meta": {"commit": "abcdef0123"}, "threads": {"1": {"cql": {"acrl": 4.0, "d3rlpy": 5.0}}}}
+    roofline["threads"]["1"]["bcq"] = {"acrl": 20.0, "d3rlpy": 10.0}
+    text = offline_vs_d3rlpy({"offline_vs_d3rlpy": result, "update_roofline": roofline})
+    assert "commit abcdef0), acrl's updates/s against d3rlpy's: CQL 4.0 against 5.0 (0.80×) (the table's" in text
     # run by parts: each part's algorithms with its own conditions
     for row in rows:
         row["part"] = 0 if row["algo"] == "td3_bc" else 1
