@@ -119,8 +119,8 @@ class Concurrent(ExperimentRun, agent_options(CONCURRENT)):
 
 @dataclass(kw_only=True)
 class Discrete(ExperimentRun, agent_options(DISCRETE)):
-    """Discrete BCQ, offline DQN and BC on a behavioral DQN's final and imperfect buffers (Fujimoto et al. 2019b,
-    Sec. 5); prints the table, writes JSON and a figure."""
+    """Discrete BCQ, offline DQN, BC and discrete CQL on a behavioral DQN's final and imperfect buffers (Fujimoto et
+    al. 2019b, Sec. 5; CQL: Kumar et al. 2020); prints the table, writes JSON and a figure."""
 
     spec: ClassVar[ExperimentSpec] = DISCRETE
     env: Annotated[str, tyro.conf.arg(metavar="ENV_ID")]

@@ -71,16 +71,35 @@ def command_line() -> str:
     return shlex.join(["python", shown, *args])
 
 
-def cpu_model() -> str:
-    """The CPU's model name (/proc/cpuinfo), else what `platform` knows."""
+CPU_EXTENSIONS = {"avx512f": "AVX-512", "avx512_bf16": "AVX512-BF16", "amx_bf16": "AMX-BF16"}
+"""x86 flags of /proc/cpuinfo that change how fast torch computes, as `cpu_model` names them; without AVX-512 it
+names AVX2 where the CPU has it."""
+
+
+def cpu_model(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
+    """The CPU as a result records it: the first processor's model name, then, where Linux gives them, its vendor,
+    family and model numbers and its vector extensions (`CPU_EXTENSIONS`, else AVX2), e.g. "AMD EPYC (AuthenticAMD
+    family 25 model 1; AVX2)": a virtual machine's model name alone ("AMD EPYC") does not tell Zen 3 from Zen 4.
+    Without /proc/cpuinfo, what `platform` knows."""
     try:
-        return next(
-            line.split(":", 1)[1].strip()
-            for line in Path("/proc/cpuinfo").read_text().splitlines()
-            if line.startswith("model name")
-        )
-    except (OSError, StopIteration):
+        text = cpuinfo.read_text().split("\n\n")[0]
+    except OSError:
+        text = ""
+    fields = {}
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        fields.setdefault(key.strip(), value.strip())
+    name = fields.get("model name")
+    if name is None:
         return platform.processor() or platform.machine()
+    details = []
+    if all(key in fields for key in ("vendor_id", "cpu family", "model")):
+        details.append(f"{fields['vendor_id']} family {fields['cpu family']} model {fields['model']}")
+    flags = fields.get("flags", "").split()
+    extensions = [label for flag, label in CPU_EXTENSIONS.items() if flag in flags] or ["AVX2"] * ("avx2" in flags)
+    if extensions:
+        details.append(", ".join(extensions))
+    return f"{name} ({'; '.join(details)})" if details else name
 
 
 def provenance(
@@ -99,7 +118,7 @@ def provenance(
 
     Returns:
         {"command": `command_line()`, "commit": full hash or None, "dirty": acrl/ had uncommitted changes,
-        "date": now, UTC ISO 8601 to the second, "cpu": model name, "cores": CPUs this process may use,
+        "date": now, UTC ISO 8601 to the second, "cpu": `cpu_model()`, "cores": CPUs this process may use,
         "platform": platform.platform(), "python": version, "load_average_before" and "load_average_after":
         [1, 5, 15 min] or None, "versions": {distribution: version or None}}.
     """

@@ -45,3 +45,32 @@ def test_the_command_line_is_the_one_to_type_again(monkeypatch):
     for argv, expected in cases:
         monkeypatch.setattr(sys, "argv", argv)
         assert prov.command_line() == expected
+
+
+XEON = """processor\t: 0
+vendor_id\t: GenuineIntel
+cpu family\t: 6
+model\t\t: 143
+model name\t: Intel(R) Xeon(R) Processor
+flags\t\t: fpu sse2 avx avx2 avx512f avx512_bf16 amx_bf16 amx_tile
+
+processor\t: 1
+model name\t: another
+"""
+
+
+def test_the_cpu_is_recorded_with_its_generation_and_vector_extensions(tmp_path, monkeypatch):
+    """A virtual machine's model name alone ("AMD EPYC") does not tell Zen 3 from Zen 4: the record adds the
+    vendor, family and model numbers and the extensions that change torch's speed, from the first processor."""
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text(XEON)
+    expected = "Intel(R) Xeon(R) Processor (GenuineIntel family 6 model 143; AVX-512, AVX512-BF16, AMX-BF16)"
+    assert prov.cpu_model(cpuinfo) == expected
+    zen3 = "vendor_id : AuthenticAMD\ncpu family : 25\nmodel : 1\nmodel name : AMD EPYC\nflags : sse2 avx avx2\n"
+    cpuinfo.write_text(zen3)
+    assert prov.cpu_model(cpuinfo) == "AMD EPYC (AuthenticAMD family 25 model 1; AVX2)"
+    cpuinfo.write_text("model name : Some CPU\n")  # nothing more known: the name alone
+    assert prov.cpu_model(cpuinfo) == "Some CPU"
+    monkeypatch.setattr(prov.platform, "processor", lambda: "arm")  # no model name (Arm's cpuinfo), or no file
+    cpuinfo.write_text("processor : 0\nFeatures : fp asimd bf16\n")
+    assert prov.cpu_model(cpuinfo) == "arm" and prov.cpu_model(tmp_path / "missing") == "arm"
