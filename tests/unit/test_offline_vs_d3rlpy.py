@@ -63,9 +63,10 @@ def test_the_section_shows_scores_speeds_and_the_goals():
     text = offline_vs_d3rlpy({"offline_vs_d3rlpy": result})
     lines = {line.split(" | ")[1]: line for line in text.splitlines() if line.startswith("| medium |")}
     # TD3+BC: means 55 and 45 (each CI within [50, 60] and [40, 50]: they meet); updates/s medians 310 and 120.
-    assert "| 55.0 [" in lines["TD3+BC"] and "| 310.0 | 120.0 | 2.58× | **met** |" in lines["TD3+BC"]
-    # CQL: 11 against 55, its CI below d3rlpy's, however fast (3×).
-    assert "| 3.00× | **not met** |" in lines["CQL"] and "Met for 1 of 2 rows" in text
+    assert "| 55.0 [" in lines["TD3+BC"] and "] | **met** | 310.0 | 120.0 | 2.58× | **met** |" in lines["TD3+BC"]
+    # CQL: 11 against 55, its CI below d3rlpy's: the score goal not met, the speed goal met (3×).
+    assert "] | **not met** | 90.0 | 30.0 | 3.00× | **met** |" in lines["CQL"]
+    assert "Score goal met on 1 of 2 rows, speed goal on 2." in text
     assert "| hopper-medium-v2 | 60.4 | 67.5 | 59.1 | 53.5 |" in text  # CORL's, in the order TD3+BC, IQL, CQL, BC
     assert offline_vs_d3rlpy({}) == "" and "The same update alone" not in text
     # the update alone, as the roofline section measured it (CQL's there; BCQ's has no row here): 4.0 / 5.0 = 0.80
