@@ -96,7 +96,9 @@ def cpu_model(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
     if all(key in fields for key in ("vendor_id", "cpu family", "model")):
         details.append(f"{fields['vendor_id']} family {fields['cpu family']} model {fields['model']}")
     flags = fields.get("flags", "").split()
-    extensions = [label for flag, label in CPU_EXTENSIONS.items() if flag in flags] or ["AVX2"] * ("avx2" in flags)
+    extensions = [label for flag, label in CPU_EXTENSIONS.items() if flag in flags]
+    if not extensions and "avx2" in flags:
+        extensions = ["AVX2"]
     if extensions:
         details.append(", ".join(extensions))
     return f"{name} ({'; '.join(details)})" if details else name
