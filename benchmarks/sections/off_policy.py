@@ -33,28 +33,29 @@ def update_roofline(results: dict[str, dict]) -> str:
     best = statistics.median(p["best_gflops"] for p in bcq_products)
     ratios = [t[a]["acrl"] / t[a]["d3rlpy"] for t in (one, two) for a in ("bcq", "td3", "sac")]
     cql = one.get("cql")
-    reach = ""
-    if cql and cql["roofline_best"] < 2 * cql["d3rlpy"]:
+    cql_sizes = cql_text = ""
+    if cql:
+        size = d["sizes"]["cql"]
+        batch, samples = size["batch_size"], 3 * size["n_action_samples"]
+        widths = "-".join(map(str, size["hidden_sizes"]))
+        cql_sizes = f"; CQL (the D4RL table's settings): {widths}, batch {batch}, {samples} sampled actions per state"
         reach = (
-            " So the 2× goal is out of reach in float32 on this CPU, whatever acrl's code; bfloat16 on a CPU that has "
-            "it (`precision=bf16`) is the way past it."
+            " So the 2× goal is out of reach in float32 on this CPU, whatever acrl's code (bfloat16 is not measured"
+            " for CQL)."
+            if cql["roofline_best"] < 2 * cql["d3rlpy"]
+            else ""
         )
-    cql_sizes = "; CQL (the D4RL table's settings): 256-256-256, batch 256, 30 sampled actions per state" if cql else ""
-    cql_text = (
-        f"""
+        cql_text = f"""
 
 CQL's update (issue #50's goal: at least 2× d3rlpy's updates/s) is another kind: {cql["gflop"]:.1f} GFLOP, most
-of it the twin critics' products over the 7,680 sampled state-action pairs of a batch (256 states × 30 actions: 10
-uniform, 10 from pi(.|s), 10 from pi(.|s')), forward and backward. Both libraries compute those same products, so
-the update is bound by them: the best-kernel roofline ({n(cql["roofline_best"], 1)} updates/s) is
-{x(cql["roofline_best"] / cql["d3rlpy"])} d3rlpy's rate; acrl runs at {pct(cql["of_roofline_best"])} of it and
-d3rlpy at about {pct(cql["d3rlpy"] / cql["roofline_best"])} (acrl / d3rlpy {x(cql["acrl"] / cql["d3rlpy"])}).{reach}
-acrl's CQL samples the
-policy's actions for a state from one forward pass (`SquashedGaussianHead.sample_n`), and a weight gradient over
-more than `LONG_REDUCTION_ROWS` rows goes through torch.mm (`acrl.core.torch_fast`)."""
-        if cql
-        else ""
-    )
+of it the twin critics' products over the {batch * samples:,} sampled state-action pairs of a batch ({batch} states
+× {samples} actions: a third uniform, a third from pi(.|s), a third from pi(.|s')), forward and backward. Both
+libraries compute those same products, so the update is bound by them: the best-kernel roofline
+({n(cql["roofline_best"], 1)} updates/s) is {x(cql["roofline_best"] / cql["d3rlpy"])} d3rlpy's rate; acrl runs at
+{pct(cql["of_roofline_best"])} of it and d3rlpy at about {pct(cql["d3rlpy"] / cql["roofline_best"])} (acrl /
+d3rlpy {x(cql["acrl"] / cql["d3rlpy"])}).{reach} acrl's CQL samples the policy's actions for a state from one
+forward pass (`SquashedGaussianHead.sample_n`), and a weight gradient over at least `LONG_REDUCTION_ROWS` rows goes
+through torch.mm (`acrl.core.torch_fast`)."""
     return f"""## The off-policy update against the roofline and d3rlpy
 
 BCQ, TD3 and SAC at their papers' sizes on Hopper-v5 shapes (BCQ: VAE 750-750, 400-300 actor and

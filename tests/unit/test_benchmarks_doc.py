@@ -501,9 +501,10 @@ def test_the_roofline_section_says_when_cql_s_speed_goal_is_beyond_the_roofline(
     text = off_policy.update_roofline({"update_roofline": d})
     assert "| CQL | 14.80 | 4.4 | 80% | 88% | 4.0 | 1.10× |" in text
     assert (
-        "roofline (5.0 updates/s) is\n1.25× d3rlpy's rate; acrl runs at 88% of it and\n"
-        "d3rlpy at about 80% (acrl / d3rlpy 1.10×)." in text
+        "roofline\n(5.0 updates/s) is 1.25× d3rlpy's rate; acrl runs at\n88% of it and d3rlpy at about 80% (acrl /\n"
+        "d3rlpy 1.10×)." in text
     )
+    assert "over the 7,680 sampled state-action pairs of a batch (256 states\n× 30 actions" in text  # 256 x 3 x 10
     assert "So the 2× goal is out of reach in float32" in text
     d["threads"]["1"]["cql"]["roofline_best"] = 10.0
     assert "out of reach" not in off_policy.update_roofline({"update_roofline": d})
