@@ -278,17 +278,26 @@ def roofline(results: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def a3c_vs_a2c(env_id: str, workers: int, steps: int) -> dict[str, Any]:
-    """acrl A3C (`workers` workers, t_max 5) and SB3 A2C (`workers` envs, n_steps 5), steps / learn seconds each."""
-    import acrl
+def a3c_preset(env_id: str, workers: int, steps: int) -> dict[str, Any]:
+    """acrl's A3C preset for `env_id` as this benchmark runs it: `workers` workers of one env, t_max 5, seed 0,
+    `steps` steps, no evaluation.
+
+    Raises:
+        SystemExit: acrl has no A3C preset for frames of `env_id`.
+    """
     from acrl.core.config import preset_values
 
-    if not hasattr(acrl, "A3C"):
-        raise SystemExit("atari_speed: acrl has no A3C")
     values, _ = preset_values("a3c", env_id, None)
     if not values:
         raise SystemExit(f"atari_speed: acrl has no A3C preset for {env_id} (needs A3C from frames)")
-    values = {**values, "workers": workers, "n_envs": 1, "n_steps": 5, "seed": 0, "total_steps": steps, "eval_freq": 0}
+    return {**values, "workers": workers, "n_envs": 1, "n_steps": 5, "seed": 0, "total_steps": steps, "eval_freq": 0}
+
+
+def a3c_vs_a2c(env_id: str, workers: int, steps: int) -> dict[str, Any]:
+    """acrl A3C (`workers` workers, t_max 5) and SB3 A2C (`workers` envs, n_steps 5), steps / learn seconds each."""
+    import acrl
+
+    values = a3c_preset(env_id, workers, steps)
     started = time.perf_counter()
     agent = acrl.A3C(env_id, **values).learn(progress=False)
     a3c = {"steps": int(agent.num_steps), "seconds": time.perf_counter() - started}

@@ -76,6 +76,7 @@ SECTIONS: list[Callable[[dict[str, dict]], str]] = [
     pixels.minatar_vs_sb3,
     pixels.atari_speed,
     pixels.atari_profile,
+    pixels.a3c_profile,
     pixels.pong,
     pixels.breakout,
     memory.memory,

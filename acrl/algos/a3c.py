@@ -490,6 +490,18 @@ class A3C(Agent):
         self.updates = int(state["updates"])
 
     # -------------------------------------------------------------------------------- training
+    def shared_state(self, ctx: Any) -> SharedState:
+        """What `run_worker` shares with the others (`SharedState`): this agent's global model, flat parameters,
+        shared optimizer and normalizer, with a lock and fresh `WorkerStats` of multiprocessing context `ctx`."""
+        return SharedState(
+            model=self.model,
+            parameters=self.parameters,
+            optimizer=self.optimizer,
+            normalizer=self.obs_normalizer,
+            normalizer_lock=ctx.Lock(),
+            stats=WorkerStats(self.config.workers, UPDATE_STATS, EPISODE_WINDOW),
+        )
+
     @contextlib.contextmanager
     def training(self) -> Iterator[None]:
         """Start the workers (when there is budget left), and stop and join them on leaving, however
@@ -497,14 +509,7 @@ class A3C(Agent):
         cfg = self.config
         ctx = mp.get_context(cfg.start_method)
         self._budget = StepBudget(ctx, cfg.workers, self.num_steps, self.total_steps, parent_pid=os.getpid())
-        self._shared = SharedState(
-            model=self.model,
-            parameters=self.parameters,
-            optimizer=self.optimizer,
-            normalizer=self.obs_normalizer,
-            normalizer_lock=ctx.Lock(),
-            stats=WorkerStats(cfg.workers, UPDATE_STATS, EPISODE_WINDOW),
-        )
+        self._shared = self.shared_state(ctx)
         self._pool = WorkerPool(ctx, self._budget, "acrl-a3c-worker")
         self._started = time.perf_counter()
         self._last_report = (self._started, self.num_steps)

@@ -158,6 +158,38 @@ steps in ALE's threads, and Python), and the operators that took 2% or more of t
 {reading}"""
 
 
+def a3c_profile(results: dict[str, dict]) -> str:
+    """Where an A3C worker's Atari time goes against SB3 A2C's, phase by phase (a3c_profile.json); empty until it
+    exists."""
+    d = results.get("a3c_profile")
+    if d is None:
+        return ""
+    a3c, a2c = d["profiles"]["acrl A3C worker"], d["profiles"]["SB3 A2C"]
+    phases = list(dict.fromkeys([*a3c["ms_per_step"], *a2c["ms_per_step"]]))
+    rows = [
+        [phase, *(n(p["ms_per_step"][phase], 2) if phase in p["ms_per_step"] else "" for p in (a3c, a2c))]
+        for phase in phases
+    ]
+    a3c_ms, a2c_ms = (sum(p["ms_per_step"].values()) for p in (a3c, a2c))
+    rows.append(["**all**", f"**{n(a3c_ms, 2)}**", f"**{n(a2c_ms, 2)}**"])
+    workers = d["settings"]["a2c_envs"]
+    bound = workers * a2c_ms / a3c_ms
+    return f"""### Where A3C's Atari time goes
+
+`python benchmarks/a3c_profile.py`: one acrl A3C worker and SB3 A2C with {workers} envs, as the Atari speed section
+runs them ({d["env"]}, t_max 5, one torch thread, the Nature CNN), each in a fresh process, {n(d["settings"]["steps"])}
+agent steps after a warm-up; the wall clock per agent step in milliseconds, split by timing what each calls (the
+acting forward passes; the env's steps; the rest of the rollout's collection; A3C's copy of the global parameters;
+its loss's forward passes; the backward pass with the gradient clip, SB3's with its loss's forward pass; the
+optimizer's step; the remainder, A3C's start-up in the worker included). {conditions(d)}
+
+{table(["phase", "acrl A3C, one worker (ms per step)", f"SB3 A2C, {workers} envs (ms per step)"], "lrr", rows)}
+
+One worker alone runs {n(a3c["steps_per_s"])} steps/s, SB3 A2C {n(a2c["steps_per_s"])} on one core: {workers} workers
+on {workers} cores, each as fast as one alone, would run {x(bound)} SB3 A2C's steps/s: the ratio's ceiling for this
+code on this machine, against the goal's 3×."""
+
+
 def hours_to_best(run: dict) -> float:
     """A Pong run's wall clock to its best checkpoint, hours, less the time it was paused (`seed_runs.atari_run`'s
     `hours_to_best` and `paused_hours`): what the 2-hour goals of A3C and IMPALA count."""

@@ -199,6 +199,31 @@ def test_the_pixel_benchmarks_render_from_their_results(tmp_path):
     assert "| 0 of 1 | every row: not met |" in glance
 
 
+def test_the_a3c_profile_renders_its_phases_and_the_ratio_s_ceiling(tmp_path):
+    """a3c_profile.json (hand-made): an A3C worker's 1.0 + 2.0 + 1.0 = 4.0 ms per step against SB3 A2C's
+    2.5 + 3.0 = 5.5 with 2 envs on one core: 2 workers each as fast as one would run 2 x 5.5 / 4.0 = 2.75x SB3's
+    steps/s; a phase one side lacks has an empty cell."""
+    report = benchmark_module()
+    results = tmp_path / "results"
+    shutil.copytree(ROOT / "benchmarks" / "results", results, ignore=shutil.ignore_patterns("tmp"))
+    d = {
+        "meta": {"command": "python benchmarks/a3c_profile.py", "date": "2026-12-07T13:00:00+00:00"},
+        "env": "ALE/Pong-v5",
+        "settings": {"steps": 4000, "warmup_steps": 500, "a2c_envs": 2, "threads": 1, "n_steps": 5},
+        "profiles": {
+            "acrl A3C worker": {"steps_per_s": 250.0, "ms_per_step": {"sync": 1.0, "backward": 2.0, "other": 1.0}},
+            "SB3 A2C": {"steps_per_s": 181.8, "ms_per_step": {"backward": 2.5, "other": 3.0}},
+        },
+    }
+    (results / "a3c_profile.json").write_text(json.dumps(d))
+    page = report.render(results)
+    assert "| sync | 1.00 |  |" in page
+    assert "| backward | 2.00 | 2.50 |" in page
+    assert "| **all** | **4.00** | **5.50** |" in page
+    assert "One worker alone runs 250 steps/s, SB3 A2C 182 on one core" in page
+    assert "would run 2.75× SB3 A2C's steps/s" in page
+
+
 def test_the_pong_runs_render_from_their_results(tmp_path):
     """ppo_pong.json and a3c_pong.json (hand-made): PPO's best.pt scoring +18.4 on 10 games meets the +18 goal,
     shown to one decimal with its sign; its file has no training hours; A3C's row shows 2.0 hours, that its run
