@@ -14,7 +14,9 @@ process, on --env (default ALE/Pong-v5), their wall clock split into phases by t
 
 Each as milliseconds per agent step over --steps steps after a warm-up. An A3C worker takes one agent step in the
 sum of its phases; with W workers on W cores (no contention) A3C runs W / that steps/s, and SB3 A2C with W envs
-runs on one core: the per-step figures say which phases keep acrl's ratio from the 3x goal.
+runs on one core: the per-step figures say which phases keep acrl's ratio from the 3x goal. Then acrl A3C with W
+workers (--a2c-envs) runs --learn-steps steps as atari_speed's part a3c runs it (start-up included): its steps/s
+against W times one worker's says how near the workers come to that ceiling.
 
     python benchmarks/a3c_profile.py --out benchmarks/results/a3c_profile.json
 
@@ -33,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from atari_speed import a3c_preset, in_fresh_process
+from atari_speed import a3c_preset, acrl_a3c, in_fresh_process
 from meta import scratch_path
 
 from acrl.core.files import write_json_atomic
@@ -153,7 +155,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--env", default="ALE/Pong-v5")
     parser.add_argument("--steps", type=int, default=4000, help="profiled agent steps of each, after the warm-up")
-    parser.add_argument("--a2c-envs", type=int, default=2, help="SB3 A2C's envs (atari_speed's --a3c-workers)")
+    parser.add_argument(
+        "--a2c-envs", type=int, default=2, help="SB3 A2C's envs and A3C's workers (atari_speed's --a3c-workers)"
+    )
+    parser.add_argument("--learn-steps", type=int, default=20_000, help="steps of the A3C run with all its workers")
     parser.add_argument("--out", type=Path, default=scratch_path("a3c_profile"))
     args = parser.parse_args(argv)
     load_before = load_average()
@@ -164,12 +169,22 @@ def main(argv: list[str] | None = None) -> int:
     for name, p in profiles.items():
         phases = ", ".join(f"{phase} {ms:.2f}" for phase, ms in p["ms_per_step"].items())
         print(f"{name}: {p['steps_per_s']:.0f} steps/s; ms per step: {phases}", flush=True)
+    workers = in_fresh_process(acrl_a3c, args.env, args.a2c_envs, args.learn_steps)
+    print(f"acrl A3C, {args.a2c_envs} workers: {workers['steps_per_s']:.0f} steps/s", flush=True)
     summary = {
         "benchmark": "a3c_profile",
         "meta": provenance(load_before, ["stable-baselines3", "ale-py"]),
         "env": args.env,
-        "settings": {"steps": args.steps, "warmup_steps": 500, "a2c_envs": args.a2c_envs, "threads": 1, "n_steps": 5},
+        "settings": {
+            "steps": args.steps,
+            "warmup_steps": 500,
+            "a2c_envs": args.a2c_envs,
+            "learn_steps": args.learn_steps,
+            "threads": 1,
+            "n_steps": 5,
+        },
         "profiles": profiles,
+        "workers": workers,
     }
     write_json_atomic(args.out, summary, default=float)
     print(f"wrote {args.out}")

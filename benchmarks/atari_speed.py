@@ -293,20 +293,25 @@ def a3c_preset(env_id: str, workers: int, steps: int) -> dict[str, Any]:
     return {**values, "workers": workers, "n_envs": 1, "n_steps": 5, "seed": 0, "total_steps": steps, "eval_freq": 0}
 
 
-def a3c_vs_a2c(env_id: str, workers: int, steps: int) -> dict[str, Any]:
-    """acrl A3C (`workers` workers, t_max 5) and SB3 A2C (`workers` envs, n_steps 5), steps / learn seconds each."""
+def acrl_a3c(env_id: str, workers: int, steps: int) -> dict[str, Any]:
+    """acrl A3C as `a3c_preset` sets it: steps, seconds (the agent's construction and `learn`, start-up included)
+    and steps/s."""
     import acrl
 
-    values = a3c_preset(env_id, workers, steps)
     started = time.perf_counter()
-    agent = acrl.A3C(env_id, **values).learn(progress=False)
+    agent = acrl.A3C(env_id, **a3c_preset(env_id, workers, steps)).learn(progress=False)
     a3c = {"steps": int(agent.num_steps), "seconds": time.perf_counter() - started}
-    a3c["steps_per_s"] = a3c["steps"] / a3c["seconds"]
+    return {**a3c, "steps_per_s": a3c["steps"] / a3c["seconds"]}
+
+
+def a3c_vs_a2c(env_id: str, workers: int, steps: int) -> dict[str, Any]:
+    """acrl A3C (`workers` workers, t_max 5) and SB3 A2C (`workers` envs, n_steps 5), steps / learn seconds each."""
+    a3c = acrl_a3c(env_id, workers, steps)
 
     from minatar_vs_sb3 import a2c_model
 
     torch.set_num_threads(1)
-    encoder = values.get("encoder", "auto")
+    encoder = a3c_preset(env_id, workers, steps).get("encoder", "auto")
     policy_kwargs: dict[str, Any] = {}
     if encoder not in ("auto", "nature"):  # acrl's CNN as SB3's features extractor
         policy_kwargs = {"features_extractor_class": acrl_cnn_class(encoder), "normalize_images": False, "net_arch": []}

@@ -48,6 +48,11 @@ class Extrapolation:
         cell = self.t[agent][kind]
         return f"{signed(cell['q_initial'][0], self.digits)} against {signed(cell['true_value'][0], self.digits)}"
 
+    def first(self, agent: str, kind: str) -> tuple[int, str]:
+        """(the first evaluation's update count, the mean over seeds of its return) of an offline agent's curves."""
+        curves = [run["curve"] for run in self.d["results"][kind][agent]]
+        return curves[0][0][0], n(statistics.fmean(curve[0][1] for curve in curves), self.digits)
+
     def agents(self) -> list[str]:
         """The agents this result holds, in `labels` order."""
         return [agent for agent in self.labels if agent in self.t]
@@ -81,8 +86,10 @@ class Extrapolation:
         return table(["", *self.kinds], "l" + "r" * len(self.kinds), rows)
 
     def values(self, bold: set[tuple[str, str]], first_header: str) -> str:
+        """The value-estimate table: a row for each agent with a critic (a value in some buffer's cell)."""
         rows = []
-        for agent in (a for a in ("bcq", "discrete_bcq", "ddpg", "dqn") if a in self.t):
+        critics = (a for a in self.agents() if any(self.t[a][k].get("q_initial") is not None for k in self.kinds))
+        for agent in critics:
             cells = []
             for kind in self.kinds:
                 cell = self.t[agent][kind]
@@ -438,4 +445,26 @@ updates, where BC's curve is flat from the first evaluation; and epsilon-greedy 
 policy is what BC learns best: the greedy action is taken with probability 1 − ε + ε/|A| in every
 state, so BC's most probable action is the behavioral policy's greedy one wherever the buffer reaches,
 and BC plays as the behavioral policy does ({e.m("bc", "imperfect")} against {e.m("behavioral", "imperfect")}).
+{discrete_cql_reading(e)}"""
+
+
+def discrete_cql_reading(e: Extrapolation) -> str:
+    """The discrete experiment's paragraph on discrete CQL; empty for a result from before it joined."""
+    if "discrete_cql" not in e.t:
+        return ""
+    step, cql_final = e.first("discrete_cql", "final")
+    _, cql_imperfect = e.first("discrete_cql", "imperfect")
+    _, bcq_final = e.first("discrete_bcq", "final")
+    _, bcq_imperfect = e.first("discrete_bcq", "imperfect")
+    return f"""
+Discrete CQL (the CQL(H) penalty, alpha 1, on the same DQN; Kumar et al. 2020) plays at the behavioral policy's
+level on both buffers ({e.m("discrete_cql", "imperfect")} on the imperfect one, IQM
+{e.iqm("discrete_cql", "imperfect")}; {e.m("discrete_cql", "final")} on the final one), as discrete BCQ and BC do,
+and far above offline DQN on the imperfect buffer. It learns the fastest of the three Q-learners: at the first
+evaluation ({kilo(step)} updates) it plays {cql_imperfect} on the imperfect buffer and {cql_final} on the final one,
+where discrete BCQ plays {bcq_imperfect} and {bcq_final}. Its value estimate is not below the truth, though
+({e.q("discrete_cql", "imperfect")} on the imperfect buffer, {e.q("discrete_cql", "final")} on the final one):
+the penalty log-sum-exp Q(s, ·) − Q(s, a) pushes Q(s, a) up, in expectation, wherever the data takes a more often
+than the softmax of Q would, as epsilon-greedy data takes its greedy action, and CQL's bound is on the policy's
+expected value for a large enough alpha, not on each action's Q (Kumar et al. 2020, Sec. 3.1-3.2).
 """

@@ -174,6 +174,14 @@ def a3c_profile(results: dict[str, dict]) -> str:
     rows.append(["**all**", f"**{n(a3c_ms, 2)}**", f"**{n(a2c_ms, 2)}**"])
     workers = d["settings"]["a2c_envs"]
     bound = workers * a2c_ms / a3c_ms
+    scaling = ""
+    if "workers" in d:
+        rate = d["workers"]["steps_per_s"]
+        scaling = (
+            f" In the same run A3C with {workers} workers ran {n(rate)} steps/s over {n(d['workers']['steps'])} steps "
+            f"(start-up included), {pct(rate / (workers * a3c['steps_per_s']))} of {workers} times one worker's rate: "
+            f"{x(rate / a2c['steps_per_s'])} SB3 A2C's profiled rate."
+        )
     return f"""### Where A3C's Atari time goes
 
 `python benchmarks/a3c_profile.py`: one acrl A3C worker and SB3 A2C with {workers} envs, as the Atari speed section
@@ -187,7 +195,7 @@ optimizer's step; the remainder, A3C's start-up in the worker included). {condit
 
 One worker alone runs {n(a3c["steps_per_s"])} steps/s, SB3 A2C {n(a2c["steps_per_s"])} on one core: {workers} workers
 on {workers} cores, each as fast as one alone, would run {x(bound)} SB3 A2C's steps/s: the ratio's ceiling for this
-code on this machine, against the goal's 3×."""
+code on this machine, against the goal's 3×.{scaling}"""
 
 
 def hours_to_best(run: dict) -> float:
