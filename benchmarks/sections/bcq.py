@@ -457,8 +457,8 @@ def discrete_cql_reading(e: Extrapolation) -> str:
     _, bcq_final = e.first("discrete_bcq", "final")
     _, bcq_imperfect = e.first("discrete_bcq", "imperfect")
     return f"""
-Discrete CQL (the CQL(H) penalty, alpha 1, on the same DQN; Kumar et al. 2020) plays at the behavioral policy's
-level on both buffers ({e.m("discrete_cql", "imperfect")} on the imperfect one, IQM
+Discrete CQL (the CQL(H) penalty, alpha 1, on Double DQN targets with the learners' MinAtar settings; Kumar et al.
+2020) plays at the behavioral policy's level on both buffers ({e.m("discrete_cql", "imperfect")} on the imperfect one, IQM
 {e.iqm("discrete_cql", "imperfect")}; {e.m("discrete_cql", "final")} on the final one), as discrete BCQ and BC do,
 and far above offline DQN on the imperfect buffer. It learns the fastest of the three Q-learners: at the first
 evaluation ({kilo(step)} updates) it plays {cql_imperfect} on the imperfect buffer and {cql_final} on the final one,
