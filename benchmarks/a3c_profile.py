@@ -16,7 +16,7 @@ Each as milliseconds per agent step over --steps steps after a warm-up. An A3C w
 sum of its phases; with W workers on W cores (no contention) A3C runs W / that steps/s, and SB3 A2C with W envs
 runs on one core: the per-step figures say which phases keep acrl's ratio from the 3x goal. Then acrl A3C with W
 workers (--a2c-envs) runs --learn-steps steps as atari_speed's part a3c runs it (start-up included): its steps/s
-against W times one worker's says how near the workers come to that ceiling.
+against W times one worker's says how near the workers come to that figure.
 
     python benchmarks/a3c_profile.py --out benchmarks/results/a3c_profile.json
 
@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from atari_speed import a3c_preset, acrl_a3c, in_fresh_process
+from atari_speed import a3c_preset, acrl_a3c, in_fresh_process, sb3_a2c
 from meta import scratch_path
 
 from acrl.core.files import write_json_atomic
@@ -129,11 +129,7 @@ def profile_a2c(env_id: str, n_envs: int, steps: int) -> dict[str, Any]:
     """SB3 A2C as atari_speed's part a3c runs it (`n_envs` envs, n_steps 5, one thread) for `steps` agent steps
     after a warm-up of 10 rollouts, its phases timed as `profile_a3c`'s: the acting forward passes, the vector env's
     steps, the rest of `collect_rollouts`, `train` (forward, backward, clip) and the optimizer's step."""
-    from atari_speed import sb3_atari_env
-    from minatar_vs_sb3 import a2c_model
-
-    torch.set_num_threads(1)
-    model = a2c_model(env_id, sb3_atari_env(env_id, n_envs), 0, {}, steps, n_steps=5)
+    model = sb3_a2c(env_id, n_envs, steps)
     model.learn(total_timesteps=10 * 5 * n_envs)
     timer = PhaseTimer()
     model.policy.forward = timer.timed("act forward", model.policy.forward)
@@ -179,6 +175,7 @@ def main(argv: list[str] | None = None) -> int:
             "steps": args.steps,
             "warmup_steps": 500,
             "a2c_envs": args.a2c_envs,
+            "encoder": a3c_preset(args.env, 1, args.steps).get("encoder", "auto"),
             "learn_steps": args.learn_steps,
             "threads": 1,
             "n_steps": 5,

@@ -304,19 +304,26 @@ def acrl_a3c(env_id: str, workers: int, steps: int) -> dict[str, Any]:
     return {**a3c, "steps_per_s": a3c["steps"] / a3c["seconds"]}
 
 
-def a3c_vs_a2c(env_id: str, workers: int, steps: int) -> dict[str, Any]:
-    """acrl A3C (`workers` workers, t_max 5) and SB3 A2C (`workers` envs, n_steps 5), steps / learn seconds each."""
-    a3c = acrl_a3c(env_id, workers, steps)
-
+def sb3_a2c(env_id: str, n_envs: int, steps: int) -> Any:
+    """SB3 A2C with acrl A3C's settings (`minatar_vs_sb3.a2c_model`, n_steps 5, learning rate annealed over `steps`)
+    on `n_envs` envs of `sb3_atari_env`, with A3C's preset CNN: SB3's NatureCNN for the Nature one, else acrl's as
+    SB3's features extractor; one torch thread."""
     from minatar_vs_sb3 import a2c_model
 
     torch.set_num_threads(1)
-    encoder = a3c_preset(env_id, workers, steps).get("encoder", "auto")
+    encoder = a3c_preset(env_id, n_envs, steps).get("encoder", "auto")
     policy_kwargs: dict[str, Any] = {}
-    if encoder not in ("auto", "nature"):  # acrl's CNN as SB3's features extractor
+    if encoder not in ("auto", "nature"):
         policy_kwargs = {"features_extractor_class": acrl_cnn_class(encoder), "normalize_images": False, "net_arch": []}
+    return a2c_model(env_id, sb3_atari_env(env_id, n_envs), 0, policy_kwargs, steps, n_steps=5)
+
+
+def a3c_vs_a2c(env_id: str, workers: int, steps: int) -> dict[str, Any]:
+    """acrl A3C (`workers` workers, t_max 5) and SB3 A2C (`workers` envs, n_steps 5), steps / learn seconds each."""
+    a3c = acrl_a3c(env_id, workers, steps)
+    encoder = a3c_preset(env_id, workers, steps).get("encoder", "auto")
     started = time.perf_counter()
-    model = a2c_model(env_id, sb3_atari_env(env_id, workers), 0, policy_kwargs, steps, n_steps=5)
+    model = sb3_a2c(env_id, workers, steps)
     model.learn(total_timesteps=steps)
     a2c = {"steps": int(model.num_timesteps), "seconds": time.perf_counter() - started}
     a2c["steps_per_s"] = a2c["steps"] / a2c["seconds"]

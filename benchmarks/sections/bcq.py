@@ -458,11 +458,11 @@ def discrete_cql_reading(e: Extrapolation) -> str:
     _, bcq_imperfect = e.first("discrete_bcq", "imperfect")
     return f"""
 Discrete CQL (the CQL(H) penalty, alpha 1, on Double DQN targets with the learners' MinAtar settings; Kumar et al.
-2020) plays at the behavioral policy's level on both buffers ({e.m("discrete_cql", "imperfect")} on the imperfect one, IQM
-{e.iqm("discrete_cql", "imperfect")}; {e.m("discrete_cql", "final")} on the final one), as discrete BCQ and BC do,
-and far above offline DQN on the imperfect buffer. It learns the fastest of the three Q-learners: at the first
-evaluation ({kilo(step)} updates) it plays {cql_imperfect} on the imperfect buffer and {cql_final} on the final one,
-where discrete BCQ plays {bcq_imperfect} and {bcq_final}. Its value estimate is not below the truth, though
+2020) plays at the behavioral policy's level on both buffers ({e.m("discrete_cql", "imperfect")} on the imperfect
+one, IQM {e.iqm("discrete_cql", "imperfect")}; {e.m("discrete_cql", "final")} on the final one), as discrete BCQ
+and BC do, and far above offline DQN on the imperfect buffer. It learns the fastest of the three Q-learners: at
+the first evaluation ({kilo(step)} updates) it plays {cql_imperfect} on the imperfect buffer and {cql_final} on the
+final one, where discrete BCQ plays {bcq_imperfect} and {bcq_final}. Its value estimate is not below the truth, though
 ({e.q("discrete_cql", "imperfect")} on the imperfect buffer, {e.q("discrete_cql", "final")} on the final one):
 the penalty log-sum-exp Q(s, ·) − Q(s, a) pushes Q(s, a) up, in expectation, wherever the data takes a more often
 than the softmax of Q would, as epsilon-greedy data takes its greedy action, and CQL's bound is on the policy's

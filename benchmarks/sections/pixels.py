@@ -172,30 +172,26 @@ def a3c_profile(results: dict[str, dict]) -> str:
     ]
     a3c_ms, a2c_ms = (sum(p["ms_per_step"].values()) for p in (a3c, a2c))
     rows.append(["**all**", f"**{n(a3c_ms, 2)}**", f"**{n(a2c_ms, 2)}**"])
-    workers = d["settings"]["a2c_envs"]
+    workers, encoder = d["settings"]["a2c_envs"], d["settings"]["encoder"]
     bound, needed = workers * a2c_ms / a3c_ms, workers * a2c_ms / 3
-    scaling = ""
-    if "workers" in d:
-        rate = d["workers"]["steps_per_s"]
-        scaling = (
-            f" In the same run A3C with {workers} workers ran {n(rate)} steps/s over {n(d['workers']['steps'])} steps "
-            f"(start-up included), {pct(rate / (workers * a3c['steps_per_s']))} of {workers} times one worker's rate: "
-            f"{x(rate / a2c['steps_per_s'])} SB3 A2C's profiled rate."
-        )
+    rate = d["workers"]["steps_per_s"]
     return f"""### Where A3C's Atari time goes
 
 `python benchmarks/a3c_profile.py`: one acrl A3C worker and SB3 A2C with {workers} envs, as the Atari speed section
-runs them ({d["env"]}, t_max 5, one torch thread, the Nature CNN), each in a fresh process, {n(d["settings"]["steps"])}
-agent steps after a warm-up; the wall clock per agent step in milliseconds, split by timing what each calls (the
-acting forward passes; the env's steps; the rest of the rollout's collection; A3C's copy of the global parameters;
-its loss's forward passes; the backward pass with the gradient clip, SB3's with its loss's forward pass; the
-optimizer's step; the remainder, A3C's start-up in the worker included). {conditions(d)}
+runs them ({d["env"]}, t_max 5, one torch thread, the preset's CNN: {encoder}), each in a fresh process,
+{n(d["settings"]["steps"])} agent steps after a warm-up; the wall clock per agent step in milliseconds, split by
+timing what each calls (the acting forward passes; the env's steps; the rest of the rollout's collection; A3C's copy
+of the global parameters; its loss's forward passes; the backward pass with the gradient clip, SB3's with its loss's
+forward pass; the optimizer's step; the remainder, A3C's start-up in the worker included). {conditions(d)}
 
 {table(["phase", "acrl A3C, one worker (ms per step)", f"SB3 A2C, {workers} envs (ms per step)"], "lrr", rows)}
 
 One worker alone runs {n(a3c["steps_per_s"])} steps/s, SB3 A2C {n(a2c["steps_per_s"])} on one core: {workers} workers
 on {workers} cores, each as fast as one alone, would run {x(bound)} SB3 A2C's steps/s. The goal's 3× needs a worker
-at {n(needed, 2)} ms per agent step, {pct(1 - needed / a3c_ms)} less than its {n(a3c_ms, 2)}.{scaling}"""
+at {n(needed, 2)} ms per agent step, {pct(1 - needed / a3c_ms)} less than its {n(a3c_ms, 2)}. In the same run A3C with
+{workers} workers ran {n(rate)} steps/s over {n(d["workers"]["steps"])} steps (start-up included),
+{pct(rate / (workers * a3c["steps_per_s"]))} of {workers} times one worker's rate:
+{x(rate / a2c["steps_per_s"])} SB3 A2C's profiled rate."""
 
 
 def hours_to_best(run: dict) -> float:
