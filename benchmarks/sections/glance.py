@@ -239,7 +239,7 @@ def glance(results: dict[str, dict]) -> str:
     if "discrete_bcq_breakout" in results:
         d = results["discrete_bcq_breakout"]
         t = d["table"]
-        learners = ("discrete_bcq", "dqn", "bc")
+        learners = [agent for agent in DISCRETE_AGENTS if agent != "behavioral" and agent in t]
         cells = ", ".join(f"{DISCRETE_AGENTS[a].split(' (')[0]} {n(t[a]['imperfect']['iqm'], 1)}" for a in learners)
         rows.append(
             [

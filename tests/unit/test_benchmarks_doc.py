@@ -432,7 +432,8 @@ def test_the_memory_results_render_from_their_results(tmp_path):
 def test_the_discrete_experiment_renders_from_its_result(tmp_path):
     """discrete_bcq_breakout.json (hand-made, two buffers): the tables have the discrete experiment's columns
     (final, imperfect) and agents, returns and value estimates to one decimal, IQMs with their CIs, and BC (no
-    Q-values) has no value row."""
+    Q-values) has no value row; discrete CQL's paragraph gives the first evaluation's mean over seeds (curves of two
+    seeds: 5.0 and 6.0 -> 5.5)."""
     report = benchmark_module()
     results = tmp_path / "results"
     shutil.copytree(ROOT / "benchmarks" / "results", results, ignore=shutil.ignore_patterns("tmp"))
@@ -452,6 +453,13 @@ def test_the_discrete_experiment_renders_from_its_result(tmp_path):
         "discrete_bcq": {"final": learner(6.3, 1.5), "imperfect": learner(5.4, 1.4)},
         "dqn": {"final": learner(2.1, 9.1), "imperfect": learner(0.7, 12.0)},
         "bc": {"final": learner(3.0, None), "imperfect": learner(4.4, None)},
+        "discrete_cql": {"final": learner(7.2, 5.3), "imperfect": learner(7.6, 7.8)},
+    }
+    first = {"discrete_cql": {"final": (5.0, 6.0), "imperfect": (3.0, 4.0)}}  # each seed's first evaluation
+    first |= {"discrete_bcq": {"final": (2.0, 2.4), "imperfect": (0.2, 0.4)}}
+    runs = {
+        kind: {agent: [{"curve": [[10000, r], [50000, 9.0]]} for r in first[agent][kind]] for agent in first}
+        for kind in ("final", "imperfect")
     }
     meta = {"command": "acrl experiment discrete --env MinAtar/Breakout-v1", "date": "2026-12-04T14:00:00+00:00"}
     d = {
@@ -466,6 +474,7 @@ def test_the_discrete_experiment_renders_from_its_result(tmp_path):
         "imperfect_epsilon": 0.2,
         "wall_clock_s": 3900,
         "table": table,
+        "results": runs,
     }
     (results / "discrete_bcq_breakout.json").write_text(json.dumps(d))
     page = report.render(results)
@@ -478,9 +487,16 @@ def test_the_discrete_experiment_renders_from_its_result(tmp_path):
     assert "| discrete BCQ: estimate / true | +1.5 / +1.2 | +1.4 / +1.2 |" in page
     assert "| DQN: estimate / true | +9.1 / +1.2 | +12.0 / +1.2 |" in page
     assert "BC: estimate" not in page
+    assert "| discrete CQL | 7.2 ± 0.5 | 7.6 ± 0.5 |" in page
+    assert "| discrete CQL: estimate / true | +5.3 / +1.2 | +7.8 / +1.2 |" in page
+    words = " ".join(page.split())
+    first_evaluation = "at the first evaluation (10k updates) it plays 3.5 on the imperfect buffer and 5.5 on the final"
+    assert f"{first_evaluation} one, where discrete BCQ plays 0.3 and 2.2" in words
+    assert "(+7.8 against +1.2 on the imperfect buffer, +5.3 against +1.2 on the final one)" in words
     glance = report.with_glance("x\n<!-- results:start -->\n<!-- results:end -->\n", results)
     row = "| MinAtar Breakout, imperfect buffer, offline, IQM of 3 seeds (behavioral policy) |"
-    assert f"{row} discrete BCQ 5.4, DQN 0.7, BC 4.4 (5.0) | (reported; paper: BCQ ≥ behavioral > DQN) |" in glance
+    cells = "discrete BCQ 5.4, DQN 0.7, BC 4.4, discrete CQL 7.6 (5.0)"
+    assert f"{row} {cells} | (reported; paper: BCQ ≥ behavioral > DQN) |" in glance
 
 
 def test_the_bcq_spectrum_renders_a_sentence_per_row_against_the_behavioral_policy(tmp_path):
