@@ -33,7 +33,7 @@ picks up where it stopped:
   on an AMD EPYC without bfloat16 instructions: a run resumed on such a CPU needs it, and on a bf16 CPU again
   `--precision bf16`, since the checkpoint keeps the precision it last ran in).
 - `a3c_pong`: `acrl train a3c --env ALE/Pong-v5 --preset original --workers 2` (the A3C paper's
-  agent) for seed 0, 4M agent steps (about 2 hours: 600-750 steps/s on the 2-core Zen 4 EPYC with
+  agent) for seed 0, 4M agent steps (about 2 hours: 600-750 steps/s on the 2-core AMD EPYC with
   its evaluations, about 750 on the Xeon), 5 whole games every 250k steps; then best.pt on 10
   fresh games. The committed run was stopped once at 3.27M and resumed by the same command.
 - `a3c_pong_reference`: `acrl train a3c --env PongNoFrameskip-v4 --preset reference --workers 2` (the references'

@@ -4,12 +4,12 @@ Four fast paths, all on by default and all turned off together by the environmen
 `ACRL_PRIVATE_APIS=0` (read at import) or `set_private_apis(False)`:
 
 - `linear`: large float32 CPU products through oneDNN (`torch.ops.mkldnn._linear_pointwise`)
-  instead of the BLAS (MKL) that `torch.nn.functional.linear` calls. On the AMD EPYC (Zen 5) of
-  acrl's 2-core machine MKL runs float32 products at about 100 GFLOP/s per thread and oneDNN at
-  about 220, with the same IEEE float32 arithmetic (`benchmarks/update_roofline.py`). The gain
-  depends on the CPU: on Zen 4 both run at about 90-100 GFLOP/s, so there only the largest
-  products take oneDNN (`ONEDNN_MIN_MACS_BY_CPU`); a weight gradient summed over a long batch goes to
-  torch.mm instead (`LONG_REDUCTION_ROWS`). Fallback: `torch.nn.functional.linear`.
+  instead of the BLAS (MKL) that `torch.nn.functional.linear` calls. On an AMD EPYC of acrl's
+  2-core machine (its model not recorded) MKL runs float32 products at about 100 GFLOP/s per thread
+  and oneDNN at about 220, with the same IEEE float32 arithmetic (`benchmarks/update_roofline.py`).
+  The gain depends on the CPU: on an EPYC of AMD family 25 both run at about 90-100 GFLOP/s, so
+  there only the largest products take oneDNN (`ONEDNN_MIN_MACS_BY_CPU`); a weight gradient summed
+  over a long batch goes to torch.mm instead (`LONG_REDUCTION_ROWS`). Fallback: `torch.nn.functional.linear`.
 - `tanh`: large float32 CPU tensors as 2 sigmoid(2x) - 1: this build of torch vectorises
   sigmoid on the CPU but not tanh. Fallback: `torch.tanh`.
 - `lstm`: T steps of an `nn.LSTMCell` in one call of `torch.lstm`, the undocumented op behind
@@ -46,7 +46,7 @@ import torch.nn.functional as F
 
 def cpu_generation(cpuinfo: Path = Path("/proc/cpuinfo")) -> tuple[str, int] | None:
     """(vendor_id, cpu family) of the machine's first CPU as Linux's /proc/cpuinfo gives them, e.g.
-    ("AuthenticAMD", 25) for Zen 4; None where it cannot be read (another OS)."""
+    ("AuthenticAMD", 25) for Zen 3 and Zen 4 alike; None where it cannot be read (another OS)."""
     try:
         text = cpuinfo.read_text()
     except OSError:
@@ -57,8 +57,8 @@ def cpu_generation(cpuinfo: Path = Path("/proc/cpuinfo")) -> tuple[str, int] | N
 
 
 ONEDNN_MIN_MACS_BY_CPU = {("AuthenticAMD", 25): 1 << 25}
-"""The CPUs measured to need a larger `ONEDNN_MIN_MACS`. Zen 4 (AMD family 25, which Zen 3 shares;
-measured on Zen 4; AVX-512 on 256-bit units): oneDNN's products beat MKL's only from about 32M
+"""The CPUs measured to need a larger `ONEDNN_MIN_MACS`. AMD family 25 (Zen 3 and Zen 4; measured on an EPYC of
+that family whose model was not recorded): oneDNN's products beat MKL's only from about 32M
 multiply-adds. All products through oneDNN against none (one thread, 2026-12-04): BCQ's update, with
 its 100 x 750 x 750 (56M), 1.18x faster; TD3's 100 x 400 x 300 (12M), SAC's 256 x 256 x 256 (17M) and
 DQN's 64 x 256 x 256 (4M) 1.12-1.19x slower. This threshold against 2M, alternating in one process:
@@ -67,7 +67,7 @@ DQN's CartPole update 1.40x faster, TD3's 1.07x, SAC's 1.08x, BCQ's 0.96x."""
 ONEDNN_MIN_MACS = ONEDNN_MIN_MACS_BY_CPU.get(cpu_generation(), 1 << 21)
 """A product with fewer multiply-adds (rows x in x out; its two gradient products have as many)
 uses torch's own linear. 2M (the default): about where oneDNN's fixed ~12 us per call is repaid,
-e.g. 100 x 17 x 750, on the Zen 5 EPYC of `benchmarks/update_roofline.py`; larger on the CPUs of
+e.g. 100 x 17 x 750, on the EPYC whose `benchmarks/update_roofline.py` gave 220 GFLOP/s; larger on the CPUs of
 `ONEDNN_MIN_MACS_BY_CPU`."""
 
 LONG_REDUCTION_ROWS = 1024

@@ -94,14 +94,14 @@ kernel" is the faster of MKL and oneDNN per shape. The file's tables are in
     }
 
 In this run BCQ's products ran at {mm:.0f} GFLOP/s a thread through torch.mm and {best:.0f} through the best
-kernel per shape. What made the update faster (2026-12-01, on an AMD EPYC of the Zen 5 generation, where MKL ran
+kernel per shape. What made the update faster (2026-12-01, on an AMD EPYC whose model was not recorded, where MKL ran
 float32 products at about 100 GFLOP/s a thread and oneDNN, which ships inside the same torch, at about 220 with
 the same IEEE float32 arithmetic): `acrl.parts.nets.Linear` (an `nn.Linear`, same parameters and checkpoints)
 sends every layer of at least 2M multiply-adds, forward and both gradients, through oneDNN
 (`torch.ops.mkldnn._linear_pointwise`); smaller layers (oneDNN costs ~12 µs a call) and every non-CPU device
 stay on `torch.nn.functional.linear`; on AMD's family 25 (Zen 3 and 4), where the two libraries run at about the
 same rate, only products of at least 32M multiply-adds take oneDNN (`acrl.core.torch_fast.ONEDNN_MIN_MACS_BY_CPU`).
-BCQ went from 27 (no result file) to 45.6 updates/s on one thread on the Zen 5; a fixed-seed update gives torch's
+BCQ went from 27 (no result file) to 45.6 updates/s on one thread on that EPYC; a fixed-seed update gives torch's
 own losses to float round-off (`tests/unit/test_bcq.py::test_onednn_products_leave_the_update_unchanged`) and the
 hand-computed target tests pass unchanged. DDPG, TD3 and SAC also moved from `foreach` to fused Adam (TD3 +30%).
 
@@ -110,8 +110,8 @@ torch.mm's ({pct(one["bcq"]["of_roofline_mm"])}; {pct(one["bcq"]["of_roofline_be
 TD3 and SAC ≥ 60%, {met(min(one["td3"]["of_roofline_mm"], one["sac"]["of_roofline_mm"]) >= 0.6)}
 ({pct(one["td3"]["of_roofline_mm"])}, {pct(one["sac"]["of_roofline_mm"])}); BCQ, TD3 and SAC ahead of d3rlpy on
 every one, {met(min(ratios) > 1)} ({min(ratios):.1f}–{max(ratios):.1f}×). BCQ on two threads ≥ 1.8× one thread:
-{met(d["scaling"]["bcq"]["2"] >= 1.8)}, {x(d["scaling"]["bcq"]["2"])} here (1.54× and 1.89× in two runs on the
-Zen 5 on 2026-12-01, no result file; two-thread timings on a 2-vCPU machine drift most). On the Zen 5 the
+{met(d["scaling"]["bcq"]["2"] >= 1.8)}, {x(d["scaling"]["bcq"]["2"])} here (1.54× and 1.89× in two runs on that
+EPYC on 2026-12-01, no result file; two-thread timings on a 2-vCPU machine drift most). On that EPYC the
 products scaled (oneDNN 1.85× on two threads, timed by hand), but about 7 ms of each 21 ms update was
 per-operation cost (the autograd engine, the dispatcher, three Adam steps, elementwise ops on batch-100 tensors)
 that eager PyTorch runs on one thread. Where TD3's time went there (one update, 3.3 ms, measured by phase by

@@ -242,7 +242,7 @@ def test_a_small_linear_is_f_linear_exactly():
 
 
 def test_the_cpu_generation_is_read_from_cpuinfo_and_picks_the_onednn_threshold(tmp_path):
-    """The first processor's vendor_id and cpu family; a missing file (not Linux) gives None; Zen 4's threshold
+    """The first processor's vendor_id and cpu family; a missing file (not Linux) gives None; AMD family 25's threshold
     is 32M multiply-adds (`ONEDNN_MIN_MACS_BY_CPU`)."""
     info = tmp_path / "cpuinfo"
     info.write_text(
