@@ -117,11 +117,14 @@ def glance(results: dict[str, dict]) -> str:
             continue
         runs = results[name]["runs"].values()
         scores = [r["best_checkpoint_fresh_10_games"] for r in runs]
+        ok = min(scores) >= goal
+        unfinished = [kilo(r["eval_curve"][-1][0]) for r in runs if r.get("finished") is False]
+        verdict = f"not met yet (unfinished at {', '.join(unfinished)})" if unfinished and not ok else said(ok)
         rows.append(
             [
                 f"PPO {game} (no sticky actions) within 10M agent steps, best.pt on 10 games",
                 ", ".join(f"{score(r['best_checkpoint_fresh_10_games'], 1)} at {kilo(r['best_step'])}" for r in runs),
-                f"≥ {score(goal)}: {said(min(scores) >= goal)}",
+                f"≥ {score(goal)}: {verdict}",
             ]
         )
     if "a3c_pong_reference" in results:

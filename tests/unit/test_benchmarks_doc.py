@@ -279,7 +279,7 @@ def test_the_pong_runs_render_from_their_results(tmp_path):
 
 def test_the_breakout_run_renders_from_its_result(tmp_path):
     """ppo_breakout_10m.json (hand-made): scores unsigned to one decimal, best.pt's 312.4 meets the 300 goal, 287.0
-    would not; the glance row says so."""
+    would not; the glance row says so, and calls a run below the goal that has not finished 'not met yet'."""
     report = benchmark_module()
     results = tmp_path / "results"
     shutil.copytree(ROOT / "benchmarks" / "results", results, ignore=shutil.ignore_patterns("tmp"))
@@ -300,10 +300,17 @@ def test_the_breakout_run_renders_from_its_result(tmp_path):
     assert f"| {label} | 0 | 10M | 9.5 | 330.2 at 6250k | 301.6 | 312.4 | ≥ 300: **met** |" in page
     assert "seed 0, 1.2 at 8k and 250.4 at 10M." in page
     glance = report.with_glance("x\n<!-- results:start -->\n<!-- results:end -->\n", results)
-    assert "| PPO Breakout (no sticky actions) within 10M agent steps, best.pt on 10 games | 312.4 at 6250k |" in glance
+    row = "| PPO Breakout (no sticky actions) within 10M agent steps, best.pt on 10 games |"
+    assert f"{row} 312.4 at 6250k | ≥ 300: met |" in glance
     run["best_checkpoint_fresh_10_games"] = 287.0
     (results / "ppo_breakout_10m.json").write_text(json.dumps({"meta": meta, "runs": {"0": run}}))
     assert "| 287.0 | ≥ 300: **not met** |" in report.render(results)
+    glance = report.with_glance("x\n<!-- results:start -->\n<!-- results:end -->\n", results)
+    assert f"{row} 287.0 at 6250k | ≥ 300: not met |" in glance
+    run |= {"finished": False, "eval_curve": [[250000, 2.0], [6250000, 330.2]]}
+    (results / "ppo_breakout_10m.json").write_text(json.dumps({"meta": meta, "runs": {"0": run}}))
+    glance = report.with_glance("x\n<!-- results:start -->\n<!-- results:end -->\n", results)
+    assert f"{row} 287.0 at 6250k | ≥ 300: not met yet (unfinished at 6250k) |" in glance
 
 
 def test_the_dqn_best_checkpoints_render_from_their_results(tmp_path):
