@@ -62,12 +62,12 @@ import numpy as np
 import torch
 import torch.multiprocessing as mp
 
-from acrl.algos.base import Agent
+from acrl.algos.base import ActorCriticAgent
 from acrl.core.config import in_unit_interval, positive
 from acrl.core.devices import precision_context
 from acrl.core.envs import ActionAdapter, LeanSyncVectorEnv
 from acrl.core.errors import InputError, TrainingError
-from acrl.parts.actor_critic import Action, ActorCritic, ActorCriticConfig, State
+from acrl.parts.actor_critic import ActorCritic, ActorCriticConfig, State
 from acrl.parts.normalization import IdentityNormalizer, ObservationNormalizer
 from acrl.parts.observations import make_normalizer
 from acrl.parts.optim import SharedAdam, SharedRMSprop, anneal_learning_rate, flatten_parameters
@@ -413,7 +413,7 @@ def run_worker(rank: int, budget: StepBudget, config: A3CConfig, env: Any, share
 
 
 # ------------------------------------------------------------------------------------ the agent (parent)
-class A3C(Agent):
+class A3C(ActorCriticAgent):
     """A3C agent: `A3C(env="CartPole-v1", workers=2, seed=0).learn(total_steps)`.
 
     The workers run while the run loop holds `training()`; `predict`, `evaluate`, `save` and `load` are the
@@ -466,12 +466,6 @@ class A3C(Agent):
             self.obs_normalizer.stats.share_memory()
         self.episode_stats = EpisodeStats(EPISODE_WINDOW)
         self.updates = 0
-
-    def initial_state(self, n: int) -> State:
-        return self.model.initial_state(n, self.device)
-
-    def _act(self, obs: torch.Tensor, state: State, episode_start: torch.Tensor, deterministic: bool) -> Action:
-        return self.model.act(obs, state, episode_start, deterministic, with_log_prob=False)
 
     def snapshot(self) -> A3C:
         """A frozen copy (global model and normaliser deep-copied) for evaluation and best.pt: the workers keep

@@ -4,14 +4,14 @@ An algorithm subclasses `Agent` and provides `_build()` (networks in `self.nets`
 `self.optimizers`, and `self.obs_normalizer` when it normalises observations; the default is
 the identity), `iteration(max_steps)` (collect and/or update, advance `self.num_steps`, return
 metrics) and the policy `predict` acts through: `_policy_action()` (raw actions; a policy without
-state), or, for an actor-critic (`acrl.parts.actor_critic.ActorCritic`: PPO, A3C), `initial_state()`
-and `_act()` from its model, whose state may be empty or not; `_extra_state` and
-`_load_extra_state` add what else its checkpoints need. Its forward passes (acting and its update's,
-with the losses computed from them; not `backward` or an optimizer step) run inside `self.autocast()`,
-the config's `precision` (bfloat16 autocast for "bf16", nothing for "fp32"; `predict` enters it itself),
-and its networks return float32 (`acrl.parts.nets`). Training itself (evaluation, the best
-and latest checkpoints, NaN checks, logging, signals, callbacks) is the run loop's,
-`acrl.core.loop`, which `learn` calls.
+state), or, for an actor-critic, nothing more: an `ActorCriticAgent` (PPO, A3C, IMPALA, APPO) sets
+`self.model` (an `acrl.parts.actor_critic.ActorCritic`) in `_build` and acts through it, carrying its
+state (empty without an LSTM). `_extra_state` and `_load_extra_state` add what else its checkpoints
+need. Its forward passes (acting and its update's, with the losses computed from them; not `backward`
+or an optimizer step) run inside `self.autocast()`, the config's `precision` (bfloat16 autocast for
+"bf16", nothing for "fp32"; `predict` enters it itself), and its networks return float32
+(`acrl.parts.nets`). Training itself (evaluation, the best and latest checkpoints, NaN checks,
+logging, signals, callbacks) is the run loop's, `acrl.core.loop`, which `learn` calls.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from acrl.core.errors import InputError
 from acrl.core.evaluation import evaluate
 from acrl.core.files import write_text_atomic
 from acrl.core.loop import Callback, Run, train
-from acrl.parts.actor_critic import Action, State
+from acrl.parts.actor_critic import Action, ActorCritic, State
 from acrl.parts.normalization import IdentityNormalizer, ObservationNormalizer
 from acrl.parts.observations import is_image, observation_layout
 from acrl.parts.stats import EpisodeStats
@@ -501,3 +501,22 @@ class Agent:
         agent.load_state_dict(payload["state"])
         set_rng_state(payload["rng"], agent.rng)
         return agent
+
+
+class ActorCriticAgent(Agent):
+    """Base of the agents on one `acrl.parts.actor_critic.ActorCritic` (PPO, A3C, IMPALA, APPO): `_build` sets
+    `self.model`, and `predict` acts through it, carrying its state from step to step (an LSTM's; empty without
+    one). No algorithm of this family asks whether its policy is recurrent."""
+
+    model: ActorCritic
+
+    def initial_state(self, n: int) -> State:
+        """The model's state for n fresh episodes on the agent's device: an LSTM's (h, c), zeros (layers, n,
+        hidden) float32 each; () without an LSTM (`ActorCritic.initial_state`)."""
+        return self.model.initial_state(n, self.device)
+
+    def _act(self, obs: torch.Tensor, state: State, episode_start: torch.Tensor, deterministic: bool) -> Action:
+        """The model's step without log-probabilities (`ActorCritic.act`): normalised obs (B, ...), `state`,
+        episode_start (B,) bool -> `Action` (raw actions (B,) int64 or (B, act_dim) float32, None, the state
+        after the step)."""
+        return self.model.act(obs, state, episode_start, deterministic, with_log_prob=False)

@@ -111,6 +111,7 @@ class PerturbationActor(nn.Module):
         self.net = mlp(obs_dim + act_dim, hidden_sizes, act_dim, "relu")
 
     def forward(self, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        """obs (B, obs_dim), actions (B, act_dim) float32 -> the perturbed actions (B, act_dim) float32 in [-1, 1]."""
         perturbation = self.phi * torch.tanh(self.net(torch.cat([obs, actions], dim=-1)).float())
         return (actions + perturbation).clamp(-1.0, 1.0)
 

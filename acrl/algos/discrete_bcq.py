@@ -97,6 +97,7 @@ class DiscreteBCQNet(nn.Module):
         self.q, self.imitation = trunks
 
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """obs (B, ...) -> (Q(s, ·), the imitation network's logits of G(a|s)), each (B, n_actions) float32."""
         return self.q(obs).float(), self.imitation(obs).float()  # float32 under bf16 autocast too
 
 

@@ -46,10 +46,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from acrl.algos.base import Agent
+from acrl.algos.base import ActorCriticAgent
 from acrl.core.config import in_unit_interval, positive
 from acrl.core.errors import InputError
-from acrl.parts.actor_critic import Action, ActorCritic, ActorCriticConfig, State
+from acrl.parts.actor_critic import ActorCritic, ActorCriticConfig
 from acrl.parts.actors import ActorPool, Unroll
 from acrl.parts.observations import make_normalizer
 from acrl.parts.optim import SharedRMSprop
@@ -205,7 +205,7 @@ def impala_loss(model: ActorCritic, batch: dict[str, Any], config: IMPALAConfig)
     return loss, dict(zip(("policy_loss", "value_loss", "entropy", "rho"), means))
 
 
-class IMPALA(Agent):
+class IMPALA(ActorCriticAgent):
     """IMPALA agent: `IMPALA(env="CartPole-v1", actors=2, seed=0).learn(total_steps)` (the `ray` extra).
 
     The actors run while the run loop holds `training()`; `predict`, `evaluate`, `save` and `load` are the
@@ -248,12 +248,6 @@ class IMPALA(Agent):
         self.checkpoint_actors: int | None = None  # the actor count of the run a loaded checkpoint came from
         self._started_ray = False
         self._pool: ActorPool | None = None
-
-    def initial_state(self, n: int) -> State:
-        return self.model.initial_state(n, self.device)
-
-    def _act(self, obs: torch.Tensor, state: State, episode_start: torch.Tensor, deterministic: bool) -> Action:
-        return self.model.act(obs, state, episode_start, deterministic, with_log_prob=False)
 
     def _extra_state(self) -> dict[str, Any]:
         return {**self.episode_stats.state_dict(), "updates": self.updates, "actors": self.config.actors}

@@ -37,11 +37,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from acrl.algos.base import Agent
+from acrl.algos.base import ActorCriticAgent
 from acrl.core.config import in_unit_interval, positive
 from acrl.core.envs import make_vec_env
 from acrl.core.errors import InputError
-from acrl.parts.actor_critic import Action, ActorCritic, ActorCriticConfig, State
+from acrl.parts.actor_critic import ActorCritic, ActorCriticConfig, State
 from acrl.parts.normalization import ObservationNormalizer, RewardScaler
 from acrl.parts.observations import make_normalizer
 from acrl.parts.optim import anneal_learning_rate, clip_grad_norm, flatten_parameters
@@ -148,7 +148,7 @@ def approx_kl(log_ratio: torch.Tensor) -> torch.Tensor:
     return (log_ratio.exp() - 1 - log_ratio).mean()
 
 
-class PPO(Agent):
+class PPO(ActorCriticAgent):
     """PPO agent: `PPO(env="CartPole-v1", seed=0, **hyperparameters).learn(total_steps)`.
 
     `model` is the `acrl.parts.actor_critic.ActorCritic`: a Categorical policy for Discrete actions, a
@@ -211,12 +211,6 @@ class PPO(Agent):
         """Every environment's next step begins an episode, from a fresh state."""
         self._state: State = self.model.initial_state(self.config.n_envs, self.device)
         self._episode_start = np.ones(self.config.n_envs, dtype=bool)
-
-    def initial_state(self, n: int) -> State:
-        return self.model.initial_state(n, self.device)
-
-    def _act(self, obs: torch.Tensor, state: State, episode_start: torch.Tensor, deterministic: bool) -> Action:
-        return self.model.act(obs, state, episode_start, deterministic, with_log_prob=False)
 
     def _step_envs(
         self, t: int, obs: torch.Tensor, raw: np.ndarray, log_probs: torch.Tensor

@@ -559,6 +559,7 @@ class LeanSyncVectorEnv(gym.vector.VectorEnv):
         return np.stack(observations), rewards, terminated, truncated, info
 
     def close_extras(self, **kwargs: object) -> None:
+        """Close every sub-environment (`gym.vector.VectorEnv.close` calls this once)."""
         for env in self.envs:
             env.close()
 

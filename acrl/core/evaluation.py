@@ -18,7 +18,8 @@ class Predictor(Protocol):
     true `stateful` attribute (an acrl agent with an LSTM) has `predict(obs, state, episode_start,
     deterministic=...) -> (action, state)` (see `EpisodeActor`)."""
 
-    def predict(self, obs: np.ndarray, deterministic: bool = True) -> np.ndarray: ...
+    def predict(self, obs: np.ndarray, deterministic: bool = True) -> np.ndarray:
+        """obs (obs_shape) or (B, *obs_shape) -> the action(s) in the environment's units."""
 
 
 class EpisodeActor:

@@ -197,6 +197,7 @@ class Logger:
             writer.writerows(self.rows)
 
     def close(self) -> None:
+        """Close the progress bar and the TensorBoard writer (the CSV files are written as rows arrive)."""
         self.bar.close()
         if self.writer is not None:
             self.writer.close()

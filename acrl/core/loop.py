@@ -97,6 +97,7 @@ class StopOnReturn(Callback):
         self.target = target
 
     def on_evaluation(self, step: int, result: Mapping[str, Any]) -> bool:
+        """True (stop) once the evaluation's mean return is at least `target`."""
         return result["return_mean"] >= self.target
 
 
@@ -113,10 +114,12 @@ class ConsoleReport(Callback):
         self.start, self.evaluations = start, evaluations
 
     def on_training_start(self, step: int, run_dir: Path | None) -> None:
+        """Print the `start` line, if any."""
         if self.start:
             console(self.start)  # the bar is showing already: above it, not onto it
 
     def on_evaluation(self, step: int, result: Mapping[str, Any]) -> None:
+        """Print the evaluation's line (with `evaluations`): the step, mean and std of the return, episodes."""
         if self.evaluations:
             console(
                 f"step {step:,}: eval return {format_return(result['return_mean'])} +/- "

@@ -214,6 +214,7 @@ class UniformRandom:
         self.action_space.seed(seed)
 
     def predict(self, obs: np.ndarray, deterministic: bool = True) -> Any:
+        """One action drawn uniformly from the action space, whatever `obs` is (the Predictor interface)."""
         return self.action_space.sample()
 
 

@@ -119,6 +119,7 @@ class ValueHead(Linear):
         nn.init.zeros_(self.bias)
 
     def forward(self, obs: torch.Tensor, features: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
+        """(obs, unread; features (B, width)) -> V(s) (B,) float32."""
         return super().forward(features).squeeze(-1).float()
 
 
@@ -127,6 +128,7 @@ class ObservationCritic(ValueNet):
     None, unread) -> (B,)."""
 
     def forward(self, obs: torch.Tensor, features: torch.Tensor | None) -> torch.Tensor:  # type: ignore[override]
+        """(obs (B, obs_dim) float32, features unread) -> V(s) (B,) float32."""
         return self.net(obs).squeeze(-1).float()
 
 

@@ -319,4 +319,5 @@ class DiscreteQ(nn.Module):
         self.head = output_layer(features_dim, n_actions, 1.0)
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        """obs (B, obs_dim) float32 or frames (B, *obs_shape) uint8 / bool -> Q(s, ·) (B, n_actions) float32."""
         return self.head(self.encoder(obs)).float()

@@ -41,6 +41,7 @@ class Linear(nn.Linear):
     """
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """x (..., in_features) -> x W^T + b (..., out_features), through `acrl.core.torch_fast.linear`."""
         return torch_fast.linear(x, self.weight, self.bias)
 
 
@@ -50,6 +51,7 @@ class Tanh(nn.Tanh):
     gradient. Any shape."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """tanh(x), elementwise, any shape (`acrl.core.torch_fast.tanh`)."""
         return torch_fast.tanh(x)
 
 
@@ -147,6 +149,7 @@ class ValueNet(nn.Module):
         self.net = mlp(obs_dim, hidden_sizes, 1, activation, output_gain=1.0)
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        """obs (B, obs_dim) float32 -> V(s) (B,) float32."""
         return self.net(obs).squeeze(-1).float()
 
 
@@ -161,6 +164,7 @@ class DeterministicActor(nn.Module):
         self.net = mlp(obs_dim, hidden_sizes, act_dim, "relu", output_gain=1.0)
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        """obs (B, obs_dim) float32 -> mu(s) (B, act_dim) float32 in [-1, 1]."""
         return torch.tanh(self.net(obs).float())
 
 
@@ -176,6 +180,7 @@ class QNet(nn.Module):
         self.q_net = mlp(obs_dim + act_dim, hidden_sizes, 1, "relu")
 
     def forward(self, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        """obs (B, obs_dim), actions (B, act_dim) float32 -> Q(s, a) (B,) float32."""
         return self.q_net(torch.cat([obs, actions], dim=-1)).squeeze(-1).float()
 
     q1 = forward
@@ -193,6 +198,7 @@ class TwinQ(nn.Module):
         self.q2_net = mlp(obs_dim + act_dim, hidden_sizes, 1, "relu")
 
     def forward(self, obs: torch.Tensor, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """obs (B, obs_dim), actions (B, act_dim) float32 -> (Q1(s, a), Q2(s, a)), each (B,) float32."""
         x = torch.cat([obs, actions], dim=-1)
         return self.q1_net(x).squeeze(-1).float(), self.q2_net(x).squeeze(-1).float()
 

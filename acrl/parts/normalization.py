@@ -51,9 +51,11 @@ class RunningMeanStd:
         return self
 
     def state_dict(self) -> dict[str, torch.Tensor]:
+        """Copies of the statistics: {"mean", "var": float64 (shape), "count": float64 ()}."""
         return {"mean": self.mean.clone(), "var": self.var.clone(), "count": self.count.clone()}
 
     def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        """Copy `state_dict`'s statistics in place (shared memory stays shared)."""
         self.mean.copy_(state["mean"])
         self.var.copy_(state["var"])
         self.count.copy_(state["count"])
@@ -79,6 +81,7 @@ class IdentityNormalizer:
         return torch.as_tensor(np.asarray(obs), dtype=self.dtype)
 
     def state_dict(self) -> dict[str, torch.Tensor]:
+        """The empty state: {}."""
         return {}
 
     def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
@@ -111,9 +114,11 @@ class ObservationNormalizer:
         return torch.from_numpy(np.clip(normalized, -self.clip, self.clip).astype(np.float32))
 
     def state_dict(self) -> dict[str, torch.Tensor]:
+        """The running statistics (`RunningMeanStd.state_dict`)."""
         return self.stats.state_dict()
 
     def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        """Restore what `state_dict` returned."""
         self.stats.load_state_dict(state)
 
 
@@ -145,7 +150,9 @@ class RewardScaler:
         return np.clip(rewards / scale, -self.clip, self.clip).astype(np.float32)
 
     def state_dict(self) -> dict[str, torch.Tensor]:
+        """The discounted return's running statistics (`RunningMeanStd.state_dict`)."""
         return self.stats.state_dict()
 
     def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        """Restore what `state_dict` returned."""
         self.stats.load_state_dict(state)

@@ -53,9 +53,11 @@ class EpisodeStats:
         }
 
     def state_dict(self) -> dict[str, list[float]]:
+        """The window's episodes: {"episode_returns", "episode_lengths": lists of floats}."""
         return {"episode_returns": list(self.returns), "episode_lengths": list(self.lengths)}
 
     def load_state_dict(self, state: dict[str, list[float]]) -> None:
+        """Restore the window from `state_dict`; its episodes count as written (`finished` stays empty)."""
         self.returns.clear()
         self.lengths.clear()
         self.add(state["episode_returns"], state["episode_lengths"])

@@ -69,9 +69,11 @@ class Shipper(Callback):
         self.sent: dict[str, tuple[int, int]] = {}
 
     def on_checkpoint(self, step: int, path: Path) -> None:
+        """Ship the job's changed files once a checkpoint is written."""
         self.ship()
 
     def ship(self) -> None:
+        """Send the job directory's files that changed since the last call (by mtime and size) to the sink."""
         changed = {}
         for file in sorted(self.job_dir.rglob("*")):
             if not file.is_file() or file.name.endswith(".tmp"):
@@ -156,6 +158,8 @@ class Cluster(Executor):
             )
 
     def submit(self, job: Job) -> None:
+        """Start `job` as a Ray task, with its input files and current directory bundled when it may land on another
+        machine."""
         import ray
 
         files, current = {}, None
@@ -181,6 +185,7 @@ class Cluster(Executor):
         return Path(path) if Path(path).is_absolute() else self.root / path
 
     def results(self) -> Iterator[tuple[Job, dict[str, Any] | BaseException]]:
+        """(job, result or the exception it ended with) as the submitted jobs end, retrying a lost one."""
         import ray
         from ray import exceptions as rex
 
@@ -272,6 +277,7 @@ class Sink:
         self.root = Path(root)
 
     def write(self, files: dict[str, bytes]) -> None:
+        """Write {path relative to the sweep directory: bytes} there, atomically (`write_files`)."""
         write_files(self.root, files)
 
 

@@ -85,6 +85,7 @@ class LocalPool(Executor):
             self.stop()
 
     def submit(self, job: Job) -> None:
+        """Queue `job`; it starts in a free slot."""
         self.waiting.append(job)
         self._fill()
 
@@ -128,6 +129,8 @@ class LocalPool(Executor):
         return ended
 
     def results(self) -> Iterator[tuple[Job, dict[str, Any] | BaseException]]:
+        """(job, result or the exception it ended with) as jobs end, until none runs or waits; a job whose process
+        died is retried from its latest checkpoint."""
         while self.running or self.waiting:
             self._fill()
             for entry in self._ended(list(self.running.values()), 1.0):
@@ -164,6 +167,8 @@ class LocalPool(Executor):
             self.waiting.appendleft(job)
 
     def stop(self) -> None:
+        """Drop the waiting jobs and SIGTERM the running ones (they checkpoint); kill those still running after
+        `stop_timeout` seconds."""
         self.waiting.clear()
         pending = list(self.running.values())
         for entry in pending:

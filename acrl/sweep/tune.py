@@ -269,6 +269,7 @@ class ReportToStudy(Callback):
         self.study, self.number, self.pruned = study, number, False
 
     def on_evaluation(self, step: int, result: dict[str, Any]) -> bool:
+        """Report the evaluation's mean return to the study; True (stop) when its pruner prunes the trial."""
         import ray
 
         self.pruned = bool(ray.get(self.study.report.remote(self.number, step, float(result["return_mean"]))))

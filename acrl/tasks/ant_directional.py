@@ -34,12 +34,15 @@ class AntDirectional(gym.Wrapper):
         self._start = self._previous = np.zeros(2)
 
     def reset(self, **kwargs: Any):
+        """Reset the Ant and the reference position; info gains y_displacement 0."""
         obs, info = self.env.reset(**kwargs)
         self._start = self._previous = np.array([info["x_position"], info["y_position"]])
         info["y_displacement"] = 0.0
         return obs, info
 
     def step(self, action):
+        """Step the Ant; reward = 20 * the step's progress along `direction` (m) + reward_survive + reward_ctrl +
+        reward_contact (from info); info gains y_displacement, the progress along `direction` since reset."""
         obs, _, terminated, truncated, info = self.env.step(action)
         position = np.array([info["x_position"], info["y_position"]])
         progress = float(self.direction @ (position - self._previous))

@@ -294,6 +294,7 @@ class AtariVecEnv(gym.vector.VectorEnv):
         return obs, rewards, terminated, truncated, info
 
     def close_extras(self, **kwargs: object) -> None:
+        """Close the ALE vector interface."""
         self.ale.close()
 
 

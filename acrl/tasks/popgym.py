@@ -30,6 +30,7 @@ class OneHotObservation(gym.ObservationWrapper):
         self.observation_space = gym.spaces.Box(0.0, 1.0, (self.n,), np.float32)
 
     def observation(self, observation: int) -> np.ndarray:
+        """A Discrete observation (an int from `start`) -> its one-hot (n,) float32."""
         one_hot = np.zeros(self.n, dtype=np.float32)
         one_hot[int(observation) - self.start] = 1.0
         return one_hot

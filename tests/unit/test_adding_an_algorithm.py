@@ -47,7 +47,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from acrl.algos.base import Agent
+from acrl.algos.base import ActorCriticAgent
 from acrl.core.config import RunConfig, positive
 from acrl.core.envs import make_vec_env
 from acrl.parts.actor_critic import ActorCritic
@@ -71,8 +71,8 @@ class A2CConfig(RunConfig):
         positive(self, "n_steps", "learning_rate")
 
 
-class A2C(Agent):
-    """A2C agent on acrl's one actor-critic."""
+class A2C(ActorCriticAgent):
+    """A2C agent on acrl's one actor-critic (acting, and its state, are ActorCriticAgent's)."""
 
     algo = "a2c"
     config_class = A2CConfig
@@ -86,12 +86,6 @@ class A2C(Agent):
         self.obs, _ = self.envs.reset(seed=cfg.seed)
         self.state, self.starts = self.model.initial_state(cfg.n_envs, self.device), np.ones(cfg.n_envs, bool)
         self.episode_stats = EpisodeStats()
-
-    def initial_state(self, n):
-        return self.model.initial_state(n, self.device)
-
-    def _act(self, obs, state, episode_start, deterministic):
-        return self.model.act(obs, state, episode_start, deterministic, with_log_prob=False)
 
     def iteration(self, max_steps: int) -> dict[str, float]:
         cfg, device, (T, N) = self.config, self.device, (self.config.n_steps, self.config.n_envs)
