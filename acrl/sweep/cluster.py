@@ -277,7 +277,8 @@ class Sink:
         self.root = Path(root)
 
     def write(self, files: dict[str, bytes]) -> None:
-        """Write {path relative to the sweep directory: bytes} there, atomically (`write_files`)."""
+        """Write {path: bytes} under the driver's sweep directory (a relative path joined to it, an absolute one as
+        it is), each atomically (`write_files`)."""
         write_files(self.root, files)
 
 
