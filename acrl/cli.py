@@ -293,7 +293,15 @@ def train(args: Train) -> None:
 
 
 def existing_run_dir(path: str) -> Path:
-    """`path` as a Path; raises InputError when no such directory exists."""
+    """`path` as a Path; raises InputError when no such directory exists (for a .pt file: how to make one of it)."""
+    if Path(path).is_file():
+        lone = (
+            f" For a lone checkpoint: mkdir -p RUN/checkpoints && cp {path} RUN/checkpoints/latest.pt, then give RUN "
+            "(with --checkpoint latest)."
+            if path.endswith(".pt")
+            else ""
+        )
+        raise InputError(f"{path} is a file: give a run directory (acrl train's).{lone}")
     if not Path(path).is_dir():
         raise InputError(f"no run directory {path}: check the path (acrl train prints it when it starts).")
     return Path(path)

@@ -369,6 +369,20 @@ def test_plot_missing_directory(capsys, tmp_path):
     assert not (tmp_path / "c.png").exists()
 
 
+def test_a_file_for_a_run_directory_is_refused_and_a_checkpoint_file_says_how_to_use_it(capsys, tmp_path):
+    checkpoint = tmp_path / "agent.pt"
+    checkpoint.write_bytes(b"")
+    assert main(["evaluate", str(checkpoint)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"acrl: error: {checkpoint} is a file: give a run directory") and err.count("\n") == 1
+    assert f"cp {checkpoint} RUN/checkpoints/latest.pt" in err, err
+    metrics = tmp_path / "metrics.csv"
+    metrics.write_text("step\n")
+    assert main(["plot", str(metrics), "--out", str(tmp_path / "c.png")]) == 2
+    err = capsys.readouterr().err
+    assert err == f"acrl: error: {metrics} is a file: give a run directory (acrl train's).\n", err
+
+
 def test_plot_directory_without_metrics(capsys, tmp_path):
     (tmp_path / "empty").mkdir()
     assert main(["plot", str(tmp_path / "empty"), "--out", str(tmp_path / "c.png")]) == 2
