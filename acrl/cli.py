@@ -297,7 +297,7 @@ def existing_run_dir(path: str) -> Path:
     if Path(path).is_file():
         lone = (
             f" For a lone checkpoint: mkdir -p RUN/checkpoints && cp {path} RUN/checkpoints/latest.pt, then give RUN "
-            "(with --checkpoint latest)."
+            "(to evaluate or record it: with --checkpoint latest)."
             if path.endswith(".pt")
             else ""
         )
