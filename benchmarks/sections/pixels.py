@@ -5,6 +5,8 @@ a3c_pong_reference.json, a3c_pong_reference_sticky.json, impala_pong.json)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from datetime import datetime
+from itertools import groupby
 
 from sections.formats import conditions, kilo, met, n, pct, signed, table, x
 
@@ -200,6 +202,32 @@ def hours_to_best(run: dict) -> float:
     return run["hours_to_best"] - run.get("paused_hours", 0.0)
 
 
+def session_seconds(session: dict) -> float:
+    """A session's wall clock in seconds: its `wall_s` where it was written by hand (sessions before sessions.json),
+    else from its `started` and `ended` timestamps (ISO 8601)."""
+    if "wall_s" in session:
+        return float(session["wall_s"])
+    return (datetime.fromisoformat(session["ended"]) - datetime.fromisoformat(session["started"])).total_seconds()
+
+
+def training_sessions(sessions: list[dict]) -> str:
+    """Where and how a run trained, from its sessions (`acrl resume` writes one per segment to sessions.json;
+    `seed_runs.py` copies them): consecutive sessions on the same CPU in the same precision as one stretch, "start–end
+    agent steps, precision, CPU (k sessions, h hours of wall clock)", a field a session did not record left out;
+    steps before the first recorded session are said to be unrecorded. "" without sessions."""
+    stretches = []
+    for (cpu, precision), group in groupby(sessions, key=lambda s: (s.get("cpu"), s.get("precision"))):
+        group = list(group)
+        hours = sum(session_seconds(s) for s in group) / 3600
+        said = ", ".join(str(v) for v in (precision, cpu) if v)
+        count = f"{len(group)} session{'s' if len(group) > 1 else ''}"
+        steps = "–".join(kilo(step) if step else "0" for step in (group[0]["start_step"], group[-1]["end_step"]))
+        stretches.append(f"{steps}{' ' + said if said else ''} ({count}, {hours:.1f} h)")
+    if sessions and sessions[0]["start_step"] > 0:
+        stretches.insert(0, f"0–{kilo(sessions[0]['start_step'])} not recorded")
+    return "; ".join(stretches)
+
+
 def game_rows(
     results: dict[str, dict], runs: Iterable[tuple[str, str, int | str]], score: Callable[..., str]
 ) -> tuple[list[list[str]], list[str]]:
@@ -235,10 +263,14 @@ def game_rows(
             f"{score(r['training_curve'][-1][1], 1)} at {kilo(r['training_curve'][-1][0])}"
             for seed, r in d["runs"].items()
         )
+        trained = "; ".join(
+            f"seed {seed}, {training_sessions(r['sessions'])}" for seed, r in d["runs"].items() if r.get("sessions")
+        )
+        trained = f" Training sessions (agent steps, precision, CPU): {trained}." if trained else ""
         note = f" {d['note']}" if "note" in d else ""
         notes.append(
-            f"{label.split(',')[0]}: training games (stochastic actions, the mean of the last 100): {games}.{note} "
-            f"{conditions(d)}"
+            f"{label.split(',')[0]}: training games (stochastic actions, the mean of the last 100): {games}.{trained}"
+            f"{note} {conditions(d)}"
         )
     return rows, notes
 

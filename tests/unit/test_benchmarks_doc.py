@@ -254,8 +254,9 @@ def test_the_pong_runs_render_from_their_results(tmp_path):
         "training_curve": [[6144, -21.0], [2500000, 15.24]],
     }
     (results / "ppo_pong.json").write_text(json.dumps({"meta": meta, "runs": {"0": run}}))
+    by_hand = {"start_step": 857088, "end_step": 2117632, "commit": "131dc85", "wall_s": 5040}
     a3c = {**run, "best_eval": -3.0, "best_step": 1750000, "final_eval": -5.4, "best_checkpoint_fresh_10_games": -4.5}
-    a3c |= {"training_hours": 2.0, "finished": False}
+    a3c |= {"training_hours": 2.0, "finished": False, "sessions": [by_hand]}
     (results / "a3c_pong.json").write_text(json.dumps({"meta": meta, "runs": {"0": a3c}}))
     no_sticky = {**a3c, "final_eval": 9.0, "best_checkpoint_fresh_10_games": 12.0}
     no_sticky["eval_curve"] = [[250000, -20.8], [1250000, 9.0]]
@@ -272,14 +273,28 @@ def test_the_pong_runs_render_from_their_results(tmp_path):
         "- PPO: training games (stochastic actions, the mean of the last 100): seed 0, −21.0 at 6k and +15.2 at 2.5M."
         in (page)
     )
+    assert "seed 0, 0–857k not recorded; 857k–2118k (1 session, 1.4 h)." in page  # 5,040 s written by hand
     glance = report.with_glance("x\n<!-- results:start -->\n<!-- results:end -->\n", results)
     row = "| PPO Pong-v5 within 10M frames, best.pt on 10 games | +18.4; no sticky actions, 5M frames: +12.0 |"
     assert row in glance
 
 
+def session(start: int, end: int, cpu: str, precision: str, started: str, ended: str) -> dict:
+    """One entry of a run's sessions.json (`acrl.core.loop`'s record of an `acrl train` / `acrl resume`), UTC."""
+    return {
+        "started": f"{started}+00:00",
+        "ended": f"{ended}+00:00",
+        "start_step": start,
+        "end_step": end,
+        "cpu": cpu,
+        "precision": precision,
+    }
+
+
 def test_the_breakout_run_renders_from_its_result(tmp_path):
     """ppo_breakout_10m.json (hand-made): scores unsigned to one decimal, best.pt's 312.4 meets the 300 goal, 287.0
-    would not; the glance row says so, and calls a run below the goal that has not finished 'not met yet'."""
+    would not; the glance row says so, and calls a run below the goal that has not finished 'not met yet'. Its
+    sessions, two in fp32 on one CPU (1.0 h and 2.5 h) and one in bf16 on another (3.0 h), read as two stretches."""
     report = benchmark_module()
     results = tmp_path / "results"
     shutil.copytree(ROOT / "benchmarks" / "results", results, ignore=shutil.ignore_patterns("tmp"))
@@ -292,6 +307,11 @@ def test_the_breakout_run_renders_from_its_result(tmp_path):
         "finished": True,
         "eval_curve": [[250000, 2.0], [10000000, 301.6]],
         "training_curve": [[8192, 1.2], [10000000, 250.44]],
+        "sessions": [
+            session(0, 867328, "CPU A", "fp32", "2026-12-07T13:00:00", "2026-12-07T14:00:00"),
+            session(867328, 4008960, "CPU A", "fp32", "2026-12-07T15:00:00", "2026-12-07T17:30:00"),
+            session(4008960, 10000000, "CPU B", "bf16", "2026-12-07T21:00:00", "2026-12-08T00:00:00"),
+        ],
     }
     meta = {"command": "python benchmarks/seed_runs.py ppo_breakout_10m", "date": "2026-12-08T16:00:00+00:00"}
     (results / "ppo_breakout_10m.json").write_text(json.dumps({"meta": meta, "runs": {"0": run}}))
@@ -299,6 +319,8 @@ def test_the_breakout_run_renders_from_its_result(tmp_path):
     label = "PPO 10M (CleanRL's budget) on BreakoutNoFrameskip-v4, 2 torch threads"
     assert f"| {label} | 0 | 10M | 9.5 | 330.2 at 6250k | 301.6 | 312.4 | ≥ 300: **met** |" in page
     assert "seed 0, 1.2 at 8k and 250.4 at 10M." in page
+    sessions = "seed 0, 0–4009k fp32, CPU A (2 sessions, 3.5 h); 4009k–10M bf16, CPU B (1 session, 3.0 h)."
+    assert f"Training sessions (agent steps, precision, CPU): {sessions}" in page
     glance = report.with_glance("x\n<!-- results:start -->\n<!-- results:end -->\n", results)
     row = "| PPO Breakout (no sticky actions) within 10M agent steps, best.pt on 10 games |"
     assert f"{row} 312.4 at 6250k | ≥ 300: met |" in glance
