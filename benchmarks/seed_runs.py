@@ -31,7 +31,10 @@ picks up where it stopped:
   20.36 and 414.7). About 6-7 hours each on the 2-core Xeon, over several sessions (`acrl resume`). The Pong run met
   its goal at 2.0M steps and was stopped there (best.pt +20.8; from 857k in fp32, `acrl resume RUN --precision fp32`,
   on an AMD EPYC without bfloat16 instructions: a run resumed on such a CPU needs it, and on a bf16 CPU again
-  `--precision bf16`, since the checkpoint keeps the precision it last ran in).
+  `--precision bf16`, since the checkpoint keeps the precision it last ran in). The Breakout run trained in fp32
+  to 4.0M on an AMD EPYC without bfloat16 (family 25, about 250 agent steps/s with its evaluations), then in bf16
+  (`acrl resume RUN --precision bf16`) on one with AVX512-BF16 (family 26, about 650-750); each result's sessions
+  say which steps ran where.
 - `a3c_pong`: `acrl train a3c --env ALE/Pong-v5 --preset original --workers 2` (the A3C paper's
   agent) for seed 0, 4M agent steps (about 2 hours: 600-750 steps/s on the 2-core AMD EPYC with
   its evaluations, about 750 on the Xeon), 5 whole games every 250k steps; then best.pt on 10
