@@ -328,7 +328,11 @@ def breakout(results: dict[str, dict]) -> str:
 Whole games (5 lives), raw scores, deterministic actions, no sticky actions; an agent step is 4 frames. CleanRL's
 ppo_atari reports 414.7 ± 28.1 on BreakoutNoFrameskip-v4 after 10M agent steps, 40M frames, 3 seeds (Huang et al.
 2022); issue #48's goal is 300 within the same budget. The evaluation curve and the training games' scores are in the
-JSON file.
+JSON file. Deterministic actions can stall Breakout: nothing presses FIRE for the agent (no fire reset,
+`acrl.tasks.atari`), so a greedy policy that does not choose FIRE when a game starts or a life is lost waits until
+the 108,000-frame limit with the score it has (an evaluation of 0.0 is five such games). CleanRL's figure is its
+training games' return (stochastic actions, its FireResetEnv pressing FIRE after each reset): the notes' "training
+games" are that statistic.
 
 {table([*GAME_HEADER, "best.pt, 10 games", "goal"], "lrrrrrrl", rows)}
 
