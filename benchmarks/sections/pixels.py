@@ -1,6 +1,6 @@
 """docs/benchmarks.md, the pixel sections: MinAtar against SB3 (minatar_vs_sb3.json), Atari speed
-(atari_speed.json) and Pong-v5 from pixels (ppo_pong.json, ppo_pong_no_sticky.json, a3c_pong.json,
-a3c_pong_reference.json, a3c_pong_reference_sticky.json, impala_pong.json)."""
+(atari_speed.json), Pong-v5 from pixels (ppo_pong.json, ppo_pong_no_sticky.json, ppo_pong_10m.json, a3c_pong.json,
+a3c_pong_reference.json, a3c_pong_reference_sticky.json, impala_pong.json) and Breakout (ppo_breakout_10m.json)."""
 
 from __future__ import annotations
 
