@@ -173,14 +173,19 @@ def sessions(root: str | Path, label: str) -> list[dict[str, Any]]:
     return _read_sessions(Path(root) / SESSIONS).get(label, [])
 
 
+def session_seconds(session: dict[str, Any]) -> float:
+    """Seconds one session worked: its "ended" less its "started" (a `SESSIONS` entry's ISO times)."""
+    span = datetime.datetime.fromisoformat(session["ended"]) - datetime.datetime.fromisoformat(session["started"])
+    return span.total_seconds()
+
+
 def wall_clock_s(root: str | Path, label: str) -> float | None:
     """Seconds that the sessions named `label` worked in `root`, summed (`SESSIONS`: work resumed by the same
     command counts each session's time); None where none is recorded (a directory written before the record)."""
     ran = sessions(root, label)
     if not ran:
         return None
-    spans = (datetime.datetime.fromisoformat(s["ended"]) - datetime.datetime.fromisoformat(s["started"]) for s in ran)
-    return round(sum(span.total_seconds() for span in spans), 1)
+    return round(sum(session_seconds(s) for s in ran), 1)
 
 
 class Session:

@@ -5,9 +5,9 @@ a3c_pong_reference.json, a3c_pong_reference_sticky.json, impala_pong.json) and B
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from datetime import datetime
 from itertools import groupby
 
+from acrl.core import provenance
 from sections.formats import conditions, kilo, met, n, pct, signed, table, x
 
 
@@ -204,10 +204,8 @@ def hours_to_best(run: dict) -> float:
 
 def session_seconds(session: dict) -> float:
     """A session's wall clock in seconds: its `wall_s` where it was written by hand (sessions before sessions.json),
-    else from its `started` and `ended` timestamps (ISO 8601)."""
-    if "wall_s" in session:
-        return float(session["wall_s"])
-    return (datetime.fromisoformat(session["ended"]) - datetime.fromisoformat(session["started"])).total_seconds()
+    else `acrl.core.provenance.session_seconds` (its "ended" less its "started")."""
+    return float(session["wall_s"]) if "wall_s" in session else provenance.session_seconds(session)
 
 
 def training_sessions(sessions: list[dict]) -> str:
